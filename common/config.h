@@ -1,0 +1,73 @@
+/* The configuration file (SPEC section 3): parsed with inih into a fixed-size struct,
+ * every key validated, unknown keys and sections reported with FILE:LINE, secrets from
+ * ${ENV} and file: expanded but never shown. */
+#ifndef KP_CONFIG_H
+#define KP_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "limits.h"
+
+#define KP_CONF_STR 1024
+#define KP_CONF_MAX_ERRORS 32
+
+enum kp_record_mode { KP_RECORD_CONTINUOUS, KP_RECORD_EVENTS, KP_RECORD_OFF };
+
+enum kp_stream_bits { KP_STREAM_MAIN = 1, KP_STREAM_SUB = 2 };
+
+/* A string value: what it means (val) and what the file says (raw). A value that came
+ * from ${ENV} or file: is shown only as raw. */
+struct kp_conf_str {
+	char val[KP_CONF_STR];
+	char raw[KP_CONF_STR];
+	bool secret_ref;
+};
+
+struct kp_camera_conf {
+	char name[KP_CAMERA_NAME_MAX + 1];
+	struct kp_conf_str url;
+	unsigned streams;
+	enum kp_record_mode record;
+	unsigned retention_days;
+	bool motion_events;
+	unsigned snapshot_interval;
+	unsigned line;
+};
+
+struct kp_config {
+	struct kp_conf_str data_dir;
+	struct kp_conf_str run_dir;
+	struct kp_conf_str user;
+	struct kp_conf_str listen;
+	struct kp_conf_str tls_cert;
+	struct kp_conf_str tls_key;
+	unsigned udp_port_min, udp_port_max;
+	struct kp_conf_str stun_server;
+	unsigned max_disk_gb;
+	unsigned max_days;
+	unsigned ncameras;
+	struct kp_camera_conf cameras[KP_MAX_CAMERAS];
+};
+
+/* Error lines "FILE:LINE: message", newline-separated. */
+struct kp_config_errors {
+	char text[KP_CONF_MAX_ERRORS * 256];
+	unsigned count;
+};
+
+void kp_config_defaults(struct kp_config *cfg);
+
+/* 0 on success; -EINVAL with errors filled when the file is invalid; -errno when the
+ * file cannot be read (also described in errors). */
+int kp_config_load_file(const char *path, struct kp_config *cfg, struct kp_config_errors *errs);
+int kp_config_load_string(const char *name, const char *text, struct kp_config *cfg,
+			  struct kp_config_errors *errs);
+
+/* The configuration as INI text with secrets redacted. Returns bytes written or -ENOSPC. */
+int kp_config_render(const struct kp_config *cfg, char *buf, size_t len);
+
+/* url with the password of its userinfo replaced by "***". */
+void kp_redact_url(const char *url, char *out, size_t len);
+
+#endif

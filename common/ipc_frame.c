@@ -1,0 +1,125 @@
+/* Pure IPC frame encoding, decoding and sender policy: the one table of which message
+ * kinds may arrive on which kind of link. Fuzzed by test/fuzz/fuzz_envelope.c. */
+#include "ipc_frame.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <pb_decode.h>
+#include <pb_encode.h>
+
+#include "limits.h"
+
+int kp_frame_header(const uint8_t head[4], uint32_t *ret_len, const char **ret_reason)
+{
+	uint32_t len = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 |
+		       (uint32_t)head[3] << 24;
+	if (len == 0) {
+		*ret_reason = "empty frame (envelope length 0)";
+		return -EBADMSG;
+	}
+	if (len > kp_Envelope_size) {
+		*ret_reason = "envelope length exceeds the schema maximum";
+		return -EMSGSIZE;
+	}
+	*ret_len = len;
+	return 0;
+}
+
+static int allowed(enum kp_link_kind kind, pb_size_t which)
+{
+	switch (kind) {
+	case KP_LINK_SUPERVISOR_TO_WORKER:
+		return which == kp_Envelope_worker_config_tag || which == kp_Envelope_config_done_tag ||
+		       which == kp_Envelope_link_new_tag || which == kp_Envelope_health_request_tag ||
+		       which == kp_Envelope_reload_tag || which == kp_Envelope_shutdown_tag;
+	case KP_LINK_WORKER_TO_SUPERVISOR:
+		return which == kp_Envelope_ready_tag || which == kp_Envelope_link_lost_tag ||
+		       which == kp_Envelope_health_reply_tag;
+	case KP_LINK_PEER:
+		return which == kp_Envelope_peer_hello_tag;
+	case KP_LINK_CONTROL_REQUEST:
+		return which == kp_Envelope_control_request_tag;
+	case KP_LINK_CONTROL_REPLY:
+		return which == kp_Envelope_control_reply_tag;
+	}
+	return 0;
+}
+
+static unsigned expected_fds(pb_size_t which)
+{
+	return which == kp_Envelope_link_new_tag ? 1 : 0;
+}
+
+int kp_frame_decode(const uint8_t *buf, size_t len, enum kp_link_kind kind, size_t max_tail,
+		    kp_Envelope *ret_env, const char **ret_reason)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	pb_istream_t in = pb_istream_from_buffer(buf, len);
+	if (!pb_decode(&in, kp_Envelope_fields, &env)) {
+		*ret_reason = "envelope does not decode";
+		return -EBADMSG;
+	}
+	if (in.bytes_left != 0) {
+		*ret_reason = "envelope length does not match its contents";
+		return -EBADMSG;
+	}
+	if (env.which_msg == 0) {
+		*ret_reason = "envelope carries no message";
+		return -EBADMSG;
+	}
+	if (!allowed(kind, env.which_msg)) {
+		*ret_reason = "message kind not accepted from this sender";
+		return -EPERM;
+	}
+	if (env.tail_len > max_tail) {
+		*ret_reason = "raw tail exceeds the link ceiling";
+		return -EMSGSIZE;
+	}
+	if (env.fd_count != expected_fds(env.which_msg)) {
+		*ret_reason = "descriptor count does not match the message kind";
+		return -EBADMSG;
+	}
+	*ret_env = env;
+	return 0;
+}
+
+int kp_frame_encode(const kp_Envelope *env, uint8_t *buf, size_t cap, size_t *ret_len)
+{
+	if (cap < 4)
+		return -ENOSPC;
+	pb_ostream_t out = pb_ostream_from_buffer(buf + 4, cap - 4);
+	if (!pb_encode(&out, kp_Envelope_fields, env))
+		return -EINVAL;
+	size_t n = out.bytes_written;
+	if (n == 0 || n > kp_Envelope_size)
+		return -EINVAL;
+	buf[0] = (uint8_t)n;
+	buf[1] = (uint8_t)(n >> 8);
+	buf[2] = (uint8_t)(n >> 16);
+	buf[3] = (uint8_t)(n >> 24);
+	*ret_len = n + 4;
+	return 0;
+}
+
+static const char *const peer_names[] = {
+	[kp_Peer_PEER_NONE] = "none",	      [kp_Peer_PEER_SUPERVISOR] = "supervisor",
+	[kp_Peer_PEER_INGESTD] = "ingestd",   [kp_Peer_PEER_RECORDERD] = "recorderd",
+	[kp_Peer_PEER_WEBD] = "webd",	      [kp_Peer_PEER_RTCD] = "rtcd",
+	[kp_Peer_PEER_CONTROL] = "control",
+};
+
+const char *kp_peer_name(kp_Peer peer)
+{
+	if ((unsigned)peer < sizeof peer_names / sizeof peer_names[0])
+		return peer_names[peer];
+	return "unknown";
+}
+
+kp_Peer kp_peer_from_name(const char *name)
+{
+	for (unsigned i = 1; i < sizeof peer_names / sizeof peer_names[0]; i++)
+		if (strcmp(peer_names[i], name) == 0)
+			return (kp_Peer)i;
+	return kp_Peer_PEER_NONE;
+}

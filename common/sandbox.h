@@ -1,0 +1,38 @@
+/* A worker's confinement, applied once before it touches untrusted input, in order:
+ * file-system view (Landlock), uid/gid change, no_new_privs, rlimits, seccomp. */
+#ifndef KP_SANDBOX_H
+#define KP_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define KP_SANDBOX_MAX_PATHS 8
+
+enum kp_syscall_set {
+	KP_SYSCALLS_FS_WRITE = 1, /* create, rename, unlink, fsync, truncate files */
+	KP_SYSCALLS_NET = 2,      /* IP sockets: connect, bind, listen, accept */
+};
+
+struct kp_sandbox {
+	const char *name;
+	const char *read_paths[KP_SANDBOX_MAX_PATHS];
+	const char *write_paths[KP_SANDBOX_MAX_PATHS];
+	bool change_uid;
+	uid_t uid;
+	gid_t gid;
+	uint64_t rlimit_as;
+	uint64_t rlimit_nofile;
+	unsigned syscalls; /* enum kp_syscall_set bits */
+};
+
+struct kp_sandbox_report {
+	int landlock_abi; /* 0: kernel has no Landlock */
+	bool uid_changed;
+};
+
+/* Returns 0 or a negative errno with *ret_step naming the step that failed. */
+int kp_sandbox_apply(const struct kp_sandbox *sb, struct kp_sandbox_report *ret_report,
+		     const char **ret_step);
+
+#endif

@@ -1,0 +1,314 @@
+/* The shared worker runtime: supervisor channel, confinement at the configuration
+ * barrier, peer links (replaced whenever the supervisor hands a new generation), health
+ * replies, reload and shutdown. Unlike the rest of common/, this is a program's main loop
+ * and logs what it does. */
+#include "worker.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kp_build_config.h"
+#include "log.h"
+#include "sandbox.h"
+
+struct peer_link {
+	struct kp_worker *w;
+	kp_Peer peer;
+	uint32_t generation;
+	struct kp_ipc *ipc;
+	int hello_seen;
+};
+
+struct kp_worker {
+	const struct kp_worker_def *def;
+	uv_loop_t *loop;
+	struct kp_ipc *sup;
+	kp_WorkerConfig config;
+	int confined;
+	pid_t parent;
+	struct peer_link links[KP_WORKER_MAX_PEERS];
+	uv_signal_t sigterm;
+	int exit_code;
+	int stopping;
+};
+
+static const struct kp_ipc_limits supervisor_limits = {
+	.kind = KP_LINK_SUPERVISOR_TO_WORKER,
+	.max_tail = KP_IPC_TAIL_MAX_SUPERVISOR,
+	.queue_items = KP_IPC_QUEUE_ITEMS_SUPERVISOR,
+	.queue_bytes = KP_IPC_QUEUE_BYTES_SUPERVISOR,
+};
+
+static const struct kp_ipc_limits peer_limits = {
+	.kind = KP_LINK_PEER,
+	.max_tail = KP_IPC_TAIL_MAX_PEER,
+	.queue_items = KP_IPC_QUEUE_ITEMS_PEER,
+	.queue_bytes = KP_IPC_QUEUE_BYTES_PEER,
+};
+
+static void stop(struct kp_worker *w, int code)
+{
+	if (w->stopping)
+		return;
+	w->stopping = 1;
+	w->exit_code = code;
+	for (unsigned i = 0; i < w->def->npeers; i++) {
+		kp_ipc_destroy(w->links[i].ipc);
+		w->links[i].ipc = NULL;
+	}
+	kp_ipc_destroy(w->sup);
+	w->sup = NULL;
+	uv_close((uv_handle_t *)&w->sigterm, NULL);
+	uv_stop(w->loop);
+}
+
+static void send_to_supervisor(struct kp_worker *w, const kp_Envelope *env)
+{
+	if (!w->sup)
+		return;
+	int r = kp_ipc_send(w->sup, env, NULL, 0, NULL, 0);
+	if (r < 0)
+		kp_err("sending %u to the supervisor failed: %s", (unsigned)env->which_msg, strerror(-r));
+}
+
+static struct peer_link *link_for(struct kp_worker *w, kp_Peer peer)
+{
+	for (unsigned i = 0; i < w->def->npeers; i++)
+		if (w->links[i].peer == peer)
+			return &w->links[i];
+	return NULL;
+}
+
+static void on_peer_error(struct kp_ipc *c, int err, const char *reason, void *arg)
+{
+	struct peer_link *l = arg;
+	struct kp_worker *w = l->w;
+	(void)err;
+	kp_warn("link to %s (generation %u) closed: %s", kp_peer_name(l->peer), (unsigned)l->generation, reason);
+	kp_ipc_destroy(c);
+	l->ipc = NULL;
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_link_lost_tag;
+	env.msg.link_lost.peer = l->peer;
+	env.msg.link_lost.generation = l->generation;
+	snprintf(env.msg.link_lost.reason, sizeof env.msg.link_lost.reason, "%s", reason);
+	send_to_supervisor(w, &env);
+}
+
+static void on_peer_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
+{
+	struct peer_link *l = arg;
+	(void)c;
+	if (f->env->which_msg == kp_Envelope_peer_hello_tag) {
+		const kp_PeerHello *h = &f->env->msg.peer_hello;
+		if (h->from != l->peer || h->generation != l->generation) {
+			on_peer_error(l->ipc, -EPROTO, "hello from an unexpected peer or generation", l);
+			return;
+		}
+		l->hello_seen = 1;
+		kp_debug("link to %s (generation %u) up, peer pid %u", kp_peer_name(l->peer), (unsigned)l->generation,
+			 (unsigned)h->pid);
+	}
+}
+
+static void install_link(struct kp_worker *w, const kp_LinkNew *ln, struct kp_ipc_frame *f)
+{
+	struct peer_link *l = link_for(w, ln->peer);
+	if (!l) {
+		kp_err("supervisor offered a link to %s, which is not a peer of %s", kp_peer_name(ln->peer),
+		       w->def->name);
+		return;
+	}
+	kp_ipc_destroy(l->ipc);
+	l->ipc = NULL;
+	l->generation = ln->generation;
+	l->hello_seen = 0;
+	int r = kp_ipc_open(w->loop, f->fds[0], &peer_limits, on_peer_frame, on_peer_error, l, &l->ipc);
+	if (r < 0) {
+		kp_err("opening link to %s (generation %u) failed: %s", kp_peer_name(l->peer), (unsigned)l->generation,
+		       strerror(-r));
+		return;
+	}
+	f->fds[0] = -1;
+	kp_Envelope hello = kp_Envelope_init_zero;
+	hello.which_msg = kp_Envelope_peer_hello_tag;
+	hello.msg.peer_hello.from = w->def->self;
+	hello.msg.peer_hello.pid = (uint32_t)getpid();
+	hello.msg.peer_hello.generation = l->generation;
+	r = kp_ipc_send(l->ipc, &hello, NULL, 0, NULL, 0);
+	if (r < 0)
+		kp_err("hello to %s failed: %s", kp_peer_name(l->peer), strerror(-r));
+	kp_info("link to %s installed (generation %u, fd %d)", kp_peer_name(l->peer), (unsigned)l->generation,
+		l->ipc ? kp_ipc_fd(l->ipc) : -1);
+}
+
+static int confine(struct kp_worker *w)
+{
+	const struct kp_worker_def *d = w->def;
+	struct kp_sandbox sb = {
+		.name = d->name,
+		.change_uid = w->config.change_uid,
+		.uid = w->config.uid,
+		.gid = w->config.gid,
+		.rlimit_as = d->rlimit_as,
+		.rlimit_nofile = d->rlimit_nofile,
+		.syscalls = d->syscalls,
+	};
+	if (d->fs == KP_WORKER_FS_DATA_RW)
+		sb.write_paths[0] = w->config.data_dir;
+	if (d->fs == KP_WORKER_FS_WWW_RO && w->config.www_dir[0])
+		sb.read_paths[0] = w->config.www_dir;
+	struct kp_sandbox_report rep;
+	const char *step = "?";
+	int r = kp_sandbox_apply(&sb, &rep, &step);
+	if (r < 0) {
+		kp_err("confinement failed at %s: %s", step, strerror(-r));
+		return r;
+	}
+	if (getppid() != w->parent) {
+		kp_err("supervisor is gone; exiting");
+		return -ESRCH;
+	}
+	if (!rep.landlock_abi)
+		kp_warn("kernel has no Landlock: file-system view not restricted");
+	if (rep.uid_changed)
+		kp_info("confined: uid %u gid %u, landlock abi %d, seccomp on", (unsigned)w->config.uid,
+			(unsigned)w->config.gid, rep.landlock_abi);
+	else
+		kp_info("confined: started as non-root, uid unchanged (%u); landlock abi %d, seccomp on",
+			(unsigned)getuid(), rep.landlock_abi);
+	return 0;
+}
+
+static void health_reply(struct kp_worker *w, uint64_t seq)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_health_reply_tag;
+	kp_HealthReply *h = &env.msg.health_reply;
+	h->seq = seq;
+	for (unsigned i = 0; i < w->def->npeers && h->links_count < 8; i++) {
+		const struct peer_link *l = &w->links[i];
+		kp_LinkState *s = &h->links[h->links_count++];
+		s->peer = l->peer;
+		s->generation = l->generation;
+		s->up = l->ipc != NULL && l->hello_seen;
+		if (l->ipc) {
+			struct kp_ipc_stats st;
+			kp_ipc_get_stats(l->ipc, &st);
+			s->frames_in = st.frames_in;
+			s->frames_out = st.frames_out;
+			s->send_rejected = st.send_rejected;
+			s->queue_items = (uint32_t)st.queue_items;
+			s->queue_bytes = st.queue_bytes;
+		}
+	}
+	send_to_supervisor(w, &env);
+}
+
+static void on_sup_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
+{
+	struct kp_worker *w = arg;
+	const kp_Envelope *env = f->env;
+	(void)c;
+	switch (env->which_msg) {
+	case kp_Envelope_worker_config_tag:
+		w->config = env->msg.worker_config;
+		break;
+	case kp_Envelope_config_done_tag: {
+		if (!w->confined) {
+			if (confine(w) < 0) {
+				stop(w, 1);
+				return;
+			}
+			w->confined = 1;
+		}
+		kp_Envelope ready = kp_Envelope_init_zero;
+		ready.which_msg = kp_Envelope_ready_tag;
+		ready.msg.ready.pid = (uint32_t)getpid();
+		ready.msg.ready.generation = env->msg.config_done.generation;
+		send_to_supervisor(w, &ready);
+		break;
+	}
+	case kp_Envelope_link_new_tag:
+		install_link(w, &env->msg.link_new, f);
+		break;
+	case kp_Envelope_health_request_tag:
+		health_reply(w, env->msg.health_request.seq);
+		break;
+	case kp_Envelope_reload_tag:
+		kp_info("reload (generation %u)", (unsigned)env->msg.reload.generation);
+		break;
+	case kp_Envelope_shutdown_tag:
+		kp_info("stopping: %s", env->msg.shutdown.reason);
+		stop(w, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_sup_error(struct kp_ipc *c, int err, const char *reason, void *arg)
+{
+	struct kp_worker *w = arg;
+	(void)c;
+	(void)err;
+	kp_err("supervisor link closed: %s; exiting", reason);
+	stop(w, 1);
+}
+
+static void on_sigterm(uv_signal_t *h, int sig)
+{
+	struct kp_worker *w = h->data;
+	kp_info("stopping on signal %d", sig);
+	stop(w, 0);
+}
+
+int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv)
+{
+	char name[48];
+	snprintf(name, sizeof name, "keeppeek-%s", def->name);
+	kp_log_init(name);
+	if (argc > 1 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
+		printf("%s %s\n", name, KP_VERSION);
+		return 0;
+	}
+	struct stat st;
+	if (fstat(KP_WORKER_CHANNEL_FD, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "%s: this program is started by keeppeekd(8), with its channel on fd %d\n", name,
+			KP_WORKER_CHANNEL_FD);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1) {
+		kp_err("supervisor is gone; exiting");
+		return 1;
+	}
+	static struct kp_worker w;
+	w.def = def;
+	w.parent = getppid();
+	w.loop = uv_default_loop();
+	for (unsigned i = 0; i < def->npeers; i++) {
+		w.links[i].w = &w;
+		w.links[i].peer = def->peers[i];
+	}
+	int r = kp_ipc_open(w.loop, KP_WORKER_CHANNEL_FD, &supervisor_limits, on_sup_frame, on_sup_error, &w, &w.sup);
+	if (r < 0) {
+		kp_err("opening the supervisor channel failed: %s", strerror(-r));
+		return 1;
+	}
+	uv_signal_init(w.loop, &w.sigterm);
+	w.sigterm.data = &w;
+	uv_signal_start(&w.sigterm, on_sigterm, SIGTERM);
+	uv_run(w.loop, UV_RUN_DEFAULT);
+	/* Let close callbacks run, then release the loop. */
+	uv_run(w.loop, UV_RUN_NOWAIT);
+	uv_loop_close(w.loop);
+	return w.exit_code;
+}

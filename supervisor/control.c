@@ -1,0 +1,187 @@
+/* The control socket (run_dir/control.sock, mode 0660): accepts at most
+ * KP_CONTROL_MAX_CLIENTS keeppeekctl connections, reads framed ControlRequests and
+ * answers each with a ControlReply whose raw tail is the text output. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "limits.h"
+#include "log.h"
+#include "supervisor.h"
+
+#define CONTROL_OUT_MAX (256 * 1024)
+
+struct control_client {
+	struct control *ctl;
+	struct kp_ipc *ipc;
+};
+
+struct control {
+	struct supervisor *s;
+	int fd;
+	uv_poll_t poll;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct control_client clients[KP_CONTROL_MAX_CLIENTS];
+	unsigned refused;
+};
+
+static const struct kp_ipc_limits client_limits = {
+	.kind = KP_LINK_CONTROL_REQUEST,
+	.max_tail = 0,
+	.queue_items = 4,
+	.queue_bytes = CONTROL_OUT_MAX + 64 * 1024,
+};
+
+static void on_client_error(struct kp_ipc *c, int err, const char *reason, void *arg)
+{
+	struct control_client *cl = arg;
+	if (err != -EPIPE)
+		kp_warn("control client: closing: %s", reason);
+	kp_ipc_destroy(c);
+	cl->ipc = NULL;
+}
+
+static void on_client_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
+{
+	struct control_client *cl = arg;
+	static char out[CONTROL_OUT_MAX];
+	out[0] = '\0';
+	int code = control_run(cl->ctl->s, &f->env->msg.control_request, out, sizeof out);
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_control_reply_tag;
+	env.msg.control_reply.exit_code = code;
+	int r = kp_ipc_send(c, &env, out, strlen(out), NULL, 0);
+	if (r < 0)
+		kp_warn("control client: reply failed: %s", strerror(-r));
+}
+
+static void on_accept(uv_poll_t *h, int status, int events)
+{
+	struct control *ctl = h->data;
+	(void)events;
+	if (status < 0)
+		return;
+	for (;;) {
+		int fd = accept4(ctl->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				kp_warn("control socket: accept failed: %s", strerror(errno));
+			return;
+		}
+		struct control_client *slot = NULL;
+		for (unsigned i = 0; i < KP_CONTROL_MAX_CLIENTS && !slot; i++)
+			if (!ctl->clients[i].ipc)
+				slot = &ctl->clients[i];
+		if (!slot) {
+			ctl->refused++;
+			kp_warn("control socket: refusing a client: %d already connected", KP_CONTROL_MAX_CLIENTS);
+			close(fd);
+			continue;
+		}
+		slot->ctl = ctl;
+		int r = kp_ipc_open(ctl->s->loop, fd, &client_limits, on_client_frame, on_client_error, slot, &slot->ipc);
+		if (r < 0) {
+			kp_warn("control socket: cannot serve a client: %s", strerror(-r));
+			close(fd);
+		}
+	}
+}
+
+/* A socket file left by a dead keeppeekd is removed; a live one means we must not start. */
+static int claim_path(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+	int e = errno;
+	close(fd);
+	if (r == 0) {
+		snprintf(err, errlen, "another keeppeekd is listening on %s", path);
+		return -EADDRINUSE;
+	}
+	if (e == ECONNREFUSED)
+		unlink(path);
+	return 0;
+}
+
+int control_open(struct supervisor *s, const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof sa.sun_path) {
+		snprintf(err, errlen, "control socket path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	int r = claim_path(path, err, errlen);
+	if (r < 0)
+		return r;
+	struct control *ctl = calloc(1, sizeof *ctl);
+	if (!ctl)
+		return -ENOMEM;
+	ctl->s = s;
+	snprintf(ctl->path, sizeof ctl->path, "%s", path);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (ctl->fd < 0) {
+		r = -errno;
+		goto out_free;
+	}
+	mode_t old = umask(0117);
+	r = bind(ctl->fd, (struct sockaddr *)&sa, sizeof sa);
+	umask(old);
+	if (r < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot bind %s: %s", path, strerror(-r));
+		goto out_close;
+	}
+	if (chmod(path, 0660) < 0 || (s->change_uid && chown(path, 0, s->gid) < 0)) {
+		r = -errno;
+		snprintf(err, errlen, "cannot set the mode of %s: %s", path, strerror(-r));
+		goto out_unlink;
+	}
+	if (listen(ctl->fd, KP_CONTROL_MAX_CLIENTS) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(-r));
+		goto out_unlink;
+	}
+	uv_poll_init(s->loop, &ctl->poll, ctl->fd);
+	ctl->poll.data = ctl;
+	uv_poll_start(&ctl->poll, UV_READABLE, on_accept);
+	s->control = ctl;
+	return 0;
+
+out_unlink:
+	unlink(path);
+out_close:
+	close(ctl->fd);
+out_free:
+	free(ctl);
+	return r;
+}
+
+static void on_poll_closed(uv_handle_t *h)
+{
+	struct control *ctl = h->data;
+	close(ctl->fd);
+	free(ctl);
+}
+
+void control_close(struct supervisor *s)
+{
+	struct control *ctl = s->control;
+	if (!ctl)
+		return;
+	for (unsigned i = 0; i < KP_CONTROL_MAX_CLIENTS; i++)
+		kp_ipc_destroy(ctl->clients[i].ipc);
+	unlink(ctl->path);
+	uv_close((uv_handle_t *)&ctl->poll, on_poll_closed);
+	s->control = NULL;
+}

@@ -1,0 +1,221 @@
+/* keeppeekctl: the operator's command line. Talks to keeppeekd over its control socket
+ * with the same framing as every other link; `config check` runs locally. Exit codes:
+ * 0 ok, 1 failure, 2 usage. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ipc_frame.h"
+#include "kp_build_config.h"
+#include "limits.h"
+
+#define DEFAULT_SOCKET "/run/keeppeek/control.sock"
+#define REPLY_TIMEOUT_SECS 15
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: keeppeekctl [-s PATH] [--json] COMMAND [ARGS]\n"
+		   "commands:\n"
+		   "  status                 workers, pids, states, restarts, memory\n"
+		   "  restart WORKER         restart ingestd, recorderd, webd or rtcd\n"
+		   "  reload                 re-read the configuration (like SIGHUP)\n"
+		   "  config check FILE      validate a configuration file; starts nothing\n"
+		   "  config show            the running configuration, secrets redacted\n"
+		   "  version                client and daemon versions\n");
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EPIPE;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	size_t put = 0;
+	while (put < len) {
+		ssize_t n = write(fd, (const char *)buf + put, len - put);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		put += (size_t)n;
+	}
+	return 0;
+}
+
+static int call(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(sock) >= sizeof sa.sun_path) {
+		fprintf(stderr, "keeppeekctl: socket path too long: %s\n", sock);
+		return 1;
+	}
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		if (!quiet_connect)
+			fprintf(stderr, "keeppeekctl: cannot connect to %s: %s (is keeppeekd running?)\n", sock,
+				strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	struct timeval tv = {.tv_sec = REPLY_TIMEOUT_SECS};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_control_request_tag;
+	kp_ControlRequest *req = &env.msg.control_request;
+	snprintf(req->command, sizeof req->command, "%s", command);
+	req->json = json;
+	for (int i = 0; i < nargs; i++) {
+		if (i >= 8 || strlen(args[i]) >= sizeof req->args[0]) {
+			fprintf(stderr, "keeppeekctl: too many or too long arguments\n");
+			close(fd);
+			return 2;
+		}
+		snprintf(req->args[i], sizeof req->args[0], "%s", args[i]);
+		req->args_count++;
+	}
+	static uint8_t buf[KP_FRAME_HEAD_MAX];
+	size_t len;
+	const char *reason = "?";
+	int r = kp_frame_encode(&env, buf, sizeof buf, &len);
+	if (r == 0)
+		r = write_full(fd, buf, len);
+	uint32_t env_len = 0;
+	if (r == 0)
+		r = read_full(fd, buf, 4);
+	if (r == 0 && (r = kp_frame_header(buf, &env_len, &reason)) < 0)
+		fprintf(stderr, "keeppeekctl: bad reply: %s\n", reason);
+	if (r == 0)
+		r = read_full(fd, buf, env_len);
+	kp_Envelope reply;
+	if (r == 0 && (r = kp_frame_decode(buf, env_len, KP_LINK_CONTROL_REPLY, KP_IPC_TAIL_MAX_CONTROL, &reply,
+					    &reason)) < 0)
+		fprintf(stderr, "keeppeekctl: bad reply: %s\n", reason);
+	char *text = NULL;
+	if (r == 0 && reply.tail_len) {
+		text = malloc(reply.tail_len);
+		r = text ? read_full(fd, text, reply.tail_len) : -ENOMEM;
+	}
+	close(fd);
+	if (r < 0) {
+		if (r != -EBADMSG && r != -EMSGSIZE && r != -EPERM)
+			fprintf(stderr, "keeppeekctl: talking to %s failed: %s\n", sock, strerror(-r));
+		free(text);
+		return 1;
+	}
+	if (text)
+		fwrite(text, 1, reply.tail_len, reply.msg.control_reply.exit_code ? stderr : stdout);
+	free(text);
+	return reply.msg.control_reply.exit_code;
+}
+
+static int config_check(const char *path)
+{
+	static struct kp_config cfg;
+	static struct kp_config_errors errs;
+	int r = kp_config_load_file(path, &cfg, &errs);
+	if (r < 0) {
+		fputs(errs.text, stderr);
+		return 1;
+	}
+	printf("%s: ok (%u cameras)\n", path, cfg.ncameras);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *sock = DEFAULT_SOCKET;
+	bool json = false;
+	enum { OPT_JSON = 256 };
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, OPT_JSON},
+		{"socket", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "+s:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': sock = optarg; break;
+		case OPT_JSON: json = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	/* --json may also follow the command. */
+	int n = 0;
+	char *rest[16];
+	for (int i = optind; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (n < 16)
+			rest[n++] = argv[i];
+		else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (n == 0) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = rest[0];
+	if (!strcmp(cmd, "status") || !strcmp(cmd, "reload")) {
+		if (n != 1) {
+			usage(stderr);
+			return 2;
+		}
+		return call(sock, cmd, NULL, 0, json, false);
+	}
+	if (!strcmp(cmd, "restart")) {
+		if (n != 2) {
+			usage(stderr);
+			return 2;
+		}
+		return call(sock, cmd, rest + 1, 1, json, false);
+	}
+	if (!strcmp(cmd, "config")) {
+		if (n == 3 && !strcmp(rest[1], "check"))
+			return config_check(rest[2]);
+		if (n == 2 && !strcmp(rest[1], "show"))
+			return call(sock, "config-show", NULL, 0, json, false);
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(cmd, "version")) {
+		if (n != 1) {
+			usage(stderr);
+			return 2;
+		}
+		if (json)
+			printf("{\"client\":\"%s\"}\n", KP_VERSION);
+		else
+			printf("keeppeekctl %s\n", KP_VERSION);
+		call(sock, "version", NULL, 0, json, true);
+		return 0;
+	}
+	fprintf(stderr, "keeppeekctl: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,459 @@
+/* The process table and each worker's life: spawn (fork+exec with its channel on fd 3),
+ * the configuration barrier, health checks, exit, restart alone with exponential
+ * backoff (SPEC section 1), orderly stop of everything. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kp_build_config.h"
+#include "limits.h"
+#include "log.h"
+#include "supervisor.h"
+
+static const struct {
+	const char *name;
+	kp_Peer peer;
+} proc_table[KP_NPROCS] = {
+	{"ingestd", kp_Peer_PEER_INGESTD},
+	{"recorderd", kp_Peer_PEER_RECORDERD},
+	{"webd", kp_Peer_PEER_WEBD},
+	{"rtcd", kp_Peer_PEER_RTCD},
+};
+
+static const struct kp_ipc_limits worker_limits = {
+	.kind = KP_LINK_WORKER_TO_SUPERVISOR,
+	.max_tail = KP_IPC_TAIL_MAX_SUPERVISOR,
+	.queue_items = KP_IPC_QUEUE_ITEMS_SUPERVISOR,
+	.queue_bytes = KP_IPC_QUEUE_BYTES_SUPERVISOR,
+};
+
+uint64_t kp_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+const char *proc_state_name(enum proc_state st)
+{
+	switch (st) {
+	case PROC_STOPPED: return "stopped";
+	case PROC_STARTING: return "starting";
+	case PROC_RUNNING: return "running";
+	case PROC_BACKOFF: return "backoff";
+	case PROC_STOPPING: return "stopping";
+	}
+	return "?";
+}
+
+static int built_tree(char *dir, size_t len)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return 0;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return 0;
+	*slash = '\0';
+	snprintf(dir, len, "%s", self);
+	return strcmp(self, KP_BUILD_ROOT "/supervisor") == 0;
+}
+
+void proc_table_init(struct supervisor *s, const char *libexec_dir)
+{
+	char dir[4096];
+	int in_tree = built_tree(dir, sizeof dir);
+	for (unsigned i = 0; i < KP_NPROCS; i++) {
+		struct proc *p = &s->procs[i];
+		memset(p, 0, sizeof *p);
+		p->s = s;
+		p->name = proc_table[i].name;
+		p->peer = proc_table[i].peer;
+		if (libexec_dir)
+			snprintf(p->path, sizeof p->path, "%s/keeppeek-%s", libexec_dir, p->name);
+		else if (in_tree)
+			snprintf(p->path, sizeof p->path, "%s/%s/keeppeek-%s", KP_BUILD_ROOT, p->name, p->name);
+		else
+			snprintf(p->path, sizeof p->path, "%s/keeppeek-%s", KP_LIBEXECDIR, p->name);
+		uv_timer_init(s->loop, &p->timer);
+		p->timer.data = p;
+	}
+}
+
+struct proc *proc_by_name(struct supervisor *s, const char *name)
+{
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		if (!strcmp(s->procs[i].name, name))
+			return &s->procs[i];
+	return NULL;
+}
+
+struct proc *proc_by_peer(struct supervisor *s, kp_Peer peer)
+{
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		if (s->procs[i].peer == peer)
+			return &s->procs[i];
+	return NULL;
+}
+
+static void send_config(struct proc *p)
+{
+	struct supervisor *s = p->s;
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_worker_config_tag;
+	kp_WorkerConfig *wc = &env.msg.worker_config;
+	wc->generation = s->generation;
+	snprintf(wc->data_dir, sizeof wc->data_dir, "%s", s->cfg.data_dir.val);
+	snprintf(wc->run_dir, sizeof wc->run_dir, "%s", s->cfg.run_dir.val);
+	snprintf(wc->www_dir, sizeof wc->www_dir, "%s", s->www_dir);
+	snprintf(wc->user, sizeof wc->user, "%s", s->cfg.user.val);
+	wc->change_uid = s->change_uid;
+	wc->uid = (uint32_t)s->uid;
+	wc->gid = (uint32_t)s->gid;
+	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+	kp_Envelope done = kp_Envelope_init_zero;
+	done.which_msg = kp_Envelope_config_done_tag;
+	done.msg.config_done.generation = s->generation;
+	if (r == 0)
+		r = kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0);
+	if (r < 0)
+		kp_err("%s: sending configuration failed: %s", p->name, strerror(-r));
+}
+
+static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
+{
+	struct proc *p = arg;
+	struct supervisor *s = p->s;
+	(void)c;
+	switch (f->env->which_msg) {
+	case kp_Envelope_ready_tag:
+		p->last_reply_ms = kp_now_ms();
+		if (p->state == PROC_STARTING) {
+			p->state = PROC_RUNNING;
+			p->ready_ms = kp_now_ms();
+			p->config_generation = f->env->msg.ready.generation;
+			kp_info("%s running (pid %d)", p->name, (int)p->pid);
+			links_on_ready(s, p);
+		} else if (p->state == PROC_RUNNING && f->env->msg.ready.generation == s->generation &&
+			   p->config_generation != s->generation) {
+			p->config_generation = s->generation;
+			if (s->reload_waiting && --s->reload_waiting == 0)
+				kp_info("reload to generation %u complete", (unsigned)s->generation);
+		}
+		break;
+	case kp_Envelope_health_reply_tag:
+		p->last_reply_ms = kp_now_ms();
+		p->health = f->env->msg.health_reply;
+		break;
+	case kp_Envelope_link_lost_tag:
+		links_on_lost(s, p, &f->env->msg.link_lost);
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_worker_error(struct kp_ipc *c, int err, const char *reason, void *arg)
+{
+	struct proc *p = arg;
+	(void)err;
+	if (p->state != PROC_STOPPING && !p->s->stopping)
+		kp_warn("%s (pid %d): channel closed: %s", p->name, (int)p->pid, reason);
+	kp_ipc_destroy(c);
+	p->ipc = NULL;
+	/* A worker whose channel broke cannot be supervised: end it; on_exit restarts it.
+	 * A worker that is stopping closes its channel on its way out. */
+	if (p->pid > 0 && p->state != PROC_STOPPING && !p->s->stopping && !p->restart_now)
+		kill(p->pid, SIGKILL);
+}
+
+static void schedule_restart(struct proc *p);
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	struct proc *p = h->data;
+	p->handle_open = 0;
+}
+
+static void describe_exit(char *buf, size_t len, int64_t status, int sig)
+{
+	if (sig)
+		snprintf(buf, len, "killed by signal %d (%s)", sig, strsignal(sig));
+	else
+		snprintf(buf, len, "exited with status %lld", (long long)status);
+}
+
+static void on_exit_cb(uv_process_t *h, int64_t status, int term_signal)
+{
+	struct proc *p = h->data;
+	struct supervisor *s = p->s;
+	uint64_t now = kp_now_ms();
+	describe_exit(p->last_exit, sizeof p->last_exit, status, term_signal);
+	bool was_running = p->state == PROC_RUNNING;
+	if (was_running && p->config_generation != s->generation && s->reload_waiting)
+		s->reload_waiting--;
+	kp_ipc_destroy(p->ipc);
+	p->ipc = NULL;
+	uv_close((uv_handle_t *)h, on_handle_closed);
+	p->pid = 0;
+	if (s->stopping) {
+		p->state = PROC_STOPPED;
+		kp_info("%s stopped: %s", p->name, p->last_exit);
+		proc_stop_all(s);
+		return;
+	}
+	if (was_running && now - p->ready_ms >= KP_BACKOFF_RESET_MS)
+		p->quick_failures = 0;
+	p->restarts++;
+	if (p->restart_now) {
+		p->restart_now = false;
+		p->quick_failures = 0;
+		kp_info("%s %s; restarting as asked", p->name, p->last_exit);
+		if (proc_spawn(p) < 0)
+			schedule_restart(p);
+		return;
+	}
+	kp_warn("%s (restart %u) %s", p->name, p->restarts, p->last_exit);
+	schedule_restart(p);
+}
+
+static void on_restart_timer(uv_timer_t *t)
+{
+	struct proc *p = t->data;
+	if (p->s->stopping || p->state != PROC_BACKOFF)
+		return;
+	if (proc_spawn(p) < 0)
+		schedule_restart(p);
+}
+
+static void schedule_restart(struct proc *p)
+{
+	unsigned shift = p->quick_failures < 9 ? p->quick_failures : 9;
+	uint64_t delay = (uint64_t)KP_BACKOFF_INITIAL_MS << shift;
+	if (delay > KP_BACKOFF_MAX_MS)
+		delay = KP_BACKOFF_MAX_MS;
+	p->quick_failures++;
+	p->state = PROC_BACKOFF;
+	p->backoff_until_ms = kp_now_ms() + delay;
+	if (delay > KP_BACKOFF_INITIAL_MS)
+		kp_warn("%s: restarting in %llu ms (%u failures in a row)", p->name, (unsigned long long)delay,
+			p->quick_failures);
+	uv_timer_start(&p->timer, on_restart_timer, delay, 0);
+}
+
+int proc_spawn(struct proc *p)
+{
+	struct supervisor *s = p->s;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		snprintf(p->last_exit, sizeof p->last_exit, "socketpair: %s", strerror(errno));
+		kp_err("%s: socketpair failed: %s", p->name, strerror(errno));
+		return -errno;
+	}
+	if (p->handle_open) {
+		/* The previous handle is still closing; try again on the next turn. */
+		close(sv[0]);
+		close(sv[1]);
+		return -EAGAIN;
+	}
+	char *args[] = {p->path, NULL};
+	uv_stdio_container_t stdio[4] = {
+		{.flags = UV_IGNORE},
+		{.flags = UV_INHERIT_FD, .data.fd = STDOUT_FILENO},
+		{.flags = UV_INHERIT_FD, .data.fd = STDERR_FILENO},
+		{.flags = UV_INHERIT_FD, .data.fd = sv[1]},
+	};
+	uv_process_options_t opt = {
+		.exit_cb = on_exit_cb,
+		.file = p->path,
+		.args = args,
+		.stdio_count = 4,
+		.stdio = stdio,
+	};
+	p->handle.data = p;
+	int r = uv_spawn(s->loop, &p->handle, &opt);
+	close(sv[1]);
+	if (r < 0) {
+		close(sv[0]);
+		uv_close((uv_handle_t *)&p->handle, NULL);
+		snprintf(p->last_exit, sizeof p->last_exit, "cannot start: %s", uv_strerror(r));
+		kp_err("%s: starting %s failed: %s", p->name, p->path, uv_strerror(r));
+		return r;
+	}
+	p->handle_open = 1;
+	p->pid = p->handle.pid;
+	p->state = PROC_STARTING;
+	p->spawned_ms = p->last_reply_ms = kp_now_ms();
+	p->ready_ms = 0;
+	memset(&p->health, 0, sizeof p->health);
+	r = kp_ipc_open(s->loop, sv[0], &worker_limits, on_worker_frame, on_worker_error, p, &p->ipc);
+	if (r < 0) {
+		close(sv[0]);
+		kp_err("%s: opening its channel failed: %s", p->name, strerror(-r));
+		kill(p->pid, SIGKILL);
+		return 0;
+	}
+	kp_info("%s started (pid %d)", p->name, (int)p->pid);
+	send_config(p);
+	return 0;
+}
+
+static void on_health_timer(uv_timer_t *t)
+{
+	struct supervisor *s = t->data;
+	uint64_t now = kp_now_ms();
+	for (unsigned i = 0; i < KP_NPROCS; i++) {
+		struct proc *p = &s->procs[i];
+		if ((p->state != PROC_RUNNING && p->state != PROC_STARTING) || p->pid <= 0)
+			continue;
+		if (now - p->last_reply_ms > KP_HEALTH_DEADLINE_MS) {
+			kp_err("%s (pid %d): no reply for %llu ms; killing it", p->name, (int)p->pid,
+			       (unsigned long long)(now - p->last_reply_ms));
+			kill(p->pid, SIGKILL);
+			continue;
+		}
+		if (p->state == PROC_RUNNING && p->ipc) {
+			kp_Envelope env = kp_Envelope_init_zero;
+			env.which_msg = kp_Envelope_health_request_tag;
+			env.msg.health_request.seq = ++p->health_seq;
+			kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+		}
+	}
+}
+
+void proc_start_all(struct supervisor *s)
+{
+	uv_timer_init(s->loop, &s->health_timer);
+	s->health_timer.data = s;
+	uv_timer_start(&s->health_timer, on_health_timer, KP_HEALTH_INTERVAL_MS, KP_HEALTH_INTERVAL_MS);
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		if (proc_spawn(&s->procs[i]) < 0)
+			schedule_restart(&s->procs[i]);
+}
+
+int proc_restart(struct proc *p)
+{
+	if (p->s->stopping)
+		return -ESHUTDOWN;
+	if (p->state == PROC_BACKOFF) {
+		uv_timer_stop(&p->timer);
+		p->quick_failures = 0;
+		return proc_spawn(p);
+	}
+	if (p->pid <= 0)
+		return -ESRCH;
+	p->restart_now = true;
+	kp_info("%s (pid %d): restart requested", p->name, (int)p->pid);
+	kill(p->pid, SIGTERM);
+	return 0;
+}
+
+static void on_stop_timer(uv_timer_t *t)
+{
+	struct supervisor *s = t->data;
+	for (unsigned i = 0; i < KP_NPROCS; i++) {
+		struct proc *p = &s->procs[i];
+		if (p->pid > 0) {
+			kp_warn("%s (pid %d) did not stop in %d ms; killing it", p->name, (int)p->pid, KP_STOP_GRACE_MS);
+			kill(p->pid, SIGKILL);
+		}
+	}
+}
+
+static void close_all_handles(struct supervisor *s)
+{
+	uv_close((uv_handle_t *)&s->health_timer, NULL);
+	uv_close((uv_handle_t *)&s->stop_timer, NULL);
+	uv_close((uv_handle_t *)&s->sig_term, NULL);
+	uv_close((uv_handle_t *)&s->sig_int, NULL);
+	uv_close((uv_handle_t *)&s->sig_hup, NULL);
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		uv_close((uv_handle_t *)&s->procs[i].timer, NULL);
+	control_close(s);
+}
+
+/* Called on SIGTERM and again as each worker exits; finishes when none is left. */
+void proc_stop_all(struct supervisor *s)
+{
+	if (!s->stopping) {
+		s->stopping = true;
+		kp_info("stopping all workers");
+		uv_timer_init(s->loop, &s->stop_timer);
+		s->stop_timer.data = s;
+		uv_timer_start(&s->stop_timer, on_stop_timer, KP_STOP_GRACE_MS, 0);
+		for (unsigned i = 0; i < KP_NPROCS; i++) {
+			struct proc *p = &s->procs[i];
+			uv_timer_stop(&p->timer);
+			if (p->pid <= 0) {
+				p->state = PROC_STOPPED;
+				continue;
+			}
+			p->state = PROC_STOPPING;
+			kp_Envelope env = kp_Envelope_init_zero;
+			env.which_msg = kp_Envelope_shutdown_tag;
+			snprintf(env.msg.shutdown.reason, sizeof env.msg.shutdown.reason, "supervisor is stopping");
+			if (!p->ipc || kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) < 0)
+				kill(p->pid, SIGTERM);
+		}
+	}
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		if (s->procs[i].pid > 0)
+			return;
+	kp_info("all workers stopped");
+	close_all_handles(s);
+}
+
+int supervisor_reload(struct supervisor *s, char *msg, size_t len)
+{
+	if (s->stopping) {
+		snprintf(msg, len, "reload refused: stopping\n");
+		return -ESHUTDOWN;
+	}
+	if (s->reload_waiting) {
+		snprintf(msg, len, "reload refused: a reload is in progress (%u workers have not answered)\n",
+			 s->reload_waiting);
+		return -EBUSY;
+	}
+	if (!s->demo) {
+		static struct kp_config next;
+		static struct kp_config_errors errs;
+		int r = kp_config_load_file(s->config_path, &next, &errs);
+		if (r < 0) {
+			snprintf(msg, len, "reload refused: configuration is invalid; keeping the running one\n%s",
+				 errs.text);
+			kp_err("reload refused: %s is invalid: %.*s", s->config_path, (int)strcspn(errs.text, "\n"),
+			       errs.text);
+			return r;
+		}
+		if (strcmp(next.data_dir.val, s->cfg.data_dir.val) || strcmp(next.run_dir.val, s->cfg.run_dir.val) ||
+		    strcmp(next.user.val, s->cfg.user.val))
+			kp_warn("reload: data_dir, run_dir and user take effect only after a restart of keeppeekd");
+		snprintf(next.data_dir.val, sizeof next.data_dir.val, "%s", s->cfg.data_dir.val);
+		snprintf(next.run_dir.val, sizeof next.run_dir.val, "%s", s->cfg.run_dir.val);
+		snprintf(next.user.val, sizeof next.user.val, "%s", s->cfg.user.val);
+		s->cfg = next;
+	}
+	s->generation++;
+	for (unsigned i = 0; i < KP_NPROCS; i++) {
+		struct proc *p = &s->procs[i];
+		if (p->state != PROC_RUNNING || !p->ipc)
+			continue;
+		kp_Envelope env = kp_Envelope_init_zero;
+		env.which_msg = kp_Envelope_reload_tag;
+		env.msg.reload.generation = s->generation;
+		kp_Envelope done = kp_Envelope_init_zero;
+		done.which_msg = kp_Envelope_config_done_tag;
+		done.msg.config_done.generation = s->generation;
+		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 && kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0) == 0)
+			s->reload_waiting++;
+	}
+	kp_info("reload to generation %u sent to %u workers", (unsigned)s->generation, s->reload_waiting);
+	snprintf(msg, len, "reload to generation %u sent to %u workers\n", (unsigned)s->generation, s->reload_waiting);
+	return 0;
+}

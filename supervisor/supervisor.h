@@ -1,0 +1,103 @@
+/* The supervisor's state: the process table, the link mesh between workers, the
+ * running configuration, and the control socket. Shared by keeppeekd's files. */
+#ifndef KP_SUPERVISOR_H
+#define KP_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "config.h"
+#include "ipc.h"
+#include "keeppeek.pb.h"
+
+#define KP_NPROCS 4
+#define KP_NLINKS 5
+
+enum proc_state { PROC_STOPPED, PROC_STARTING, PROC_RUNNING, PROC_BACKOFF, PROC_STOPPING };
+
+struct supervisor;
+
+struct proc {
+	struct supervisor *s;
+	const char *name;  /* "ingestd" */
+	kp_Peer peer;
+	char path[4096];   /* the worker program */
+	uv_process_t handle;
+	int handle_open;
+	pid_t pid;
+	enum proc_state state;
+	struct kp_ipc *ipc;
+	unsigned restarts;
+	unsigned quick_failures;
+	uint64_t spawned_ms;
+	uint64_t ready_ms;
+	uint64_t backoff_until_ms;
+	uint64_t last_reply_ms;
+	uint64_t health_seq;
+	uint32_t config_generation;
+	bool restart_now; /* asked for by keeppeekctl restart: no backoff */
+	char last_exit[64];
+	kp_HealthReply health;
+	uv_timer_t timer;
+};
+
+struct link {
+	kp_Peer a, b;
+	uint32_t generation;
+	unsigned relinks;
+};
+
+struct control;
+
+struct supervisor {
+	uv_loop_t *loop;
+	struct kp_config cfg;
+	char config_path[4096]; /* empty in demo mode */
+	bool demo;
+	char demo_listen[256];
+	char demo_data_dir[4096];
+	char www_dir[4096];
+	bool change_uid;
+	uid_t uid;
+	gid_t gid;
+	uint32_t generation;
+	unsigned reload_waiting;
+	bool stopping;
+	struct proc procs[KP_NPROCS];
+	struct link links[KP_NLINKS];
+	uv_timer_t health_timer;
+	uv_timer_t stop_timer;
+	uv_signal_t sig_term, sig_int, sig_hup;
+	struct control *control;
+	int exit_code;
+};
+
+uint64_t kp_now_ms(void);
+
+/* proc.c */
+void proc_table_init(struct supervisor *s, const char *libexec_dir);
+int proc_spawn(struct proc *p);
+void proc_start_all(struct supervisor *s);
+void proc_stop_all(struct supervisor *s);
+int proc_restart(struct proc *p);
+struct proc *proc_by_name(struct supervisor *s, const char *name);
+struct proc *proc_by_peer(struct supervisor *s, kp_Peer peer);
+const char *proc_state_name(enum proc_state st);
+int supervisor_reload(struct supervisor *s, char *msg, size_t len);
+
+/* links.c */
+void links_init(struct supervisor *s);
+void links_on_ready(struct supervisor *s, struct proc *p);
+void links_on_lost(struct supervisor *s, struct proc *p, const kp_LinkLost *lost);
+const struct link *links_between(const struct supervisor *s, kp_Peer a, kp_Peer b);
+
+/* control.c */
+int control_open(struct supervisor *s, const char *path, char *err, size_t errlen);
+void control_close(struct supervisor *s);
+
+/* control_cmds.c: runs one request, writes the text answer, returns the exit code. */
+int control_run(struct supervisor *s, const kp_ControlRequest *req, char *out, size_t outlen);
+
+#endif
