@@ -17,6 +17,7 @@ struct parse_ctx {
 	FILE *file;
 	const char *text;
 	unsigned line;
+	unsigned section_line; /* line of the latest [section] header */
 	struct kp_config *cfg;
 	struct kp_config_errors *errs;
 	unsigned err_line; /* last line that already has an error */
@@ -79,6 +80,9 @@ static char *reader(char *str, int num, void *stream)
 	}
 	line[n] = '\0';
 	p->line++;
+	const char *first = line + strspn(line, " \t");
+	if (*first == '[')
+		p->section_line = p->line;
 	size_t content = strcspn(line, "\r\n");
 	if (content >= (size_t)num - 1) {
 		add_error(p, p->line, "line longer than %d characters", num - 2);
@@ -294,12 +298,14 @@ static int camera_section(struct parse_ctx *p, const char *section)
 			return -1;
 		}
 	struct kp_config *cfg = p->cfg;
-	if (p->cur_camera >= 0 && !strcmp(cfg->cameras[p->cur_camera].name, name))
+	if (p->cur_camera >= 0 && !strcmp(cfg->cameras[p->cur_camera].name, name) &&
+	    cfg->cameras[p->cur_camera].line == p->section_line)
 		return p->cur_camera;
 	for (unsigned i = 0; i < cfg->ncameras; i++)
 		if (!strcmp(cfg->cameras[i].name, name)) {
-			add_error(p, p->line, "camera '%s' is defined twice (first at line %u)", name,
-				  cfg->cameras[i].line);
+			if (p->err_line != p->section_line)
+				add_error(p, p->section_line, "camera '%s' is defined twice (first at line %u)", name,
+					  cfg->cameras[i].line);
 			return -1;
 		}
 	if (cfg->ncameras >= KP_MAX_CAMERAS) {
@@ -312,7 +318,7 @@ static int camera_section(struct parse_ctx *p, const char *section)
 	cam->streams = KP_STREAM_MAIN | KP_STREAM_SUB;
 	cam->record = KP_RECORD_CONTINUOUS;
 	cam->motion_events = true;
-	cam->line = p->line;
+	cam->line = p->section_line;
 	p->cur_camera = (int)cfg->ncameras++;
 	p->ncam_seen = 0;
 	return p->cur_camera;

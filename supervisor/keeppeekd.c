@@ -221,6 +221,7 @@ int main(int argc, char **argv)
 		sigs[i]->data = &s;
 		uv_signal_start(sigs[i], on_signal, signums[i]);
 	}
+	s.generation = 1;
 	links_init(&s);
 	proc_table_init(&s, libexec_dir);
 	proc_start_all(&s);

@@ -1,0 +1,178 @@
+"""Helpers for integration tests: start the real keeppeekd from the build tree in a
+private directory, talk to it with the real keeppeekctl, read /proc, and make sure that
+nothing is left running afterwards."""
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.environ["KP_BUILD_ROOT"]
+KEEPPEEKD = os.path.join(BUILD, "supervisor", "keeppeekd")
+KEEPPEEKCTL = os.path.join(BUILD, "supervisor", "keeppeekctl")
+WORKERS = ["ingestd", "recorderd", "webd", "rtcd"]
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    raise AssertionError(msg)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    print("ok   " + msg)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(pred, timeout, step=0.02):
+    end = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > end:
+            return v
+        time.sleep(step)
+
+
+def proc_status(pid):
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                out[k] = v.strip()
+    except FileNotFoundError:
+        return None
+    return out
+
+
+def alive(pid):
+    st = proc_status(pid)
+    return st is not None and not st.get("State", "").startswith("Z")
+
+
+class Keeppeek:
+    def __init__(self, args=None, config=None, env=None):
+        self.dir = tempfile.mkdtemp(prefix="kp-it-")
+        os.chmod(self.dir, 0o755)
+        self.data = os.path.join(self.dir, "data")
+        self.port = free_port()
+        if config is not None:
+            self.config_path = os.path.join(self.dir, "keeppeek.conf")
+            with open(self.config_path, "w") as f:
+                f.write(config.format(dir=self.dir, port=self.port))
+            self.sock = os.path.join(self.dir, "run", "control.sock")
+            cmd = [KEEPPEEKD, "-c", self.config_path]
+        else:
+            self.sock = os.path.join(self.data, "run", "control.sock")
+            cmd = [KEEPPEEKD, "--demo", "--data-dir", self.data, "--listen", f"127.0.0.1:{self.port}"]
+        cmd += args or []
+        self.log_path = os.path.join(self.dir, "keeppeekd.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir,
+                                     env=dict(os.environ, **(env or {})), start_new_session=True)
+        self.known_pids = {self.proc.pid}
+
+    def ctl(self, *args):
+        r = subprocess.run([KEEPPEEKCTL, "-s", self.sock, *args], capture_output=True, text=True, timeout=30)
+        return r.returncode, r.stdout, r.stderr
+
+    def status(self):
+        rc, out, err = self.ctl("status", "--json")
+        if rc != 0:
+            return None
+        st = json.loads(out)
+        for w in st["workers"]:
+            if w["pid"] > 0:
+                self.known_pids.add(w["pid"])
+        return {w["name"]: w for w in st["workers"]}
+
+    def wait_running(self, timeout=15, links=True):
+        def ready():
+            st = self.status() if os.path.exists(self.sock) else None
+            if not st or any(st[w]["state"] != "running" for w in WORKERS):
+                return None
+            if links and any(l["state"] != "up" for w in WORKERS for l in st[w]["links"]):
+                return None
+            return st
+        st = wait_for(ready, timeout, 0.05)
+        if not st:
+            fail(f"workers not all running within {timeout}s; status={self.status()}\n{self.log_text()}")
+        return st
+
+    def log_text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self, timeout=5.0):
+        """SIGTERM to keeppeekd; returns seconds until every KeepPeek process was gone."""
+        self.status()
+        start = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout + 5)
+        except subprocess.TimeoutExpired:
+            pass
+        gone = wait_for(lambda: not any(alive(p) for p in self.known_pids if p != self.proc.pid), timeout)
+        elapsed = time.monotonic() - start
+        for p in self.known_pids:
+            if alive(p):
+                os.kill(p, signal.SIGKILL)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        return elapsed if gone and self.proc.returncode is not None else None
+
+    def cleanup(self):
+        self.stop()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+SYS_pidfd_getfd = 438
+
+
+def steal_fd(pid, fd):
+    """A duplicate of another process's descriptor (pidfd_getfd(2))."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        r = _libc.syscall(SYS_pidfd_getfd, pidfd, fd, 0)
+        if r < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"pidfd_getfd({pid}, {fd}): {os.strerror(e)}")
+        return r
+    finally:
+        os.close(pidfd)
+
+
+def run(test):
+    """Runs test(kp-maker) and prints the plain summary line."""
+    made = []
+
+    def make(**kw):
+        k = Keeppeek(**kw)
+        made.append(k)
+        return k
+    try:
+        test(make)
+    except AssertionError:
+        for k in made:
+            print("---- keeppeekd log ----\n" + k.log_text()[-6000:], file=sys.stderr)
+        sys.exit(1)
+    finally:
+        for k in made:
+            k.cleanup()

@@ -1,0 +1,93 @@
+"""keeppeekctl: exit codes (0 ok, 1 failure, 2 usage), config check with FILE:LINE,
+config show with secrets redacted, reload (and a refused reload of a broken file),
+version, and a control socket that survives garbage."""
+import os
+import signal
+import socket
+import subprocess
+import time
+
+from kp import KEEPPEEKCTL, WORKERS, check, run, wait_for
+
+CONFIG = """[keeppeek]
+data_dir = {dir}/data
+run_dir = {dir}/run
+
+[web]
+listen = 127.0.0.1:{port}
+
+[camera "porch"]
+url = rtsp://viewer:hunter2@127.0.0.1:1/stream
+record = continuous
+
+[camera "garage"]
+url = baichuan://admin:${{KP_IT_SECRET}}@127.0.0.1:2/?channel=0
+"""
+
+
+def ctl(*args):
+    env = dict(os.environ, KP_IT_SECRET="s3cr3t-value")
+    r = subprocess.run([KEEPPEEKCTL, *args], capture_output=True, text=True, timeout=30, env=env)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test(make):
+    kp = make(config=CONFIG, env={"KP_IT_SECRET": "s3cr3t-value"})
+    st = kp.wait_running()
+    pids = {w: st[w]["pid"] for w in WORKERS}
+
+    bad = os.path.join(kp.dir, "bad.conf")
+    with open(bad, "w") as f:
+        f.write("[web]\nlisten = 127.0.0.1:1\nx = 1\n")
+    rc, out, err = ctl("config", "check", bad)
+    check(rc == 1, f"config check of a file with an unknown key exits 1 ({rc})")
+    check(f"{bad}:3: unknown key 'x' in [web]" in err, f"and names FILE:LINE: {err.strip()}")
+    rc, out, err = ctl("config", "check", kp.config_path)
+    check(rc == 0 and "ok" in out, f"config check of a good file exits 0: {out.strip()}")
+    rc, out, err = ctl("config", "check", os.path.join(kp.dir, "missing.conf"))
+    check(rc == 1 and "cannot open" in err, "config check of a missing file exits 1")
+
+    check(ctl()[0] == 2, "no command: usage, exit 2")
+    check(ctl("frobnicate")[0] == 2, "unknown command: exit 2")
+    check(ctl("-s", kp.sock, "restart")[0] == 2, "restart without a worker: exit 2")
+    check(ctl("config")[0] == 2, "config without a subcommand: exit 2")
+    rc, out, err = ctl("-s", os.path.join(kp.dir, "nope.sock"), "status")
+    check(rc == 1 and "cannot connect" in err, f"unreachable daemon: exit 1 ({err.strip()})")
+
+    rc, out, err = kp.ctl("status")
+    lines = out.strip().splitlines()
+    check(rc == 0 and lines[0].split()[:3] == ["WORKER", "PID", "STATE"] and len(lines) == 5,
+          "status prints a table with the four workers")
+    rc, out, err = kp.ctl("version")
+    check(rc == 0 and "keeppeekctl 0.1.0" in out and "keeppeekd 0.1.0" in out, f"version: {out.strip()}")
+
+    rc, out, err = kp.ctl("config", "show")
+    check(rc == 0 and "[camera \"porch\"]" in out, "config show prints the running configuration")
+    check("hunter2" not in out and "s3cr3t-value" not in out, "config show reveals no secret")
+    check("rtsp://viewer:***@127.0.0.1:1/stream" in out and "${KP_IT_SECRET}" in out, "secrets are redacted")
+    check("hunter2" not in kp.log_text() and "s3cr3t-value" not in kp.log_text(), "the log reveals no secret")
+
+    rc, out, err = kp.ctl("reload")
+    check(rc == 0 and "generation 2" in out, f"reload: {out.strip()}")
+    check(wait_for(lambda: "reload to generation 2 complete" in kp.log_text(), 5.0), "every worker acknowledged")
+    with open(kp.config_path, "a") as f:
+        f.write("[bogus]\nkey = 1\n")
+    kp.proc.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: "reload refused" in kp.log_text(), 5.0), "SIGHUP with a broken file: reload refused")
+    rc, out, err = kp.ctl("reload")
+    check(rc == 1 and "unknown section [bogus]" in err, f"keeppeekctl reload shows why: {err.strip()[:120]}")
+    st = kp.status()
+    check(all(st[w]["pid"] == pids[w] and st[w]["state"] == "running" for w in WORKERS),
+          "workers keep running on the old configuration")
+
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(kp.sock)
+    s.sendall(b"\xff\xff\xff\xffgarbage")
+    time.sleep(0.2)
+    s.close()
+    check(wait_for(lambda: "control client: closing: envelope length exceeds" in kp.log_text(), 3.0),
+          "garbage on the control socket is logged with its reason")
+    check(kp.ctl("status")[0] == 0, "the control socket still answers")
+
+
+run(test)

@@ -1,0 +1,177 @@
+/* Unit tests for configuration loading: every error carries FILE:LINE, unknown keys and
+ * sections are refused, ${ENV} and file: secrets expand but never show, values are
+ * validated, and the rendering redacts passwords. */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "test.h"
+
+static struct kp_config cfg;
+static struct kp_config_errors errs;
+
+static int load(const char *text) { return kp_config_load_string("t.conf", text, &cfg, &errs); }
+
+static void test_defaults_and_example(void)
+{
+	setenv("FRONT_PASSWORD", "s3cret!", 1);
+	const char *text = "[keeppeek]\n"
+			   "data_dir   = /var/lib/keeppeek      ; catalog + recordings\n"
+			   "run_dir    = /run/keeppeek\n"
+			   "user       = keeppeek\n"
+			   "\n[web]\nlisten = 127.0.0.1:8080, [::1]:8081\ntls_cert =\ntls_key =\n"
+			   "\n[rtc]\nudp_ports  = 50000-50100\nstun_server =\n"
+			   "\n[retention]\nmax_disk_gb = 0\nmax_days    = 30\n"
+			   "\n[camera \"front-door\"]\n"
+			   "url        = baichuan://admin:${FRONT_PASSWORD}@192.0.2.10:9000/?channel=0\n"
+			   "streams    = main, sub\nrecord     = continuous\nretention_days = 14\n"
+			   "\n[camera \"yard\"]\nurl = rtsp://user:pass@192.0.2.11:554/h264Preview_01_main\n";
+	CHECK_EQ(load(text), 0);
+	CHECK_EQ(errs.count, 0);
+	CHECK_EQ(cfg.ncameras, 2);
+	CHECK(!strcmp(cfg.cameras[0].url.val, "baichuan://admin:s3cret!@192.0.2.10:9000/?channel=0"));
+	CHECK(cfg.cameras[0].url.secret_ref);
+	CHECK_EQ(cfg.cameras[0].retention_days, 14);
+	CHECK_EQ(cfg.cameras[1].streams, KP_STREAM_MAIN | KP_STREAM_SUB);
+	CHECK_EQ(cfg.udp_port_min, 50000);
+	CHECK_EQ(cfg.max_days, 30);
+	static char out[64 * 1024];
+	CHECK(kp_config_render(&cfg, out, sizeof out) > 0);
+	CHECK(!strstr(out, "s3cret!"));
+	CHECK(!strstr(out, "user:pass@"));
+	CHECK_STR_CONTAINS(out, "${FRONT_PASSWORD}");
+	CHECK_STR_CONTAINS(out, "rtsp://user:***@192.0.2.11:554/h264Preview_01_main");
+	/* The rendering is itself a valid configuration. */
+	setenv("FRONT_PASSWORD", "x", 1);
+	static char copy[64 * 1024];
+	snprintf(copy, sizeof copy, "%s", out);
+	CHECK_EQ(load(copy), 0);
+}
+
+static void test_unknown_key_and_section(void)
+{
+	CHECK_EQ(load("[web]\nlisten = 127.0.0.1:1\n\nx = 1\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:4: unknown key 'x' in [web]");
+	CHECK_EQ(load("[keeppeek]\ndata_dir = /x\n[nope]\na = b\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:4: unknown section [nope]");
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://h/\ncolour = red\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:3: unknown key 'colour' in [camera \"a\"]");
+	CHECK_EQ(load("just words\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:1: syntax error");
+}
+
+static void test_bad_values(void)
+{
+	CHECK_EQ(load("[retention]\nmax_days = 0\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:2: max_days in [retention] must be an integer from 1 to 3650");
+	CHECK_EQ(load("[retention]\nmax_days = 12abc\n"), -EINVAL);
+	CHECK_EQ(load("[rtc]\nudp_ports = 9-3\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "udp_ports");
+	CHECK_EQ(load("[web]\nlisten = nowhere\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:2: listen address 'nowhere' is not HOST:PORT");
+	CHECK_EQ(load("[web]\ntls_cert = /a.pem\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "tls_cert and tls_key must be set together");
+	CHECK_EQ(load("[camera \"a\"]\nurl = http://cam/\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:2: camera 'a': url must start with");
+	CHECK_EQ(load("[camera \"a\"]\nrecord = always\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "record must be continuous, events or off");
+	CHECK_STR_CONTAINS(errs.text, "t.conf:1: camera 'a' has no url");
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://h/\nstreams = main, third\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "unknown stream 'third'");
+	CHECK_EQ(load("[camera \"bad name\"]\nurl = rtsp://h/\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "may use only letters");
+	CHECK_EQ(load("[camera x]\nurl = rtsp://h/\n"), -EINVAL);
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://h/\nmotion_events = maybe\n"), -EINVAL);
+}
+
+static void test_duplicates(void)
+{
+	CHECK_EQ(load("[web]\nlisten = 127.0.0.1:1\nlisten = 127.0.0.1:2\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:3: key 'listen' set twice");
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://h/\n[camera \"a\"]\nurl = rtsp://h/\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:3: camera 'a' is defined twice (first at line 1)");
+}
+
+static void test_camera_ceiling(void)
+{
+	static char text[128 * 1024];
+	size_t o = 0;
+	for (int i = 0; i <= KP_MAX_CAMERAS; i++)
+		o += (size_t)snprintf(text + o, sizeof text - o, "[camera \"c%d\"]\nurl = rtsp://h%d/\n", i, i);
+	CHECK_EQ(load(text), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "more than 128 cameras");
+	/* Exactly at the ceiling is fine. */
+	o = 0;
+	for (int i = 0; i < KP_MAX_CAMERAS; i++)
+		o += (size_t)snprintf(text + o, sizeof text - o, "[camera \"c%d\"]\nurl = rtsp://h%d/\n", i, i);
+	CHECK_EQ(load(text), 0);
+	CHECK_EQ(cfg.ncameras, KP_MAX_CAMERAS);
+}
+
+static void test_secrets(void)
+{
+	unsetenv("KP_TEST_UNSET");
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://u:${KP_TEST_UNSET}@h/\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:2: environment variable KP_TEST_UNSET is not set");
+	char path[] = "/tmp/kp-secret-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, "rtsp://u:filepw@h/\nignored\n", 27), 27);
+	close(fd);
+	char text[256];
+	snprintf(text, sizeof text, "[camera \"a\"]\nurl = file:%s\n", path);
+	CHECK_EQ(load(text), 0);
+	CHECK(!strcmp(cfg.cameras[0].url.val, "rtsp://u:filepw@h/"));
+	static char out[64 * 1024];
+	CHECK(kp_config_render(&cfg, out, sizeof out) > 0);
+	CHECK(!strstr(out, "filepw"));
+	CHECK_STR_CONTAINS(out, "file:/tmp/kp-secret-");
+	unlink(path);
+	CHECK_EQ(load(text), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "cannot read secret file");
+}
+
+static void test_redact_url(void)
+{
+	char out[256];
+	kp_redact_url("baichuan://admin:pw@10.0.0.1:9000/?channel=0", out, sizeof out);
+	CHECK(!strcmp(out, "baichuan://admin:***@10.0.0.1:9000/?channel=0"));
+	kp_redact_url("rtsp://cam/stream@x", out, sizeof out);
+	CHECK(!strcmp(out, "rtsp://cam/stream@x"));
+	kp_redact_url("rtsp://user@cam/", out, sizeof out);
+	CHECK(!strcmp(out, "rtsp://user@cam/"));
+	kp_redact_url("rtsp://u:p:q@w@cam/", out, sizeof out);
+	CHECK(!strcmp(out, "rtsp://u:***@cam/"));
+}
+
+static void test_long_line(void)
+{
+	char text[512];
+	char url[300];
+	memset(url, 'a', sizeof url - 1);
+	url[sizeof url - 1] = '\0';
+	snprintf(text, sizeof text, "[camera \"a\"]\nurl = rtsp://%s/\n", url);
+	CHECK_EQ(load(text), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:2: line longer than");
+}
+
+static void test_missing_file(void)
+{
+	CHECK_EQ(kp_config_load_file("/nonexistent/keeppeek.conf", &cfg, &errs), -ENOENT);
+	CHECK_STR_CONTAINS(errs.text, "/nonexistent/keeppeek.conf: cannot open");
+}
+
+int main(void)
+{
+	RUN(test_defaults_and_example);
+	RUN(test_unknown_key_and_section);
+	RUN(test_bad_values);
+	RUN(test_duplicates);
+	RUN(test_camera_ceiling);
+	RUN(test_secrets);
+	RUN(test_redact_url);
+	RUN(test_long_line);
+	RUN(test_missing_file);
+	return TEST_EXIT();
+}
