@@ -21,15 +21,14 @@ struct parse_ctx {
 	struct kp_config *cfg;
 	struct kp_config_errors *errs;
 	unsigned err_line; /* last line that already has an error */
-	char seen[64][48];     /* "section\nkey" pairs already set, outside cameras */
+	char seen[64][48]; /* "section\nkey" pairs already set, outside cameras */
 	unsigned nseen;
 	char cam_seen[16][24]; /* keys seen in the current camera section */
 	unsigned ncam_seen;
 	int cur_camera;
 };
 
-static void add_error(struct parse_ctx *p, unsigned line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+static void add_error(struct parse_ctx *p, unsigned line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void add_error(struct parse_ctx *p, unsigned line, const char *fmt, ...)
 {
@@ -83,9 +82,8 @@ static char *reader(char *str, int num, void *stream)
 	const char *first = line + strspn(line, " \t");
 	if (*first == '[')
 		p->section_line = p->line;
-	size_t content = strcspn(line, "\r\n");
-	if (content >= (size_t)num - 1) {
-		add_error(p, p->line, "line longer than %d characters", num - 2);
+	if (n >= (size_t)num - 1 || (n == sizeof line - 1 && line[n - 1] != '\n')) {
+		add_error(p, p->line, "line longer than %d characters", num - 3);
 		str[0] = '\n';
 		str[1] = '\0';
 		return str;
@@ -154,8 +152,8 @@ static int expand(struct parse_ctx *p, const char *in, struct kp_conf_str *out)
 	return 0;
 }
 
-static int parse_uint(struct parse_ctx *p, const char *section, const char *key, const char *v,
-		      unsigned min, unsigned max, unsigned *out)
+static int parse_uint(struct parse_ctx *p, const char *section, const char *key, const char *v, unsigned min,
+		      unsigned max, unsigned *out)
 {
 	char *end;
 	errno = 0;
@@ -192,7 +190,7 @@ static int valid_hostport(const char *s)
 	return *end == '\0' && colon[1] && port > 0 && port < 65536;
 }
 
-static int parse_listen(struct parse_ctx *p, const char *v)
+int kp_config_check_listen(const char *v, char *bad, size_t badlen)
 {
 	char copy[KP_CONF_STR];
 	snprintf(copy, sizeof copy, "%s", v);
@@ -205,13 +203,23 @@ static int parse_listen(struct parse_ctx *p, const char *v)
 		while (e > tok && isspace((unsigned char)e[-1]))
 			*--e = '\0';
 		if (!valid_hostport(tok)) {
-			add_error(p, p->line, "listen address '%s' is not HOST:PORT", tok);
-			return -1;
+			snprintf(bad, badlen, "listen address '%s' is not HOST:PORT", tok);
+			return -EINVAL;
 		}
 		n++;
 	}
 	if (n == 0) {
-		add_error(p, p->line, "listen needs at least one HOST:PORT");
+		snprintf(bad, badlen, "listen needs at least one HOST:PORT");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_listen(struct parse_ctx *p, const char *v)
+{
+	char bad[KP_CONF_STR + 64];
+	if (kp_config_check_listen(v, bad, sizeof bad) < 0) {
+		add_error(p, p->line, "%s", bad);
 		return -1;
 	}
 	return 0;
@@ -330,7 +338,8 @@ static int camera_key(struct parse_ctx *p, struct kp_camera_conf *cam, const cha
 		if (expand(p, v, &cam->url) < 0)
 			return -1;
 		if (!valid_camera_url(cam->url.val)) {
-			add_error(p, p->line, "camera '%s': url must start with baichuan://, bcudp://, rtsp:// or rtsps://",
+			add_error(p, p->line,
+				  "camera '%s': url must start with baichuan://, bcudp://, rtsp:// or rtsps://",
 				  cam->name);
 			return -1;
 		}
@@ -380,10 +389,10 @@ static int handler(void *user, const char *section, const char *key, const char 
 		const char *section, *key;
 		struct kp_conf_str *str;
 	} strings[] = {
-		{"keeppeek", "data_dir", &cfg->data_dir}, {"keeppeek", "run_dir", &cfg->run_dir},
-		{"keeppeek", "user", &cfg->user},	  {"web", "listen", &cfg->listen},
-		{"web", "tls_cert", &cfg->tls_cert},	  {"web", "tls_key", &cfg->tls_key},
-		{"rtc", "stun_server", &cfg->stun_server},
+	    {"keeppeek", "data_dir", &cfg->data_dir},  {"keeppeek", "run_dir", &cfg->run_dir},
+	    {"keeppeek", "user", &cfg->user},          {"web", "listen", &cfg->listen},
+	    {"web", "tls_cert", &cfg->tls_cert},       {"web", "tls_key", &cfg->tls_key},
+	    {"rtc", "stun_server", &cfg->stun_server},
 	};
 	static const char *const sections[] = {"keeppeek", "web", "rtc", "retention"};
 	int known_section = 0;
@@ -414,8 +423,7 @@ static int handler(void *user, const char *section, const char *key, const char 
 			add_error(p, p->line, "user must not be empty");
 			return 0;
 		}
-		if ((strings[i].str == &cfg->data_dir || strings[i].str == &cfg->run_dir) &&
-		    !strings[i].str->val[0]) {
+		if ((strings[i].str == &cfg->data_dir || strings[i].str == &cfg->run_dir) && !strings[i].str->val[0]) {
 			add_error(p, p->line, "%s must not be empty", key);
 			return 0;
 		}
@@ -443,10 +451,10 @@ static int handler(void *user, const char *section, const char *key, const char 
 void kp_config_defaults(struct kp_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
-#define SET(f, v)                                                   \
-	do {                                                        \
-		snprintf(cfg->f.val, sizeof cfg->f.val, "%s", v);   \
-		snprintf(cfg->f.raw, sizeof cfg->f.raw, "%s", v);   \
+#define SET(f, v)                                                                                                      \
+	do {                                                                                                           \
+		snprintf(cfg->f.val, sizeof cfg->f.val, "%s", v);                                                      \
+		snprintf(cfg->f.raw, sizeof cfg->f.raw, "%s", v);                                                      \
 	} while (0)
 	SET(data_dir, "/var/lib/keeppeek");
 	SET(run_dir, "/run/keeppeek");
@@ -499,8 +507,7 @@ int kp_config_load_file(const char *path, struct kp_config *cfg, struct kp_confi
 	return r;
 }
 
-int kp_config_load_string(const char *name, const char *text, struct kp_config *cfg,
-			  struct kp_config_errors *errs)
+int kp_config_load_string(const char *name, const char *text, struct kp_config *cfg, struct kp_config_errors *errs)
 {
 	memset(errs, 0, sizeof *errs);
 	kp_config_defaults(cfg);
@@ -536,28 +543,29 @@ static const char *shown(const struct kp_conf_str *s, char *tmp, size_t len)
 int kp_config_render(const struct kp_config *cfg, char *buf, size_t len)
 {
 	static const char *const record_names[] = {"continuous", "events", "off"};
-	char t1[KP_CONF_STR], t2[KP_CONF_STR], t3[KP_CONF_STR];
+	static char t[7][KP_CONF_STR];
 	size_t o = 0;
 	int n = snprintf(buf, len,
 			 "[keeppeek]\ndata_dir = %s\nrun_dir = %s\nuser = %s\n\n[web]\nlisten = %s\n"
 			 "tls_cert = %s\ntls_key = %s\n\n[rtc]\nudp_ports = %u-%u\nstun_server = %s\n\n"
 			 "[retention]\nmax_disk_gb = %u\nmax_days = %u\n",
-			 shown(&cfg->data_dir, t1, sizeof t1), shown(&cfg->run_dir, t2, sizeof t2), cfg->user.val,
-			 cfg->listen.val, shown(&cfg->tls_cert, t3, sizeof t3), cfg->tls_key.raw,
-			 cfg->udp_port_min, cfg->udp_port_max, cfg->stun_server.val, cfg->max_disk_gb,
-			 cfg->max_days);
+			 shown(&cfg->data_dir, t[0], sizeof t[0]), shown(&cfg->run_dir, t[1], sizeof t[1]),
+			 shown(&cfg->user, t[2], sizeof t[2]), shown(&cfg->listen, t[3], sizeof t[3]),
+			 shown(&cfg->tls_cert, t[4], sizeof t[4]), shown(&cfg->tls_key, t[5], sizeof t[5]),
+			 cfg->udp_port_min, cfg->udp_port_max, shown(&cfg->stun_server, t[6], sizeof t[6]),
+			 cfg->max_disk_gb, cfg->max_days);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;
 	for (unsigned i = 0; i < cfg->ncameras; i++) {
 		const struct kp_camera_conf *c = &cfg->cameras[i];
 		const char *streams = c->streams == (KP_STREAM_MAIN | KP_STREAM_SUB) ? "main, sub"
-				      : c->streams == KP_STREAM_MAIN			 ? "main"
-											 : "sub";
+				      : c->streams == KP_STREAM_MAIN                 ? "main"
+										     : "sub";
 		n = snprintf(buf + o, len - o,
 			     "\n[camera \"%s\"]\nurl = %s\nstreams = %s\nrecord = %s\nretention_days = %u\n"
 			     "motion_events = %s\nsnapshot_interval = %u\n",
-			     c->name, shown(&c->url, t1, sizeof t1), streams, record_names[c->record],
+			     c->name, shown(&c->url, t[0], sizeof t[0]), streams, record_names[c->record],
 			     c->retention_days, c->motion_events ? "yes" : "no", c->snapshot_interval);
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOSPC;

@@ -9,7 +9,7 @@
 
 #include "limits.h"
 
-#define KP_CONF_STR 1024
+#define KP_CONF_STR        1024
 #define KP_CONF_MAX_ERRORS 32
 
 enum kp_record_mode { KP_RECORD_CONTINUOUS, KP_RECORD_EVENTS, KP_RECORD_OFF };
@@ -61,11 +61,13 @@ void kp_config_defaults(struct kp_config *cfg);
 /* 0 on success; -EINVAL with errors filled when the file is invalid; -errno when the
  * file cannot be read (also described in errors). */
 int kp_config_load_file(const char *path, struct kp_config *cfg, struct kp_config_errors *errs);
-int kp_config_load_string(const char *name, const char *text, struct kp_config *cfg,
-			  struct kp_config_errors *errs);
+int kp_config_load_string(const char *name, const char *text, struct kp_config *cfg, struct kp_config_errors *errs);
 
 /* The configuration as INI text with secrets redacted. Returns bytes written or -ENOSPC. */
 int kp_config_render(const struct kp_config *cfg, char *buf, size_t len);
+
+/* Checks a [web] listen value (HOST:PORT, comma-separated); on error describes it in bad. */
+int kp_config_check_listen(const char *value, char *bad, size_t badlen);
 
 /* url with the password of its userinfo replaced by "***". */
 void kp_redact_url(const char *url, char *out, size_t len);

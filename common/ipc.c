@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define RECV_CHUNK (64 * 1024)
-#define FDQ_MAX (KP_IPC_MAX_FDS * 4)
+#define RECV_CHUNK       (64 * 1024)
+#define FDQ_MAX          (KP_IPC_MAX_FDS * 4)
 #define READS_PER_WAKEUP 16
 
 struct out_item {
@@ -169,8 +169,7 @@ static int consume(struct kp_ipc *c, const uint8_t *p, size_t n)
 			if (c->tail_have == c->env.tail_len && deliver(c) < 0)
 				return -1;
 			break;
-		default:
-			return -1;
+		default: return -1;
 		}
 		p += used;
 		n -= used;
@@ -185,7 +184,8 @@ static int read_some(struct kp_ipc *c)
 		char buf[CMSG_SPACE(sizeof(int) * FDQ_MAX)];
 	} ctl;
 	struct iovec iov = {.iov_base = c->rbuf, .iov_len = sizeof c->rbuf};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
 	ssize_t n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
@@ -215,8 +215,9 @@ static int read_some(struct kp_ipc *c)
 		return -1;
 	}
 	if (n == 0) {
-		fail(c, -EPIPE, c->state == READ_HEAD && c->head_have == 0 ? "peer closed the link"
-									    : "peer closed the link inside a frame");
+		fail(c, -EPIPE,
+		     c->state == READ_HEAD && c->head_have == 0 ? "peer closed the link"
+								: "peer closed the link inside a frame");
 		return -1;
 	}
 	return consume(c, c->rbuf, (size_t)n);
@@ -275,7 +276,16 @@ static void on_poll(uv_poll_t *h, int status, int events)
 	if (c->failed || c->destroyed)
 		return;
 	if (status < 0) {
-		fail(c, status, uv_strerror(status));
+		/* libuv reports EPOLLERR as UV_EBADF; the socket knows the real error. */
+		int soerr = 0;
+		socklen_t sl = sizeof soerr;
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr)
+			fail(c, -soerr, strerror(soerr));
+		else
+			while (!c->failed && !c->destroyed && read_some(c) == 0)
+				;
+		if (!c->failed && !c->destroyed)
+			fail(c, status, uv_strerror(status));
 		return;
 	}
 	if (events & UV_WRITABLE) {
@@ -329,8 +339,8 @@ int kp_ipc_open(uv_loop_t *loop, int fd, const struct kp_ipc_limits *lim, kp_ipc
 	return 0;
 }
 
-int kp_ipc_send(struct kp_ipc *c, const kp_Envelope *env_in, const void *tail, size_t tail_len,
-		const int *fds, unsigned nfds)
+int kp_ipc_send(struct kp_ipc *c, const kp_Envelope *env_in, const void *tail, size_t tail_len, const int *fds,
+		unsigned nfds)
 {
 	if (c->failed || c->destroyed)
 		return -EPIPE;
@@ -404,6 +414,12 @@ void kp_ipc_destroy(struct kp_ipc *c)
 	uv_close((uv_handle_t *)&c->poll, on_closed);
 }
 
-void kp_ipc_get_stats(const struct kp_ipc *c, struct kp_ipc_stats *ret) { *ret = c->stats; }
+void kp_ipc_get_stats(const struct kp_ipc *c, struct kp_ipc_stats *ret)
+{
+	*ret = c->stats;
+}
 
-int kp_ipc_fd(const struct kp_ipc *c) { return c->fd; }
+int kp_ipc_fd(const struct kp_ipc *c)
+{
+	return c->fd;
+}

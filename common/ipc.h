@@ -46,8 +46,8 @@ int kp_ipc_open(uv_loop_t *loop, int fd, const struct kp_ipc_limits *lim, kp_ipc
 
 /* Queues one frame. Descriptors are duplicated; the caller keeps its own. Returns 0,
  * -ENOBUFS when the queue is at its ceiling, -EPIPE when the link has failed. */
-int kp_ipc_send(struct kp_ipc *c, const kp_Envelope *env, const void *tail, size_t tail_len,
-		const int *fds, unsigned nfds);
+int kp_ipc_send(struct kp_ipc *c, const kp_Envelope *env, const void *tail, size_t tail_len, const int *fds,
+		unsigned nfds);
 
 /* Closes the socket and frees the link once libuv has released it. Accepts NULL. */
 void kp_ipc_destroy(struct kp_ipc *c);

@@ -12,8 +12,7 @@
 
 int kp_frame_header(const uint8_t head[4], uint32_t *ret_len, const char **ret_reason)
 {
-	uint32_t len = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 |
-		       (uint32_t)head[3] << 24;
+	uint32_t len = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 | (uint32_t)head[3] << 24;
 	if (len == 0) {
 		*ret_reason = "empty frame (envelope length 0)";
 		return -EBADMSG;
@@ -36,12 +35,9 @@ static int allowed(enum kp_link_kind kind, pb_size_t which)
 	case KP_LINK_WORKER_TO_SUPERVISOR:
 		return which == kp_Envelope_ready_tag || which == kp_Envelope_link_lost_tag ||
 		       which == kp_Envelope_health_reply_tag;
-	case KP_LINK_PEER:
-		return which == kp_Envelope_peer_hello_tag;
-	case KP_LINK_CONTROL_REQUEST:
-		return which == kp_Envelope_control_request_tag;
-	case KP_LINK_CONTROL_REPLY:
-		return which == kp_Envelope_control_reply_tag;
+	case KP_LINK_PEER: return which == kp_Envelope_peer_hello_tag;
+	case KP_LINK_CONTROL_REQUEST: return which == kp_Envelope_control_request_tag;
+	case KP_LINK_CONTROL_REPLY: return which == kp_Envelope_control_reply_tag;
 	}
 	return 0;
 }
@@ -51,8 +47,8 @@ static unsigned expected_fds(pb_size_t which)
 	return which == kp_Envelope_link_new_tag ? 1 : 0;
 }
 
-int kp_frame_decode(const uint8_t *buf, size_t len, enum kp_link_kind kind, size_t max_tail,
-		    kp_Envelope *ret_env, const char **ret_reason)
+int kp_frame_decode(const uint8_t *buf, size_t len, enum kp_link_kind kind, size_t max_tail, kp_Envelope *ret_env,
+		    const char **ret_reason)
 {
 	kp_Envelope env = kp_Envelope_init_zero;
 	pb_istream_t in = pb_istream_from_buffer(buf, len);
@@ -103,10 +99,10 @@ int kp_frame_encode(const kp_Envelope *env, uint8_t *buf, size_t cap, size_t *re
 }
 
 static const char *const peer_names[] = {
-	[kp_Peer_PEER_NONE] = "none",	      [kp_Peer_PEER_SUPERVISOR] = "supervisor",
-	[kp_Peer_PEER_INGESTD] = "ingestd",   [kp_Peer_PEER_RECORDERD] = "recorderd",
-	[kp_Peer_PEER_WEBD] = "webd",	      [kp_Peer_PEER_RTCD] = "rtcd",
-	[kp_Peer_PEER_CONTROL] = "control",
+    [kp_Peer_PEER_NONE] = "none",       [kp_Peer_PEER_SUPERVISOR] = "supervisor",
+    [kp_Peer_PEER_INGESTD] = "ingestd", [kp_Peer_PEER_RECORDERD] = "recorderd",
+    [kp_Peer_PEER_WEBD] = "webd",       [kp_Peer_PEER_RTCD] = "rtcd",
+    [kp_Peer_PEER_CONTROL] = "control",
 };
 
 const char *kp_peer_name(kp_Peer peer)

@@ -30,8 +30,8 @@ int kp_frame_header(const uint8_t head[4], uint32_t *ret_len, const char **ret_r
 
 /* Decodes exactly len envelope bytes and validates tail_len, fd_count and that the
  * message kind may arrive on this kind of link. */
-int kp_frame_decode(const uint8_t *buf, size_t len, enum kp_link_kind kind, size_t max_tail,
-		    kp_Envelope *ret_env, const char **ret_reason);
+int kp_frame_decode(const uint8_t *buf, size_t len, enum kp_link_kind kind, size_t max_tail, kp_Envelope *ret_env,
+		    const char **ret_reason);
 
 /* Encodes header + envelope into buf (at least KP_FRAME_HEAD_MAX bytes). */
 int kp_frame_encode(const kp_Envelope *env, uint8_t *buf, size_t cap, size_t *ret_len);

@@ -7,59 +7,59 @@
 #define KP_MIB (1024u * 1024u)
 
 /* HTTP listener and requests (webd). */
-#define KP_HTTP_MAX_CONNECTIONS 256
-#define KP_HTTP_TIMEOUT_SECS 30
+#define KP_HTTP_MAX_CONNECTIONS       256
+#define KP_HTTP_TIMEOUT_SECS          30
 #define KP_HTTP_MAX_BUFFERED_REQUESTS 8
-#define KP_HTTP_MAX_LINE (8 * KP_KIB)
-#define KP_HTTP_MAX_HEADER_BYTES (64 * KP_KIB)
-#define KP_HTTP_MAX_HEADERS 100
-#define KP_HTTP_MAX_HANDLERS 64
+#define KP_HTTP_MAX_LINE              (8 * KP_KIB)
+#define KP_HTTP_MAX_HEADER_BYTES      (64 * KP_KIB)
+#define KP_HTTP_MAX_HEADERS           100
+#define KP_HTTP_MAX_HANDLERS          64
 #define KP_HTTP_POOL_QUEUE_PER_WORKER 8
-#define KP_HTTP_MAX_DELETE_BODY (16 * KP_KIB)
+#define KP_HTTP_MAX_DELETE_BODY       (16 * KP_KIB)
 
 /* Cameras (ingestd). */
-#define KP_BAICHUAN_MAX_BODY (16 * KP_MIB)
-#define KP_BCUDP_RECV_WINDOW 256
-#define KP_BCUDP_MAX_INFLIGHT 4096
+#define KP_BAICHUAN_MAX_BODY   (16 * KP_MIB)
+#define KP_BCUDP_RECV_WINDOW   256
+#define KP_BCUDP_MAX_INFLIGHT  4096
 #define KP_BCUDP_CHANNEL_ITEMS 64
 
 /* WebRTC (rtcd). */
-#define KP_RTC_CURSORS_PER_SESSION 16
-#define KP_RTC_CURSORS_PER_SERVER 1024
-#define KP_RTC_THREAD_STACK (4 * KP_MIB)
+#define KP_RTC_CURSORS_PER_SESSION    16
+#define KP_RTC_CURSORS_PER_SERVER     1024
+#define KP_RTC_THREAD_STACK           (4 * KP_MIB)
 #define KP_RTC_SESSIONS_PER_PRINCIPAL 64
-#define KP_RTC_SESSIONS_PER_ADDRESS 128
-#define KP_CONTROL_MESSAGE_MAX (64 * KP_KIB)
+#define KP_RTC_SESSIONS_PER_ADDRESS   128
+#define KP_CONTROL_MESSAGE_MAX        (64 * KP_KIB)
 
 /* Live event delivery, per subscriber. */
 #define KP_LIVE_QUEUE_COMMANDS 64
-#define KP_LIVE_QUEUE_BYTES 8454144u
+#define KP_LIVE_QUEUE_BYTES    8454144u
 
 /* External analysis. */
 #define KP_ANALYSIS_JPEG_MAX (16 * KP_MIB)
 
 /* Configuration. */
-#define KP_MAX_CAMERAS 128
+#define KP_MAX_CAMERAS     128
 #define KP_CAMERA_NAME_MAX 64
 
 /* IPC (SPEC section 2): frame = 4-byte LE envelope length, envelope, raw tail. */
-#define KP_IPC_HEADER_SIZE 4
-#define KP_IPC_MAX_FDS 2
-#define KP_IPC_TAIL_MAX_SUPERVISOR (64 * KP_KIB)
-#define KP_IPC_TAIL_MAX_PEER (16 * KP_MIB + 64 * KP_KIB)
-#define KP_IPC_TAIL_MAX_CONTROL (1 * KP_MIB)
+#define KP_IPC_HEADER_SIZE            4
+#define KP_IPC_MAX_FDS                2
+#define KP_IPC_TAIL_MAX_SUPERVISOR    (64 * KP_KIB)
+#define KP_IPC_TAIL_MAX_PEER          (16 * KP_MIB + 64 * KP_KIB)
+#define KP_IPC_TAIL_MAX_CONTROL       (1 * KP_MIB)
 #define KP_IPC_QUEUE_ITEMS_SUPERVISOR 256
 #define KP_IPC_QUEUE_BYTES_SUPERVISOR (4 * KP_MIB)
-#define KP_IPC_QUEUE_ITEMS_PEER 1024
-#define KP_IPC_QUEUE_BYTES_PEER (32 * KP_MIB)
-#define KP_CONTROL_MAX_CLIENTS 16
+#define KP_IPC_QUEUE_ITEMS_PEER       1024
+#define KP_IPC_QUEUE_BYTES_PEER       (32 * KP_MIB)
+#define KP_CONTROL_MAX_CLIENTS        16
 
 /* Supervision (SPEC section 1). */
 #define KP_BACKOFF_INITIAL_MS 100
-#define KP_BACKOFF_MAX_MS 30000
-#define KP_BACKOFF_RESET_MS 60000
+#define KP_BACKOFF_MAX_MS     30000
+#define KP_BACKOFF_RESET_MS   60000
 #define KP_HEALTH_INTERVAL_MS 2000
 #define KP_HEALTH_DEADLINE_MS 15000
-#define KP_STOP_GRACE_MS 4000
+#define KP_STOP_GRACE_MS      4000
 
 #endif

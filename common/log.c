@@ -20,7 +20,10 @@ void kp_log_init(const char *name)
 		log_max = KP_LOG_DEBUG;
 }
 
-void kp_log_set_level(enum kp_log_level max) { log_max = max; }
+void kp_log_set_level(enum kp_log_level max)
+{
+	log_max = max;
+}
 
 static const char *level_name(enum kp_log_level level)
 {

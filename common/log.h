@@ -12,10 +12,10 @@ void kp_log_set_level(enum kp_log_level max);
 void kp_log(enum kp_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kp_log_signal_safe(const char *msg);
 
-#define kp_err(...) kp_log(KP_LOG_ERR, __VA_ARGS__)
-#define kp_warn(...) kp_log(KP_LOG_WARNING, __VA_ARGS__)
+#define kp_err(...)    kp_log(KP_LOG_ERR, __VA_ARGS__)
+#define kp_warn(...)   kp_log(KP_LOG_WARNING, __VA_ARGS__)
 #define kp_notice(...) kp_log(KP_LOG_NOTICE, __VA_ARGS__)
-#define kp_info(...) kp_log(KP_LOG_INFO, __VA_ARGS__)
-#define kp_debug(...) kp_log(KP_LOG_DEBUG, __VA_ARGS__)
+#define kp_info(...)   kp_log(KP_LOG_INFO, __VA_ARGS__)
+#define kp_debug(...)  kp_log(KP_LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -30,17 +30,18 @@
 #endif
 
 #define FS_READ (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
-#define FS_WRITE                                                                                          \
-	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |     \
-	 LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |           \
-	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_MAKE_CHAR |          \
+#define FS_WRITE                                                                                                       \
+	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |              \
+	 LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                    \
+	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_MAKE_CHAR |                   \
 	 LANDLOCK_ACCESS_FS_MAKE_BLOCK)
 
 /* What every worker may read after confinement: shared libraries loaded late and the
  * files glibc needs for name resolution and time zones. */
 static const char *const common_read[] = {
-	"/usr/lib", "/lib", "/lib64", "/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf",
-	"/etc/gai.conf", "/etc/localtime", "/usr/share/zoneinfo", "/etc/ssl", "/dev/urandom", "/dev/null",
+    "/usr/lib",           "/lib",          "/lib64",         "/etc/hosts",          "/etc/resolv.conf",
+    "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/localtime", "/usr/share/zoneinfo", "/etc/ssl",
+    "/dev/urandom",       "/dev/null",
 };
 
 static int add_path(int ruleset, const char *path, uint64_t access)
@@ -122,43 +123,116 @@ static void on_sigsys(int sig, siginfo_t *info, void *uctx)
 }
 
 static const int base_syscalls[] = {
-	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(pread64),
-	SCMP_SYS(pwrite64), SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx),
-	SCMP_SYS(lseek), SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(mremap),
-	SCMP_SYS(madvise), SCMP_SYS(brk), SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask),
-	SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack), SCMP_SYS(epoll_create1), SCMP_SYS(epoll_ctl),
-	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_pwait2), SCMP_SYS(poll), SCMP_SYS(ppoll),
-	SCMP_SYS(eventfd2), SCMP_SYS(pipe2), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime),
-	SCMP_SYS(timerfd_gettime), SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(clock_nanosleep),
-	SCMP_SYS(nanosleep), SCMP_SYS(gettimeofday), SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(getppid),
-	SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid), SCMP_SYS(futex),
-	SCMP_SYS(set_robust_list), SCMP_SYS(rseq), SCMP_SYS(exit), SCMP_SYS(exit_group),
-	SCMP_SYS(restart_syscall), SCMP_SYS(getrandom), SCMP_SYS(prlimit64), SCMP_SYS(uname),
-	SCMP_SYS(sched_getaffinity), SCMP_SYS(sched_yield), SCMP_SYS(dup), SCMP_SYS(dup3), SCMP_SYS(fcntl),
-	SCMP_SYS(sendmsg), SCMP_SYS(recvmsg), SCMP_SYS(sendto), SCMP_SYS(recvfrom), SCMP_SYS(sendmmsg),
-	SCMP_SYS(recvmmsg), SCMP_SYS(shutdown), SCMP_SYS(getsockname), SCMP_SYS(getpeername),
-	SCMP_SYS(getsockopt), SCMP_SYS(setsockopt), SCMP_SYS(socketpair), SCMP_SYS(openat), SCMP_SYS(getdents64),
-	SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(access),
-	SCMP_SYS(getcwd), SCMP_SYS(sysinfo), SCMP_SYS(umask), SCMP_SYS(sendfile), SCMP_SYS(membarrier),
-	SCMP_SYS(kill), SCMP_SYS(tgkill), SCMP_SYS(getrusage), SCMP_SYS(times), SCMP_SYS(set_tid_address),
-	SCMP_SYS(sched_getparam), SCMP_SYS(sched_getscheduler), SCMP_SYS(getpriority), SCMP_SYS(fadvise64),
-	SCMP_SYS(clone), SCMP_SYS(clone3), /* threads: libuv's pool, libavformat */
+    SCMP_SYS(read),
+    SCMP_SYS(write),
+    SCMP_SYS(readv),
+    SCMP_SYS(writev),
+    SCMP_SYS(pread64),
+    SCMP_SYS(pwrite64),
+    SCMP_SYS(close),
+    SCMP_SYS(fstat),
+    SCMP_SYS(newfstatat),
+    SCMP_SYS(statx),
+    SCMP_SYS(lseek),
+    SCMP_SYS(mmap),
+    SCMP_SYS(munmap),
+    SCMP_SYS(mprotect),
+    SCMP_SYS(mremap),
+    SCMP_SYS(madvise),
+    SCMP_SYS(brk),
+    SCMP_SYS(rt_sigaction),
+    SCMP_SYS(rt_sigprocmask),
+    SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(sigaltstack),
+    SCMP_SYS(epoll_create1),
+    SCMP_SYS(epoll_ctl),
+    SCMP_SYS(epoll_wait),
+    SCMP_SYS(epoll_pwait),
+    SCMP_SYS(epoll_pwait2),
+    SCMP_SYS(poll),
+    SCMP_SYS(ppoll),
+    SCMP_SYS(eventfd2),
+    SCMP_SYS(pipe2),
+    SCMP_SYS(timerfd_create),
+    SCMP_SYS(timerfd_settime),
+    SCMP_SYS(timerfd_gettime),
+    SCMP_SYS(clock_gettime),
+    SCMP_SYS(clock_getres),
+    SCMP_SYS(clock_nanosleep),
+    SCMP_SYS(nanosleep),
+    SCMP_SYS(gettimeofday),
+    SCMP_SYS(getpid),
+    SCMP_SYS(gettid),
+    SCMP_SYS(getppid),
+    SCMP_SYS(getuid),
+    SCMP_SYS(geteuid),
+    SCMP_SYS(getgid),
+    SCMP_SYS(getegid),
+    SCMP_SYS(futex),
+    SCMP_SYS(set_robust_list),
+    SCMP_SYS(rseq),
+    SCMP_SYS(exit),
+    SCMP_SYS(exit_group),
+    SCMP_SYS(restart_syscall),
+    SCMP_SYS(getrandom),
+    SCMP_SYS(prlimit64),
+    SCMP_SYS(uname),
+    SCMP_SYS(sched_getaffinity),
+    SCMP_SYS(sched_yield),
+    SCMP_SYS(dup),
+    SCMP_SYS(dup3),
+    SCMP_SYS(fcntl),
+    SCMP_SYS(sendmsg),
+    SCMP_SYS(recvmsg),
+    SCMP_SYS(sendto),
+    SCMP_SYS(recvfrom),
+    SCMP_SYS(sendmmsg),
+    SCMP_SYS(recvmmsg),
+    SCMP_SYS(shutdown),
+    SCMP_SYS(getsockname),
+    SCMP_SYS(getpeername),
+    SCMP_SYS(getsockopt),
+    SCMP_SYS(setsockopt),
+    SCMP_SYS(socketpair),
+    SCMP_SYS(openat),
+    SCMP_SYS(getdents64),
+    SCMP_SYS(readlink),
+    SCMP_SYS(readlinkat),
+    SCMP_SYS(faccessat),
+    SCMP_SYS(faccessat2),
+    SCMP_SYS(access),
+    SCMP_SYS(getcwd),
+    SCMP_SYS(sysinfo),
+    SCMP_SYS(umask),
+    SCMP_SYS(sendfile),
+    SCMP_SYS(membarrier),
+    SCMP_SYS(kill),
+    SCMP_SYS(tgkill),
+    SCMP_SYS(getrusage),
+    SCMP_SYS(times),
+    SCMP_SYS(set_tid_address),
+    SCMP_SYS(sched_getparam),
+    SCMP_SYS(sched_getscheduler),
+    SCMP_SYS(getpriority),
+    SCMP_SYS(fadvise64),
+    SCMP_SYS(clone),
+    SCMP_SYS(clone3), /* threads: libuv's pool, libavformat */
 };
 
 static const int fs_write_syscalls[] = {
-	SCMP_SYS(fsync), SCMP_SYS(fdatasync), SCMP_SYS(sync_file_range), SCMP_SYS(ftruncate),
-	SCMP_SYS(fallocate), SCMP_SYS(renameat), SCMP_SYS(renameat2), SCMP_SYS(rename), SCMP_SYS(unlinkat),
-	SCMP_SYS(unlink), SCMP_SYS(mkdirat), SCMP_SYS(mkdir), SCMP_SYS(linkat), SCMP_SYS(fchmod),
-	SCMP_SYS(flock), SCMP_SYS(statfs), SCMP_SYS(fstatfs), SCMP_SYS(msync),
+    SCMP_SYS(fsync),    SCMP_SYS(fdatasync), SCMP_SYS(sync_file_range), SCMP_SYS(ftruncate), SCMP_SYS(fallocate),
+    SCMP_SYS(renameat), SCMP_SYS(renameat2), SCMP_SYS(rename),          SCMP_SYS(unlinkat),  SCMP_SYS(unlink),
+    SCMP_SYS(mkdirat),  SCMP_SYS(mkdir),     SCMP_SYS(linkat),          SCMP_SYS(fchmod),    SCMP_SYS(flock),
+    SCMP_SYS(statfs),   SCMP_SYS(fstatfs),   SCMP_SYS(msync),
 };
 
 static const int net_syscalls[] = {
-	SCMP_SYS(bind), SCMP_SYS(listen), SCMP_SYS(accept4), SCMP_SYS(accept), SCMP_SYS(connect),
+    SCMP_SYS(bind), SCMP_SYS(listen), SCMP_SYS(accept4), SCMP_SYS(accept), SCMP_SYS(connect),
 };
 
 /* What the sanitizers' runtimes need on their report and leak-check paths. */
-static const int sanitizer_syscalls[] = {SCMP_SYS(ptrace), SCMP_SYS(prctl), SCMP_SYS(clone),
-					 SCMP_SYS(wait4), SCMP_SYS(sched_setaffinity)};
+static const int sanitizer_syscalls[] = {SCMP_SYS(ptrace), SCMP_SYS(prctl), SCMP_SYS(clone), SCMP_SYS(wait4),
+					 SCMP_SYS(sched_setaffinity)};
 
 static int allow_all(scmp_filter_ctx ctx, const int *list, size_t n)
 {
@@ -193,7 +267,8 @@ static int apply_seccomp(const struct kp_sandbox *sb)
 		if (r == 0)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6));
 		if (r == 0)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+					     SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
 	}
 	/* ioctl(2): only non-blocking mode, close-on-exec and readable-byte queries. */
 	static const unsigned long ioctls[] = {FIONBIO, FIONREAD, FIOCLEX, FIONCLEX};
@@ -208,8 +283,7 @@ static int apply_seccomp(const struct kp_sandbox *sb)
 	return r;
 }
 
-int kp_sandbox_apply(const struct kp_sandbox *sb, struct kp_sandbox_report *ret_report,
-		     const char **ret_step)
+int kp_sandbox_apply(const struct kp_sandbox *sb, struct kp_sandbox_report *ret_report, const char **ret_step)
 {
 	struct kp_sandbox_report rep = {0};
 	int r = apply_landlock(sb, &rep.landlock_abi);

@@ -32,7 +32,6 @@ struct kp_sandbox_report {
 };
 
 /* Returns 0 or a negative errno with *ret_step naming the step that failed. */
-int kp_sandbox_apply(const struct kp_sandbox *sb, struct kp_sandbox_report *ret_report,
-		     const char **ret_step);
+int kp_sandbox_apply(const struct kp_sandbox *sb, struct kp_sandbox_report *ret_report, const char **ret_step);
 
 #endif

@@ -5,14 +5,17 @@
 #include "worker.h"
 
 static const struct kp_worker_def recorderd = {
-	.name = "recorderd",
-	.self = kp_Peer_PEER_RECORDERD,
-	.peers = {kp_Peer_PEER_INGESTD, kp_Peer_PEER_WEBD, kp_Peer_PEER_RTCD},
-	.npeers = 3,
-	.fs = KP_WORKER_FS_DATA_RW,
-	.rlimit_as = 64ull * 1024 * KP_MIB, /* the LMDB map is reserved address space */
-	.rlimit_nofile = 4096,
-	.syscalls = KP_SYSCALLS_FS_WRITE,
+    .name = "recorderd",
+    .self = kp_Peer_PEER_RECORDERD,
+    .peers = {kp_Peer_PEER_INGESTD, kp_Peer_PEER_WEBD, kp_Peer_PEER_RTCD},
+    .npeers = 3,
+    .fs = KP_WORKER_FS_DATA_RW,
+    .rlimit_as = 64ull * 1024 * KP_MIB, /* the LMDB map is reserved address space */
+    .rlimit_nofile = 4096,
+    .syscalls = KP_SYSCALLS_FS_WRITE,
 };
 
-int main(int argc, char **argv) { return kp_worker_main(&recorderd, argc, argv); }
+int main(int argc, char **argv)
+{
+	return kp_worker_main(&recorderd, argc, argv);
+}

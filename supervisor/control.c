@@ -32,10 +32,10 @@ struct control {
 };
 
 static const struct kp_ipc_limits client_limits = {
-	.kind = KP_LINK_CONTROL_REQUEST,
-	.max_tail = 0,
-	.queue_items = 4,
-	.queue_bytes = CONTROL_OUT_MAX + 64 * 1024,
+    .kind = KP_LINK_CONTROL_REQUEST,
+    .max_tail = 0,
+    .queue_items = 4,
+    .queue_bytes = CONTROL_OUT_MAX + 64 * 1024,
 };
 
 static void on_client_error(struct kp_ipc *c, int err, const char *reason, void *arg)
@@ -85,7 +85,8 @@ static void on_accept(uv_poll_t *h, int status, int events)
 			continue;
 		}
 		slot->ctl = ctl;
-		int r = kp_ipc_open(ctl->s->loop, fd, &client_limits, on_client_frame, on_client_error, slot, &slot->ipc);
+		int r =
+		    kp_ipc_open(ctl->s->loop, fd, &client_limits, on_client_frame, on_client_error, slot, &slot->ipc);
 		if (r < 0) {
 			kp_warn("control socket: cannot serve a client: %s", strerror(-r));
 			close(fd);

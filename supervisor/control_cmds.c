@@ -77,7 +77,8 @@ static void status(struct supervisor *s, bool json, struct out *o)
 		const struct proc *p = &s->procs[i];
 		uint64_t rss = p->pid > 0 ? rss_bytes(p->pid) : 0;
 		uint64_t up = p->state == PROC_RUNNING ? now - p->ready_ms : 0;
-		uint64_t backoff = p->state == PROC_BACKOFF && p->backoff_until_ms > now ? p->backoff_until_ms - now : 0;
+		uint64_t backoff =
+		    p->state == PROC_BACKOFF && p->backoff_until_ms > now ? p->backoff_until_ms - now : 0;
 		if (!json) {
 			char rss_s[32], up_s[32];
 			snprintf(rss_s, sizeof rss_s, "%.1fM", (double)rss / (1024.0 * 1024.0));
@@ -87,14 +88,15 @@ static void status(struct supervisor *s, bool json, struct out *o)
 				snprintf(state, sizeof state, "backoff(%llums)", (unsigned long long)backoff);
 			else
 				snprintf(state, sizeof state, "%s", proc_state_name(p->state));
-			put(o, "%-10s %8d %-9s %8u %10s %10s  %s\n", p->name, (int)p->pid, state, p->restarts, rss_s, up_s,
-			    p->last_exit[0] ? p->last_exit : "-");
+			put(o, "%-10s %8d %-9s %8u %10s %10s  %s\n", p->name, (int)p->pid, state, p->restarts, rss_s,
+			    up_s, p->last_exit[0] ? p->last_exit : "-");
 			continue;
 		}
-		put(o, "%s{\"name\":\"%s\",\"pid\":%d,\"state\":\"%s\",\"restarts\":%u,\"rss_bytes\":%llu,"
-		       "\"uptime_ms\":%llu,\"backoff_ms\":%llu,\"consecutive_failures\":%u,\"last_exit\":",
-		    i ? "," : "", p->name, (int)p->pid, proc_state_name(p->state), p->restarts,
-		    (unsigned long long)rss, (unsigned long long)up, (unsigned long long)backoff, p->quick_failures);
+		put(o,
+		    "%s{\"name\":\"%s\",\"pid\":%d,\"state\":\"%s\",\"restarts\":%u,\"rss_bytes\":%llu,"
+		    "\"uptime_ms\":%llu,\"backoff_ms\":%llu,\"consecutive_failures\":%u,\"last_exit\":",
+		    i ? "," : "", p->name, (int)p->pid, proc_state_name(p->state), p->restarts, (unsigned long long)rss,
+		    (unsigned long long)up, (unsigned long long)backoff, p->quick_failures);
 		put_json_string(o, p->last_exit);
 		put(o, ",\"links\":[");
 		unsigned n = 0;

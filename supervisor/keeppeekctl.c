@@ -17,7 +17,7 @@
 #include "kp_build_config.h"
 #include "limits.h"
 
-#define DEFAULT_SOCKET "/run/keeppeek/control.sock"
+#define DEFAULT_SOCKET     "/run/keeppeek/control.sock"
 #define REPLY_TIMEOUT_SECS 15
 
 static void usage(FILE *f)
@@ -109,8 +109,8 @@ static int call(const char *sock, const char *command, char **args, int nargs, b
 	if (r == 0)
 		r = read_full(fd, buf, env_len);
 	kp_Envelope reply;
-	if (r == 0 && (r = kp_frame_decode(buf, env_len, KP_LINK_CONTROL_REPLY, KP_IPC_TAIL_MAX_CONTROL, &reply,
-					    &reason)) < 0)
+	if (r == 0 &&
+	    (r = kp_frame_decode(buf, env_len, KP_LINK_CONTROL_REPLY, KP_IPC_TAIL_MAX_CONTROL, &reply, &reason)) < 0)
 		fprintf(stderr, "keeppeekctl: bad reply: %s\n", reason);
 	char *text = NULL;
 	if (r == 0 && reply.tail_len) {
@@ -149,10 +149,10 @@ int main(int argc, char **argv)
 	bool json = false;
 	enum { OPT_JSON = 256 };
 	static const struct option longopts[] = {
-		{"json", no_argument, NULL, OPT_JSON},
-		{"socket", required_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, OPT_JSON},
+	    {"socket", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 	while ((c = getopt_long(argc, argv, "+s:h", longopts, NULL)) != -1) {

@@ -140,13 +140,13 @@ int main(int argc, char **argv)
 	bool check_only = false;
 	enum { OPT_DEMO = 256, OPT_DATA_DIR, OPT_LISTEN, OPT_LIBEXEC };
 	static const struct option longopts[] = {
-		{"demo", no_argument, NULL, OPT_DEMO},
-		{"data-dir", required_argument, NULL, OPT_DATA_DIR},
-		{"listen", required_argument, NULL, OPT_LISTEN},
-		{"libexec-dir", required_argument, NULL, OPT_LIBEXEC},
-		{"version", no_argument, NULL, 'V'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"demo", no_argument, NULL, OPT_DEMO},
+	    {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+	    {"listen", required_argument, NULL, OPT_LISTEN},
+	    {"libexec-dir", required_argument, NULL, OPT_LIBEXEC},
+	    {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 	kp_log_init("keeppeekd");
@@ -175,12 +175,21 @@ int main(int argc, char **argv)
 	}
 	if (!s.demo)
 		snprintf(s.config_path, sizeof s.config_path, "%s", config_path);
-	if (data_dir)
+	if (data_dir) {
 		snprintf(s.cfg.data_dir.val, sizeof s.cfg.data_dir.val, "%s", data_dir);
-	if (listen)
+		snprintf(s.cfg.data_dir.raw, sizeof s.cfg.data_dir.raw, "%s", data_dir);
+	}
+	if (listen) {
+		char bad[KP_CONF_STR + 64];
+		if (kp_config_check_listen(listen, bad, sizeof bad) < 0) {
+			fprintf(stderr, "keeppeekd: --listen: %s\n", bad);
+			return 2;
+		}
 		snprintf(s.cfg.listen.val, sizeof s.cfg.listen.val, "%s", listen);
+		snprintf(s.cfg.listen.raw, sizeof s.cfg.listen.raw, "%s", listen);
+	}
 	if (s.demo && (size_t)snprintf(s.cfg.run_dir.val, sizeof s.cfg.run_dir.val, "%s/run", s.cfg.data_dir.val) >=
-			      sizeof s.cfg.run_dir.val) {
+			  sizeof s.cfg.run_dir.val) {
 		fprintf(stderr, "keeppeekd: data directory path too long\n");
 		return 1;
 	}
@@ -196,7 +205,7 @@ int main(int argc, char **argv)
 	if (prepare_dirs(&s) < 0)
 		return 1;
 	if (s.demo && (size_t)snprintf(s.cfg.run_dir.val, sizeof s.cfg.run_dir.val, "%s/run", s.cfg.data_dir.val) >=
-			      sizeof s.cfg.run_dir.val) {
+			  sizeof s.cfg.run_dir.val) {
 		kp_err("data directory path too long: %s", s.cfg.data_dir.val);
 		return 1;
 	}

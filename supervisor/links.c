@@ -10,11 +10,9 @@
 #include "supervisor.h"
 
 static const kp_Peer mesh[KP_NLINKS][2] = {
-	{kp_Peer_PEER_INGESTD, kp_Peer_PEER_RECORDERD},
-	{kp_Peer_PEER_INGESTD, kp_Peer_PEER_RTCD},
-	{kp_Peer_PEER_RECORDERD, kp_Peer_PEER_WEBD},
-	{kp_Peer_PEER_RECORDERD, kp_Peer_PEER_RTCD},
-	{kp_Peer_PEER_WEBD, kp_Peer_PEER_RTCD},
+    {kp_Peer_PEER_INGESTD, kp_Peer_PEER_RECORDERD}, {kp_Peer_PEER_INGESTD, kp_Peer_PEER_RTCD},
+    {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_WEBD},    {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_RTCD},
+    {kp_Peer_PEER_WEBD, kp_Peer_PEER_RTCD},
 };
 
 void links_init(struct supervisor *s)
@@ -97,7 +95,7 @@ void links_on_lost(struct supervisor *s, struct proc *p, const kp_LinkLost *lost
 	if (s->stopping || p->state != PROC_RUNNING || other->state != PROC_RUNNING)
 		return; /* re-created when the other end is running again */
 	l->relinks++;
-	kp_warn("link %s<->%s (generation %u) lost: %s; re-linking", p->name, other->name,
-		(unsigned)lost->generation, lost->reason);
+	kp_warn("link %s<->%s (generation %u) lost: %s; re-linking", p->name, other->name, (unsigned)lost->generation,
+		lost->reason);
 	make_link(s, l);
 }

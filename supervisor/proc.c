@@ -18,17 +18,17 @@ static const struct {
 	const char *name;
 	kp_Peer peer;
 } proc_table[KP_NPROCS] = {
-	{"ingestd", kp_Peer_PEER_INGESTD},
-	{"recorderd", kp_Peer_PEER_RECORDERD},
-	{"webd", kp_Peer_PEER_WEBD},
-	{"rtcd", kp_Peer_PEER_RTCD},
+    {"ingestd", kp_Peer_PEER_INGESTD},
+    {"recorderd", kp_Peer_PEER_RECORDERD},
+    {"webd", kp_Peer_PEER_WEBD},
+    {"rtcd", kp_Peer_PEER_RTCD},
 };
 
 static const struct kp_ipc_limits worker_limits = {
-	.kind = KP_LINK_WORKER_TO_SUPERVISOR,
-	.max_tail = KP_IPC_TAIL_MAX_SUPERVISOR,
-	.queue_items = KP_IPC_QUEUE_ITEMS_SUPERVISOR,
-	.queue_bytes = KP_IPC_QUEUE_BYTES_SUPERVISOR,
+    .kind = KP_LINK_WORKER_TO_SUPERVISOR,
+    .max_tail = KP_IPC_TAIL_MAX_SUPERVISOR,
+    .queue_items = KP_IPC_QUEUE_ITEMS_SUPERVISOR,
+    .queue_bytes = KP_IPC_QUEUE_BYTES_SUPERVISOR,
 };
 
 uint64_t kp_now_ms(void)
@@ -151,11 +151,8 @@ static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		p->last_reply_ms = kp_now_ms();
 		p->health = f->env->msg.health_reply;
 		break;
-	case kp_Envelope_link_lost_tag:
-		links_on_lost(s, p, &f->env->msg.link_lost);
-		break;
-	default:
-		break;
+	case kp_Envelope_link_lost_tag: links_on_lost(s, p, &f->env->msg.link_lost); break;
+	default: break;
 	}
 }
 
@@ -168,9 +165,12 @@ static void on_worker_error(struct kp_ipc *c, int err, const char *reason, void 
 	kp_ipc_destroy(c);
 	p->ipc = NULL;
 	/* A worker whose channel broke cannot be supervised: end it; on_exit restarts it.
-	 * A worker that is stopping closes its channel on its way out. */
+	 * A worker that is stopping closes its channel on its way out. Either way it is
+	 * going, and no new link is made to it. */
 	if (p->pid > 0 && p->state != PROC_STOPPING && !p->s->stopping && !p->restart_now)
 		kill(p->pid, SIGKILL);
+	if (p->pid > 0)
+		p->state = PROC_STOPPING;
 }
 
 static void schedule_restart(struct proc *p);
@@ -195,7 +195,7 @@ static void on_exit_cb(uv_process_t *h, int64_t status, int term_signal)
 	struct supervisor *s = p->s;
 	uint64_t now = kp_now_ms();
 	describe_exit(p->last_exit, sizeof p->last_exit, status, term_signal);
-	bool was_running = p->state == PROC_RUNNING;
+	bool was_running = p->ready_ms != 0;
 	if (was_running && p->config_generation != s->generation && s->reload_waiting)
 		s->reload_waiting--;
 	kp_ipc_destroy(p->ipc);
@@ -264,17 +264,17 @@ int proc_spawn(struct proc *p)
 	}
 	char *args[] = {p->path, NULL};
 	uv_stdio_container_t stdio[4] = {
-		{.flags = UV_IGNORE},
-		{.flags = UV_INHERIT_FD, .data.fd = STDOUT_FILENO},
-		{.flags = UV_INHERIT_FD, .data.fd = STDERR_FILENO},
-		{.flags = UV_INHERIT_FD, .data.fd = sv[1]},
+	    {.flags = UV_IGNORE},
+	    {.flags = UV_INHERIT_FD, .data.fd = STDOUT_FILENO},
+	    {.flags = UV_INHERIT_FD, .data.fd = STDERR_FILENO},
+	    {.flags = UV_INHERIT_FD, .data.fd = sv[1]},
 	};
 	uv_process_options_t opt = {
-		.exit_cb = on_exit_cb,
-		.file = p->path,
-		.args = args,
-		.stdio_count = 4,
-		.stdio = stdio,
+	    .exit_cb = on_exit_cb,
+	    .file = p->path,
+	    .args = args,
+	    .stdio_count = 4,
+	    .stdio = stdio,
 	};
 	p->handle.data = p;
 	int r = uv_spawn(s->loop, &p->handle, &opt);
@@ -349,6 +349,7 @@ int proc_restart(struct proc *p)
 	if (p->pid <= 0)
 		return -ESRCH;
 	p->restart_now = true;
+	p->state = PROC_STOPPING;
 	kp_info("%s (pid %d): restart requested", p->name, (int)p->pid);
 	kill(p->pid, SIGTERM);
 	return 0;
@@ -360,7 +361,8 @@ static void on_stop_timer(uv_timer_t *t)
 	for (unsigned i = 0; i < KP_NPROCS; i++) {
 		struct proc *p = &s->procs[i];
 		if (p->pid > 0) {
-			kp_warn("%s (pid %d) did not stop in %d ms; killing it", p->name, (int)p->pid, KP_STOP_GRACE_MS);
+			kp_warn("%s (pid %d) did not stop in %d ms; killing it", p->name, (int)p->pid,
+				KP_STOP_GRACE_MS);
 			kill(p->pid, SIGKILL);
 		}
 	}
@@ -450,7 +452,8 @@ int supervisor_reload(struct supervisor *s, char *msg, size_t len)
 		kp_Envelope done = kp_Envelope_init_zero;
 		done.which_msg = kp_Envelope_config_done_tag;
 		done.msg.config_done.generation = s->generation;
-		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 && kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0) == 0)
+		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 &&
+		    kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0) == 0)
 			s->reload_waiting++;
 	}
 	kp_info("reload to generation %u sent to %u workers", (unsigned)s->generation, s->reload_waiting);

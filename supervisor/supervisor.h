@@ -21,9 +21,9 @@ struct supervisor;
 
 struct proc {
 	struct supervisor *s;
-	const char *name;  /* "ingestd" */
+	const char *name; /* "ingestd" */
 	kp_Peer peer;
-	char path[4096];   /* the worker program */
+	char path[4096]; /* the worker program */
 	uv_process_t handle;
 	int handle_open;
 	pid_t pid;

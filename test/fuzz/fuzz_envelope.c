@@ -17,7 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		for (int kind = KP_LINK_SUPERVISOR_TO_WORKER; kind <= KP_LINK_CONTROL_REPLY; kind++) {
 			kp_Envelope env;
-			if (kp_frame_decode(data + 4, len, (enum kp_link_kind)kind, KP_IPC_TAIL_MAX_PEER, &env, &reason) == 0) {
+			if (kp_frame_decode(data + 4, len, (enum kp_link_kind)kind, KP_IPC_TAIL_MAX_PEER, &env,
+					    &reason) == 0) {
 				uint8_t out[KP_FRAME_HEAD_MAX];
 				size_t n;
 				if (kp_frame_encode(&env, out, sizeof out, &n) < 0)

@@ -9,38 +9,37 @@
 
 static int test_failures;
 
-#define CHECK(cond)                                                                      \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-			test_failures++;                                                 \
-		}                                                                        \
+#define CHECK(cond)                                                                                                    \
+	do {                                                                                                           \
+		if (!(cond)) {                                                                                         \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);                       \
+			test_failures++;                                                                               \
+		}                                                                                                      \
 	} while (0)
 
-#define CHECK_EQ(a, b)                                                                           \
-	do {                                                                                     \
-		long long va_ = (long long)(a), vb_ = (long long)(b);                            \
-		if (va_ != vb_) {                                                                \
-			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", __FILE__, \
-				__LINE__, #a, va_, #b, vb_);                                     \
-			test_failures++;                                                 \
-		}                                                                        \
+#define CHECK_EQ(a, b)                                                                                                 \
+	do {                                                                                                           \
+		long long va_ = (long long)(a), vb_ = (long long)(b);                                                  \
+		if (va_ != vb_) {                                                                                      \
+			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", __FILE__, __LINE__, #a,    \
+				va_, #b, vb_);                                                                         \
+			test_failures++;                                                                               \
+		}                                                                                                      \
 	} while (0)
 
-#define CHECK_STR_CONTAINS(hay, needle)                                                        \
-	do {                                                                                   \
-		if (!strstr((hay), (needle))) {                                                \
-			fprintf(stderr, "%s:%d: expected \"%s\" in:\n%s\n", __FILE__, __LINE__, (needle), \
-				(hay));                                                        \
-			test_failures++;                                                 \
-		}                                                                        \
+#define CHECK_STR_CONTAINS(hay, needle)                                                                                \
+	do {                                                                                                           \
+		if (!strstr((hay), (needle))) {                                                                        \
+			fprintf(stderr, "%s:%d: expected \"%s\" in:\n%s\n", __FILE__, __LINE__, (needle), (hay));      \
+			test_failures++;                                                                               \
+		}                                                                                                      \
 	} while (0)
 
-#define RUN(fn)                                                        \
-	do {                                                           \
-		int before_ = test_failures;                           \
-		fn();                                                  \
-		fprintf(stderr, "%s %s\n", test_failures == before_ ? "ok  " : "FAIL", #fn); \
+#define RUN(fn)                                                                                                        \
+	do {                                                                                                           \
+		int before_ = test_failures;                                                                           \
+		fn();                                                                                                  \
+		fprintf(stderr, "%s %s\n", test_failures == before_ ? "ok  " : "FAIL", #fn);                           \
 	} while (0)
 
 #define TEST_EXIT() (test_failures ? (fprintf(stderr, "%d check(s) failed\n", test_failures), 1) : 0)

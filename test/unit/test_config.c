@@ -11,7 +11,10 @@
 static struct kp_config cfg;
 static struct kp_config_errors errs;
 
-static int load(const char *text) { return kp_config_load_string("t.conf", text, &cfg, &errs); }
+static int load(const char *text)
+{
+	return kp_config_load_string("t.conf", text, &cfg, &errs);
+}
 
 static void test_defaults_and_example(void)
 {

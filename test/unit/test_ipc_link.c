@@ -49,7 +49,7 @@ static void on_error(struct kp_ipc *c, int err, const char *reason, void *arg)
 }
 
 static const struct kp_ipc_limits peer = {
-	.kind = KP_LINK_PEER, .max_tail = 4 * 1024 * 1024, .queue_items = 64, .queue_bytes = 32 * 1024 * 1024};
+    .kind = KP_LINK_PEER, .max_tail = 4 * 1024 * 1024, .queue_items = 64, .queue_bytes = 32 * 1024 * 1024};
 
 static void pair(int sv[2])
 {
