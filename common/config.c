@@ -345,6 +345,15 @@ static int camera_key(struct parse_ctx *p, struct kp_camera_conf *cam, const cha
 		}
 		return 0;
 	}
+	if (!strcmp(key, "sub_url")) {
+		if (expand(p, v, &cam->sub_url) < 0)
+			return -1;
+		if (strncmp(cam->sub_url.val, "rtsp://", 7) && strncmp(cam->sub_url.val, "rtsps://", 8)) {
+			add_error(p, p->line, "camera '%s': sub_url must start with rtsp:// or rtsps://", cam->name);
+			return -1;
+		}
+		return 0;
+	}
 	if (!strcmp(key, "streams"))
 		return parse_streams(p, v, &cam->streams);
 	if (!strcmp(key, "record")) {
@@ -471,9 +480,19 @@ static void validate(struct parse_ctx *p)
 	struct kp_config *cfg = p->cfg;
 	if (!cfg->tls_cert.val[0] != !cfg->tls_key.val[0])
 		add_error(p, 0, "[web] tls_cert and tls_key must be set together");
-	for (unsigned i = 0; i < cfg->ncameras; i++)
-		if (!cfg->cameras[i].url.val[0])
-			add_error(p, cfg->cameras[i].line, "camera '%s' has no url", cfg->cameras[i].name);
+	for (unsigned i = 0; i < cfg->ncameras; i++) {
+		struct kp_camera_conf *c = &cfg->cameras[i];
+		if (!c->url.val[0])
+			add_error(p, c->line, "camera '%s' has no url", c->name);
+		else if (c->sub_url.val[0] && strncmp(c->url.val, "rtsp", 4))
+			add_error(p, c->line, "camera '%s': sub_url is for rtsp:// cameras only", c->name);
+		else if (!strncmp(c->url.val, "rtsp", 4) && !c->sub_url.val[0]) {
+			/* One RTSP URL is one stream: without sub_url there is no sub stream. */
+			if (c->streams == KP_STREAM_SUB)
+				add_error(p, c->line, "camera '%s': streams = sub needs sub_url", c->name);
+			c->streams &= ~(unsigned)KP_STREAM_SUB;
+		}
+	}
 }
 
 static int parse(struct parse_ctx *p)
@@ -563,10 +582,12 @@ int kp_config_render(const struct kp_config *cfg, char *buf, size_t len)
 				      : c->streams == KP_STREAM_MAIN                 ? "main"
 										     : "sub";
 		n = snprintf(buf + o, len - o,
-			     "\n[camera \"%s\"]\nurl = %s\nstreams = %s\nrecord = %s\nretention_days = %u\n"
+			     "\n[camera \"%s\"]\nurl = %s\n%s%s%sstreams = %s\nrecord = %s\nretention_days = %u\n"
 			     "motion_events = %s\nsnapshot_interval = %u\n",
-			     c->name, shown(&c->url, t[0], sizeof t[0]), streams, record_names[c->record],
-			     c->retention_days, c->motion_events ? "yes" : "no", c->snapshot_interval);
+			     c->name, shown(&c->url, t[0], sizeof t[0]), c->sub_url.val[0] ? "sub_url = " : "",
+			     c->sub_url.val[0] ? shown(&c->sub_url, t[1], sizeof t[1]) : "",
+			     c->sub_url.val[0] ? "\n" : "", streams, record_names[c->record], c->retention_days,
+			     c->motion_events ? "yes" : "no", c->snapshot_interval);
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOSPC;
 		o += (size_t)n;

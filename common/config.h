@@ -27,6 +27,7 @@ struct kp_conf_str {
 struct kp_camera_conf {
 	char name[KP_CAMERA_NAME_MAX + 1];
 	struct kp_conf_str url;
+	struct kp_conf_str sub_url; /* RTSP cameras: the sub stream's own URL */
 	unsigned streams;
 	enum kp_record_mode record;
 	unsigned retention_days;

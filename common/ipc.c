@@ -169,7 +169,8 @@ static int consume(struct kp_ipc *c, const uint8_t *p, size_t n)
 			if (c->tail_have == c->env.tail_len && deliver(c) < 0)
 				return -1;
 			break;
-		default: return -1;
+		default:
+			return -1;
 		}
 		p += used;
 		n -= used;

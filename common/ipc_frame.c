@@ -25,20 +25,36 @@ int kp_frame_header(const uint8_t head[4], uint32_t *ret_len, const char **ret_r
 	return 0;
 }
 
+/* Who may send what. Which peer may send which peer message is checked again by the
+ * receiving worker, which knows the peer at the other end. */
+static const struct {
+	enum kp_link_kind kind;
+	pb_size_t which;
+} policy[] = {
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_worker_config_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_camera_config_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_config_done_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_link_new_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_health_request_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_reload_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_shutdown_tag},
+    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_ready_tag},
+    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_link_lost_tag},
+    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_health_reply_tag},
+    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_stream_state_tag},
+    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_stream_received_tag},
+    {KP_LINK_PEER, kp_Envelope_peer_hello_tag},
+    {KP_LINK_PEER, kp_Envelope_access_unit_tag},
+    {KP_LINK_PEER, kp_Envelope_camera_event_tag},
+    {KP_LINK_CONTROL_REQUEST, kp_Envelope_control_request_tag},
+    {KP_LINK_CONTROL_REPLY, kp_Envelope_control_reply_tag},
+};
+
 static int allowed(enum kp_link_kind kind, pb_size_t which)
 {
-	switch (kind) {
-	case KP_LINK_SUPERVISOR_TO_WORKER:
-		return which == kp_Envelope_worker_config_tag || which == kp_Envelope_config_done_tag ||
-		       which == kp_Envelope_link_new_tag || which == kp_Envelope_health_request_tag ||
-		       which == kp_Envelope_reload_tag || which == kp_Envelope_shutdown_tag;
-	case KP_LINK_WORKER_TO_SUPERVISOR:
-		return which == kp_Envelope_ready_tag || which == kp_Envelope_link_lost_tag ||
-		       which == kp_Envelope_health_reply_tag;
-	case KP_LINK_PEER: return which == kp_Envelope_peer_hello_tag;
-	case KP_LINK_CONTROL_REQUEST: return which == kp_Envelope_control_request_tag;
-	case KP_LINK_CONTROL_REPLY: return which == kp_Envelope_control_reply_tag;
-	}
+	for (size_t i = 0; i < sizeof policy / sizeof policy[0]; i++)
+		if (policy[i].kind == kind && policy[i].which == which)
+			return 1;
 	return 0;
 }
 

@@ -28,11 +28,16 @@ void kp_log_set_level(enum kp_log_level max)
 static const char *level_name(enum kp_log_level level)
 {
 	switch (level) {
-	case KP_LOG_ERR: return "error";
-	case KP_LOG_WARNING: return "warning";
-	case KP_LOG_NOTICE: return "notice";
-	case KP_LOG_INFO: return "info";
-	case KP_LOG_DEBUG: return "debug";
+	case KP_LOG_ERR:
+		return "error";
+	case KP_LOG_WARNING:
+		return "warning";
+	case KP_LOG_NOTICE:
+		return "notice";
+	case KP_LOG_INFO:
+		return "info";
+	case KP_LOG_DEBUG:
+		return "debug";
 	}
 	return "?";
 }

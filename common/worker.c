@@ -70,6 +70,8 @@ static void stop(struct kp_worker *w, int code)
 		return;
 	w->stopping = 1;
 	w->exit_code = code;
+	if (w->def->on_stop)
+		w->def->on_stop(w);
 	for (unsigned i = 0; i < w->def->npeers; i++) {
 		kp_ipc_destroy(w->links[i].ipc);
 		w->links[i].ipc = NULL;
@@ -126,7 +128,39 @@ static void on_peer_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		l->hello_seen = 1;
 		kp_debug("link to %s (generation %u) up, peer pid %u", kp_peer_name(l->peer), (unsigned)l->generation,
 			 (unsigned)h->pid);
+		return;
 	}
+	if (!l->hello_seen) {
+		on_peer_error(l->ipc, -EPROTO, "frame before hello", l);
+		return;
+	}
+	if (l->w->def->on_peer_frame)
+		l->w->def->on_peer_frame(l->w, l->peer, f);
+}
+
+uv_loop_t *kp_worker_loop(struct kp_worker *w)
+{
+	return w->loop;
+}
+
+const kp_WorkerConfig *kp_worker_config(const struct kp_worker *w)
+{
+	return &w->config;
+}
+
+int kp_worker_send_peer(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len)
+{
+	struct peer_link *l = link_for(w, to);
+	if (!l || !l->ipc)
+		return -ENOTCONN;
+	return kp_ipc_send(l->ipc, env, tail, len, NULL, 0);
+}
+
+int kp_worker_send_supervisor(struct kp_worker *w, const kp_Envelope *env)
+{
+	if (!w->sup)
+		return -ENOTCONN;
+	return kp_ipc_send(w->sup, env, NULL, 0, NULL, 0);
 }
 
 static void install_link(struct kp_worker *w, const kp_LinkNew *ln, struct kp_ipc_frame *f)
@@ -229,7 +263,13 @@ static void on_sup_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	const kp_Envelope *env = f->env;
 	(void)c;
 	switch (env->which_msg) {
-	case kp_Envelope_worker_config_tag: w->config = env->msg.worker_config; break;
+	case kp_Envelope_worker_config_tag:
+		w->config = env->msg.worker_config;
+		break;
+	case kp_Envelope_camera_config_tag:
+		if (w->def->on_config_item)
+			w->def->on_config_item(w, env);
+		break;
 	case kp_Envelope_config_done_tag: {
 		if (!w->confined) {
 			if (confine(w) < 0) {
@@ -238,6 +278,8 @@ static void on_sup_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 			}
 			w->confined = 1;
 		}
+		if (w->def->on_configured)
+			w->def->on_configured(w, env->msg.config_done.generation);
 		kp_Envelope ready = kp_Envelope_init_zero;
 		ready.which_msg = kp_Envelope_ready_tag;
 		ready.msg.ready.pid = (uint32_t)getpid();
@@ -245,14 +287,23 @@ static void on_sup_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		send_to_supervisor(w, &ready);
 		break;
 	}
-	case kp_Envelope_link_new_tag: install_link(w, &env->msg.link_new, f); break;
-	case kp_Envelope_health_request_tag: health_reply(w, env->msg.health_request.seq); break;
-	case kp_Envelope_reload_tag: kp_info("reload (generation %u)", (unsigned)env->msg.reload.generation); break;
+	case kp_Envelope_link_new_tag:
+		install_link(w, &env->msg.link_new, f);
+		break;
+	case kp_Envelope_health_request_tag:
+		if (w->def->on_health)
+			w->def->on_health(w);
+		health_reply(w, env->msg.health_request.seq);
+		break;
+	case kp_Envelope_reload_tag:
+		kp_info("reload (generation %u)", (unsigned)env->msg.reload.generation);
+		break;
 	case kp_Envelope_shutdown_tag:
 		kp_info("stopping: %s", env->msg.shutdown.reason);
 		stop(w, 0);
 		break;
-	default: break;
+	default:
+		break;
 	}
 }
 

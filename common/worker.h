@@ -27,8 +27,21 @@ struct kp_worker_def {
 	uint64_t rlimit_as;
 	uint64_t rlimit_nofile;
 	unsigned syscalls; /* enum kp_syscall_set */
+
+	/* Each hook is optional and runs on the loop thread. */
+	void (*on_config_item)(struct kp_worker *w, const kp_Envelope *env); /* e.g. CameraConfig */
+	void (*on_configured)(struct kp_worker *w, uint32_t generation);     /* batch complete */
+	void (*on_peer_frame)(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f);
+	void (*on_health)(struct kp_worker *w); /* before each health reply */
+	void (*on_stop)(struct kp_worker *w);   /* shutting down: release what you hold */
 };
 
 int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv);
+
+uv_loop_t *kp_worker_loop(struct kp_worker *w);
+const kp_WorkerConfig *kp_worker_config(const struct kp_worker *w);
+/* 0, -ENOTCONN when the link to that peer is down, or kp_ipc_send's errors. */
+int kp_worker_send_peer(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len);
+int kp_worker_send_supervisor(struct kp_worker *w, const kp_Envelope *env);
 
 #endif

@@ -1,9 +1,38 @@
 /* keeppeek-ingestd: the camera-facing worker. Connects to cameras (Baichuan, BCUDP,
  * RTSP) and sends access units to recorderd and rtcd. This file declares the worker:
- * its peers, confinement and ceilings. */
+ * its peers, confinement, ceilings and the hooks into the camera table. */
+#include "cameras.h"
 #include "limits.h"
 #include "sandbox.h"
 #include "worker.h"
+
+static void on_config_item(struct kp_worker *w, const kp_Envelope *env)
+{
+	(void)w;
+	ing_cameras_item(&env->msg.camera_config);
+}
+
+static void on_configured(struct kp_worker *w, uint32_t generation)
+{
+	static bool started;
+	if (!started) {
+		ing_cameras_init(w);
+		started = true;
+	}
+	ing_cameras_apply(generation);
+}
+
+static void on_health(struct kp_worker *w)
+{
+	(void)w;
+	ing_cameras_report();
+}
+
+static void on_stop(struct kp_worker *w)
+{
+	(void)w;
+	ing_cameras_stop();
+}
 
 static const struct kp_worker_def ingestd = {
     .name = "ingestd",
@@ -14,6 +43,10 @@ static const struct kp_worker_def ingestd = {
     .rlimit_as = 1024ull * KP_MIB,
     .rlimit_nofile = 1024,
     .syscalls = KP_SYSCALLS_NET,
+    .on_config_item = on_config_item,
+    .on_configured = on_configured,
+    .on_health = on_health,
+    .on_stop = on_stop,
 };
 
 int main(int argc, char **argv)

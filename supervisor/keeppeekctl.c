@@ -25,6 +25,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: keeppeekctl [-s PATH] [--json] COMMAND [ARGS]\n"
 		   "commands:\n"
 		   "  status                 workers, pids, states, restarts, memory\n"
+		   "  cameras                every camera stream: state, codec, size, fps, counters\n"
 		   "  restart WORKER         restart ingestd, recorderd, webd or rtcd\n"
 		   "  reload                 re-read the configuration (like SIGHUP)\n"
 		   "  config check FILE      validate a configuration file; starts nothing\n"
@@ -157,10 +158,18 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "+s:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': sock = optarg; break;
-		case OPT_JSON: json = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 's':
+			sock = optarg;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	/* --json may also follow the command. */
@@ -181,7 +190,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = rest[0];
-	if (!strcmp(cmd, "status") || !strcmp(cmd, "reload")) {
+	if (!strcmp(cmd, "status") || !strcmp(cmd, "reload") || !strcmp(cmd, "cameras")) {
 		if (n != 1) {
 			usage(stderr);
 			return 2;

@@ -17,11 +17,6 @@
 #include "log.h"
 #include "supervisor.h"
 
-static const char demo_config[] = "[keeppeek]\n"
-				  "data_dir = ./keeppeek-demo\n"
-				  "[web]\n"
-				  "listen = 127.0.0.1:8080\n";
-
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: keeppeekd [-n] [-c FILE] [--demo] [--data-dir DIR] [--listen HOST:PORT]\n"
@@ -152,23 +147,47 @@ int main(int argc, char **argv)
 	kp_log_init("keeppeekd");
 	while ((c = getopt_long(argc, argv, "c:nVh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'c': config_path = optarg; break;
-		case 'n': check_only = true; break;
-		case 'V': printf("keeppeekd %s\n", KP_VERSION); return 0;
-		case 'h': usage(stdout); return 0;
-		case OPT_DEMO: s.demo = true; break;
-		case OPT_DATA_DIR: data_dir = optarg; break;
-		case OPT_LISTEN: listen = optarg; break;
-		case OPT_LIBEXEC: libexec_dir = optarg; break;
-		default: usage(stderr); return 2;
+		case 'c':
+			config_path = optarg;
+			break;
+		case 'n':
+			check_only = true;
+			break;
+		case 'V':
+			printf("keeppeekd %s\n", KP_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case OPT_DEMO:
+			s.demo = true;
+			break;
+		case OPT_DATA_DIR:
+			data_dir = optarg;
+			break;
+		case OPT_LISTEN:
+			listen = optarg;
+			break;
+		case OPT_LIBEXEC:
+			libexec_dir = optarg;
+			break;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc) {
 		usage(stderr);
 		return 2;
 	}
-	int r = s.demo ? kp_config_load_string("demo configuration", demo_config, &s.cfg, &errs)
-		       : kp_config_load_file(config_path, &s.cfg, &errs);
+	static char demo_text[4096];
+	int r = 0;
+	if (s.demo && (r = demo_config(demo_text, sizeof demo_text)) < 0) {
+		fprintf(stderr, "keeppeekd: cannot prepare the demo configuration: %s\n", strerror(-r));
+		return 1;
+	}
+	r = s.demo ? kp_config_load_string("demo configuration", demo_text, &s.cfg, &errs)
+		   : kp_config_load_file(config_path, &s.cfg, &errs);
 	if (r < 0) {
 		fputs(errs.text, stderr);
 		return 1;
@@ -221,7 +240,7 @@ int main(int argc, char **argv)
 	kp_info("keeppeekd %s starting: data_dir %s, control socket %s%s", KP_VERSION, s.cfg.data_dir.val, path,
 		s.demo ? " (demo)" : "");
 	if (s.demo)
-		kp_notice("demo: web UI will listen on http://%s/ ; no cameras are configured yet", s.cfg.listen.val);
+		kp_notice("demo: two simulated cameras (keeppeek-test-camera); web UI on http://%s/", s.cfg.listen.val);
 
 	uv_signal_t *sigs[] = {&s.sig_term, &s.sig_int, &s.sig_hup};
 	int signums[] = {SIGTERM, SIGINT, SIGHUP};
@@ -234,6 +253,8 @@ int main(int argc, char **argv)
 	links_init(&s);
 	proc_table_init(&s, libexec_dir);
 	proc_start_all(&s);
+	if (s.demo)
+		demo_start(&s);
 	uv_run(s.loop, UV_RUN_DEFAULT);
 	char pidfile[PATH_MAX + 32];
 	snprintf(pidfile, sizeof pidfile, "%s/keeppeekd.pid", s.cfg.run_dir.val);

@@ -41,11 +41,16 @@ uint64_t kp_now_ms(void)
 const char *proc_state_name(enum proc_state st)
 {
 	switch (st) {
-	case PROC_STOPPED: return "stopped";
-	case PROC_STARTING: return "starting";
-	case PROC_RUNNING: return "running";
-	case PROC_BACKOFF: return "backoff";
-	case PROC_STOPPING: return "stopping";
+	case PROC_STOPPED:
+		return "stopped";
+	case PROC_STARTING:
+		return "starting";
+	case PROC_RUNNING:
+		return "running";
+	case PROC_BACKOFF:
+		return "backoff";
+	case PROC_STOPPING:
+		return "stopping";
 	}
 	return "?";
 }
@@ -102,6 +107,36 @@ struct proc *proc_by_peer(struct supervisor *s, kp_Peer peer)
 	return NULL;
 }
 
+/* ingestd and recorderd get one CameraConfig per camera before each ConfigDone. */
+static int send_cameras(struct proc *p)
+{
+	struct supervisor *s = p->s;
+	if (p->peer != kp_Peer_PEER_INGESTD && p->peer != kp_Peer_PEER_RECORDERD)
+		return 0;
+	for (unsigned i = 0; i < s->cfg.ncameras; i++) {
+		const struct kp_camera_conf *c = &s->cfg.cameras[i];
+		kp_Envelope env = kp_Envelope_init_zero;
+		env.which_msg = kp_Envelope_camera_config_tag;
+		kp_CameraConfig *cc = &env.msg.camera_config;
+		cc->generation = s->generation;
+		cc->index = i;
+		cc->count = s->cfg.ncameras;
+		snprintf(cc->name, sizeof cc->name, "%s", c->name);
+		snprintf(cc->url, sizeof cc->url, "%s", c->url.val);
+		kp_redact_url(c->url.val, cc->url_redacted, sizeof cc->url_redacted);
+		snprintf(cc->sub_url, sizeof cc->sub_url, "%s", c->sub_url.val);
+		cc->streams = c->streams;
+		cc->motion_events = c->motion_events;
+		cc->record = (uint32_t)c->record;
+		cc->retention_days = c->retention_days;
+		cc->snapshot_interval = c->snapshot_interval;
+		int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static void send_config(struct proc *p)
 {
 	struct supervisor *s = p->s;
@@ -117,6 +152,8 @@ static void send_config(struct proc *p)
 	wc->uid = (uint32_t)s->uid;
 	wc->gid = (uint32_t)s->gid;
 	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+	if (r == 0)
+		r = send_cameras(p);
 	kp_Envelope done = kp_Envelope_init_zero;
 	done.which_msg = kp_Envelope_config_done_tag;
 	done.msg.config_done.generation = s->generation;
@@ -151,8 +188,19 @@ static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		p->last_reply_ms = kp_now_ms();
 		p->health = f->env->msg.health_reply;
 		break;
-	case kp_Envelope_link_lost_tag: links_on_lost(s, p, &f->env->msg.link_lost); break;
-	default: break;
+	case kp_Envelope_link_lost_tag:
+		links_on_lost(s, p, &f->env->msg.link_lost);
+		break;
+	case kp_Envelope_stream_state_tag:
+		if (p->peer == kp_Peer_PEER_INGESTD)
+			cameras_on_state(s, &f->env->msg.stream_state);
+		break;
+	case kp_Envelope_stream_received_tag:
+		if (p->peer == kp_Peer_PEER_RECORDERD)
+			cameras_on_received(s, &f->env->msg.stream_received);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -452,7 +500,7 @@ int supervisor_reload(struct supervisor *s, char *msg, size_t len)
 		kp_Envelope done = kp_Envelope_init_zero;
 		done.which_msg = kp_Envelope_config_done_tag;
 		done.msg.config_done.generation = s->generation;
-		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 &&
+		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 && send_cameras(p) == 0 &&
 		    kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0) == 0)
 			s->reload_waiting++;
 	}

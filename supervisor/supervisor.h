@@ -51,6 +51,21 @@ struct link {
 
 struct control;
 
+/* One camera stream as last reported (cameras.c). */
+struct camera_row {
+	char camera[KP_CAMERA_NAME_MAX + 1];
+	uint32_t stream;
+	bool have_state;
+	kp_StreamState state;
+	kp_StreamReceived received;
+};
+
+/* A bounded text buffer for control answers (out.c). */
+struct kp_out {
+	char *buf;
+	size_t len, used;
+};
+
 struct supervisor {
 	uv_loop_t *loop;
 	struct kp_config cfg;
@@ -72,6 +87,8 @@ struct supervisor {
 	uv_signal_t sig_term, sig_int, sig_hup;
 	struct control *control;
 	int exit_code;
+	struct camera_row camera_rows[KP_MAX_CAMERAS * 2];
+	unsigned ncamera_rows;
 };
 
 uint64_t kp_now_ms(void);
@@ -92,6 +109,20 @@ void links_init(struct supervisor *s);
 void links_on_ready(struct supervisor *s, struct proc *p);
 void links_on_lost(struct supervisor *s, struct proc *p, const kp_LinkLost *lost);
 const struct link *links_between(const struct supervisor *s, kp_Peer a, kp_Peer b);
+
+/* demo.c */
+int demo_config(char *buf, size_t len);
+void demo_start(struct supervisor *s);
+bool demo_stop(struct supervisor *s, int sig);
+
+/* cameras.c */
+void cameras_on_state(struct supervisor *s, const kp_StreamState *st);
+void cameras_on_received(struct supervisor *s, const kp_StreamReceived *rec);
+void cameras_render(const struct supervisor *s, bool json, struct kp_out *o);
+
+/* out.c */
+void kp_out_put(struct kp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kp_out_json_string(struct kp_out *o, const char *s);
 
 /* control.c */
 int control_open(struct supervisor *s, const char *path, char *err, size_t errlen);

@@ -176,3 +176,74 @@ def run(test):
     finally:
         for k in made:
             k.cleanup()
+
+
+TEST_CAMERA = os.path.join(BUILD, "test", "camera", "keeppeek-test-camera")
+FIXTURES = os.path.join(BUILD, "test", "fixtures")
+
+
+class TestCamera:
+    """A real keeppeek-test-camera process on loopback ports chosen at run time."""
+
+    def __init__(self, workdir, name, codec="h264", protocol="baichuan", encryption="aes", faults=(),
+                 user="admin", password="cam-pass", port=None, extra=()):
+        self.name = name
+        self.protocol = protocol
+        self.port = port or free_port() if protocol != "bcudp" else port or free_udp_port()
+        self.stats_path = os.path.join(workdir, f"{name}.stats.json")
+        self.log_path = os.path.join(workdir, f"{name}.log")
+        self.args = [TEST_CAMERA, "--main", os.path.join(FIXTURES, f"main.{codec}"),
+                     "--sub", os.path.join(FIXTURES, f"sub.{codec}"),
+                     f"--{protocol}-port", str(self.port), "--user", user, "--password", password,
+                     "--encryption", encryption, "--stats", self.stats_path, *extra]
+        for f in faults:
+            self.args += ["--fault", f]
+        self.user, self.password = user, password
+        self.start()
+
+    def start(self):
+        self.log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            fail(f"test camera {self.name} did not start: {line!r}\n{open(self.log_path).read()}")
+
+    def url(self, password=None):
+        pw = self.password if password is None else password
+        if self.protocol == "rtsp":
+            return f"rtsp://{self.user}:{pw}@127.0.0.1:{self.port}/main"
+        return f"{self.protocol}://{self.user}:{pw}@127.0.0.1:{self.port}/?channel=0"
+
+    def sub_url(self):
+        return f"rtsp://{self.user}:{self.password}@127.0.0.1:{self.port}/sub"
+
+    def stats(self):
+        try:
+            with open(self.stats_path) as f:
+                return json.load(f)
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGUSR1)
+        time.sleep(0.3)
+        return self.stats()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cameras(kp):
+    rc, out, err = kp.ctl("cameras", "--json")
+    if rc != 0:
+        return None
+    return {c["name"]: c for c in json.loads(out)["cameras"]}

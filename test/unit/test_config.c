@@ -36,7 +36,7 @@ static void test_defaults_and_example(void)
 	CHECK(!strcmp(cfg.cameras[0].url.val, "baichuan://admin:s3cret!@192.0.2.10:9000/?channel=0"));
 	CHECK(cfg.cameras[0].url.secret_ref);
 	CHECK_EQ(cfg.cameras[0].retention_days, 14);
-	CHECK_EQ(cfg.cameras[1].streams, KP_STREAM_MAIN | KP_STREAM_SUB);
+	CHECK_EQ(cfg.cameras[1].streams, KP_STREAM_MAIN); /* RTSP without sub_url */
 	CHECK_EQ(cfg.udp_port_min, 50000);
 	CHECK_EQ(cfg.max_days, 30);
 	static char out[64 * 1024];
@@ -159,6 +159,22 @@ static void test_long_line(void)
 	CHECK_STR_CONTAINS(errs.text, "t.conf:2: line longer than");
 }
 
+static void test_sub_url(void)
+{
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://u:p@h/main\nsub_url = rtsp://u:p@h/sub\n"), 0);
+	CHECK_EQ(cfg.cameras[0].streams, KP_STREAM_MAIN | KP_STREAM_SUB);
+	static char out[64 * 1024];
+	CHECK(kp_config_render(&cfg, out, sizeof out) > 0);
+	CHECK_STR_CONTAINS(out, "sub_url = rtsp://u:***@h/sub");
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://h/main\n"), 0);
+	CHECK_EQ(cfg.cameras[0].streams, KP_STREAM_MAIN);
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://h/main\nstreams = sub\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "streams = sub needs sub_url");
+	CHECK_EQ(load("[camera \"a\"]\nurl = baichuan://h:9000/\nsub_url = rtsp://h/sub\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "sub_url is for rtsp:// cameras only");
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://h/\nsub_url = http://h/sub\n"), -EINVAL);
+}
+
 static void test_missing_file(void)
 {
 	CHECK_EQ(kp_config_load_file("/nonexistent/keeppeek.conf", &cfg, &errs), -ENOENT);
@@ -175,6 +191,7 @@ int main(void)
 	RUN(test_secrets);
 	RUN(test_redact_url);
 	RUN(test_long_line);
+	RUN(test_sub_url);
 	RUN(test_missing_file);
 	return TEST_EXIT();
 }

@@ -95,7 +95,8 @@ static void test_frames_tails_fds(void)
 	for (int i = 0; i < 5; i++)
 		CHECK_EQ(kp_ipc_send(a.ipc, &env, tail, sizeof tail, NULL, 0), 0);
 	CHECK_EQ(kp_ipc_send(a.ipc, &env, NULL, 0, NULL, 0), 0);
-	run_for(&loop, 300);
+	for (int i = 0; i < 100 && b.frames < 6; i++)
+		run_for(&loop, 50);
 	CHECK_EQ(b.frames, 6);
 	CHECK_EQ(b.tail_ok, 5);
 	CHECK_EQ(b.tail_bytes, 5 * sizeof tail);
@@ -116,7 +117,8 @@ static void test_frames_tails_fds(void)
 	CHECK_EQ(kp_ipc_open(&loop, sv2[1], &worker_side, on_frame, on_error, &d, &d.ipc), 0);
 	CHECK_EQ(kp_ipc_send(c.ipc, &ln, NULL, 0, &fd, 1), 0);
 	CHECK_EQ(kp_ipc_send(c.ipc, &ln, NULL, 0, &fd, 1), 0);
-	run_for(&loop, 100);
+	for (int i = 0; i < 100 && d.frames < 2; i++)
+		run_for(&loop, 50);
 	CHECK_EQ(d.frames, 2);
 	CHECK_EQ(d.fd_ok, 2);
 	close(fd);

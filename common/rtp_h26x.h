@@ -1,0 +1,134 @@
+/* RTP for H.264 and H.265, pure code over byte buffers: the RTP fixed header (RFC 3550),
+ * Annex-B start-code scanning, packetization of access units (RFC 6184 packetization-mode
+ * 1: single NAL, STAP-A, FU-A; RFC 7798: single NAL, AP, FU) and depacketization back into
+ * Annex-B access units with sequence-gap detection and a bounded reassembly buffer.
+ * Used by the test camera's RTSP server, ingestd's tests and rtcd. */
+#ifndef KP_RTP_H26X_H
+#define KP_RTP_H26X_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "limits.h"
+
+#define RTP_HEADER_SIZE 12
+#define RTP_MAX_CSRC    15
+#define RTP_MAX_PACKET  65535u /* an RTSP interleaved frame's 16-bit length */
+#define RTP_MIN_MTU     64u
+/* A reassembled access unit is bounded like a Baichuan frame. */
+#define RTP_MAX_AU KP_BAICHUAN_MAX_BODY
+
+enum rtp_codec { RTP_H264 = 1, RTP_H265 = 2 };
+
+struct rtp_header {
+	bool marker;
+	uint8_t payload_type;
+	uint16_t seq;
+	uint32_t timestamp;
+	uint32_t ssrc;
+	uint8_t csrc_count;
+	uint32_t csrc[RTP_MAX_CSRC];
+	bool extension;
+	uint16_t ext_profile;
+	const uint8_t *ext_data; /* ext_len bytes (a multiple of 4) after the 4-byte ext header */
+	size_t ext_len;
+	uint8_t padding_len; /* 0 when the P bit is clear */
+	const uint8_t *payload;
+	size_t payload_len;
+};
+
+/* Parses one RTP packet. Returns 0, or -EBADMSG / -EPROTONOSUPPORT with *ret_reason set
+ * (short packet, version not 2, truncated CSRC list or extension, bad padding). */
+int rtp_header_parse(const uint8_t *pkt, size_t len, struct rtp_header *ret, const char **ret_reason);
+
+/* Writes the fixed header and CSRC list (no extension, no padding) into buf; returns 0 or
+ * -ENOBUFS / -EINVAL. */
+int rtp_header_write(const struct rtp_header *h, uint8_t *buf, size_t cap, size_t *ret_len);
+
+/* Finds the next NAL unit of an Annex-B buffer at or after *off: sets *ret_nal and
+ * *ret_len (without start code and trailing zero bytes), advances *off, returns true;
+ * false when no NAL unit is left. Bytes before the first start code are skipped. */
+bool rtp_annexb_next(const uint8_t *buf, size_t len, size_t *off, const uint8_t **ret_nal, size_t *ret_len);
+
+/* NAL unit type of a NAL's first byte(s). */
+static inline unsigned rtp_nal_type(enum rtp_codec codec, const uint8_t *nal)
+{
+	return codec == RTP_H264 ? (nal[0] & 0x1f) : ((nal[0] >> 1) & 0x3f);
+}
+
+/* True for parameter sets: H.264 SPS/PPS, H.265 VPS/SPS/PPS. */
+bool rtp_nal_is_param_set(enum rtp_codec codec, unsigned type);
+/* True for random-access pictures: H.264 IDR, H.265 IRAP (BLA/IDR/CRA). */
+bool rtp_nal_is_keyframe(enum rtp_codec codec, unsigned type);
+
+/* Called once per packet; the buffer is reused afterwards. Nonzero stops packetization
+ * and is returned by rtp_packetize. */
+typedef int (*rtp_emit_fn)(void *arg, const uint8_t *pkt, size_t len);
+
+struct rtp_packetizer {
+	enum rtp_codec codec;
+	uint8_t payload_type;
+	uint32_t ssrc;
+	uint16_t seq; /* of the next packet */
+	size_t mtu;   /* whole RTP packet, header included */
+	uint8_t pkt[RTP_MAX_PACKET];
+};
+
+/* Prepares a packetizer; mtu must be within [RTP_MIN_MTU, RTP_MAX_PACKET]. */
+int rtp_packetizer_init(struct rtp_packetizer *p, enum rtp_codec codec, uint8_t payload_type, uint32_t ssrc,
+			uint16_t first_seq, size_t mtu);
+
+/* Packetizes one Annex-B access unit with RTP timestamp ts: consecutive parameter sets
+ * are aggregated (STAP-A / AP) when they fit, other NAL units go single or fragmented
+ * (FU-A / FU); the marker bit is set on the last packet. Returns 0, -ENODATA for an
+ * access unit without NAL units, or the emitter's nonzero result. */
+int rtp_packetize(struct rtp_packetizer *p, const uint8_t *au, size_t len, uint32_t ts, rtp_emit_fn emit, void *arg);
+
+/* Reassembly counters, per reason an access unit was dropped. */
+struct rtp_depack_stats {
+	uint64_t packets;
+	uint64_t aus;
+	uint64_t dropped_gap;       /* sequence gap inside or before the access unit */
+	uint64_t dropped_malformed; /* a malformed payload (bad FU sequence, bad aggregate) */
+	uint64_t dropped_oversize;  /* more than max_au bytes */
+	uint64_t dropped_no_marker; /* timestamp changed before the marker bit */
+	uint64_t late;              /* duplicated or reordered packets, ignored */
+};
+
+struct rtp_depack {
+	enum rtp_codec codec;
+	size_t max_au;
+	uint8_t *buf;
+	size_t len, cap;
+	bool have_seq;
+	uint16_t next_seq;
+	bool in_au;
+	uint32_t ts;
+	bool broken;
+	unsigned broken_why; /* which drop counter the access unit in progress goes to */
+	bool in_fu;
+	unsigned fu_type;
+	bool keyframe;
+	struct rtp_depack_stats stats;
+};
+
+struct rtp_au {
+	const uint8_t *data; /* Annex-B, 4-byte start codes; valid until the next push */
+	size_t len;
+	uint32_t timestamp;
+	bool keyframe;
+};
+
+/* max_au: the reassembly ceiling, at most RTP_MAX_AU. */
+int rtp_depack_init(struct rtp_depack *d, enum rtp_codec codec, size_t max_au);
+void rtp_depack_free(struct rtp_depack *d);
+
+/* Feeds one RTP packet. Returns 1 with *ret_au set when it completes an access unit, 0
+ * when more packets are needed, or a negative errno with *ret_reason set when the packet
+ * is malformed (the access unit in progress is then dropped and counted). Access units
+ * with a sequence gap are dropped silently and counted in stats. */
+int rtp_depack_push(struct rtp_depack *d, const uint8_t *pkt, size_t len, struct rtp_au *ret_au,
+		    const char **ret_reason);
+
+#endif

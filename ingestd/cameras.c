@@ -1,0 +1,407 @@
+/* ingestd's core: the camera table built from the supervisor's CameraConfig items, one
+ * protocol driver per camera, jittered exponential reconnect backoff, per-stream state
+ * and counters, and the IPC out: access units to recorderd and rtcd, motion events to
+ * recorderd, StreamState to the supervisor. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cameras.h"
+#include "config.h"
+#include "limits.h"
+#include "log.h"
+
+#define BACKOFF_FIRST_MS 1000
+#define BACKOFF_MAX_MS   30000
+#define BACKOFF_RESET_MS 60000
+
+struct ing_stream {
+	enum ing_state state;
+	char last_error[160];
+	enum kp_codec codec;
+	uint32_t width, height;
+	uint64_t seq;
+	uint64_t frames, bytes;
+	uint64_t send_rejected;
+	bool rtcd_wait_keyframe; /* rtcd's queue overflowed: skip to the next keyframe */
+	uint64_t fps_frames;
+	uint64_t fps_ms;
+	uint32_t fps_milli;
+	uint64_t streaming_since_ms;
+};
+
+struct ing_camera {
+	kp_CameraConfig conf;
+	struct ing_camera_info info;
+	const struct ing_driver_ops *ops;
+	struct ing_driver *drv;
+	struct ing_stream streams[2];
+	uint32_t reconnects;
+	uint64_t events;
+	unsigned failures; /* in a row, for the backoff */
+	bool last_failure_auth;
+	bool failed; /* a failure is being handled */
+	bool removing;
+	uv_timer_t timer; /* backoff and deferred driver stop */
+	struct ing_cameras *owner;
+};
+
+struct ing_cameras {
+	struct kp_worker *w;
+	uv_loop_t *loop;
+	struct ing_camera *cams[KP_MAX_CAMERAS];
+	unsigned ncams;
+	kp_CameraConfig pending[KP_MAX_CAMERAS];
+	unsigned npending;
+	unsigned seed;
+};
+
+static struct ing_cameras table;
+
+static const char *const state_names[] = {
+    [ING_CONNECTING] = "connecting",   [ING_STREAMING] = "streaming", [ING_AUTH_FAILED] = "auth-failed",
+    [ING_UNREACHABLE] = "unreachable", [ING_BACKOFF] = "backoff",     [ING_STOPPED] = "stopped",
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static const struct ing_driver_ops *driver_for(const char *url)
+{
+	static const struct ing_driver_ops *const drivers[] = {&ing_baichuan_driver, &ing_rtsp_driver};
+	static const struct {
+		const char *prefix;
+		int driver;
+	} schemes[] = {{"baichuan://", 0}, {"bcudp://", 0}, {"rtsp://", 1}, {"rtsps://", 1}};
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+		if (!strncmp(url, schemes[i].prefix, strlen(schemes[i].prefix)))
+			return drivers[schemes[i].driver];
+	return NULL;
+}
+
+const struct ing_camera_info *ing_camera_info(const struct ing_camera *cam)
+{
+	return &cam->info;
+}
+
+static bool configured(const struct ing_camera *cam, unsigned s)
+{
+	return cam->conf.streams & (1u << s);
+}
+
+static void report(struct ing_camera *cam, unsigned s)
+{
+	const struct ing_stream *st = &cam->streams[s];
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_stream_state_tag;
+	kp_StreamState *m = &env.msg.stream_state;
+	snprintf(m->camera, sizeof m->camera, "%s", cam->conf.name);
+	m->stream = s;
+	snprintf(m->state, sizeof m->state, "%s", state_names[st->state]);
+	m->codec = (kp_Codec)st->codec;
+	m->width = st->width;
+	m->height = st->height;
+	m->fps_milli = st->fps_milli;
+	m->frames = st->frames;
+	m->bytes = st->bytes;
+	m->reconnects = cam->reconnects;
+	snprintf(m->last_error, sizeof m->last_error, "%s", st->last_error);
+	m->send_rejected = st->send_rejected;
+	m->events = cam->events;
+	kp_worker_send_supervisor(table.w, &env);
+}
+
+static void set_state(struct ing_camera *cam, unsigned s, enum ing_state state, const char *reason)
+{
+	struct ing_stream *st = &cam->streams[s];
+	if (reason && *reason)
+		snprintf(st->last_error, sizeof st->last_error, "%s", reason);
+	if (st->state == state)
+		return;
+	kp_info("%s/%s: %s%s%s", cam->conf.name, s ? "sub" : "main", state_names[state], reason && *reason ? ": " : "",
+		reason ? reason : "");
+	st->state = state;
+	if (state == ING_STREAMING)
+		st->streaming_since_ms = now_ms();
+	report(cam, s);
+}
+
+void ing_stream_state(struct ing_camera *cam, enum kp_stream_index s, enum ing_state st, const char *reason)
+{
+	if ((unsigned)s > 1 || cam->failed)
+		return;
+	/* While retrying after a refusal, keep showing why until media flows again. */
+	enum ing_state cur = cam->streams[s].state;
+	if (st == ING_CONNECTING && (cur == ING_AUTH_FAILED || cur == ING_UNREACHABLE))
+		return;
+	set_state(cam, s, st, reason);
+}
+
+void ing_stream_bytes(struct ing_camera *cam, enum kp_stream_index s, uint64_t n)
+{
+	if ((unsigned)s <= 1)
+		cam->streams[s].bytes += n;
+}
+
+static void send_au(struct ing_camera *cam, unsigned s, const struct kp_access_unit *au)
+{
+	struct ing_stream *st = &cam->streams[s];
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_access_unit_tag;
+	kp_AccessUnit *m = &env.msg.access_unit;
+	snprintf(m->camera, sizeof m->camera, "%s", cam->conf.name);
+	m->stream = s;
+	m->codec = (kp_Codec)au->codec;
+	m->keyframe = au->keyframe;
+	m->pts_90k = au->pts_90k;
+	m->wall_us = au->wall_us;
+	m->width = au->width;
+	m->height = au->height;
+	m->seq = st->seq;
+	/* recorderd is never dropped silently: a refusal is counted and visible. */
+	int r = kp_worker_send_peer(table.w, kp_Peer_PEER_RECORDERD, &env, au->data, au->len);
+	if (r < 0) {
+		if (st->send_rejected++ % 250 == 0)
+			kp_warn("%s/%s: recorderd did not take frame %llu: %s", cam->conf.name, s ? "sub" : "main",
+				(unsigned long long)st->seq, strerror(-r));
+	}
+	/* Live viewers: on overflow, skip to the next keyframe. */
+	if (st->rtcd_wait_keyframe && !au->keyframe)
+		return;
+	st->rtcd_wait_keyframe = false;
+	r = kp_worker_send_peer(table.w, kp_Peer_PEER_RTCD, &env, au->data, au->len);
+	if (r == -ENOBUFS)
+		st->rtcd_wait_keyframe = true;
+}
+
+void ing_stream_access_unit(struct ing_camera *cam, enum kp_stream_index s, const struct kp_access_unit *au)
+{
+	if ((unsigned)s > 1 || cam->failed || !configured(cam, s))
+		return;
+	struct ing_stream *st = &cam->streams[s];
+	if (au->len == 0 || au->len > KP_BAICHUAN_MAX_BODY)
+		return;
+	st->seq++;
+	st->frames++;
+	st->codec = au->codec;
+	if (au->width && au->height) {
+		st->width = au->width;
+		st->height = au->height;
+	}
+	if (st->state != ING_STREAMING)
+		set_state(cam, s, ING_STREAMING, "");
+	send_au(cam, s, au);
+}
+
+void ing_camera_event(struct ing_camera *cam, const char *kind, const char *labels, int64_t wall_ms)
+{
+	if (cam->failed || !cam->conf.motion_events)
+		return;
+	cam->events++;
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_camera_event_tag;
+	kp_CameraEvent *e = &env.msg.camera_event;
+	snprintf(e->camera, sizeof e->camera, "%s", cam->conf.name);
+	snprintf(e->kind, sizeof e->kind, "%s", kind);
+	snprintf(e->labels, sizeof e->labels, "%s", labels ? labels : "");
+	e->wall_ms = wall_ms;
+	int r = kp_worker_send_peer(table.w, kp_Peer_PEER_RECORDERD, &env, NULL, 0);
+	if (r < 0)
+		kp_warn("%s: %s event not delivered to recorderd: %s", cam->conf.name, kind, strerror(-r));
+}
+
+static void start_camera(struct ing_camera *cam);
+
+static void on_timer(uv_timer_t *t)
+{
+	struct ing_camera *cam = t->data;
+	if (cam->failed) {
+		/* Deferred from ing_camera_failed: stop the driver outside its own callbacks. */
+		if (cam->drv) {
+			cam->ops->stop(cam->drv);
+			cam->drv = NULL;
+		}
+		cam->failed = false;
+		unsigned shift = cam->failures < 6 ? cam->failures : 6;
+		uint64_t delay = (uint64_t)BACKOFF_FIRST_MS << shift;
+		if (delay > BACKOFF_MAX_MS)
+			delay = BACKOFF_MAX_MS;
+		delay = delay * (80 + (uint64_t)(rand_r(&table.seed) % 41)) / 100; /* +-20% jitter */
+		cam->failures++;
+		kp_info("%s: reconnecting in %llu ms (%u failures in a row)", cam->conf.name, (unsigned long long)delay,
+			cam->failures);
+		uv_timer_start(&cam->timer, on_timer, delay, 0);
+		return;
+	}
+	cam->reconnects++;
+	start_camera(cam);
+}
+
+void ing_camera_failed(struct ing_camera *cam, bool auth_failed, const char *reason)
+{
+	if (cam->failed)
+		return;
+	uint64_t now = now_ms();
+	bool was_streaming = false;
+	for (unsigned s = 0; s < 2; s++)
+		if (configured(cam, s) && cam->streams[s].state == ING_STREAMING) {
+			was_streaming = true;
+			if (now - cam->streams[s].streaming_since_ms >= BACKOFF_RESET_MS)
+				cam->failures = 0;
+		}
+	kp_warn("%s (%s): %s", cam->conf.name, cam->conf.url_redacted, reason);
+	enum ing_state st = auth_failed ? ING_AUTH_FAILED : was_streaming ? ING_BACKOFF : ING_UNREACHABLE;
+	for (unsigned s = 0; s < 2; s++)
+		if (configured(cam, s))
+			set_state(cam, s, st, reason);
+	cam->last_failure_auth = auth_failed;
+	cam->failed = true;
+	uv_timer_start(&cam->timer, on_timer, 0, 0);
+}
+
+static void start_camera(struct ing_camera *cam)
+{
+	for (unsigned s = 0; s < 2; s++)
+		if (configured(cam, s))
+			ing_stream_state(cam, s, ING_CONNECTING, "");
+	int r = cam->ops->start(cam, table.loop, &cam->drv);
+	if (r < 0) {
+		char why[96];
+		snprintf(why, sizeof why, "cannot start: %s", strerror(-r));
+		cam->drv = NULL;
+		ing_camera_failed(cam, false, why);
+	}
+}
+
+static void fill_info(struct ing_camera *cam)
+{
+	cam->info.name = cam->conf.name;
+	cam->info.url = cam->conf.url;
+	cam->info.url_redacted = cam->conf.url_redacted;
+	cam->info.sub_url = cam->conf.sub_url;
+	cam->info.streams = cam->conf.streams;
+	cam->info.motion_events = cam->conf.motion_events;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+static void remove_camera(struct ing_camera *cam)
+{
+	if (cam->drv)
+		cam->ops->stop(cam->drv);
+	cam->drv = NULL;
+	cam->failed = true; /* ignore anything late */
+	uv_close((uv_handle_t *)&cam->timer, on_closed);
+}
+
+static bool same_camera(const kp_CameraConfig *a, const kp_CameraConfig *b)
+{
+	return !strcmp(a->url, b->url) && !strcmp(a->sub_url, b->sub_url) && a->streams == b->streams &&
+	       a->motion_events == b->motion_events;
+}
+
+void ing_cameras_item(const kp_CameraConfig *c)
+{
+	if (c->index == 0)
+		table.npending = 0;
+	if (table.npending < KP_MAX_CAMERAS)
+		table.pending[table.npending++] = *c;
+}
+
+/* Applies the batch: unchanged cameras keep running, changed ones restart, others stop. */
+void ing_cameras_apply(uint32_t generation)
+{
+	struct ing_camera *keep[KP_MAX_CAMERAS];
+	unsigned nkeep = 0;
+	for (unsigned i = 0; i < table.ncams; i++) {
+		struct ing_camera *cam = table.cams[i];
+		const kp_CameraConfig *next = NULL;
+		for (unsigned j = 0; j < table.npending; j++)
+			if (!strcmp(table.pending[j].name, cam->conf.name))
+				next = &table.pending[j];
+		if (next && same_camera(next, &cam->conf)) {
+			cam->conf = *next;
+			fill_info(cam);
+			keep[nkeep++] = cam;
+		} else {
+			kp_info("%s: %s", cam->conf.name, next ? "configuration changed; restarting" : "removed");
+			remove_camera(cam);
+		}
+	}
+	for (unsigned j = 0; j < table.npending; j++) {
+		bool known = false;
+		for (unsigned i = 0; i < nkeep; i++)
+			known |= !strcmp(keep[i]->conf.name, table.pending[j].name);
+		if (known)
+			continue;
+		const struct ing_driver_ops *ops = driver_for(table.pending[j].url);
+		if (!ops) {
+			kp_err("%s: no driver for %s", table.pending[j].name, table.pending[j].url_redacted);
+			continue;
+		}
+		struct ing_camera *cam = calloc(1, sizeof *cam);
+		if (!cam) {
+			kp_err("%s: out of memory", table.pending[j].name);
+			continue;
+		}
+		cam->conf = table.pending[j];
+		cam->ops = ops;
+		cam->owner = &table;
+		fill_info(cam);
+		for (unsigned s = 0; s < 2; s++)
+			cam->streams[s].state = configured(cam, s) ? ING_CONNECTING : ING_STOPPED;
+		uv_timer_init(table.loop, &cam->timer);
+		cam->timer.data = cam;
+		keep[nkeep++] = cam;
+		kp_info("%s: starting %s", cam->conf.name, cam->conf.url_redacted);
+		start_camera(cam);
+	}
+	memcpy(table.cams, keep, nkeep * sizeof keep[0]);
+	table.ncams = nkeep;
+	table.npending = 0;
+	kp_info("configuration generation %u: %u cameras", (unsigned)generation, nkeep);
+}
+
+/* Every health request: refresh fps and tell the supervisor. */
+void ing_cameras_report(void)
+{
+	uint64_t now = now_ms();
+	for (unsigned i = 0; i < table.ncams; i++) {
+		struct ing_camera *cam = table.cams[i];
+		for (unsigned s = 0; s < 2; s++) {
+			struct ing_stream *st = &cam->streams[s];
+			if (!configured(cam, s))
+				continue;
+			if (st->fps_ms && now > st->fps_ms)
+				st->fps_milli =
+				    (uint32_t)((st->frames - st->fps_frames) * 1000000 / (now - st->fps_ms));
+			st->fps_frames = st->frames;
+			st->fps_ms = now;
+			report(cam, s);
+		}
+	}
+}
+
+void ing_cameras_init(struct kp_worker *w)
+{
+	table.w = w;
+	table.loop = kp_worker_loop(w);
+	table.seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+}
+
+void ing_cameras_stop(void)
+{
+	for (unsigned i = 0; i < table.ncams; i++)
+		remove_camera(table.cams[i]);
+	table.ncams = 0;
+}

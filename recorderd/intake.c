@@ -1,0 +1,78 @@
+/* recorderd's intake: access units and camera events from ingestd (and only from
+ * ingestd), counted per camera stream with sequence gaps detected, and reported to the
+ * supervisor before each health reply. The recording pipeline consumes them from here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "intake.h"
+#include "limits.h"
+#include "log.h"
+
+struct stream_counter {
+	char camera[KP_CAMERA_NAME_MAX + 1];
+	uint32_t stream;
+	uint64_t frames, bytes, gaps, events;
+	uint64_t last_seq;
+};
+
+static struct stream_counter counters[KP_MAX_CAMERAS * 2];
+static unsigned ncounters;
+static uint64_t refused;
+
+static struct stream_counter *counter(const char *camera, uint32_t stream)
+{
+	for (unsigned i = 0; i < ncounters; i++)
+		if (counters[i].stream == stream && !strcmp(counters[i].camera, camera))
+			return &counters[i];
+	if (ncounters >= KP_MAX_CAMERAS * 2 || stream > 1)
+		return NULL;
+	struct stream_counter *c = &counters[ncounters++];
+	memset(c, 0, sizeof *c);
+	snprintf(c->camera, sizeof c->camera, "%s", camera);
+	c->stream = stream;
+	return c;
+}
+
+void rec_intake_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
+{
+	(void)w;
+	if (from != kp_Peer_PEER_INGESTD) {
+		if (refused++ % 100 == 0)
+			kp_warn("ignoring %u from %s: only ingestd feeds recorderd", (unsigned)f->env->which_msg,
+				kp_peer_name(from));
+		return;
+	}
+	if (f->env->which_msg == kp_Envelope_access_unit_tag) {
+		const kp_AccessUnit *au = &f->env->msg.access_unit;
+		struct stream_counter *c = counter(au->camera, au->stream);
+		if (!c)
+			return;
+		if (c->last_seq && au->seq != c->last_seq + 1)
+			c->gaps++;
+		c->last_seq = au->seq;
+		c->frames++;
+		c->bytes += f->tail_len;
+	} else if (f->env->which_msg == kp_Envelope_camera_event_tag) {
+		const kp_CameraEvent *e = &f->env->msg.camera_event;
+		struct stream_counter *c = counter(e->camera, 0);
+		if (c)
+			c->events++;
+		kp_info("%s: %s event (%s)", e->camera, e->kind, e->labels[0] ? e->labels : "no labels");
+	}
+}
+
+void rec_intake_report(struct kp_worker *w)
+{
+	for (unsigned i = 0; i < ncounters; i++) {
+		kp_Envelope env = kp_Envelope_init_zero;
+		env.which_msg = kp_Envelope_stream_received_tag;
+		kp_StreamReceived *r = &env.msg.stream_received;
+		snprintf(r->camera, sizeof r->camera, "%s", counters[i].camera);
+		r->stream = counters[i].stream;
+		r->frames = counters[i].frames;
+		r->bytes = counters[i].bytes;
+		r->gaps = counters[i].gaps;
+		r->events = counters[i].events;
+		kp_worker_send_supervisor(w, &env);
+	}
+}

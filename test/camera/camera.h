@@ -1,0 +1,100 @@
+/* keeppeek-test-camera's shared parts: fixture media sources looped in real time, the
+ * camera's configuration (credentials, encryption, faults) and per-session counters,
+ * and the three servers (Baichuan TCP, BCUDP, RTSP) started by main.c. */
+#ifndef KP_TEST_CAMERA_H
+#define KP_TEST_CAMERA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+enum cam_codec { CAM_H264 = 1, CAM_H265 = 2 };
+
+/* One access unit of a fixture, Annex-B, with its timestamp on a continuous clock:
+ * loops of the fixture keep increasing pts_us. */
+struct cam_frame {
+	enum cam_codec codec;
+	bool keyframe;
+	uint64_t pts_us;
+	uint64_t seq; /* per source, from 0, never resets */
+	uint32_t width, height;
+	const uint8_t *data;
+	size_t len;
+};
+
+struct cam_source; /* a fixture file looped and paced in real time (media.c) */
+struct cam_sub;
+
+typedef void (*cam_frame_cb)(const struct cam_frame *f, void *arg);
+
+/* Loads an Annex-B elementary stream (.h264/.h265) and starts pacing it at fps. */
+int cam_source_open(uv_loop_t *loop, const char *path, enum cam_codec codec, unsigned fps, struct cam_source **ret);
+/* Frames are delivered from the next keyframe on; the callback runs on the loop. */
+int cam_source_subscribe(struct cam_source *src, cam_frame_cb cb, void *arg, struct cam_sub **ret);
+void cam_source_unsubscribe(struct cam_sub *sub);
+/* Stops every source for good (SIGUSR1): connections stay open, counters become final. */
+void cam_sources_pause(void);
+enum cam_codec cam_source_codec(const struct cam_source *src);
+void cam_source_size(const struct cam_source *src, uint32_t *w, uint32_t *h);
+unsigned cam_source_fps(const struct cam_source *src);
+/* Parameter sets of the fixture (without start codes), for SDP: index 0 VPS (H.265
+ * only), 1 SPS, 2 PPS. Returns 0 or -ENOENT. */
+int cam_source_param_set(const struct cam_source *src, int index, const uint8_t **data, size_t *len);
+
+enum cam_encryption { CAM_ENC_NONE, CAM_ENC_BC, CAM_ENC_AES, CAM_ENC_FULL_AES };
+
+struct cam_faults {
+	bool wrong_password;       /* refuse every login */
+	unsigned drop_after_s;     /* close each session after N seconds (0 = never) */
+	unsigned stall_after_s;    /* stop sending (keep the socket open) after N seconds */
+	unsigned garbage_after_s;  /* send garbage bytes after N seconds */
+	bool oversize_body;        /* send a Baichuan header declaring a 16 MiB + 1 body */
+	unsigned udp_loss_percent; /* BCUDP: drop this share of data packets (first send) */
+	bool udp_reorder;          /* BCUDP: swap adjacent data packets */
+};
+
+/* Counters per server and stream, written to the --stats file as JSON. */
+struct cam_stream_stats {
+	uint64_t frames_sent;
+	uint64_t bytes_sent;
+	uint64_t sessions;
+};
+
+struct cam_config {
+	const char *user;
+	const char *password;
+	enum cam_encryption encryption;
+	struct cam_faults faults;
+	struct cam_source *main;    /* e.g. 1920x1080 */
+	struct cam_source *sub;     /* 640x360 */
+	unsigned motion_interval_s; /* Baichuan msg 33 every N seconds (0 = never) */
+	const char *snapshot_jpeg;  /* path of a JPEG served by msg 109, or NULL */
+};
+
+struct cam_stats {
+	struct cam_stream_stats baichuan[2], bcudp[2], rtsp[2]; /* [0] main, [1] sub */
+	uint64_t logins_ok, logins_refused, motion_sent;
+};
+
+extern struct cam_stats cam_stats;
+
+/* A Baichuan camera session over any byte transport (baichuan/bc_server.c): login,
+ * streams, keep-alive, motion alarms, snapshots. The transport feeds it the client's
+ * bytes and writes what it produces. stats selects cam_stats.baichuan or .bcudp. */
+struct cam_bc_session;
+struct cam_bc_transport {
+	int (*write)(void *t, const uint8_t *data, size_t len); /* 0, or <0: session ends */
+	void (*close)(void *t);                                 /* the session wants to hang up */
+	void *t;
+};
+struct cam_bc_session *cam_bc_session_new(uv_loop_t *loop, const struct cam_config *cfg,
+					  struct cam_stream_stats stats[2], struct cam_bc_transport tr);
+void cam_bc_session_input(struct cam_bc_session *s, const uint8_t *data, size_t len);
+void cam_bc_session_free(struct cam_bc_session *s);
+
+int cam_baichuan_tcp_listen(uv_loop_t *loop, const struct cam_config *cfg, const char *host, uint16_t port);
+int cam_bcudp_listen(uv_loop_t *loop, const struct cam_config *cfg, const char *host, uint16_t port);
+int cam_rtsp_listen(uv_loop_t *loop, const struct cam_config *cfg, const char *host, uint16_t port);
+
+#endif

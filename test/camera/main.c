@@ -1,0 +1,250 @@
+/* keeppeek-test-camera: a camera simulator for tests, the demo and operators. Serves
+ * Baichuan over TCP and BCUDP and RTSP over TCP from fixture streams paced in real
+ * time, with fault switches, and writes its counters to a JSON stats file. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "camera.h"
+
+struct cam_stats cam_stats;
+
+static const char *stats_path;
+static uv_timer_t stats_timer;
+static uv_signal_t sig_term, sig_int, sig_usr1;
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: keeppeek-test-camera --main FILE --sub FILE [--fps N] [--host ADDR]\n"
+		   "         [--baichuan-port N] [--bcudp-port N] [--rtsp-port N]\n"
+		   "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
+		   "         [--motion-interval S] [--snapshot FILE.jpg] [--stats FILE]\n"
+		   "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder]...\n"
+		   "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n");
+}
+
+static enum cam_codec codec_of(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 5 && (!strcmp(path + n - 5, ".h265") || !strcmp(path + n - 5, ".hevc")) ? CAM_H265 : CAM_H264;
+}
+
+static void put_stream(FILE *f, const char *name, const struct cam_stream_stats s[2])
+{
+	fprintf(f,
+		"\"%s\":{\"main\":{\"frames_sent\":%llu,\"bytes_sent\":%llu,\"sessions\":%llu},"
+		"\"sub\":{\"frames_sent\":%llu,\"bytes_sent\":%llu,\"sessions\":%llu}}",
+		name, (unsigned long long)s[0].frames_sent, (unsigned long long)s[0].bytes_sent,
+		(unsigned long long)s[0].sessions, (unsigned long long)s[1].frames_sent,
+		(unsigned long long)s[1].bytes_sent, (unsigned long long)s[1].sessions);
+}
+
+static void write_stats(uv_timer_t *t)
+{
+	(void)t;
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp", stats_path);
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return;
+	fputc('{', f);
+	put_stream(f, "baichuan", cam_stats.baichuan);
+	fputc(',', f);
+	put_stream(f, "bcudp", cam_stats.bcudp);
+	fputc(',', f);
+	put_stream(f, "rtsp", cam_stats.rtsp);
+	fprintf(f, ",\"logins_ok\":%llu,\"logins_refused\":%llu,\"motion_sent\":%llu}\n",
+		(unsigned long long)cam_stats.logins_ok, (unsigned long long)cam_stats.logins_refused,
+		(unsigned long long)cam_stats.motion_sent);
+	if (fclose(f) == 0)
+		rename(tmp, stats_path);
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	(void)sig;
+	if (stats_path)
+		write_stats(NULL);
+	uv_stop(h->loop);
+}
+
+static void on_pause(uv_signal_t *h, int sig)
+{
+	(void)h;
+	(void)sig;
+	cam_sources_pause();
+	if (stats_path)
+		write_stats(NULL);
+}
+
+static int parse_fault(struct cam_faults *f, const char *arg)
+{
+	char *end = NULL;
+	if (!strcmp(arg, "wrong-password"))
+		f->wrong_password = true;
+	else if (!strcmp(arg, "oversize"))
+		f->oversize_body = true;
+	else if (!strcmp(arg, "udp-reorder"))
+		f->udp_reorder = true;
+	else if (!strncmp(arg, "drop=", 5))
+		f->drop_after_s = (unsigned)strtoul(arg + 5, &end, 10);
+	else if (!strncmp(arg, "stall=", 6))
+		f->stall_after_s = (unsigned)strtoul(arg + 6, &end, 10);
+	else if (!strncmp(arg, "garbage=", 8))
+		f->garbage_after_s = (unsigned)strtoul(arg + 8, &end, 10);
+	else if (!strncmp(arg, "udp-loss=", 9))
+		f->udp_loss_percent = (unsigned)strtoul(arg + 9, &end, 10);
+	else
+		return -EINVAL;
+	return end && *end ? -EINVAL : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct cam_config cfg = {.user = "admin", .password = "password", .encryption = CAM_ENC_AES};
+	const char *main_path = NULL, *sub_path = NULL, *host = "127.0.0.1";
+	unsigned fps = 25;
+	long bc_port = -1, udp_port = -1, rtsp_port = -1;
+	enum {
+		O_MAIN = 256,
+		O_SUB,
+		O_FPS,
+		O_HOST,
+		O_BC,
+		O_UDP,
+		O_RTSP,
+		O_USER,
+		O_PW,
+		O_ENC,
+		O_MOTION,
+		O_SNAP,
+		O_STATS,
+		O_FAULT
+	};
+	static const struct option opts[] = {
+	    {"main", required_argument, NULL, O_MAIN},
+	    {"sub", required_argument, NULL, O_SUB},
+	    {"fps", required_argument, NULL, O_FPS},
+	    {"host", required_argument, NULL, O_HOST},
+	    {"baichuan-port", required_argument, NULL, O_BC},
+	    {"bcudp-port", required_argument, NULL, O_UDP},
+	    {"rtsp-port", required_argument, NULL, O_RTSP},
+	    {"user", required_argument, NULL, O_USER},
+	    {"password", required_argument, NULL, O_PW},
+	    {"encryption", required_argument, NULL, O_ENC},
+	    {"motion-interval", required_argument, NULL, O_MOTION},
+	    {"snapshot", required_argument, NULL, O_SNAP},
+	    {"stats", required_argument, NULL, O_STATS},
+	    {"fault", required_argument, NULL, O_FAULT},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_MAIN:
+			main_path = optarg;
+			break;
+		case O_SUB:
+			sub_path = optarg;
+			break;
+		case O_FPS:
+			fps = (unsigned)atoi(optarg);
+			break;
+		case O_HOST:
+			host = optarg;
+			break;
+		case O_BC:
+			bc_port = atol(optarg);
+			break;
+		case O_UDP:
+			udp_port = atol(optarg);
+			break;
+		case O_RTSP:
+			rtsp_port = atol(optarg);
+			break;
+		case O_USER:
+			cfg.user = optarg;
+			break;
+		case O_PW:
+			cfg.password = optarg;
+			break;
+		case O_ENC:
+			if (!strcmp(optarg, "none"))
+				cfg.encryption = CAM_ENC_NONE;
+			else if (!strcmp(optarg, "bc"))
+				cfg.encryption = CAM_ENC_BC;
+			else if (!strcmp(optarg, "aes"))
+				cfg.encryption = CAM_ENC_AES;
+			else if (!strcmp(optarg, "full-aes"))
+				cfg.encryption = CAM_ENC_FULL_AES;
+			else {
+				usage(stderr);
+				return 2;
+			}
+			break;
+		case O_MOTION:
+			cfg.motion_interval_s = (unsigned)atoi(optarg);
+			break;
+		case O_SNAP:
+			cfg.snapshot_jpeg = optarg;
+			break;
+		case O_STATS:
+			stats_path = optarg;
+			break;
+		case O_FAULT:
+			if (parse_fault(&cfg.faults, optarg) < 0) {
+				fprintf(stderr, "keeppeek-test-camera: unknown fault '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!main_path || !sub_path || fps == 0 || fps > 120 || optind != argc ||
+	    (bc_port < 0 && udp_port < 0 && rtsp_port < 0)) {
+		usage(stderr);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	uv_loop_t *loop = uv_default_loop();
+	int r = cam_source_open(loop, main_path, codec_of(main_path), fps, &cfg.main);
+	if (r == 0)
+		r = cam_source_open(loop, sub_path, codec_of(sub_path), fps, &cfg.sub);
+	if (r < 0) {
+		fprintf(stderr, "keeppeek-test-camera: cannot load fixture streams %s, %s: %s\n", main_path, sub_path,
+			r == -EINVAL ? "no keyframe-first H.264/H.265 stream" : strerror(-r));
+		return 1;
+	}
+	if (bc_port >= 0 && (r = cam_baichuan_tcp_listen(loop, &cfg, host, (uint16_t)bc_port)) < 0)
+		fprintf(stderr, "keeppeek-test-camera: Baichuan on %s:%ld: %s\n", host, bc_port, strerror(-r));
+	if (r == 0 && udp_port >= 0 && (r = cam_bcudp_listen(loop, &cfg, host, (uint16_t)udp_port)) < 0)
+		fprintf(stderr, "keeppeek-test-camera: BCUDP on %s:%ld: %s\n", host, udp_port, strerror(-r));
+	if (r == 0 && rtsp_port >= 0 && (r = cam_rtsp_listen(loop, &cfg, host, (uint16_t)rtsp_port)) < 0)
+		fprintf(stderr, "keeppeek-test-camera: RTSP on %s:%ld: %s\n", host, rtsp_port, strerror(-r));
+	if (r < 0)
+		return 1;
+	if (stats_path) {
+		uv_timer_init(loop, &stats_timer);
+		uv_timer_start(&stats_timer, write_stats, 0, 200);
+	}
+	uv_signal_init(loop, &sig_term);
+	uv_signal_start(&sig_term, on_signal, SIGTERM);
+	uv_signal_init(loop, &sig_int);
+	uv_signal_start(&sig_int, on_signal, SIGINT);
+	uv_signal_init(loop, &sig_usr1);
+	uv_signal_start(&sig_usr1, on_pause, SIGUSR1);
+	printf("ready\n");
+	fflush(stdout);
+	uv_run(loop, UV_RUN_DEFAULT);
+	return 0;
+}

@@ -1,0 +1,214 @@
+/* Fixture media for the test camera: an Annex-B elementary stream read once with
+ * libavformat's raw H.264/H.265 demuxer (which splits it into access units), then
+ * looped and paced in real time on a libuv timer with timestamps that keep increasing
+ * across loops. Subscribers start at the next keyframe. */
+#include <errno.h>
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "camera.h"
+
+#define MAX_FRAMES 4096
+#define MAX_SUBS   64
+#define MAX_PARAM  512
+
+struct stored_frame {
+	uint8_t *data;
+	size_t len;
+	bool keyframe;
+};
+
+struct cam_sub {
+	struct cam_source *src;
+	cam_frame_cb cb;
+	void *arg;
+	bool started; /* has seen a keyframe */
+	bool used;
+};
+
+static bool paused;
+
+void cam_sources_pause(void)
+{
+	paused = true;
+}
+
+struct cam_source {
+	uv_timer_t timer;
+	enum cam_codec codec;
+	unsigned fps;
+	uint32_t width, height;
+	struct stored_frame frames[MAX_FRAMES];
+	size_t nframes;
+	uint64_t next;     /* index of the next frame to send, over all loops */
+	uint64_t start_ms; /* loop time of frame 0 */
+	struct cam_sub subs[MAX_SUBS];
+	uint8_t params[3][MAX_PARAM];
+	size_t param_len[3];
+};
+
+/* Remembers VPS/SPS/PPS from a keyframe's NAL units, for SDP. */
+static void collect_params(struct cam_source *src, const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	while (i + 3 < n) {
+		if (!(p[i] == 0 && p[i + 1] == 0 && (p[i + 2] == 1 || (p[i + 2] == 0 && i + 3 < n && p[i + 3] == 1)))) {
+			i++;
+			continue;
+		}
+		size_t start = i + (p[i + 2] == 1 ? 3 : 4);
+		size_t end = start;
+		while (end + 2 < n && !(p[end] == 0 && p[end + 1] == 0 && (p[end + 2] == 1 || p[end + 2] == 0)))
+			end++;
+		if (end + 2 >= n)
+			end = n;
+		int slot = -1;
+		if (start < n && src->codec == CAM_H264) {
+			int t = p[start] & 0x1f;
+			slot = t == 7 ? 1 : t == 8 ? 2 : -1;
+		} else if (start < n) {
+			int t = (p[start] >> 1) & 0x3f;
+			slot = t == 32 ? 0 : t == 33 ? 1 : t == 34 ? 2 : -1;
+		}
+		if (slot >= 0 && !src->param_len[slot] && end - start <= MAX_PARAM) {
+			memcpy(src->params[slot], p + start, end - start);
+			src->param_len[slot] = end - start;
+		}
+		i = end;
+	}
+}
+
+static void deliver(struct cam_source *src, uint64_t index)
+{
+	const struct stored_frame *sf = &src->frames[index % src->nframes];
+	struct cam_frame f = {
+	    .codec = src->codec,
+	    .keyframe = sf->keyframe,
+	    .pts_us = index * 1000000ull / src->fps,
+	    .seq = index,
+	    .width = src->width,
+	    .height = src->height,
+	    .data = sf->data,
+	    .len = sf->len,
+	};
+	for (int i = 0; i < MAX_SUBS; i++) {
+		struct cam_sub *s = &src->subs[i];
+		if (!s->used)
+			continue;
+		if (!s->started && !f.keyframe)
+			continue;
+		s->started = true;
+		s->cb(&f, s->arg);
+	}
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct cam_source *src = t->data;
+	if (paused)
+		return;
+	uint64_t now = uv_now(t->loop);
+	/* Send every frame that is due; after a long stall, skip ahead instead of bursting. */
+	uint64_t due = (now - src->start_ms) * src->fps / 1000 + 1;
+	if (due > src->next + (uint64_t)src->fps * 2)
+		src->next = due - 1;
+	while (src->next < due)
+		deliver(src, src->next++);
+}
+
+int cam_source_open(uv_loop_t *loop, const char *path, enum cam_codec codec, unsigned fps, struct cam_source **ret)
+{
+	AVFormatContext *fmt = NULL;
+	const AVInputFormat *in = av_find_input_format(codec == CAM_H264 ? "h264" : "hevc");
+	int r = avformat_open_input(&fmt, path, in, NULL);
+	if (r < 0)
+		return r;
+	struct cam_source *src = calloc(1, sizeof *src);
+	if (!src) {
+		avformat_close_input(&fmt);
+		return -ENOMEM;
+	}
+	src->codec = codec;
+	src->fps = fps;
+	r = avformat_find_stream_info(fmt, NULL);
+	if (r >= 0 && fmt->nb_streams == 1) {
+		src->width = (uint32_t)fmt->streams[0]->codecpar->width;
+		src->height = (uint32_t)fmt->streams[0]->codecpar->height;
+	}
+	AVPacket *pkt = av_packet_alloc();
+	while (r >= 0 && pkt && av_read_frame(fmt, pkt) >= 0) {
+		if (src->nframes < MAX_FRAMES) {
+			struct stored_frame *sf = &src->frames[src->nframes];
+			sf->data = malloc((size_t)pkt->size);
+			if (sf->data) {
+				memcpy(sf->data, pkt->data, (size_t)pkt->size);
+				sf->len = (size_t)pkt->size;
+				sf->keyframe = (pkt->flags & AV_PKT_FLAG_KEY) != 0;
+				if (sf->keyframe)
+					collect_params(src, sf->data, sf->len);
+				src->nframes++;
+			}
+		}
+		av_packet_unref(pkt);
+	}
+	av_packet_free(&pkt);
+	avformat_close_input(&fmt);
+	if (src->nframes == 0 || !src->frames[0].keyframe || !src->width) {
+		for (size_t i = 0; i < src->nframes; i++)
+			free(src->frames[i].data);
+		free(src);
+		return -EINVAL;
+	}
+	uv_timer_init(loop, &src->timer);
+	src->timer.data = src;
+	src->start_ms = uv_now(loop);
+	uv_timer_start(&src->timer, on_tick, 0, 1000 / (fps * 2) ? 1000 / (fps * 2) : 1);
+	*ret = src;
+	return 0;
+}
+
+int cam_source_subscribe(struct cam_source *src, cam_frame_cb cb, void *arg, struct cam_sub **ret)
+{
+	for (int i = 0; i < MAX_SUBS; i++) {
+		struct cam_sub *s = &src->subs[i];
+		if (s->used)
+			continue;
+		*s = (struct cam_sub){.src = src, .cb = cb, .arg = arg, .used = true};
+		*ret = s;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+void cam_source_unsubscribe(struct cam_sub *sub)
+{
+	if (sub)
+		sub->used = false;
+}
+
+enum cam_codec cam_source_codec(const struct cam_source *src)
+{
+	return src->codec;
+}
+
+void cam_source_size(const struct cam_source *src, uint32_t *w, uint32_t *h)
+{
+	*w = src->width;
+	*h = src->height;
+}
+
+unsigned cam_source_fps(const struct cam_source *src)
+{
+	return src->fps;
+}
+
+int cam_source_param_set(const struct cam_source *src, int index, const uint8_t **data, size_t *len)
+{
+	if (index < 0 || index > 2 || !src->param_len[index])
+		return -ENOENT;
+	*data = src->params[index];
+	*len = src->param_len[index];
+	return 0;
+}
