@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "limits.h"
+#include "kp_limits.h"
 
 #define KP_CONF_STR        1024
 #define KP_CONF_MAX_ERRORS 32

@@ -9,7 +9,7 @@
 #include <uv.h>
 
 #include "ipc_frame.h"
-#include "limits.h"
+#include "kp_limits.h"
 
 struct kp_ipc;
 

@@ -8,7 +8,7 @@
 #include <pb_decode.h>
 #include <pb_encode.h>
 
-#include "limits.h"
+#include "kp_limits.h"
 
 int kp_frame_header(const uint8_t head[4], uint32_t *ret_len, const char **ret_reason)
 {
@@ -48,6 +48,7 @@ static const struct {
     {KP_LINK_PEER, kp_Envelope_camera_event_tag},
     {KP_LINK_CONTROL_REQUEST, kp_Envelope_control_request_tag},
     {KP_LINK_CONTROL_REPLY, kp_Envelope_control_reply_tag},
+    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_recording_status_tag},
 };
 
 static int allowed(enum kp_link_kind kind, pb_size_t which)

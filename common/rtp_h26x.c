@@ -395,6 +395,11 @@ static int add_nal(struct rtp_depack *d, const uint8_t *nal, size_t n, const cha
 		*ret_reason = "NAL unit with forbidden_zero_bit set";
 		return -EBADMSG;
 	}
+	unsigned type = rtp_nal_type(d->codec, nal);
+	if (d->codec == RTP_H264 ? (type == 0 || type >= H264_STAP_A) : type >= H265_AP) {
+		*ret_reason = "NAL unit of a reserved or packetization type";
+		return -EBADMSG;
+	}
 	int r = reserve(d, sizeof start_code + n, ret_reason);
 	if (r < 0)
 		return r;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "kp_limits.h"
 
 #define RTP_HEADER_SIZE 12
 #define RTP_MAX_CSRC    15

@@ -11,7 +11,7 @@
 
 #include "cameras.h"
 #include "config.h"
-#include "limits.h"
+#include "kp_limits.h"
 #include "log.h"
 
 #define BACKOFF_FIRST_MS 1000
@@ -121,7 +121,7 @@ static void report(struct ing_camera *cam, unsigned s)
 static void set_state(struct ing_camera *cam, unsigned s, enum ing_state state, const char *reason)
 {
 	struct ing_stream *st = &cam->streams[s];
-	if (reason && *reason)
+	if (reason && *reason && state != ING_STREAMING && state != ING_CONNECTING)
 		snprintf(st->last_error, sizeof st->last_error, "%s", reason);
 	if (st->state == state)
 		return;

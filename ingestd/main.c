@@ -2,7 +2,7 @@
  * RTSP) and sends access units to recorderd and rtcd. This file declares the worker:
  * its peers, confinement, ceilings and the hooks into the camera table. */
 #include "cameras.h"
-#include "limits.h"
+#include "kp_limits.h"
 #include "sandbox.h"
 #include "worker.h"
 

@@ -1,12 +1,13 @@
 /* recorderd's intake: access units and camera events from ingestd (and only from
- * ingestd), counted per camera stream with sequence gaps detected, and reported to the
- * supervisor before each health reply. The recording pipeline consumes them from here. */
+ * ingestd), counted per camera stream with sequence gaps detected, reported to the
+ * supervisor before each health reply, and handed to the recording core (recorder.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "intake.h"
-#include "limits.h"
+#include "kp_limits.h"
 #include "log.h"
+#include "recorder.h"
 
 struct stream_counter {
 	char camera[KP_CAMERA_NAME_MAX + 1];
@@ -52,12 +53,14 @@ void rec_intake_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 		c->last_seq = au->seq;
 		c->frames++;
 		c->bytes += f->tail_len;
+		rec_access_unit(au, f->tail, f->tail_len);
 	} else if (f->env->which_msg == kp_Envelope_camera_event_tag) {
 		const kp_CameraEvent *e = &f->env->msg.camera_event;
 		struct stream_counter *c = counter(e->camera, 0);
 		if (c)
 			c->events++;
 		kp_info("%s: %s event (%s)", e->camera, e->kind, e->labels[0] ? e->labels : "no labels");
+		rec_camera_event(e);
 	}
 }
 
@@ -75,4 +78,5 @@ void rec_intake_report(struct kp_worker *w)
 		r->events = counters[i].events;
 		kp_worker_send_supervisor(w, &env);
 	}
+	rec_report(w);
 }

@@ -1,7 +1,8 @@
 /* keeppeek-recorderd: owns the media files and the LMDB catalog. This file declares
  * the worker: its peers, confinement (read-write data_dir only) and ceilings. */
 #include "intake.h"
-#include "limits.h"
+#include "kp_limits.h"
+#include "recorder.h"
 #include "sandbox.h"
 #include "worker.h"
 
@@ -14,8 +15,11 @@ static const struct kp_worker_def recorderd = {
     .rlimit_as = 64ull * 1024 * KP_MIB, /* the LMDB map is reserved address space */
     .rlimit_nofile = 4096,
     .syscalls = KP_SYSCALLS_FS_WRITE,
+    .on_config_item = rec_config_item,
+    .on_configured = rec_configured,
     .on_peer_frame = rec_intake_frame,
     .on_health = rec_intake_report,
+    .on_stop = rec_stop,
 };
 
 int main(int argc, char **argv)

@@ -1,6 +1,6 @@
 /* keeppeek-rtcd: WebRTC live view and stored playback. This file declares the worker:
  * its peers, confinement and ceilings. */
-#include "limits.h"
+#include "kp_limits.h"
 #include "sandbox.h"
 #include "worker.h"
 

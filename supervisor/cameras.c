@@ -38,6 +38,15 @@ void cameras_on_received(struct supervisor *s, const kp_StreamReceived *rec)
 		r->received = *rec;
 }
 
+void cameras_on_recording(struct supervisor *s, const kp_RecordingStatus *rs)
+{
+	struct camera_row *r = row(s, rs->camera, rs->stream);
+	if (r) {
+		r->recording = *rs;
+		r->have_recording = true;
+	}
+}
+
 static const char *codec_name(kp_Codec c)
 {
 	return c == kp_Codec_CODEC_H264 ? "h264" : c == kp_Codec_CODEC_H265 ? "h265" : "";
@@ -49,6 +58,11 @@ static const struct camera_row *find(const struct supervisor *s, const char *cam
 		if (s->camera_rows[i].stream == stream && !strcmp(s->camera_rows[i].camera, camera))
 			return &s->camera_rows[i];
 	return NULL;
+}
+
+static const char *recording_state(const struct camera_row *r)
+{
+	return r && r->have_recording ? r->recording.state : "idle";
 }
 
 static const char *stream_state(const struct camera_row *r)
@@ -76,8 +90,9 @@ void cameras_render(const struct supervisor *s, bool json, struct kp_out *o)
 	if (json)
 		kp_out_put(o, "{\"cameras\":[");
 	else
-		kp_out_put(o, "%-16s %-5s %-12s %-5s %-10s %7s %10s %12s %5s %10s  %s\n", "CAMERA", "STREAM", "STATE",
-			   "CODEC", "SIZE", "FPS", "FRAMES", "BYTES", "RECON", "RECORDED", "LAST-ERROR");
+		kp_out_put(o, "%-16s %-5s %-12s %-5s %-10s %7s %10s %12s %5s %10s %-12s  %s\n", "CAMERA", "STREAM",
+			   "STATE", "CODEC", "SIZE", "FPS", "FRAMES", "BYTES", "RECON", "RECEIVED", "RECORDING",
+			   "LAST-ERROR");
 	for (unsigned i = 0; i < s->cfg.ncameras; i++) {
 		const struct kp_camera_conf *c = &s->cfg.cameras[i];
 		if (json) {
@@ -97,24 +112,33 @@ void cameras_render(const struct supervisor *s, bool json, struct kp_out *o)
 			if (!json) {
 				char size[24];
 				snprintf(size, sizeof size, "%ux%u", (unsigned)st->width, (unsigned)st->height);
-				kp_out_put(o, "%-16s %-5s %-12s %-5s %-10s %7.2f %10llu %12llu %5u %10llu  %s\n",
+				kp_out_put(o, "%-16s %-5s %-12s %-5s %-10s %7.2f %10llu %12llu %5u %10llu %-12s  %s\n",
 					   c->name, names[k], stream_state(r), codec_name(st->codec), size,
 					   st->fps_milli / 1000.0, (unsigned long long)st->frames,
 					   (unsigned long long)st->bytes, (unsigned)st->reconnects,
-					   (unsigned long long)rec->frames, st->last_error[0] ? st->last_error : "-");
+					   (unsigned long long)rec->frames, recording_state(r),
+					   st->last_error[0]                 ? st->last_error
+					   : r && r->recording.last_error[0] ? r->recording.last_error
+									     : "-");
 				continue;
 			}
 			kp_out_put(o,
 				   "%s{\"name\":\"%s\",\"codec\":\"%s\",\"width\":%u,\"height\":%u,\"state\":\"%s\","
 				   "\"fps\":%.3f,\"frames\":%llu,\"bytes\":%llu,\"reconnects\":%u,\"events\":%llu,"
 				   "\"send_rejected\":%llu,\"recorded_frames\":%llu,\"recorded_bytes\":%llu,"
-				   "\"recorded_gaps\":%llu,\"last_error\":",
+				   "\"recorded_gaps\":%llu,\"recording\":{\"state\":\"%s\",\"fragments\":%llu,"
+				   "\"bytes_written\":%llu,\"frames_dropped\":%llu,\"last_error\":",
 				   n++ ? "," : "", names[k], codec_name(st->codec), (unsigned)st->width,
 				   (unsigned)st->height, stream_state(r), st->fps_milli / 1000.0,
 				   (unsigned long long)st->frames, (unsigned long long)st->bytes,
 				   (unsigned)st->reconnects, (unsigned long long)st->events,
 				   (unsigned long long)st->send_rejected, (unsigned long long)rec->frames,
-				   (unsigned long long)rec->bytes, (unsigned long long)rec->gaps);
+				   (unsigned long long)rec->bytes, (unsigned long long)rec->gaps, recording_state(r),
+				   (unsigned long long)(r ? r->recording.fragments : 0),
+				   (unsigned long long)(r ? r->recording.bytes_written : 0),
+				   (unsigned long long)(r ? r->recording.frames_dropped : 0));
+			kp_out_json_string(o, r ? r->recording.last_error : "");
+			kp_out_put(o, "},\"last_error\":");
 			kp_out_json_string(o, st->last_error);
 			kp_out_put(o, "}");
 		}

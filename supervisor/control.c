@@ -11,7 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "limits.h"
+#include "kp_limits.h"
 #include "log.h"
 #include "supervisor.h"
 

@@ -15,7 +15,7 @@
 #include "config.h"
 #include "ipc_frame.h"
 #include "kp_build_config.h"
-#include "limits.h"
+#include "kp_limits.h"
 
 #define DEFAULT_SOCKET     "/run/keeppeek/control.sock"
 #define REPLY_TIMEOUT_SECS 15

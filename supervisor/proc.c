@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "kp_build_config.h"
-#include "limits.h"
+#include "kp_limits.h"
 #include "log.h"
 #include "supervisor.h"
 
@@ -149,6 +149,8 @@ static void send_config(struct proc *p)
 	snprintf(wc->www_dir, sizeof wc->www_dir, "%s", s->www_dir);
 	snprintf(wc->user, sizeof wc->user, "%s", s->cfg.user.val);
 	wc->change_uid = s->change_uid;
+	wc->retention_max_days = s->cfg.max_days;
+	wc->retention_max_disk_gb = s->cfg.max_disk_gb;
 	wc->uid = (uint32_t)s->uid;
 	wc->gid = (uint32_t)s->gid;
 	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
@@ -198,6 +200,10 @@ static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	case kp_Envelope_stream_received_tag:
 		if (p->peer == kp_Peer_PEER_RECORDERD)
 			cameras_on_received(s, &f->env->msg.stream_received);
+		break;
+	case kp_Envelope_recording_status_tag:
+		if (p->peer == kp_Peer_PEER_RECORDERD)
+			cameras_on_recording(s, &f->env->msg.recording_status);
 		break;
 	default:
 		break;
@@ -414,6 +420,8 @@ static void on_stop_timer(uv_timer_t *t)
 			kill(p->pid, SIGKILL);
 		}
 	}
+	if (s->demo)
+		demo_stop(s, SIGKILL);
 }
 
 static void close_all_handles(struct supervisor *s)
@@ -452,6 +460,8 @@ void proc_stop_all(struct supervisor *s)
 				kill(p->pid, SIGTERM);
 		}
 	}
+	if (s->demo && demo_stop(s, SIGTERM))
+		return;
 	for (unsigned i = 0; i < KP_NPROCS; i++)
 		if (s->procs[i].pid > 0)
 			return;

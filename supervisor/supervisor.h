@@ -58,6 +58,8 @@ struct camera_row {
 	bool have_state;
 	kp_StreamState state;
 	kp_StreamReceived received;
+	bool have_recording;
+	kp_RecordingStatus recording;
 };
 
 /* A bounded text buffer for control answers (out.c). */
@@ -118,6 +120,7 @@ bool demo_stop(struct supervisor *s, int sig);
 /* cameras.c */
 void cameras_on_state(struct supervisor *s, const kp_StreamState *st);
 void cameras_on_received(struct supervisor *s, const kp_StreamReceived *rec);
+void cameras_on_recording(struct supervisor *s, const kp_RecordingStatus *rs);
 void cameras_render(const struct supervisor *s, bool json, struct kp_out *o);
 
 /* out.c */

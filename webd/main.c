@@ -1,6 +1,6 @@
 /* keeppeek-webd: the HTTP/WebSocket server and browser UI. This file declares the
  * worker: its peers, confinement (read-only www directory) and ceilings. */
-#include "limits.h"
+#include "kp_limits.h"
 #include "sandbox.h"
 #include "worker.h"
 

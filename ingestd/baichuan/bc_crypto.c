@@ -45,7 +45,8 @@ static int md5_upper_hex(const char *a, const char *sep, const char *b, char ret
 	if (!ctx)
 		return -ENOMEM;
 	int ok = EVP_DigestInit_ex(ctx, EVP_md5(), NULL) == 1 && EVP_DigestUpdate(ctx, a, strlen(a)) == 1 &&
-		 EVP_DigestUpdate(ctx, sep, strlen(sep)) == 1 && EVP_DigestUpdate(ctx, b, strlen(b)) == 1 && EVP_DigestFinal_ex(ctx, d, &dl) == 1 && dl == 16;
+		 EVP_DigestUpdate(ctx, sep, strlen(sep)) == 1 && EVP_DigestUpdate(ctx, b, strlen(b)) == 1 &&
+		 EVP_DigestFinal_ex(ctx, d, &dl) == 1 && dl == 16;
 	EVP_MD_CTX_free(ctx);
 	if (!ok)
 		return -EIO;
@@ -82,10 +83,14 @@ int bc_aes_key(const char *nonce, const char *password, uint8_t ret_key[BC_AES_K
 int bc_cipher_xml(const struct bc_cipher *c, bool encrypt, uint8_t channel, uint8_t *buf, size_t len)
 {
 	switch (c->mode) {
-	case BC_ENC_NONE: return 0;
-	case BC_ENC_BC: bc_xor(channel, buf, len); return 0;
+	case BC_ENC_NONE:
+		return 0;
+	case BC_ENC_BC:
+		bc_xor(channel, buf, len);
+		return 0;
 	case BC_ENC_AES:
-	case BC_ENC_FULL_AES: return bc_aes(c->key, encrypt, buf, len);
+	case BC_ENC_FULL_AES:
+		return bc_aes(c->key, encrypt, buf, len);
 	}
 	return -EINVAL;
 }
@@ -97,11 +102,19 @@ int bc_enc_from_reply(uint16_t word, enum bc_enc *ret, const char **ret_reason)
 		return -EPROTONOSUPPORT;
 	}
 	switch (word & 0xff) {
-	case 0x00: *ret = BC_ENC_NONE; return 0;
-	case 0x01: *ret = BC_ENC_BC; return 0;
+	case 0x00:
+		*ret = BC_ENC_NONE;
+		return 0;
+	case 0x01:
+		*ret = BC_ENC_BC;
+		return 0;
 	case 0x02:
-	case 0x03: *ret = BC_ENC_AES; return 0;
-	case 0x12: *ret = BC_ENC_FULL_AES; return 0;
+	case 0x03:
+		*ret = BC_ENC_AES;
+		return 0;
+	case 0x12:
+		*ret = BC_ENC_FULL_AES;
+		return 0;
 	}
 	*ret_reason = "unknown encryption selector in the login reply";
 	return -EPROTONOSUPPORT;
@@ -120,11 +133,19 @@ int bc_enc_from_offer(uint16_t word, enum bc_enc *ret, const char **ret_reason)
 		return -EPROTONOSUPPORT;
 	}
 	switch (word & 0xff) {
-	case 0x00: *ret = BC_ENC_NONE; return 0;
-	case 0x01: *ret = BC_ENC_BC; return 0;
+	case 0x00:
+		*ret = BC_ENC_NONE;
+		return 0;
+	case 0x01:
+		*ret = BC_ENC_BC;
+		return 0;
 	case 0x02:
-	case 0x03: *ret = BC_ENC_AES; return 0;
-	case 0x12: *ret = BC_ENC_FULL_AES; return 0;
+	case 0x03:
+		*ret = BC_ENC_AES;
+		return 0;
+	case 0x12:
+		*ret = BC_ENC_FULL_AES;
+		return 0;
 	}
 	*ret_reason = "unknown encryption offer in the login";
 	return -EPROTONOSUPPORT;

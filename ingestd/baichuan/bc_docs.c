@@ -71,7 +71,8 @@ int bc_doc_preview(char *out, size_t cap, unsigned channel, uint32_t handle, con
 int bc_doc_ext_binary(char *out, size_t cap, uint32_t encrypt_len)
 {
 	if (!encrypt_len)
-		return doc(out, cap, XML_DECL "<Extension version=\"1.1\">\n<binaryData>1</binaryData>\n</Extension>\n");
+		return doc(out, cap,
+			   XML_DECL "<Extension version=\"1.1\">\n<binaryData>1</binaryData>\n</Extension>\n");
 	return doc(out, cap,
 		   XML_DECL "<Extension version=\"1.1\">\n<binaryData>1</binaryData>\n<encryptLen>%u</encryptLen>\n"
 			    "</Extension>\n",
@@ -106,8 +107,9 @@ int bc_doc_link_type(char *out, size_t cap)
 int bc_doc_snap_request(char *out, size_t cap, unsigned channel)
 {
 	return doc(out, cap,
-		   XML_DECL "<body>\n<Snap version=\"1.1\">\n<channelId>%u</channelId>\n<logicChannel>%u</logicChannel>\n"
-			    "<time>0</time>\n<fullFrame>0</fullFrame>\n<streamType>main</streamType>\n</Snap>\n</body>\n",
+		   XML_DECL
+		   "<body>\n<Snap version=\"1.1\">\n<channelId>%u</channelId>\n<logicChannel>%u</logicChannel>\n"
+		   "<time>0</time>\n<fullFrame>0</fullFrame>\n<streamType>main</streamType>\n</Snap>\n</body>\n",
 		   channel, channel);
 }
 

@@ -5,21 +5,27 @@
 #include <string.h>
 
 #include "bc_header.h"
-#include "limits.h"
+#include "kp_limits.h"
 
 size_t bc_class_header_len(uint16_t cls)
 {
 	switch (cls) {
 	case BC_CLASS_LEGACY:
-	case BC_CLASS_NONCE: return BC_HEADER_SHORT;
+	case BC_CLASS_NONCE:
+		return BC_HEADER_SHORT;
 	case BC_CLASS_MODERN:
 	case BC_CLASS_REPLY:
-	case BC_CLASS_DOWNLOAD: return BC_HEADER_LONG;
-	default: return 0;
+	case BC_CLASS_DOWNLOAD:
+		return BC_HEADER_LONG;
+	default:
+		return 0;
 	}
 }
 
-uint32_t bc_header_raw_body_len(const uint8_t *buf) { return bc_get_le32(buf + 8); }
+uint32_t bc_header_raw_body_len(const uint8_t *buf)
+{
+	return bc_get_le32(buf + 8);
+}
 
 static bool magic_prefix_ok(const uint8_t *buf, size_t len, uint32_t magic)
 {
@@ -117,6 +123,8 @@ int bc_reader_feed(struct bc_reader *r, const uint8_t *data, size_t len, bc_read
 {
 	/* The buffer holds at most one incomplete message (its header already validated
 	 * when it is complete) plus this slice. */
+	if (!len)
+		return 0; /* what is buffered was already found incomplete */
 	if (reader_reserve(r, r->len + len) < 0) {
 		*ret_reason = "out of memory";
 		return -ENOMEM;

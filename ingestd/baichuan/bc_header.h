@@ -94,7 +94,10 @@ static inline uint32_t bc_get_le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static inline uint16_t bc_get_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint16_t bc_get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
 static inline void bc_put_le32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v;

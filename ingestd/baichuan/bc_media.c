@@ -6,13 +6,13 @@
 #include "bc_header.h"
 #include "bc_media.h"
 
-#define MAGIC_INFO_V1 0x31303031u /* "1001" */
-#define MAGIC_INFO_V2 0x32303031u /* "1002" */
-#define MAGIC_AAC     0x62773530u /* "05wb" */
-#define MAGIC_AAC_ALT 0x62773531u /* "15wb" */
-#define MAGIC_ADPCM   0x62773130u /* "01wb" */
-#define FOURCC_H264   0x34363248u /* "H264" */
-#define FOURCC_H265   0x35363248u /* "H265" */
+#define MAGIC_INFO_V1  0x31303031u /* "1001" */
+#define MAGIC_INFO_V2  0x32303031u /* "1002" */
+#define MAGIC_AAC      0x62773530u /* "05wb" */
+#define MAGIC_AAC_ALT  0x62773531u /* "15wb" */
+#define MAGIC_ADPCM    0x62773130u /* "01wb" */
+#define FOURCC_H264    0x34363248u /* "H264" */
+#define FOURCC_H265    0x35363248u /* "H265" */
 #define ADPCM_SUBMAGIC 0x0100
 
 /* "x0dc" is an I-frame, "x1dc" a P-frame, x a digit. Returns 1, 2 or 0. */
@@ -59,8 +59,7 @@ static int parse_info(const uint8_t *buf, size_t len, struct bc_media_record *re
 	return 0;
 }
 
-static int parse_frame(const uint8_t *buf, size_t len, bool key, struct bc_media_record *ret,
-		       const char **ret_reason)
+static int parse_frame(const uint8_t *buf, size_t len, bool key, struct bc_media_record *ret, const char **ret_reason)
 {
 	int err;
 	if ((err = need(len, 8, ret_reason)) < 0)
@@ -97,8 +96,7 @@ static int parse_frame(const uint8_t *buf, size_t len, bool key, struct bc_media
 	return 0;
 }
 
-static int parse_audio(const uint8_t *buf, size_t len, bool adpcm, struct bc_media_record *ret,
-		       const char **ret_reason)
+static int parse_audio(const uint8_t *buf, size_t len, bool adpcm, struct bc_media_record *ret, const char **ret_reason)
 {
 	int err;
 	if ((err = need(len, BC_MEDIA_AUDIO_HEADER, ret_reason)) < 0)
@@ -155,8 +153,11 @@ int bc_media_stream_push(struct bc_media_stream *m, const uint8_t *data, size_t 
 	 * this only fires on a caller that does not drain the stream. */
 	if (m->len > BC_MEDIA_MAX_RECORD || len > BC_MEDIA_MAX_RECORD)
 		return -ENOBUFS;
+	if (!len)
+		return 0;
 	if (m->start + m->len + len > m->cap) {
-		memmove(m->buf, m->buf + m->start, m->len);
+		if (m->len)
+			memmove(m->buf, m->buf + m->start, m->len);
 		m->start = 0;
 		if (m->len + len > m->cap) {
 			size_t cap = m->cap ? m->cap : 65536;
@@ -176,7 +177,7 @@ int bc_media_stream_push(struct bc_media_stream *m, const uint8_t *data, size_t 
 
 int bc_media_stream_next(struct bc_media_stream *m, struct bc_media_record *ret)
 {
-	for (;;) {
+	while (m->len) {
 		const char *reason;
 		int err = bc_media_parse(m->buf + m->start, m->len, ret, &reason);
 		if (err == 0) {
@@ -200,6 +201,7 @@ int bc_media_stream_next(struct bc_media_stream *m, struct bc_media_record *ret)
 		m->discarded += skip;
 		m->last_error = reason;
 	}
+	return -EAGAIN;
 }
 
 void bc_media_stream_reset(struct bc_media_stream *m)
@@ -212,6 +214,19 @@ void bc_media_stream_free(struct bc_media_stream *m)
 {
 	free(m->buf);
 	*m = (struct bc_media_stream){0};
+}
+
+int64_t bc_ts_unwrap(struct bc_ts_unwrap *u, uint32_t ts_us)
+{
+	if (!u->init) {
+		u->init = true;
+		u->ext_us = ts_us;
+	} else {
+		uint32_t delta = ts_us - u->last;
+		u->ext_us += delta < 0x80000000u ? (int64_t)delta : -(int64_t)(0x100000000ull - delta);
+	}
+	u->last = ts_us;
+	return u->ext_us;
 }
 
 size_t bc_media_write_info(uint8_t out[BC_MEDIA_INFO_SIZE], uint32_t width, uint32_t height, uint8_t fps)

@@ -45,7 +45,10 @@ int bc_media_parse(const uint8_t *buf, size_t len, struct bc_media_record *ret, 
 bool bc_media_is_magic(const uint8_t *p);
 
 /* Zero padding after a payload of len bytes. */
-static inline size_t bc_media_pad(size_t len) { return (8 - len % 8) % 8; }
+static inline size_t bc_media_pad(size_t len)
+{
+	return (8 - len % 8) % 8;
+}
 
 /* Per-stream reassembly: msg 3 payloads in, whole records out. */
 struct bc_media_stream {
@@ -65,6 +68,15 @@ int bc_media_stream_push(struct bc_media_stream *m, const uint8_t *data, size_t 
 int bc_media_stream_next(struct bc_media_stream *m, struct bc_media_record *ret);
 void bc_media_stream_reset(struct bc_media_stream *m);
 void bc_media_stream_free(struct bc_media_stream *m);
+
+/* Unwraps the u32 microsecond timestamp (it wraps every 71.6 minutes) into a 64-bit
+ * one starting at the first value; a step back of less than 2^31 µs stays a step back. */
+struct bc_ts_unwrap {
+	bool init;
+	uint32_t last;
+	int64_t ext_us;
+};
+int64_t bc_ts_unwrap(struct bc_ts_unwrap *u, uint32_t ts_us);
 
 /* Serializers: each writes a header to out (of the given size) and returns its length. */
 size_t bc_media_write_info(uint8_t out[BC_MEDIA_INFO_SIZE], uint32_t width, uint32_t height, uint8_t fps);

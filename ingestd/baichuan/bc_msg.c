@@ -5,7 +5,7 @@
 
 #include "bc_msg.h"
 #include "bc_xml.h"
-#include "limits.h"
+#include "kp_limits.h"
 
 int bc_msg_encode(const struct bc_msg *m, const struct bc_cipher *c, uint8_t **ret_buf, size_t *ret_len)
 {

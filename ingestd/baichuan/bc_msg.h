@@ -11,8 +11,8 @@
 #include "bc_header.h"
 
 /* The legacy login body: MD5 hex of the user name, of the password, then zeros. */
-#define BC_LEGACY_LOGIN_LEN   1836
-#define BC_LEGACY_FIELD_LEN   32
+#define BC_LEGACY_LOGIN_LEN 1836
+#define BC_LEGACY_FIELD_LEN 32
 
 struct bc_msg {
 	struct bc_header h; /* msg_id, channel, stream_type, msg_num, status, cls; lengths are filled in */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "bc_transport.h"
-#include "limits.h"
+#include "kp_limits.h"
 
 /* Queued but unsent bytes allowed: a few large video requests never get near it; a
  * camera that stops reading does. */
@@ -45,7 +45,10 @@ static void tcp_unref(struct bc_tcp *t)
 		free(t);
 }
 
-static void on_handle_closed(uv_handle_t *h) { tcp_unref(h->data); }
+static void on_handle_closed(uv_handle_t *h)
+{
+	tcp_unref(h->data);
+}
 
 static void tcp_fail(struct bc_tcp *t, int err, const char *reason)
 {
@@ -176,7 +179,7 @@ static int tcp_write(struct bc_transport *base, const uint8_t *data, size_t len)
 
 static void tcp_close(struct bc_transport *base)
 {
-	struct bc_tcp *t = (struct bc_transport *)base == NULL ? NULL : (struct bc_tcp *)base;
+	struct bc_tcp *t = (struct bc_tcp *)base;
 	if (!t || t->closed)
 		return;
 	t->closed = true;

@@ -21,7 +21,10 @@ static bool name_char(char c)
 	       c == '.' || c == ':';
 }
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
 static const char *find_str(const char *p, size_t len, const char *needle)
 {
@@ -136,7 +139,8 @@ static int scan(const char *doc, size_t len, const char *path, unsigned index, s
 		if (err < 0)
 			return err;
 		switch (kind) {
-		case TAG_OTHER: break;
+		case TAG_OTHER:
+			break;
 		case TAG_OPEN:
 		case TAG_EMPTY:
 			if (s.depth == BC_XML_MAX_DEPTH) {
@@ -295,11 +299,21 @@ int bc_xml_escape(const char *s, char *out, size_t cap)
 	for (; *s; s++) {
 		const char *rep = NULL;
 		switch (*s) {
-		case '<': rep = "&lt;"; break;
-		case '>': rep = "&gt;"; break;
-		case '&': rep = "&amp;"; break;
-		case '"': rep = "&quot;"; break;
-		case '\'': rep = "&apos;"; break;
+		case '<':
+			rep = "&lt;";
+			break;
+		case '>':
+			rep = "&gt;";
+			break;
+		case '&':
+			rep = "&amp;";
+			break;
+		case '"':
+			rep = "&quot;";
+			break;
+		case '\'':
+			rep = "&apos;";
+			break;
 		}
 		size_t n = rep ? strlen(rep) : 1;
 		if (o + n >= cap)

@@ -13,8 +13,8 @@ static const struct {
 	enum bcudp_disc_type type;
 	const char *tag;
 } types[] = {
-	{BCUDP_C2D_C, "C2D_C"},       {BCUDP_D2C_C_R, "D2C_C_R"},   {BCUDP_C2D_HB, "C2D_HB"},
-	{BCUDP_D2C_HB, "D2C_HB"},     {BCUDP_C2D_DISC, "C2D_DISC"}, {BCUDP_D2C_DISC, "D2C_DISC"},
+    {BCUDP_C2D_C, "C2D_C"},   {BCUDP_D2C_C_R, "D2C_C_R"},   {BCUDP_C2D_HB, "C2D_HB"},
+    {BCUDP_D2C_HB, "D2C_HB"}, {BCUDP_C2D_DISC, "C2D_DISC"}, {BCUDP_D2C_DISC, "D2C_DISC"},
 };
 
 int bcudp_xml_tag(const char *xml, size_t len, const char *tag, const char **ret_text, size_t *ret_len)
@@ -151,9 +151,15 @@ int bcudp_disc_parse(const char *xml, size_t len, struct bcudp_disc *ret, const 
 	}
 	int r;
 	switch (d.type) {
-	case BCUDP_C2D_C: r = parse_c2d_c(body, blen, &d, ret_reason); break;
-	case BCUDP_D2C_C_R: r = parse_d2c_c_r(body, blen, &d, ret_reason); break;
-	default: r = ids(body, blen, &d, ret_reason); break;
+	case BCUDP_C2D_C:
+		r = parse_c2d_c(body, blen, &d, ret_reason);
+		break;
+	case BCUDP_D2C_C_R:
+		r = parse_d2c_c_r(body, blen, &d, ret_reason);
+		break;
+	default:
+		r = ids(body, blen, &d, ret_reason);
+		break;
 	}
 	if (r < 0)
 		return r;
@@ -185,8 +191,8 @@ int bcudp_disc_build(const struct bcudp_disc *d, char *out, size_t cap)
 				tag = types[i].tag;
 		if (!tag)
 			return -EINVAL;
-		n = snprintf(out, cap, "<P2P><%s><cid>%d</cid><did>%d</did></%s></P2P>", tag, (int)d->cid,
-			     (int)d->did, tag);
+		n = snprintf(out, cap, "<P2P><%s><cid>%d</cid><did>%d</did></%s></P2P>", tag, (int)d->cid, (int)d->did,
+			     tag);
 		break;
 	}
 	}

@@ -7,7 +7,7 @@
 #include "bcudp_packet.h"
 
 static const uint32_t xor_key[8] = {
-	0x1f2d3c4b, 0x5a6c7f8d, 0x38172e4b, 0x8271635a, 0x863f1a2b, 0xa5c6f7d8, 0x8371e1b4, 0x17f2d3a5,
+    0x1f2d3c4b, 0x5a6c7f8d, 0x38172e4b, 0x8271635a, 0x863f1a2b, 0xa5c6f7d8, 0x8371e1b4, 0x17f2d3a5,
 };
 
 static uint32_t get32(const uint8_t *p)
@@ -42,7 +42,10 @@ void bcudp_xor(uint32_t tid, uint8_t *buf, size_t len)
 	}
 }
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
 /* The decrypted XML must be one <P2P> element, optionally after an XML declaration;
  * trailing whitespace and NUL padding are allowed. */
@@ -148,10 +151,18 @@ int bcudp_parse(const uint8_t *buf, size_t len, struct bcudp_packet *ret, const 
 	}
 	size_t hlen, len_at;
 	switch (get32(buf)) {
-	case BCUDP_MAGIC_DISCOVERY: hlen = BCUDP_DISCOVERY_HEADER, len_at = 4; break;
-	case BCUDP_MAGIC_DATA: hlen = BCUDP_DATA_HEADER, len_at = 16; break;
-	case BCUDP_MAGIC_ACK: hlen = BCUDP_ACK_HEADER, len_at = 24; break;
-	default: *ret_reason = "unknown BCUDP magic"; return -EPROTO;
+	case BCUDP_MAGIC_DISCOVERY:
+		hlen = BCUDP_DISCOVERY_HEADER, len_at = 4;
+		break;
+	case BCUDP_MAGIC_DATA:
+		hlen = BCUDP_DATA_HEADER, len_at = 16;
+		break;
+	case BCUDP_MAGIC_ACK:
+		hlen = BCUDP_ACK_HEADER, len_at = 24;
+		break;
+	default:
+		*ret_reason = "unknown BCUDP magic";
+		return -EPROTO;
 	}
 	if (len < hlen) {
 		*ret_reason = "truncated BCUDP header";
@@ -167,9 +178,12 @@ int bcudp_parse(const uint8_t *buf, size_t len, struct bcudp_packet *ret, const 
 		return -EBADMSG;
 	}
 	switch (get32(buf)) {
-	case BCUDP_MAGIC_DISCOVERY: return parse_discovery(buf, len, ret, ret_reason);
-	case BCUDP_MAGIC_DATA: return parse_data(buf, len, ret, ret_reason);
-	default: return parse_ack(buf, len, ret, ret_reason);
+	case BCUDP_MAGIC_DISCOVERY:
+		return parse_discovery(buf, len, ret, ret_reason);
+	case BCUDP_MAGIC_DATA:
+		return parse_data(buf, len, ret, ret_reason);
+	default:
+		return parse_ack(buf, len, ret, ret_reason);
 	}
 }
 
@@ -190,8 +204,7 @@ int bcudp_write_discovery(uint32_t tid, const char *xml, size_t xml_len, uint8_t
 	return (int)(BCUDP_DISCOVERY_HEADER + xml_len);
 }
 
-int bcudp_write_data(int32_t conn_id, uint32_t packet_id, const uint8_t *payload, size_t len, uint8_t *out,
-		     size_t cap)
+int bcudp_write_data(int32_t conn_id, uint32_t packet_id, const uint8_t *payload, size_t len, uint8_t *out, size_t cap)
 {
 	if (len > BCUDP_MAX_PAYLOAD - BCUDP_DATA_HEADER)
 		return -EMSGSIZE;

@@ -58,8 +58,7 @@ int bcudp_parse(const uint8_t *buf, size_t len, struct bcudp_packet *ret, const 
 
 /* Serializers write to out and return the datagram length, or -ENOBUFS / -EMSGSIZE. */
 int bcudp_write_discovery(uint32_t tid, const char *xml, size_t xml_len, uint8_t *out, size_t cap);
-int bcudp_write_data(int32_t conn_id, uint32_t packet_id, const uint8_t *payload, size_t len, uint8_t *out,
-		     size_t cap);
+int bcudp_write_data(int32_t conn_id, uint32_t packet_id, const uint8_t *payload, size_t len, uint8_t *out, size_t cap);
 int bcudp_write_ack(int32_t conn_id, uint32_t group, uint32_t last_id, uint32_t latency, const uint8_t *sack,
 		    size_t sack_len, uint8_t *out, size_t cap);
 

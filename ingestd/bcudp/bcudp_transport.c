@@ -145,8 +145,8 @@ static void on_discovery(struct bcudp_conn *c, const struct bcudp_packet *p, con
 	if (d.type == BCUDP_D2C_C_R && c->state == ST_CONNECTING) {
 		c->did = d.did;
 		/* The reply's source port is the camera's data port. */
-		memcpy(&c->peer, addr, addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-								    : sizeof(struct sockaddr_in));
+		memcpy(&c->peer, addr,
+		       addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
 		c->state = ST_CONNECTED;
 		c->last_hb_ms = uv_now(c->loop);
 		c->cbs.on_connected(c->arg);
@@ -303,7 +303,10 @@ static int conn_write(struct bc_transport *t, const uint8_t *data, size_t len)
 	return 0;
 }
 
-static void on_closed(uv_handle_t *h) { release(h->data); }
+static void on_closed(uv_handle_t *h)
+{
+	release(h->data);
+}
 
 static void conn_close(struct bc_transport *t)
 {

@@ -11,7 +11,10 @@
 #define SW KP_BCUDP_MAX_INFLIGHT
 
 /* a - b as a signed distance. */
-static int64_t id_diff(uint32_t a, uint32_t b) { return (int32_t)(a - b); }
+static int64_t id_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b);
+}
 
 void bcudp_recv_init(struct bcudp_recv *r)
 {
@@ -21,8 +24,7 @@ void bcudp_recv_init(struct bcudp_recv *r)
 	memset(r->have, 0, sizeof r->have);
 }
 
-int bcudp_recv_input(struct bcudp_recv *r, uint32_t packet_id, const uint8_t *data, size_t len,
-		     const char **ret_reason)
+int bcudp_recv_input(struct bcudp_recv *r, uint32_t packet_id, const uint8_t *data, size_t len, const char **ret_reason)
 {
 	if (len > BCUDP_CHUNK) {
 		*ret_reason = "data payload larger than the advertised MTU";
@@ -94,9 +96,15 @@ void bcudp_send_free(struct bcudp_send *s)
 	}
 }
 
-size_t bcudp_send_inflight(const struct bcudp_send *s) { return (size_t)(s->next_id - s->base_id); }
+size_t bcudp_send_inflight(const struct bcudp_send *s)
+{
+	return (size_t)(s->next_id - s->base_id);
+}
 
-static struct bcudp_send_slot *slot_of(struct bcudp_send *s, uint32_t id) { return &s->slot[id % SW]; }
+static struct bcudp_send_slot *slot_of(struct bcudp_send *s, uint32_t id)
+{
+	return &s->slot[id % SW];
+}
 
 int bcudp_send_write(struct bcudp_send *s, const uint8_t *data, size_t len)
 {
@@ -198,7 +206,7 @@ int bcudp_send_ack(struct bcudp_send *s, uint32_t group, uint32_t last_id, const
 		   const char **ret_reason)
 {
 	if (group == BCUDP_NONE)
-		return 0; /* the peer has received nothing yet */
+		return 0;             /* the peer has received nothing yet */
 	uint32_t first = last_id + 1; /* id of sack[0] */
 	if (id_diff(first, s->next_id) > 0) {
 		*ret_reason = "ACK for a packet never sent";
@@ -248,7 +256,10 @@ int bcudp_send_ack(struct bcudp_send *s, uint32_t group, uint32_t last_id, const
 	return 0;
 }
 
-void bcudp_chan_init(struct bcudp_chan *c) { c->head = c->count = 0; }
+void bcudp_chan_init(struct bcudp_chan *c)
+{
+	c->head = c->count = 0;
+}
 
 int bcudp_chan_push(struct bcudp_chan *c, const uint8_t *data, size_t len)
 {

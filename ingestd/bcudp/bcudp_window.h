@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "bcudp_packet.h"
-#include "limits.h"
+#include "kp_limits.h"
 
 /* Packets past the oldest unacknowledged one that may be on the wire; kept well under
  * the ~205 ACK-vector entries at which cameras give up. */

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "camera.h"
+#include "../camera.h" /* ingestd/camera.h, not the test camera's */
 
 #define ING_RTSP_MAX_PARAMS 4096 /* all parameter sets of a stream, Annex-B */
 

@@ -19,10 +19,10 @@
 #include "log.h"
 #include "rtsp_au.h"
 
-#define RTSP_QUEUE_ITEMS   64
-#define RTSP_OPEN_TIMEOUT  (10 * 1000000LL) /* µs to connect, DESCRIBE, SETUP, PLAY, probe */
-#define RTSP_READ_TIMEOUT  (10 * 1000000LL) /* µs without a packet before giving up */
-#define RTSP_SOCKET_TIMEOUT "5000000"       /* libavformat's own socket timeout, µs */
+#define RTSP_QUEUE_ITEMS    64
+#define RTSP_OPEN_TIMEOUT   (10 * 1000000LL) /* µs to connect, DESCRIBE, SETUP, PLAY, probe */
+#define RTSP_READ_TIMEOUT   (10 * 1000000LL) /* µs without a packet before giving up */
+#define RTSP_SOCKET_TIMEOUT "5000000"        /* libavformat's own socket timeout, µs */
 
 struct rtsp_item {
 	struct kp_access_unit au;
@@ -160,6 +160,35 @@ static int stream_codec(const AVCodecParameters *par, enum kp_codec *ret)
 	return 0;
 }
 
+/* 90 kHz timestamps starting at 0, monotonic. libavformat leaves the first RTSP packet
+ * without a timestamp: it gets 0, and the first real timestamp lands one frame later. */
+struct pts_clock {
+	int64_t last, offset;
+	bool have_offset;
+};
+
+static int64_t next_pts(struct pts_clock *c, const AVPacket *pkt, const AVStream *st)
+{
+	int64_t ts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
+	int64_t pts;
+	if (ts == AV_NOPTS_VALUE) {
+		pts = c->last == INT64_MIN ? 0 : c->last + 1;
+	} else {
+		int64_t raw = av_rescale_q(ts, st->time_base, (AVRational){1, 90000});
+		if (!c->have_offset) {
+			AVRational fr = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : st->r_frame_rate;
+			int64_t frame = fr.num > 0 && fr.den > 0 ? av_rescale(90000, fr.den, fr.num) : 3000;
+			c->offset = raw - (c->last == INT64_MIN ? 0 : c->last + frame);
+			c->have_offset = true;
+		}
+		pts = raw - c->offset;
+	}
+	if (c->last != INT64_MIN && pts <= c->last)
+		pts = c->last + 1;
+	c->last = pts;
+	return pts;
+}
+
 /* Reads packets until an error or stop; returns with reason set. */
 static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason, size_t cap, bool *auth)
 {
@@ -196,7 +225,7 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 	}
 	uint8_t *buf = NULL;
 	size_t buf_cap = 0;
-	int64_t last_pts = INT64_MIN;
+	struct pts_clock clock = {.last = INT64_MIN};
 	for (;;) {
 		set_deadline(s, RTSP_READ_TIMEOUT);
 		err = av_read_frame(fmt, pkt);
@@ -218,26 +247,21 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 		}
 		bool key = pkt->flags & AV_PKT_FLAG_KEY;
 		size_t len;
-		if (ing_rtsp_au_build(codec, pkt->data, (size_t)pkt->size, lsz, key, params, params_len, &buf,
-				      &buf_cap, &len, &why) < 0) {
+		if (ing_rtsp_au_build(codec, pkt->data, (size_t)pkt->size, lsz, key, params, params_len, &buf, &buf_cap,
+				      &len, &why) < 0) {
 			snprintf(reason, cap, "bad access unit: %s", why);
 			break;
 		}
-		int64_t ts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
-		int64_t pts = ts == AV_NOPTS_VALUE ? av_gettime_relative() * 9 / 100
-						   : av_rescale_q(ts, st->time_base, (AVRational){1, 90000});
-		if (last_pts != INT64_MIN && pts <= last_pts)
-			pts = last_pts + 1;
-		last_pts = pts;
+		int64_t pts = next_pts(&clock, pkt, st);
 		struct kp_access_unit au = {
-			.codec = codec,
-			.keyframe = key,
-			.pts_90k = pts,
-			.wall_us = wall_us(),
-			.width = (uint32_t)(st->codecpar->width > 0 ? st->codecpar->width : 0),
-			.height = (uint32_t)(st->codecpar->height > 0 ? st->codecpar->height : 0),
-			.data = buf,
-			.len = len,
+		    .codec = codec,
+		    .keyframe = key,
+		    .pts_90k = pts,
+		    .wall_us = wall_us(),
+		    .width = (uint32_t)(st->codecpar->width > 0 ? st->codecpar->width : 0),
+		    .height = (uint32_t)(st->codecpar->height > 0 ? st->codecpar->height : 0),
+		    .data = buf,
+		    .len = len,
 		};
 		enqueue(s, &au);
 		av_packet_unref(pkt);
@@ -350,8 +374,8 @@ static int rtsp_start(struct ing_camera *cam, uv_loop_t *loop, struct ing_driver
 	drv->name = strdup(info->name);
 	drv->url_redacted = strdup(info->url_redacted);
 	const char *urls[2] = {
-		info->streams & KP_STREAM_MAIN ? info->url : NULL,
-		info->streams & KP_STREAM_SUB && info->sub_url && info->sub_url[0] ? info->sub_url : NULL,
+	    info->streams & KP_STREAM_MAIN ? info->url : NULL,
+	    info->streams & KP_STREAM_SUB && info->sub_url && info->sub_url[0] ? info->sub_url : NULL,
 	};
 	int r = -ENOMEM;
 	if (!drv->name || !drv->url_redacted)
@@ -417,7 +441,7 @@ static void rtsp_stop(struct ing_driver *drv)
 }
 
 const struct ing_driver_ops ing_rtsp_driver = {
-	.scheme = "rtsp",
-	.start = rtsp_start,
-	.stop = rtsp_stop,
+    .scheme = "rtsp",
+    .start = rtsp_start,
+    .stop = rtsp_stop,
 };

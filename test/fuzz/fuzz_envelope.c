@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "ipc_frame.h"
-#include "limits.h"
+#include "kp_limits.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

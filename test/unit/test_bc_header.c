@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "bc_header.h"
-#include "limits.h"
+#include "kp_limits.h"
 #include "test.h"
 
 static size_t mk(uint8_t *out, uint32_t magic, uint32_t id, uint32_t body_len, uint16_t cls, uint32_t offset)

@@ -197,8 +197,22 @@ static void test_stream_resync(void)
 	bc_media_stream_free(&m);
 }
 
+static void test_ts_unwrap(void)
+{
+	struct bc_ts_unwrap u = {0};
+	CHECK_EQ(bc_ts_unwrap(&u, 0xfff00000u), 0xfff00000ll);
+	CHECK_EQ(bc_ts_unwrap(&u, 0xfffff000u), 0xfffff000ll);
+	/* Across the u32 wrap the value keeps growing. */
+	CHECK_EQ(bc_ts_unwrap(&u, 0x00001000u), 0x100001000ll);
+	CHECK_EQ(bc_ts_unwrap(&u, 0x00002000u), 0x100002000ll);
+	/* A small step back is a step back, not a jump of 71 minutes. */
+	CHECK_EQ(bc_ts_unwrap(&u, 0x00001000u), 0x100001000ll);
+	CHECK_EQ(bc_ts_unwrap(&u, 0xfffff000u), 0xfffff000ll);
+}
+
 int main(void)
 {
+	RUN(test_ts_unwrap);
 	RUN(test_info);
 	RUN(test_frames);
 	RUN(test_frame_limits);

@@ -3,7 +3,7 @@
 #include <errno.h>
 
 #include "ipc_frame.h"
-#include "limits.h"
+#include "kp_limits.h"
 #include "test.h"
 
 static size_t encode(const kp_Envelope *env, uint8_t *buf)

@@ -364,7 +364,10 @@ uint16_t cam_bcudp_server_port(const struct cam_bcudp_server *s)
 					     : ((struct sockaddr_in *)&a)->sin_port);
 }
 
-const struct cam_bcudp_server_stats *cam_bcudp_server_stats(const struct cam_bcudp_server *s) { return &s->stats; }
+const struct cam_bcudp_server_stats *cam_bcudp_server_stats(const struct cam_bcudp_server *s)
+{
+	return &s->stats;
+}
 
 int cam_bcudp_server_start(uv_loop_t *loop, const char *host, uint16_t port, const struct cam_faults *faults,
 			   const struct cam_bcudp_app *app, struct cam_bcudp_server **ret)

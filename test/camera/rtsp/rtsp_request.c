@@ -12,7 +12,8 @@ bool rtsp_str_eq(struct rtsp_str s, const char *lit)
 
 static bool is_tchar(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c);
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       strchr("!#$%&'*+-.^_`|~", c);
 }
 
 static bool is_ws(char c)
@@ -120,8 +121,8 @@ static int parse_header_line(const char *p, size_t n, struct rtsp_request *r, co
 		return -E2BIG;
 	}
 	r->headers[r->n_headers++] = (struct rtsp_header){
-		.name = {p, (size_t)(colon - p)},
-		.value = trim(colon + 1, n - (size_t)(colon + 1 - p)),
+	    .name = {p, (size_t)(colon - p)},
+	    .value = trim(colon + 1, n - (size_t)(colon + 1 - p)),
 	};
 	return 0;
 }
@@ -247,15 +248,15 @@ static struct rtsp_str *digest_field(struct rtsp_digest *d, struct rtsp_str name
 		const char *name;
 		size_t off;
 	} fields[] = {
-		{"username", offsetof(struct rtsp_digest, username)},
-		{"realm", offsetof(struct rtsp_digest, realm)},
-		{"nonce", offsetof(struct rtsp_digest, nonce)},
-		{"uri", offsetof(struct rtsp_digest, uri)},
-		{"response", offsetof(struct rtsp_digest, response)},
-		{"qop", offsetof(struct rtsp_digest, qop)},
-		{"nc", offsetof(struct rtsp_digest, nc)},
-		{"cnonce", offsetof(struct rtsp_digest, cnonce)},
-		{"algorithm", offsetof(struct rtsp_digest, algorithm)},
+	    {"username", offsetof(struct rtsp_digest, username)},
+	    {"realm", offsetof(struct rtsp_digest, realm)},
+	    {"nonce", offsetof(struct rtsp_digest, nonce)},
+	    {"uri", offsetof(struct rtsp_digest, uri)},
+	    {"response", offsetof(struct rtsp_digest, response)},
+	    {"qop", offsetof(struct rtsp_digest, qop)},
+	    {"nc", offsetof(struct rtsp_digest, nc)},
+	    {"cnonce", offsetof(struct rtsp_digest, cnonce)},
+	    {"algorithm", offsetof(struct rtsp_digest, algorithm)},
 	};
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
 		if (rtsp_str_eq(name, fields[i].name))

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "kp_limits.h"
 
 #define RTSP_MAX_LINE         KP_HTTP_MAX_LINE
 #define RTSP_MAX_HEADERS      KP_HTTP_MAX_HEADERS
@@ -59,8 +59,8 @@ struct rtsp_digest {
 int rtsp_digest_parse(struct rtsp_str value, struct rtsp_digest *ret, const char **ret_reason);
 
 struct rtsp_transport {
-	bool tcp;                  /* RTP/AVP/TCP */
-	uint8_t interleaved[2];    /* RTP and RTCP channels */
+	bool tcp;               /* RTP/AVP/TCP */
+	uint8_t interleaved[2]; /* RTP and RTCP channels */
 };
 
 /* Picks the first transport specification of the list that is RTP/AVP/TCP, unicast,

@@ -12,8 +12,8 @@ int cam_base64(const uint8_t *in, size_t n, char *out, size_t cap)
 		return -ENOBUFS;
 	size_t o = 0;
 	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
-			     (i + 2 < n ? in[i + 2] : 0);
+		uint32_t v =
+		    (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
 		out[o++] = tab[v >> 18 & 63];
 		out[o++] = tab[v >> 12 & 63];
 		out[o++] = i + 1 < n ? tab[v >> 6 & 63] : '=';

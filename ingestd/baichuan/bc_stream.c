@@ -1,0 +1,86 @@
+/* Baichuan media to access units: BcMedia records (with resync on garbage) to Annex-B
+ * access units with keyframe flag, 90 kHz PTS from the unwrapped µs timestamp, and the
+ * size from InfoV1/V2. */
+#include <errno.h>
+#include <time.h>
+
+#include "bc_stream.h"
+#include "log.h"
+
+void bc_stream_init(struct bc_stream *s, struct ing_camera *cam, enum kp_stream_index index)
+{
+	*s = (struct bc_stream){
+	    .cam = cam, .index = index, .handle = index == KP_STREAM_INDEX_MAIN ? 0 : 256, .last_pts = -1};
+}
+
+static int64_t wall_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void deliver(struct bc_stream *s, const struct bc_media_record *r, uint64_t now_ms)
+{
+	int64_t us = bc_ts_unwrap(&s->ts, r->ts_us);
+	int64_t pts = us * 9 / 100;
+	/* Keep PTS monotonic when a camera steps its clock back. */
+	if (pts <= s->last_pts)
+		pts = s->last_pts + 1;
+	s->last_pts = pts;
+	struct kp_access_unit au = {
+	    .codec = r->codec == BC_VCODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
+	    .keyframe = r->kind == BC_MEDIA_IFRAME,
+	    .pts_90k = pts,
+	    .wall_us = wall_us(),
+	    .width = s->width,
+	    .height = s->height,
+	    .data = r->data,
+	    .len = r->len,
+	};
+	if (!s->streaming) {
+		s->streaming = true;
+		ing_stream_state(s->cam, s->index, ING_STREAMING, "streaming");
+	}
+	s->frames++;
+	s->last_frame_ms = now_ms;
+	ing_stream_access_unit(s->cam, s->index, &au);
+}
+
+int bc_stream_payload(struct bc_stream *s, const uint8_t *data, size_t len, uint64_t now_ms, const char **ret_reason)
+{
+	int err = bc_media_stream_push(&s->media, data, len);
+	if (err < 0) {
+		*ret_reason = err == -ENOMEM ? "out of memory" : "media buffer exceeds its ceiling";
+		return err;
+	}
+	uint64_t resyncs = s->media.resyncs;
+	struct bc_media_record r;
+	while (bc_media_stream_next(&s->media, &r) == 0) {
+		switch (r.kind) {
+		case BC_MEDIA_INFO:
+			s->width = r.width;
+			s->height = r.height;
+			break;
+		case BC_MEDIA_IFRAME:
+		case BC_MEDIA_PFRAME:
+			if (r.len)
+				deliver(s, &r, now_ms);
+			break;
+		case BC_MEDIA_AAC:
+		case BC_MEDIA_ADPCM:
+			break; /* audio is not recorded */
+		}
+	}
+	if (s->media.resyncs != resyncs)
+		kp_warn("camera %s stream %s: media resync (%llu so far, %llu bytes discarded): %s",
+			ing_camera_info(s->cam)->name, s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub",
+			(unsigned long long)s->media.resyncs, (unsigned long long)s->media.discarded,
+			s->media.last_error);
+	return 0;
+}
+
+void bc_stream_free(struct bc_stream *s)
+{
+	bc_media_stream_free(&s->media);
+}

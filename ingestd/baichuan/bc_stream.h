@@ -1,0 +1,36 @@
+/* One Baichuan video stream of an ingestd session: msg 3 payloads in (reassembled as
+ * BcMedia), access units with 90 kHz timestamps and the streaming state out. */
+#ifndef KP_BC_STREAM_H
+#define KP_BC_STREAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bc_media.h"
+#include "camera.h"
+
+struct bc_stream {
+	struct ing_camera *cam;
+	enum kp_stream_index index;
+	bool requested; /* msg 3 sent */
+	bool binary;    /* the start reply arrived: msg 3 with msg_num is wholly binary */
+	bool streaming; /* first frame delivered */
+	uint16_t msg_num;
+	uint32_t handle;
+	uint32_t width, height;
+	uint64_t frames;
+	uint64_t start_ms, last_frame_ms; /* loop time */
+	int64_t last_pts;
+	struct bc_ts_unwrap ts;
+	struct bc_media_stream media;
+};
+
+void bc_stream_init(struct bc_stream *s, struct ing_camera *cam, enum kp_stream_index index);
+
+/* Feeds one msg 3 payload at loop time now_ms; hands every complete frame to the core.
+ * Returns 0 or a negative errno with a reason (the media buffer ceiling). */
+int bc_stream_payload(struct bc_stream *s, const uint8_t *data, size_t len, uint64_t now_ms, const char **ret_reason);
+
+void bc_stream_free(struct bc_stream *s);
+
+#endif

@@ -1,0 +1,672 @@
+/* The LMDB catalog (see catalog.h and docs/catalog.md). Values are fixed-layout structs
+ * in host byte order (the catalog never leaves its machine); keys are big-endian. */
+#include "catalog.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "catalog_keys.h"
+
+#define CAT_VERSION 1
+
+enum {
+	DB_META,
+	DB_CAMERAS,
+	DB_STREAMS,
+	DB_RECORDINGS,
+	DB_REC_BY_STREAM,
+	DB_FRAGMENTS,
+	DB_KEYFRAMES,
+	DB_EVENTS,
+	DB_EVENTS_BY_TIME,
+	DB_COVERAGE,
+	DB_COUNT
+};
+
+static const char *const db_names[DB_COUNT] = {
+    "meta",      "cameras",   "streams", "recordings",     "rec_by_stream",
+    "fragments", "keyframes", "events",  "events_by_time", "coverage",
+};
+
+struct cat {
+	MDB_env *env;
+	MDB_dbi dbi[DB_COUNT];
+};
+
+struct cat_txn {
+	struct cat *c;
+	MDB_txn *txn;
+};
+
+struct camera_val {
+	uint32_t id;
+	uint32_t retention_days;
+};
+
+struct stream_val {
+	uint32_t camera_id;
+	uint32_t stream;
+	uint32_t codec;
+	uint16_t width, height;
+	uint64_t last_recording;
+};
+
+static int map_err(int rc)
+{
+	if (rc == 0)
+		return 0;
+	if (rc == MDB_NOTFOUND)
+		return -ENOENT;
+	if (rc == MDB_MAP_FULL)
+		return -ENOSPC;
+	if (rc > 0)
+		return -rc;
+	return -EIO;
+}
+
+static MDB_val val(const void *p, size_t n)
+{
+	return (MDB_val){.mv_size = n, .mv_data = (void *)p};
+}
+
+static int get(struct cat_txn *t, int db, const void *k, size_t klen, void *out, size_t olen)
+{
+	MDB_val key = val(k, klen), v;
+	int r = map_err(mdb_get(t->txn, t->c->dbi[db], &key, &v));
+	if (r < 0)
+		return r;
+	if (v.mv_size != olen)
+		return -EBADMSG;
+	memcpy(out, v.mv_data, olen);
+	return 0;
+}
+
+static int put(struct cat_txn *t, int db, const void *k, size_t klen, const void *d, size_t dlen)
+{
+	MDB_val key = val(k, klen), v = val(d, dlen);
+	return map_err(mdb_put(t->txn, t->c->dbi[db], &key, &v, 0));
+}
+
+static int del(struct cat_txn *t, int db, const void *k, size_t klen)
+{
+	MDB_val key = val(k, klen);
+	int r = map_err(mdb_del(t->txn, t->c->dbi[db], &key, NULL));
+	return r == -ENOENT ? 0 : r;
+}
+
+static int meta_u64(struct cat_txn *t, const char *name, uint64_t *ret)
+{
+	int r = get(t, DB_META, name, strlen(name), ret, sizeof *ret);
+	if (r == -ENOENT) {
+		*ret = 0;
+		return 0;
+	}
+	return r;
+}
+
+static int set_meta_u64(struct cat_txn *t, const char *name, uint64_t v)
+{
+	return put(t, DB_META, name, strlen(name), &v, sizeof v);
+}
+
+int cat_open(const char *dir, size_t map_size, struct cat **ret)
+{
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	struct cat *c = calloc(1, sizeof *c);
+	if (!c)
+		return -ENOMEM;
+	int r = map_err(mdb_env_create(&c->env));
+	if (r < 0)
+		goto out_free;
+	r = map_err(mdb_env_set_maxdbs(c->env, DB_COUNT));
+	if (r == 0)
+		r = map_err(mdb_env_set_mapsize(c->env, map_size));
+	if (r == 0)
+		r = map_err(mdb_env_open(c->env, dir, MDB_NOTLS, 0600));
+	if (r < 0)
+		goto out_env;
+	MDB_txn *txn;
+	r = map_err(mdb_txn_begin(c->env, NULL, 0, &txn));
+	if (r < 0)
+		goto out_env;
+	for (int i = 0; i < DB_COUNT && r == 0; i++)
+		r = map_err(mdb_dbi_open(txn, db_names[i], MDB_CREATE, &c->dbi[i]));
+	struct cat_txn t = {.c = c, .txn = txn};
+	uint64_t version = 0;
+	if (r == 0)
+		r = meta_u64(&t, "version", &version);
+	if (r == 0 && version == 0)
+		r = set_meta_u64(&t, "version", CAT_VERSION);
+	else if (r == 0 && version != CAT_VERSION)
+		r = -EPROTO;
+	if (r < 0) {
+		mdb_txn_abort(txn);
+		goto out_env;
+	}
+	r = map_err(mdb_txn_commit(txn));
+	if (r < 0)
+		goto out_env;
+	*ret = c;
+	return 0;
+out_env:
+	mdb_env_close(c->env);
+out_free:
+	free(c);
+	return r;
+}
+
+void cat_close(struct cat *c)
+{
+	if (!c)
+		return;
+	mdb_env_close(c->env);
+	free(c);
+}
+
+int cat_begin(struct cat *c, int write, struct cat_txn **ret)
+{
+	struct cat_txn *t = malloc(sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	t->c = c;
+	int r = map_err(mdb_txn_begin(c->env, NULL, write ? 0 : MDB_RDONLY, &t->txn));
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	*ret = t;
+	return 0;
+}
+
+int cat_commit(struct cat_txn *t)
+{
+	int r = map_err(mdb_txn_commit(t->txn));
+	free(t);
+	return r;
+}
+
+void cat_abort(struct cat_txn *t)
+{
+	if (!t)
+		return;
+	mdb_txn_abort(t->txn);
+	free(t);
+}
+
+int cat_camera_lookup(struct cat_txn *t, const char *name, uint32_t *ret_id, uint32_t *ret_retention_days)
+{
+	struct camera_val cv;
+	int r = get(t, DB_CAMERAS, name, strlen(name), &cv, sizeof cv);
+	if (r < 0)
+		return r;
+	*ret_id = cv.id;
+	if (ret_retention_days)
+		*ret_retention_days = cv.retention_days;
+	return 0;
+}
+
+int cat_camera(struct cat_txn *t, const char *name, uint32_t retention_days, uint32_t *ret_id)
+{
+	struct camera_val cv;
+	int r = get(t, DB_CAMERAS, name, strlen(name), &cv, sizeof cv);
+	if (r == -ENOENT) {
+		uint64_t next;
+		r = meta_u64(t, "next_camera", &next);
+		if (r < 0)
+			return r;
+		if (next >= 1u << 24)
+			return -ENOSPC;
+		cv.id = (uint32_t)next + 1;
+		cv.retention_days = ~retention_days; /* force the write below */
+		r = set_meta_u64(t, "next_camera", cv.id);
+	}
+	if (r < 0)
+		return r;
+	if (cv.retention_days != retention_days) {
+		cv.retention_days = retention_days;
+		r = put(t, DB_CAMERAS, name, strlen(name), &cv, sizeof cv);
+		if (r < 0)
+			return r;
+	}
+	*ret_id = cv.id;
+	return 0;
+}
+
+int cat_next_recording_id(struct cat_txn *t, uint64_t *ret_id)
+{
+	uint64_t next;
+	int r = meta_u64(t, "next_recording", &next);
+	if (r < 0)
+		return r;
+	*ret_id = next ? next : 1;
+	return 0;
+}
+
+int cat_get_recording(struct cat_txn *t, uint64_t id, struct cat_recording *ret)
+{
+	uint8_t k[CAT_KEY_RECORDING];
+	cat_be64(k, id);
+	return get(t, DB_RECORDINGS, k, sizeof k, ret, sizeof *ret);
+}
+
+int cat_get_fragment(struct cat_txn *t, uint64_t recording_id, uint32_t seq, struct cat_fragment *ret)
+{
+	uint8_t k[CAT_KEY_FRAGMENT];
+	cat_key_fragment(k, recording_id, seq);
+	return get(t, DB_FRAGMENTS, k, sizeof k, ret, sizeof *ret);
+}
+
+static int put_recording(struct cat_txn *t, const struct cat_recording *r)
+{
+	uint8_t k[CAT_KEY_RECORDING];
+	cat_be64(k, r->id);
+	return put(t, DB_RECORDINGS, k, sizeof k, r, sizeof *r);
+}
+
+int cat_coverage(struct cat_txn *t, uint32_t stream_id, struct rec_cov *ret)
+{
+	uint8_t k[CAT_KEY_COV_RANGES];
+	cat_key_cov_ranges(k, stream_id);
+	MDB_val key = val(k, sizeof k), v;
+	int r = map_err(mdb_get(t->txn, t->c->dbi[DB_COVERAGE], &key, &v));
+	if (r == -ENOENT) {
+		ret->n = 0;
+		ret->exact_from_ms = INT64_MIN;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	size_t head = offsetof(struct rec_cov, r);
+	if (v.mv_size < head || v.mv_size > sizeof *ret || (v.mv_size - head) % sizeof ret->r[0])
+		return -EBADMSG;
+	memcpy(ret, v.mv_data, v.mv_size);
+	if (ret->n != (v.mv_size - head) / sizeof ret->r[0])
+		return -EBADMSG;
+	return 0;
+}
+
+static int put_coverage(struct cat_txn *t, uint32_t stream_id, const struct rec_cov *cov)
+{
+	uint8_t k[CAT_KEY_COV_RANGES];
+	cat_key_cov_ranges(k, stream_id);
+	return put(t, DB_COVERAGE, k, sizeof k, cov, offsetof(struct rec_cov, r) + cov->n * sizeof cov->r[0]);
+}
+
+int cat_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t bucket_ms, int64_t *ret_ms)
+{
+	uint8_t k[CAT_KEY_COV_BUCKET];
+	cat_key_cov_bucket(k, stream_id, bucket_ms);
+	int r = get(t, DB_COVERAGE, k, sizeof k, ret_ms, sizeof *ret_ms);
+	if (r == -ENOENT) {
+		*ret_ms = 0;
+		return 0;
+	}
+	return r;
+}
+
+/* Adds (sign 1) or removes (sign -1) [start, end) from the stream's summaries. */
+static int coverage_update(struct cat_txn *t, uint32_t stream_id, int64_t start_ms, int64_t end_ms, int sign)
+{
+	struct rec_cov *cov = malloc(sizeof *cov);
+	if (!cov)
+		return -ENOMEM;
+	int r = cat_coverage(t, stream_id, cov);
+	if (r == 0) {
+		if (sign > 0)
+			rec_cov_add(cov, start_ms, end_ms);
+		else
+			rec_cov_remove(cov, start_ms, end_ms);
+		r = put_coverage(t, stream_id, cov);
+	}
+	free(cov);
+	int64_t b = INT64_MIN, part;
+	while (r == 0 && rec_cov_next_bucket(start_ms, end_ms, &b, &part)) {
+		int64_t have;
+		r = cat_coverage_bucket(t, stream_id, b, &have);
+		if (r < 0)
+			break;
+		have += sign * part;
+		uint8_t k[CAT_KEY_COV_BUCKET];
+		cat_key_cov_bucket(k, stream_id, b);
+		r = have > 0 ? put(t, DB_COVERAGE, k, sizeof k, &have, sizeof have) : del(t, DB_COVERAGE, k, sizeof k);
+	}
+	return r;
+}
+
+static int add_bytes(struct cat_txn *t, int64_t delta)
+{
+	uint64_t total;
+	int r = meta_u64(t, "total_bytes", &total);
+	if (r < 0)
+		return r;
+	total = delta < 0 && (uint64_t)-delta > total ? 0 : total + (uint64_t)delta;
+	return set_meta_u64(t, "total_bytes", total);
+}
+
+int cat_total_bytes(struct cat_txn *t, uint64_t *ret)
+{
+	return meta_u64(t, "total_bytes", ret);
+}
+
+static int create_recording(struct cat_txn *t, const struct cat_recording *tmpl, struct cat_recording *ret)
+{
+	struct cat_recording r = *tmpl;
+	r.open = 1;
+	r.end_ms = r.start_ms;
+	r.fragments = 0;
+	uint8_t k[CAT_KEY_REC_BY_STREAM];
+	cat_key_rec_by_stream(k, r.stream_id, r.start_ms, r.id);
+	int e = put(t, DB_REC_BY_STREAM, k, sizeof k, "", 0);
+	uint64_t next;
+	if (e == 0)
+		e = meta_u64(t, "next_recording", &next);
+	if (e == 0 && next <= r.id)
+		e = set_meta_u64(t, "next_recording", r.id + 1);
+	/* The init segment counts towards the disk use from the start. */
+	if (e == 0)
+		e = add_bytes(t, (int64_t)r.bytes);
+	uint8_t sk[4];
+	cat_be32(sk, r.stream_id);
+	struct stream_val sv = {.camera_id = r.stream_id >> 8,
+				.stream = r.stream_id & 0xff,
+				.codec = r.codec,
+				.width = r.width,
+				.height = r.height,
+				.last_recording = r.id};
+	if (e == 0)
+		e = put(t, DB_STREAMS, sk, sizeof sk, &sv, sizeof sv);
+	if (e == 0)
+		*ret = r;
+	return e;
+}
+
+int cat_add_fragment(struct cat_txn *t, const struct cat_recording *rec, const struct cat_fragment *f)
+{
+	struct cat_recording r;
+	int e = cat_get_recording(t, rec->id, &r);
+	if (e == -ENOENT)
+		e = create_recording(t, rec, &r);
+	if (e < 0)
+		return e;
+	if (f->offset != r.bytes)
+		return -EINVAL; /* fragments are indexed in file order, without holes */
+	uint8_t k[CAT_KEY_FRAGMENT];
+	cat_key_fragment(k, f->recording_id, f->seq);
+	e = put(t, DB_FRAGMENTS, k, sizeof k, f, sizeof *f);
+	if (e == 0 && f->keyframe_length) {
+		uint8_t kk[CAT_KEY_KEYFRAME];
+		cat_key_keyframe(kk, r.stream_id, f->start_ms);
+		struct cat_keyframe kf = {
+		    .recording_id = r.id, .offset = f->keyframe_offset, .length = f->keyframe_length, .seq = f->seq};
+		e = put(t, DB_KEYFRAMES, kk, sizeof kk, &kf, sizeof kf);
+	}
+	if (e == 0)
+		e = coverage_update(t, r.stream_id, f->start_ms, f->end_ms, 1);
+	if (e == 0)
+		e = add_bytes(t, (int64_t)f->length);
+	if (e < 0)
+		return e;
+	r.bytes = f->offset + f->length;
+	r.fragments++;
+	if (f->end_ms > r.end_ms)
+		r.end_ms = f->end_ms;
+	return put_recording(t, &r);
+}
+
+int cat_close_recording(struct cat_txn *t, uint64_t id)
+{
+	struct cat_recording r;
+	int e = cat_get_recording(t, id, &r);
+	if (e < 0 || !r.open)
+		return e;
+	r.open = 0;
+	return put_recording(t, &r);
+}
+
+int cat_each_fragment(struct cat_txn *t, uint64_t recording_id, int (*fn)(void *arg, const struct cat_fragment *f),
+		      void *arg)
+{
+	MDB_cursor *cur;
+	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_FRAGMENTS], &cur));
+	if (r < 0)
+		return r;
+	uint8_t k[CAT_KEY_FRAGMENT];
+	cat_key_fragment(k, recording_id, 0);
+	MDB_val key = val(k, sizeof k), v;
+	int rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
+	while (rc == 0) {
+		if (key.mv_size != CAT_KEY_FRAGMENT || cat_get_be64(key.mv_data) != recording_id)
+			break;
+		if (v.mv_size != sizeof(struct cat_fragment)) {
+			r = -EBADMSG;
+			break;
+		}
+		struct cat_fragment f;
+		memcpy(&f, v.mv_data, sizeof f);
+		r = fn(arg, &f);
+		if (r)
+			break;
+		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		r = map_err(rc);
+	mdb_cursor_close(cur);
+	return r < 0 ? r : 0;
+}
+
+struct frag_list {
+	struct cat_fragment *f;
+	size_t n, cap;
+};
+
+static int collect_fragment(void *arg, const struct cat_fragment *f)
+{
+	struct frag_list *l = arg;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct cat_fragment *nf = realloc(l->f, cap * sizeof *nf);
+		if (!nf)
+			return -ENOMEM;
+		l->f = nf;
+		l->cap = cap;
+	}
+	l->f[l->n++] = *f;
+	return 0;
+}
+
+static int delete_fragment(struct cat_txn *t, uint32_t stream_id, const struct cat_fragment *f)
+{
+	int r = 0;
+	if (f->keyframe_length) {
+		uint8_t kk[CAT_KEY_KEYFRAME];
+		cat_key_keyframe(kk, stream_id, f->start_ms);
+		struct cat_keyframe kf;
+		/* Only this fragment's keyframe: another recording may own the same millisecond. */
+		if (get(t, DB_KEYFRAMES, kk, sizeof kk, &kf, sizeof kf) == 0 && kf.recording_id == f->recording_id)
+			r = del(t, DB_KEYFRAMES, kk, sizeof kk);
+	}
+	if (r == 0)
+		r = coverage_update(t, stream_id, f->start_ms, f->end_ms, -1);
+	if (r == 0) {
+		uint8_t k[CAT_KEY_FRAGMENT];
+		cat_key_fragment(k, f->recording_id, f->seq);
+		r = del(t, DB_FRAGMENTS, k, sizeof k);
+	}
+	return r;
+}
+
+int cat_delete_recording(struct cat_txn *t, uint64_t id, struct cat_recording *ret_deleted)
+{
+	struct cat_recording r;
+	int e = cat_get_recording(t, id, &r);
+	if (e < 0)
+		return e;
+	/* Collected first: deleting under a walking cursor is not something to rely on. */
+	struct frag_list l = {0};
+	e = cat_each_fragment(t, id, collect_fragment, &l);
+	for (size_t i = 0; e == 0 && i < l.n; i++)
+		e = delete_fragment(t, r.stream_id, &l.f[i]);
+	free(l.f);
+	if (e < 0)
+		return e;
+	uint8_t k[CAT_KEY_REC_BY_STREAM];
+	cat_key_rec_by_stream(k, r.stream_id, r.start_ms, r.id);
+	e = del(t, DB_REC_BY_STREAM, k, sizeof k);
+	uint8_t rk[CAT_KEY_RECORDING];
+	cat_be64(rk, id);
+	if (e == 0)
+		e = del(t, DB_RECORDINGS, rk, sizeof rk);
+	if (e == 0)
+		e = add_bytes(t, -(int64_t)r.bytes);
+	if (e == 0 && ret_deleted)
+		*ret_deleted = r;
+	return e;
+}
+
+int cat_each_recording(struct cat_txn *t, int (*fn)(void *arg, const struct cat_recording *r), void *arg)
+{
+	MDB_cursor *cur;
+	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_RECORDINGS], &cur));
+	if (r < 0)
+		return r;
+	MDB_val key, v;
+	int rc = mdb_cursor_get(cur, &key, &v, MDB_FIRST);
+	while (rc == 0) {
+		if (v.mv_size != sizeof(struct cat_recording)) {
+			r = -EBADMSG;
+			break;
+		}
+		struct cat_recording rec;
+		memcpy(&rec, v.mv_data, sizeof rec);
+		r = fn(arg, &rec);
+		if (r)
+			break;
+		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		r = map_err(rc);
+	mdb_cursor_close(cur);
+	return r;
+}
+
+int cat_each_stream_recording(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t to_ms,
+			      int (*fn)(void *arg, const struct cat_recording *r), void *arg)
+{
+	MDB_cursor *cur;
+	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_REC_BY_STREAM], &cur));
+	if (r < 0)
+		return r;
+	uint8_t k[CAT_KEY_REC_BY_STREAM];
+	cat_key_rec_by_stream(k, stream_id, from_ms, 0);
+	MDB_val key = val(k, sizeof k), v;
+	int rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
+	while (rc == 0) {
+		if (key.mv_size != CAT_KEY_REC_BY_STREAM || cat_get_be32(key.mv_data) != stream_id ||
+		    cat_get_be_time((const uint8_t *)key.mv_data + 4) >= to_ms)
+			break;
+		struct cat_recording rec;
+		r = cat_get_recording(t, cat_get_be64((const uint8_t *)key.mv_data + 12), &rec);
+		if (r == 0)
+			r = fn(arg, &rec);
+		if (r)
+			break;
+		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		r = map_err(rc);
+	mdb_cursor_close(cur);
+	return r;
+}
+
+int cat_keyframe_at(struct cat_txn *t, uint32_t stream_id, int64_t ms, int64_t *ret_ms, struct cat_keyframe *ret)
+{
+	MDB_cursor *cur;
+	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_KEYFRAMES], &cur));
+	if (r < 0)
+		return r;
+	/* The first key after ms, then one step back. */
+	uint8_t k[CAT_KEY_KEYFRAME];
+	cat_key_keyframe(k, stream_id, ms == INT64_MAX ? ms : ms + 1);
+	MDB_val key = val(k, sizeof k), v;
+	int rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
+	rc = mdb_cursor_get(cur, &key, &v, rc == 0 ? MDB_PREV : MDB_LAST);
+	if (rc == 0 && (key.mv_size != CAT_KEY_KEYFRAME || cat_get_be32(key.mv_data) != stream_id))
+		rc = MDB_NOTFOUND;
+	if (rc == 0 && v.mv_size != sizeof *ret)
+		r = -EBADMSG;
+	else if (rc != 0)
+		r = map_err(rc);
+	if (r == 0) {
+		memcpy(ret, v.mv_data, sizeof *ret);
+		*ret_ms = cat_get_be_time((const uint8_t *)key.mv_data + 4);
+	}
+	mdb_cursor_close(cur);
+	return r;
+}
+
+int cat_add_event(struct cat_txn *t, struct cat_event *e)
+{
+	uint64_t next;
+	int r = meta_u64(t, "next_event", &next);
+	if (r < 0)
+		return r;
+	e->id = next + 1;
+	r = set_meta_u64(t, "next_event", e->id);
+	uint8_t k[CAT_KEY_EVENT];
+	cat_be64(k, e->id);
+	if (r == 0)
+		r = put(t, DB_EVENTS, k, sizeof k, e, sizeof *e);
+	uint8_t tk[CAT_KEY_EVENT_BY_TIME];
+	cat_key_event_by_time(tk, e->camera_id, e->start_ms, e->id);
+	if (r == 0)
+		r = put(t, DB_EVENTS_BY_TIME, tk, sizeof tk, "", 0);
+	return r;
+}
+
+int cat_each_camera(struct cat_txn *t, int (*fn)(void *arg, const char *name, uint32_t id, uint32_t days), void *arg)
+{
+	MDB_cursor *cur;
+	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_CAMERAS], &cur));
+	if (r < 0)
+		return r;
+	MDB_val key, v;
+	int rc = mdb_cursor_get(cur, &key, &v, MDB_FIRST);
+	while (rc == 0) {
+		struct camera_val cv;
+		char name[CAT_PATH_MAX];
+		if (v.mv_size != sizeof cv || key.mv_size >= sizeof name) {
+			r = -EBADMSG;
+			break;
+		}
+		memcpy(&cv, v.mv_data, sizeof cv);
+		memcpy(name, key.mv_data, key.mv_size);
+		name[key.mv_size] = '\0';
+		r = fn(arg, name, cv.id, cv.retention_days);
+		if (r)
+			break;
+		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		r = map_err(rc);
+	mdb_cursor_close(cur);
+	return r;
+}
+
+int cat_stream_last_recording(struct cat_txn *t, uint32_t stream_id, uint64_t *ret_id)
+{
+	uint8_t sk[4];
+	cat_be32(sk, stream_id);
+	struct stream_val sv;
+	int r = get(t, DB_STREAMS, sk, sizeof sk, &sv, sizeof sv);
+	if (r == -ENOENT) {
+		*ret_id = 0;
+		return 0;
+	}
+	if (r == 0)
+		*ret_id = sv.last_recording;
+	return r;
+}

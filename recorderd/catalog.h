@@ -1,0 +1,123 @@
+/* The LMDB catalog: one environment at data_dir/catalog with named sub-databases for
+ * cameras, streams, recordings (and per stream by start time), fragments, keyframes,
+ * events (and per camera by time), coverage summaries and counters (meta). Only this file
+ * talks to LMDB. Writes happen in one transaction per group commit (commit.c), recovery
+ * or retention; a write transaction stays on the thread that began it. Layout and
+ * reasons: docs/catalog.md. */
+#ifndef KP_REC_CATALOG_H
+#define KP_REC_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coverage.h"
+
+#define CAT_PATH_MAX 160
+
+struct cat;
+struct cat_txn;
+
+struct cat_recording {
+	uint64_t id;
+	uint32_t stream_id;
+	uint32_t codec; /* enum rec_codec */
+	uint16_t width, height;
+	uint32_t open; /* still being written: recovery checks its tail */
+	int64_t start_ms, end_ms;
+	uint64_t bytes; /* file offset after the last indexed fragment */
+	uint32_t fragments;
+	uint32_t reserved;
+	/* Wall time of the fragments: anchor_ms + (anchor_offset + tfdt) / 90 ms, so that
+	 * consecutive fragments and files of one continuous run meet exactly. */
+	int64_t anchor_ms;
+	uint64_t anchor_offset;  /* 90 kHz from the run's first keyframe to this file's */
+	char path[CAT_PATH_MAX]; /* relative to data_dir */
+};
+
+struct cat_fragment {
+	uint64_t recording_id;
+	uint32_t seq;
+	uint32_t samples;
+	int64_t start_ms, end_ms;
+	uint64_t base_time; /* 90 kHz, tfdt */
+	uint64_t duration;  /* 90 kHz */
+	uint64_t offset;    /* prft + moof + mdat */
+	uint64_t length;
+	uint64_t keyframe_offset; /* the first sample's bytes, when it is a keyframe */
+	uint32_t keyframe_length; /* 0: the fragment does not start at a keyframe */
+	uint32_t reserved;
+};
+
+struct cat_keyframe {
+	uint64_t recording_id;
+	uint64_t offset;
+	uint32_t length;
+	uint32_t seq;
+};
+
+struct cat_event {
+	uint64_t id;
+	uint32_t camera_id;
+	uint32_t reserved;
+	int64_t start_ms, end_ms;
+	char kind[17];
+	char labels[129];
+};
+
+/* Opens (creating) the environment in dir with a map of map_size bytes. */
+int cat_open(const char *dir, size_t map_size, struct cat **ret);
+void cat_close(struct cat *c);
+
+int cat_begin(struct cat *c, int write, struct cat_txn **ret);
+/* Commits (durably: LMDB syncs its data file before the meta page) and frees t. */
+int cat_commit(struct cat_txn *t);
+void cat_abort(struct cat_txn *t);
+
+/* The id of a camera, creating it (and updating its retention) when needed. */
+int cat_camera(struct cat_txn *t, const char *name, uint32_t retention_days, uint32_t *ret_id);
+/* -ENOENT when the camera is unknown. */
+int cat_camera_lookup(struct cat_txn *t, const char *name, uint32_t *ret_id, uint32_t *ret_retention_days);
+
+/* The next unused recording id (larger than every id in the catalog). */
+int cat_next_recording_id(struct cat_txn *t, uint64_t *ret_id);
+
+/* Indexes a fragment of rec (created, open, when it is not yet in the catalog), adds its
+ * keyframe and its coverage, and moves the recording's end and byte count. */
+int cat_add_fragment(struct cat_txn *t, const struct cat_recording *rec, const struct cat_fragment *f);
+/* Marks a recording complete (no longer open). */
+int cat_close_recording(struct cat_txn *t, uint64_t id);
+
+int cat_get_recording(struct cat_txn *t, uint64_t id, struct cat_recording *ret);
+int cat_get_fragment(struct cat_txn *t, uint64_t recording_id, uint32_t seq, struct cat_fragment *ret);
+
+/* Removes a recording with its fragments, keyframes and coverage. */
+int cat_delete_recording(struct cat_txn *t, uint64_t id, struct cat_recording *ret_deleted);
+
+/* Calls fn for every recording in id order (oldest first) until fn returns non-zero
+ * (which is returned; 1 stops without error). */
+int cat_each_recording(struct cat_txn *t, int (*fn)(void *arg, const struct cat_recording *r), void *arg);
+/* Recordings of one stream starting in [from_ms, to_ms), in start order. */
+int cat_each_stream_recording(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t to_ms,
+			      int (*fn)(void *arg, const struct cat_recording *r), void *arg);
+/* Fragments of one recording in sequence order. */
+int cat_each_fragment(struct cat_txn *t, uint64_t recording_id, int (*fn)(void *arg, const struct cat_fragment *f),
+		      void *arg);
+
+/* The newest keyframe of a stream at or before ms; -ENOENT when none. */
+int cat_keyframe_at(struct cat_txn *t, uint32_t stream_id, int64_t ms, int64_t *ret_ms, struct cat_keyframe *ret);
+
+int cat_add_event(struct cat_txn *t, struct cat_event *e); /* assigns e->id */
+
+int cat_coverage(struct cat_txn *t, uint32_t stream_id, struct rec_cov *ret);
+/* Covered milliseconds of the stored bucket starting at bucket_ms (0 when none). */
+int cat_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t bucket_ms, int64_t *ret_ms);
+
+/* Calls fn for every camera (name, id, retention days) until fn returns non-zero. */
+int cat_each_camera(struct cat_txn *t, int (*fn)(void *arg, const char *name, uint32_t id, uint32_t days), void *arg);
+/* The newest recording id of a stream (0 when none). */
+int cat_stream_last_recording(struct cat_txn *t, uint32_t stream_id, uint64_t *ret_id);
+
+/* Bytes of all indexed recordings. */
+int cat_total_bytes(struct cat_txn *t, uint64_t *ret);
+
+#endif

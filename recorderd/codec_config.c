@@ -1,0 +1,192 @@
+/* avcC and hvcC records from parameter sets, with a small RBSP bit reader for the SPS
+ * fields they repeat (see codec_config.h). */
+#include "codec_config.h"
+
+#include <errno.h>
+#include <string.h>
+
+struct bits {
+	uint8_t rbsp[REC_PS_MAX];
+	size_t len; /* bytes */
+	size_t pos; /* bits */
+	int overrun;
+};
+
+/* The SPS without its emulation-prevention bytes, starting after a header of hdr bytes. */
+static void bits_init(struct bits *b, const struct rec_ps *ps, size_t hdr)
+{
+	b->len = 0;
+	b->pos = 0;
+	b->overrun = 0;
+	unsigned zeros = 0;
+	for (size_t i = hdr; i < ps->len; i++) {
+		if (zeros >= 2 && ps->data[i] == 3) {
+			zeros = 0;
+			continue;
+		}
+		zeros = ps->data[i] == 0 ? zeros + 1 : 0;
+		b->rbsp[b->len++] = ps->data[i];
+	}
+}
+
+static uint32_t bits_u(struct bits *b, unsigned n)
+{
+	uint32_t v = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (b->pos >= b->len * 8) {
+			b->overrun = 1;
+			return 0;
+		}
+		v = v << 1 | ((b->rbsp[b->pos / 8] >> (7 - b->pos % 8)) & 1);
+		b->pos++;
+	}
+	return v;
+}
+
+static uint32_t bits_ue(struct bits *b)
+{
+	unsigned zeros = 0;
+	while (!b->overrun && bits_u(b, 1) == 0)
+		if (++zeros > 31) {
+			b->overrun = 1;
+			return 0;
+		}
+	return zeros ? (1u << zeros) - 1 + bits_u(b, zeros) : 0;
+}
+
+struct out {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static void put8(struct out *o, uint32_t v)
+{
+	if (o->len < o->cap)
+		o->p[o->len] = (uint8_t)v;
+	o->len++;
+}
+
+static void put16(struct out *o, uint32_t v)
+{
+	put8(o, v >> 8);
+	put8(o, v);
+}
+
+static void put_bytes(struct out *o, const uint8_t *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		put8(o, d[i]);
+}
+
+static int avcc(const struct rec_param_sets *ps, struct out *o)
+{
+	if (ps->sps.len < 4 || !ps->pps.len)
+		return -EINVAL;
+	const uint8_t *sps = ps->sps.data;
+	put8(o, 1);
+	put8(o, sps[1]); /* profile_idc */
+	put8(o, sps[2]); /* constraint flags */
+	put8(o, sps[3]); /* level_idc */
+	put8(o, 0xff);   /* 4-byte NAL lengths */
+	put8(o, 0xe1);   /* one SPS */
+	put16(o, ps->sps.len);
+	put_bytes(o, sps, ps->sps.len);
+	put8(o, 1);
+	put16(o, ps->pps.len);
+	put_bytes(o, ps->pps.data, ps->pps.len);
+	uint8_t profile = sps[1];
+	if (profile == 100 || profile == 110 || profile == 122 || profile == 144) {
+		struct bits b;
+		bits_init(&b, &ps->sps, 4);
+		bits_ue(&b); /* seq_parameter_set_id */
+		uint32_t chroma = bits_ue(&b);
+		if (chroma == 3)
+			bits_u(&b, 1);
+		uint32_t luma = bits_ue(&b), chroma_depth = bits_ue(&b);
+		if (b.overrun || chroma > 3 || luma > 7 || chroma_depth > 7)
+			return -EBADMSG;
+		put8(o, 0xfc | chroma);
+		put8(o, 0xf8 | luma);
+		put8(o, 0xf8 | chroma_depth);
+		put8(o, 0); /* no SPS extensions */
+	}
+	return 0;
+}
+
+static void hvcc_array(struct out *o, int type, const struct rec_ps *p)
+{
+	put8(o, (uint32_t)type); /* array_completeness 0: more may follow in band (hev1) */
+	put16(o, 1);
+	put16(o, p->len);
+	put_bytes(o, p->data, p->len);
+}
+
+static int hvcc(const struct rec_param_sets *ps, struct out *o)
+{
+	if (!ps->vps.len || ps->sps.len < 3 || !ps->pps.len)
+		return -EINVAL;
+	struct bits b;
+	bits_init(&b, &ps->sps, 2);
+	bits_u(&b, 4); /* sps_video_parameter_set_id */
+	uint32_t max_sub_layers = bits_u(&b, 3);
+	uint32_t nesting = bits_u(&b, 1);
+	size_t ptl_at = b.pos / 8; /* the 12-byte general profile_tier_level, byte aligned */
+	bits_u(&b, 32);
+	bits_u(&b, 32);
+	bits_u(&b, 32);
+	uint8_t sub_profile[8] = {0}, sub_level[8] = {0};
+	for (uint32_t i = 0; i < max_sub_layers; i++) {
+		sub_profile[i] = (uint8_t)bits_u(&b, 1);
+		sub_level[i] = (uint8_t)bits_u(&b, 1);
+	}
+	if (max_sub_layers > 0)
+		for (uint32_t i = max_sub_layers; i < 8; i++)
+			bits_u(&b, 2);
+	for (uint32_t i = 0; i < max_sub_layers; i++) {
+		if (sub_profile[i]) {
+			bits_u(&b, 32);
+			bits_u(&b, 32);
+			bits_u(&b, 24);
+		}
+		if (sub_level[i])
+			bits_u(&b, 8);
+	}
+	bits_ue(&b); /* sps_seq_parameter_set_id */
+	uint32_t chroma = bits_ue(&b);
+	if (chroma == 3)
+		bits_u(&b, 1);
+	bits_ue(&b); /* width */
+	bits_ue(&b); /* height */
+	if (bits_u(&b, 1))
+		for (int i = 0; i < 4; i++)
+			bits_ue(&b);
+	uint32_t luma = bits_ue(&b), chroma_depth = bits_ue(&b);
+	if (b.overrun || chroma > 3 || luma > 7 || chroma_depth > 7 || max_sub_layers > 6)
+		return -EBADMSG;
+	put8(o, 1);
+	put_bytes(o, b.rbsp + ptl_at, 12); /* profile space..level, as in the SPS */
+	put16(o, 0xf000);                  /* min_spatial_segmentation_idc 0 */
+	put8(o, 0xfc);                     /* parallelismType unknown */
+	put8(o, 0xfc | chroma);
+	put8(o, 0xf8 | luma);
+	put8(o, 0xf8 | chroma_depth);
+	put16(o, 0); /* avgFrameRate unknown */
+	put8(o, (max_sub_layers + 1) << 3 | nesting << 2 | 3);
+	put8(o, 3);
+	hvcc_array(o, 32, &ps->vps);
+	hvcc_array(o, 33, &ps->sps);
+	hvcc_array(o, 34, &ps->pps);
+	return 0;
+}
+
+int rec_codec_config(enum rec_codec codec, const struct rec_param_sets *ps, uint8_t *out, size_t cap, size_t *ret_len)
+{
+	struct out o = {.p = out, .cap = cap};
+	int r = codec == REC_CODEC_H265 ? hvcc(ps, &o) : avcc(ps, &o);
+	if (r < 0)
+		return r;
+	if (o.len > cap)
+		return -ENOSPC;
+	*ret_len = o.len;
+	return 0;
+}

@@ -1,0 +1,285 @@
+/* Group commit of written fragments into the catalog, on its own thread (see commit.h). */
+#include "commit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+struct batch {
+	struct rec_commit_item *items;
+	size_t n, cap;
+};
+
+struct rec_committer {
+	struct cat *cat;
+	int data_dirfd;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	int stopping;
+	struct batch open;    /* filled by the loop thread, under lock */
+	struct batch running; /* the commit thread's */
+	int retention_due;
+	struct rec_retention_policy policy;
+	uint64_t failures; /* consecutive */
+};
+
+static int grow(struct batch *b, size_t want)
+{
+	if (want <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < want)
+		cap *= 2;
+	struct rec_commit_item *ni = realloc(b->items, cap * sizeof *ni);
+	if (!ni)
+		return -ENOMEM;
+	b->items = ni;
+	b->cap = cap;
+	return 0;
+}
+
+static void close_fds(struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->items[i].fd >= 0)
+			close(b->items[i].fd);
+	b->n = 0;
+}
+
+/* fsync of the directories leading to a new file: the stream's, the camera's, recordings/. */
+static int sync_dirs(int data_dirfd, const char *path)
+{
+	char dir[CAT_PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	for (int depth = 0; depth < 3; depth++) {
+		char *slash = strrchr(dir, '/');
+		if (!slash)
+			break;
+		*slash = '\0';
+		int fd = openat(data_dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		int r = fsync(fd) < 0 ? -errno : 0;
+		close(fd);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+struct order {
+	uint64_t id;
+	size_t index;
+};
+
+static int by_recording(const void *a, const void *b)
+{
+	const struct order *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Media first: one fdatasync per file (its last fragment in the batch covers the rest). */
+static int sync_media(struct rec_committer *c, struct batch *b)
+{
+	struct order *o = malloc(b->n * sizeof *o);
+	if (!o)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->items[i].kind == REC_ITEM_FRAGMENT)
+			o[n++] = (struct order){.id = b->items[i].rec.id, .index = i};
+	qsort(o, n, sizeof *o, by_recording);
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		const struct rec_commit_item *it = &b->items[o[i].index];
+		if (it->sync_dirs)
+			r = sync_dirs(c->data_dirfd, it->rec.path);
+		if (r == 0 && (i + 1 == n || o[i + 1].id != o[i].id) && fdatasync(it->fd) < 0)
+			r = -errno;
+		if (r < 0)
+			kp_err("%s: syncing new bytes failed: %s; not indexed yet", it->rec.path, strerror(-r));
+	}
+	free(o);
+	return r;
+}
+
+static int index_batch(struct rec_committer *c, struct batch *b)
+{
+	struct cat_txn *t;
+	int r = cat_begin(c->cat, 1, &t);
+	for (size_t i = 0; i < b->n && r == 0; i++) {
+		struct rec_commit_item *it = &b->items[i];
+		if (it->kind == REC_ITEM_FRAGMENT)
+			r = cat_add_fragment(t, &it->rec, &it->frag);
+		else if (it->kind == REC_ITEM_CLOSE)
+			r = cat_close_recording(t, it->rec.id);
+		else
+			r = cat_add_event(t, &it->event);
+		/* An item the catalog refuses by itself (not the environment) is dropped: its
+		 * bytes stay in the file for start-up recovery to judge. */
+		if (r == -EINVAL || r == -EBADMSG) {
+			kp_err("%s: fragment %u not indexed: %s", it->rec.path, (unsigned)it->frag.seq, strerror(-r));
+			r = 0;
+		}
+	}
+	if (r == 0)
+		return cat_commit(t);
+	cat_abort(t);
+	return r;
+}
+
+static void commit_running(struct rec_committer *c)
+{
+	struct batch *b = &c->running;
+	if (!b->n)
+		return;
+	int r = sync_media(c, b);
+	if (r == 0) {
+		r = index_batch(c, b);
+		if (r < 0 && c->failures % 40 == 0)
+			kp_err("catalog: commit of %zu items failed: %s; retrying with the next batch", b->n,
+			       strerror(-r));
+	}
+	if (r == 0) {
+		if (c->failures)
+			kp_notice("catalog: commits succeed again after %llu failures",
+				  (unsigned long long)c->failures);
+		c->failures = 0;
+		close_fds(b);
+		return;
+	}
+	c->failures++;
+	/* Keep the items (their files are intact): they go first into the next batch. */
+	pthread_mutex_lock(&c->lock);
+	if (grow(b, b->n + c->open.n) == 0) {
+		memcpy(b->items + b->n, c->open.items, c->open.n * sizeof *b->items);
+		b->n += c->open.n;
+		struct batch t = c->open;
+		c->open = *b;
+		*b = t;
+		b->n = 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void retention(struct rec_committer *c, const struct rec_retention_policy *p)
+{
+	struct rec_retention_result r;
+	rec_retention_run(c->cat, c->data_dirfd, p, &r);
+	if (r.deleted)
+		kp_info("retention: deleted %u recordings (%llu bytes)", r.deleted, (unsigned long long)r.bytes);
+	if (r.err)
+		kp_err("retention: catalog update failed: %s", strerror(-r.err));
+	if (r.unlink_failed)
+		kp_err("retention: %u files could not be removed (first %s: %s)", r.unlink_failed, r.unlink_path,
+		       strerror(r.unlink_err));
+}
+
+static void *run(void *arg)
+{
+	struct rec_committer *c = arg;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += REC_COMMIT_INTERVAL_MS * 1000000l;
+		if (until.tv_nsec >= 1000000000l) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000l;
+		}
+		int stopping = c->stopping;
+		if (!stopping)
+			while (!c->stopping && pthread_cond_timedwait(&c->wake, &c->lock, &until) != ETIMEDOUT)
+				;
+		struct batch t = c->running;
+		c->running = c->open;
+		c->open = t;
+		c->open.n = 0;
+		int due = c->retention_due;
+		struct rec_retention_policy p = c->policy;
+		c->retention_due = 0;
+		pthread_mutex_unlock(&c->lock);
+		commit_running(c);
+		if (due && !c->failures)
+			retention(c, &p);
+		pthread_mutex_lock(&c->lock);
+		if (stopping)
+			break;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+int rec_commit_new(struct cat *cat, int data_dirfd, struct rec_committer **ret)
+{
+	struct rec_committer *c = calloc(1, sizeof *c);
+	if (!c)
+		return -ENOMEM;
+	c->cat = cat;
+	c->data_dirfd = data_dirfd;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&c->lock, NULL);
+	int r = -pthread_create(&c->thread, NULL, run, c);
+	if (r < 0) {
+		pthread_cond_destroy(&c->wake);
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		return r;
+	}
+	*ret = c;
+	return 0;
+}
+
+void rec_commit_free(struct rec_committer *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stopping = 1;
+	c->retention_due = 0;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->thread, NULL);
+	if (c->open.n)
+		kp_err("catalog: %zu items left unindexed at shutdown; start-up recovery indexes their bytes",
+		       c->open.n);
+	close_fds(&c->open);
+	close_fds(&c->running);
+	free(c->open.items);
+	free(c->running.items);
+	pthread_cond_destroy(&c->wake);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+int rec_commit_push(struct rec_committer *c, const struct rec_commit_item *it)
+{
+	pthread_mutex_lock(&c->lock);
+	int r = c->open.n >= REC_COMMIT_MAX_ITEMS ? -ENOBUFS : grow(&c->open, c->open.n + 1);
+	if (r == 0)
+		c->open.items[c->open.n++] = *it;
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+void rec_commit_retention(struct rec_committer *c, const struct rec_retention_policy *p)
+{
+	pthread_mutex_lock(&c->lock);
+	c->policy = *p;
+	c->retention_due = 1;
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,288 @@
+/* The recording core of recorderd (see recorder.h). */
+#include "recorder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "commit.h"
+#include "kp_limits.h"
+#include "log.h"
+#include "recovery.h"
+#include "stream.h"
+
+struct camera {
+	char name[KP_CAMERA_NAME_MAX + 1];
+	uint32_t id;
+	uint32_t streams; /* bit 0 main, bit 1 sub */
+	uint32_t record;  /* 0 continuous, 1 events, 2 off */
+	uint32_t retention_days;
+	struct rec_stream s[2];
+};
+
+static struct {
+	struct cat *cat;
+	int data_dirfd;
+	struct rec_env env;
+	struct camera cams[KP_MAX_CAMERAS];
+	unsigned ncams;
+	kp_CameraConfig incoming[KP_MAX_CAMERAS];
+	unsigned nincoming;
+	uv_timer_t retention_timer;
+	int started;
+	int failed;
+	uint32_t max_days;
+	uint64_t max_bytes;
+} R = {.data_dirfd = -1};
+
+static struct camera *camera(const char *name)
+{
+	for (unsigned i = 0; i < R.ncams; i++)
+		if (!strcmp(R.cams[i].name, name))
+			return &R.cams[i];
+	return NULL;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void rec_config_item(struct kp_worker *w, const kp_Envelope *env)
+{
+	(void)w;
+	if (env->which_msg != kp_Envelope_camera_config_tag)
+		return;
+	if (R.nincoming < KP_MAX_CAMERAS)
+		R.incoming[R.nincoming++] = env->msg.camera_config;
+}
+
+static int valid_name(const char *s)
+{
+	if (!s[0])
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-' ||
+		      *s == '_'))
+			return 0;
+	return 1;
+}
+
+static int open_store(const kp_WorkerConfig *wc)
+{
+	R.data_dirfd = open(wc->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (R.data_dirfd < 0) {
+		kp_err("data directory %s cannot be opened: %s; not recording", wc->data_dir, strerror(errno));
+		return -errno;
+	}
+	char path[1100];
+	snprintf(path, sizeof path, "%s/catalog", wc->data_dir);
+	int r = cat_open(path, REC_CATALOG_MAP_SIZE, &R.cat);
+	if (r < 0) {
+		kp_err("catalog %s cannot be opened: %s; not recording", path, strerror(-r));
+		return r;
+	}
+	struct rec_recovery_result rr;
+	r = rec_recover(R.cat, R.data_dirfd, &rr);
+	if (r < 0) {
+		kp_err("start-up recovery failed: %s; not recording", strerror(-r));
+		return r;
+	}
+	kp_info("recovery: %u files checked, %u fragments indexed, %u files truncated, %u removed, %u rows "
+		"without a file removed",
+		rr.files_checked, rr.fragments_indexed, rr.files_truncated, rr.files_removed, rr.rows_removed);
+	struct cat_txn *t;
+	r = cat_begin(R.cat, 0, &t);
+	if (r == 0) {
+		r = cat_next_recording_id(t, &R.env.next_recording_id);
+		cat_abort(t);
+	}
+	if (r == 0)
+		r = rec_commit_new(R.cat, R.data_dirfd, &R.env.commit);
+	if (r < 0) {
+		kp_err("starting the catalog committer failed: %s; not recording", strerror(-r));
+		return r;
+	}
+	R.env.data_dirfd = R.data_dirfd;
+	return 0;
+}
+
+static void on_retention(uv_timer_t *t)
+{
+	(void)t;
+	if (!R.max_days && !R.max_bytes) {
+		int any = 0;
+		for (unsigned i = 0; i < R.ncams; i++)
+			any |= R.cams[i].retention_days != 0;
+		if (!any)
+			return;
+	}
+	struct rec_retention_policy p = {.max_days = R.max_days, .max_bytes = R.max_bytes, .now_ms = now_ms()};
+	rec_commit_retention(R.env.commit, &p);
+}
+
+/* Applies the camera list received in this batch: new cameras get catalog ids, removed
+ * ones close their files, changed ones keep recording. */
+static void apply_cameras(void)
+{
+	struct cat_txn *t;
+	int r = cat_begin(R.cat, 1, &t);
+	if (r < 0) {
+		kp_err("catalog: updating cameras failed: %s", strerror(-r));
+		return;
+	}
+	for (unsigned i = 0; i < R.ncams; i++) {
+		int kept = 0;
+		for (unsigned j = 0; j < R.nincoming; j++)
+			kept |= !strcmp(R.incoming[j].name, R.cams[i].name);
+		if (!kept) {
+			kp_info("%s: removed from the configuration; its recordings stay", R.cams[i].name);
+			rec_stream_close(&R.cams[i].s[0]);
+			rec_stream_close(&R.cams[i].s[1]);
+			R.cams[i] = R.cams[--R.ncams];
+			i--;
+		}
+	}
+	for (unsigned j = 0; j < R.nincoming && r == 0; j++) {
+		const kp_CameraConfig *cc = &R.incoming[j];
+		if (!valid_name(cc->name)) {
+			kp_err("camera name \"%s\" is not usable as a directory name; not recording it", cc->name);
+			continue;
+		}
+		struct camera *c = camera(cc->name);
+		uint32_t id;
+		r = cat_camera(t, cc->name, cc->retention_days, &id);
+		if (r < 0)
+			break;
+		if (!c) {
+			c = &R.cams[R.ncams++];
+			memset(c, 0, sizeof *c);
+			_Static_assert(sizeof c->name == sizeof cc->name, "camera name sizes");
+			memcpy(c->name, cc->name, sizeof c->name);
+			for (uint32_t s = 0; s < 2; s++)
+				rec_stream_init(&c->s[s], &R.env, c->name, s, id);
+		}
+		c->id = id;
+		c->streams = cc->streams;
+		c->record = cc->record;
+		c->retention_days = cc->retention_days;
+		for (uint32_t s = 0; s < 2; s++)
+			if (c->record == 2 || !(c->streams & (1u << s)))
+				rec_stream_close(&c->s[s]);
+		if (c->record == 1)
+			kp_notice("%s: record = events is recorded continuously for now (event-only trimming is "
+				  "not implemented)",
+				  c->name);
+	}
+	if (r == 0)
+		r = cat_commit(t);
+	else
+		cat_abort(t);
+	if (r < 0)
+		kp_err("catalog: updating cameras failed: %s", strerror(-r));
+	R.nincoming = 0;
+}
+
+void rec_configured(struct kp_worker *w, uint32_t generation)
+{
+	(void)generation;
+	const kp_WorkerConfig *wc = kp_worker_config(w);
+	if (!R.started && !R.failed) {
+		if (open_store(wc) < 0) {
+			R.failed = 1;
+			return;
+		}
+		R.started = 1;
+		uv_timer_init(kp_worker_loop(w), &R.retention_timer);
+		uv_timer_start(&R.retention_timer, on_retention, 5000, REC_RETENTION_EVERY_MS);
+	}
+	if (!R.started)
+		return;
+	R.env.rollover_ms = wc->record_rollover_secs ? wc->record_rollover_secs * 1000u : REC_DEFAULT_ROLLOVER_MS;
+	R.max_days = wc->retention_max_days;
+	R.max_bytes = (uint64_t)wc->retention_max_disk_gb << 30;
+	apply_cameras();
+}
+
+void rec_access_unit(const kp_AccessUnit *au, const uint8_t *data, size_t len)
+{
+	if (!R.started)
+		return;
+	struct camera *c = camera(au->camera);
+	if (!c || au->stream > 1 || c->record == 2 || !(c->streams & (1u << au->stream)))
+		return;
+	if (au->codec != kp_Codec_CODEC_H264 && au->codec != kp_Codec_CODEC_H265)
+		return;
+	rec_stream_frame(&c->s[au->stream], au->codec == kp_Codec_CODEC_H265 ? REC_CODEC_H265 : REC_CODEC_H264,
+			 au->keyframe, au->pts_90k, au->wall_us, au->width, au->height, au->seq, data, len);
+}
+
+void rec_camera_event(const kp_CameraEvent *e)
+{
+	if (!R.started)
+		return;
+	struct camera *c = camera(e->camera);
+	if (!c)
+		return;
+	struct rec_commit_item it = {.kind = REC_ITEM_EVENT, .fd = -1};
+	it.event.camera_id = c->id;
+	it.event.start_ms = e->wall_ms;
+	it.event.end_ms = e->wall_ms;
+	snprintf(it.event.kind, sizeof it.event.kind, "%s", e->kind);
+	snprintf(it.event.labels, sizeof it.event.labels, "%s", e->labels);
+	snprintf(it.rec.path, sizeof it.rec.path, "event of %s", c->name);
+	int r = rec_commit_push(R.env.commit, &it);
+	if (r < 0)
+		kp_err("%s: %s event not stored: %s", c->name, e->kind, strerror(-r));
+}
+
+void rec_report(struct kp_worker *w)
+{
+	for (unsigned i = 0; i < R.ncams; i++)
+		for (uint32_t s = 0; s < 2; s++) {
+			const struct rec_stream *st = &R.cams[i].s[s];
+			if (!(R.cams[i].streams & (1u << s)))
+				continue;
+			kp_Envelope env = kp_Envelope_init_zero;
+			env.which_msg = kp_Envelope_recording_status_tag;
+			kp_RecordingStatus *rs = &env.msg.recording_status;
+			snprintf(rs->camera, sizeof rs->camera, "%s", st->camera);
+			rs->stream = s;
+			snprintf(rs->state, sizeof rs->state, "%s",
+				 R.cams[i].record == 2 ? "off" : rec_stream_state_name(st->state));
+			snprintf(rs->last_error, sizeof rs->last_error, "%s", st->last_error);
+			rs->fragments = st->fragments;
+			rs->bytes_written = st->bytes_written;
+			rs->frames_dropped = st->frames_dropped;
+			kp_worker_send_supervisor(w, &env);
+		}
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+void rec_stop(struct kp_worker *w)
+{
+	(void)w;
+	if (!R.started)
+		return;
+	for (unsigned i = 0; i < R.ncams; i++)
+		for (uint32_t s = 0; s < 2; s++)
+			rec_stream_close(&R.cams[i].s[s]);
+	rec_commit_free(R.env.commit);
+	R.env.commit = NULL;
+	uv_close((uv_handle_t *)&R.retention_timer, on_timer_closed);
+	cat_close(R.cat);
+	R.cat = NULL;
+	close(R.data_dirfd);
+	R.started = 0;
+}

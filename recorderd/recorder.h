@@ -1,0 +1,20 @@
+/* recorderd's recording core: the catalog and the media directory (opened, recovered at
+ * the first configuration), the camera streams to record (from CameraConfig items), the
+ * group committer, the hourly retention pass, events into the catalog, and the
+ * per-stream RecordingStatus sent to the supervisor before each health reply. */
+#ifndef KP_REC_RECORDER_H
+#define KP_REC_RECORDER_H
+
+#include "worker.h"
+
+#define REC_CATALOG_MAP_SIZE   (16ull << 30) /* well under recorderd's 64 GiB RLIMIT_AS */
+#define REC_RETENTION_EVERY_MS (60 * 1000)
+
+void rec_config_item(struct kp_worker *w, const kp_Envelope *env);
+void rec_configured(struct kp_worker *w, uint32_t generation);
+void rec_access_unit(const kp_AccessUnit *au, const uint8_t *data, size_t len);
+void rec_camera_event(const kp_CameraEvent *e);
+void rec_report(struct kp_worker *w);
+void rec_stop(struct kp_worker *w);
+
+#endif

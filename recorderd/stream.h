@@ -1,0 +1,79 @@
+/* One camera stream's recording: access units in, one GOP buffered until the next
+ * keyframe (whose time gives the last frame its duration), then written as one fMP4
+ * fragment to the stream's current file and queued for the group commit. A new file at
+ * rollover, at a change of codec, size or parameter sets, and after a timestamp
+ * discontinuity. After lost frames or a write failure it waits for the next keyframe;
+ * after ENOSPC it stops with an alert and tries again every REC_DISK_RETRY_MS. */
+#ifndef KP_REC_STREAM_H
+#define KP_REC_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "commit.h"
+#include "fmp4.h"
+#include "kp_limits.h"
+#include "nal.h"
+
+#define REC_GOP_MAX_BYTES       (32 * KP_MIB)
+#define REC_DISK_RETRY_MS       5000
+#define REC_MAX_JUMP_90K        (10 * 90000) /* larger timestamp steps are discontinuities */
+#define REC_REANCHOR_MS         2000         /* re-anchor a run whose clock drifted this far */
+#define REC_DEFAULT_ROLLOVER_MS (600 * 1000)
+
+enum rec_stream_state { REC_IDLE, REC_RECORDING, REC_WAIT_KEYFRAME, REC_DISK_FULL, REC_FAILED };
+
+struct rec_env {
+	int data_dirfd;
+	struct rec_committer *commit;
+	uint64_t next_recording_id;
+	uint32_t rollover_ms;
+};
+
+struct rec_stream {
+	struct rec_env *env;
+	char camera[KP_CAMERA_NAME_MAX + 1];
+	uint32_t stream;
+	uint32_t stream_id;
+	enum rec_stream_state state;
+	char last_error[160];
+
+	uint64_t last_seq;
+	int have_pts;
+	int64_t last_pts;
+	int64_t retry_at_ms;
+
+	/* the GOP being collected */
+	uint8_t *gop;
+	size_t gop_len, gop_cap;
+	struct rec_sample samples[REC_FRAG_MAX_SAMPLES];
+	int64_t first_pts;
+	unsigned n;
+
+	/* the run: timestamps continuous since its first keyframe */
+	int anchored;
+	int64_t anchor_ms, anchor_pts;
+
+	/* the file */
+	int fd;
+	struct cat_recording rec;
+	struct rec_track track;
+	struct rec_param_sets ps;
+	int64_t file_pts0;
+	uint64_t off;
+	uint32_t seq;
+	int first_fragment;
+
+	uint64_t fragments, bytes_written, frames_dropped;
+};
+
+void rec_stream_init(struct rec_stream *s, struct rec_env *env, const char *camera, uint32_t stream,
+		     uint32_t camera_id);
+/* One access unit (its Annex-B bytes); codec is an enum rec_codec. */
+void rec_stream_frame(struct rec_stream *s, enum rec_codec codec, int keyframe, int64_t pts_90k, int64_t wall_us,
+		      uint32_t width, uint32_t height, uint64_t seq, const uint8_t *data, size_t len);
+/* Writes the buffered GOP and closes the file (shutdown, camera removed). */
+void rec_stream_close(struct rec_stream *s);
+const char *rec_stream_state_name(enum rec_stream_state st);
+
+#endif

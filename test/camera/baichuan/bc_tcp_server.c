@@ -1,0 +1,149 @@
+/* The test camera's Baichuan TCP listener: each accepted connection runs one
+ * cam_bc_session; writes are queued up to a byte ceiling, and a client that does not
+ * read fast enough is disconnected instead of being buffered for without bound. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "camera.h"
+#include "kp_limits.h"
+
+#define CAM_BC_TCP_SEND_MAX    (8 * KP_MIB)
+#define CAM_BC_TCP_MAX_CLIENTS 64
+#define CAM_BC_TCP_READ_BUF    (64 * KP_KIB)
+
+struct cam_bc_conn {
+	uv_tcp_t tcp;
+	struct cam_bc_session *s;
+	size_t queued;
+	bool closing;
+	uint8_t rbuf[CAM_BC_TCP_READ_BUF];
+};
+
+struct cam_bc_write {
+	uv_write_t req;
+	struct cam_bc_conn *c;
+	size_t len;
+	uint8_t data[];
+};
+
+static struct {
+	uv_tcp_t tcp;
+	const struct cam_config *cfg;
+	unsigned clients;
+} listener;
+
+static void on_conn_closed(uv_handle_t *h)
+{
+	struct cam_bc_conn *c = h->data;
+	cam_bc_session_free(c->s);
+	listener.clients--;
+	free(c);
+}
+
+static void conn_close(void *t)
+{
+	struct cam_bc_conn *c = t;
+	if (c->closing)
+		return;
+	c->closing = true;
+	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+	struct cam_bc_write *w = req->data;
+	w->c->queued -= w->len;
+	if (status < 0)
+		conn_close(w->c);
+	free(w);
+}
+
+static int conn_write(void *t, const uint8_t *data, size_t len)
+{
+	struct cam_bc_conn *c = t;
+	if (c->closing)
+		return -EPIPE;
+	if (c->queued + len > CAM_BC_TCP_SEND_MAX) {
+		fprintf(stderr,
+			"keeppeek-test-camera: Baichuan client does not read fast enough (%zu bytes queued); "
+			"disconnecting it\n",
+			c->queued);
+		return -ENOBUFS;
+	}
+	struct cam_bc_write *w = malloc(sizeof *w + len);
+	if (!w)
+		return -ENOMEM;
+	memcpy(w->data, data, len);
+	w->c = c;
+	w->len = len;
+	w->req.data = w;
+	uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)len);
+	int err = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_written);
+	if (err < 0) {
+		free(w);
+		return -EPIPE;
+	}
+	c->queued += len;
+	return 0;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct cam_bc_conn *c = h->data;
+	(void)suggested;
+	*buf = uv_buf_init((char *)c->rbuf, sizeof c->rbuf);
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+	struct cam_bc_conn *c = st->data;
+	(void)buf;
+	if (c->closing)
+		return;
+	if (n < 0) {
+		conn_close(c);
+		return;
+	}
+	if (n > 0)
+		cam_bc_session_input(c->s, c->rbuf, (size_t)n);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	if (status < 0)
+		return;
+	struct cam_bc_conn *c = calloc(1, sizeof *c);
+	if (!c)
+		return;
+	uv_tcp_init(server->loop, &c->tcp);
+	c->tcp.data = c;
+	listener.clients++;
+	if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || listener.clients > CAM_BC_TCP_MAX_CLIENTS) {
+		conn_close(c);
+		return;
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	struct cam_bc_transport tr = {.write = conn_write, .close = conn_close, .t = c};
+	c->s = cam_bc_session_new(server->loop, listener.cfg, cam_stats.baichuan, tr);
+	if (!c->s || uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
+		conn_close(c);
+}
+
+int cam_baichuan_tcp_listen(uv_loop_t *loop, const struct cam_config *cfg, const char *host, uint16_t port)
+{
+	struct sockaddr_storage addr;
+	int err = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+	if (err < 0 && (err = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr)) < 0)
+		return err;
+	listener.cfg = cfg;
+	if ((err = uv_tcp_init(loop, &listener.tcp)) < 0)
+		return err;
+	if ((err = uv_tcp_bind(&listener.tcp, (const struct sockaddr *)&addr, 0)) < 0 ||
+	    (err = uv_listen((uv_stream_t *)&listener.tcp, 64, on_connection)) < 0) {
+		uv_close((uv_handle_t *)&listener.tcp, NULL);
+		return err;
+	}
+	return 0;
+}

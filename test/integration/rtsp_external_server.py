@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""An RTSP server that is not ours: GStreamer's gst-rtsp-server serving an Annex-B H.264
+or H.265 fixture, looped and paced in real time with continuous timestamps, on
+rtsp://127.0.0.1:PORT/stream. Prints "ready" on stdout once listening; runs until
+SIGTERM or SIGINT.
+
+Debian packages: python3-gi, gir1.2-gstreamer-1.0, gir1.2-gst-plugins-base-1.0 (GstRtsp),
+gir1.2-gst-rtsp-server-1.0,
+gstreamer1.0-plugins-base (appsrc), gstreamer1.0-plugins-good (rtph264pay, rtph265pay),
+gstreamer1.0-plugins-bad (h264parse, h265parse). Run it with Debian's /usr/bin/python3,
+where python3-gi lives.
+
+The file is split into access units here (GStreamer's parsers do not timestamp a raw
+elementary stream read from a file) and pushed through appsrc with one frame duration
+per access unit; the server's sinks pace them against the pipeline clock.
+
+usage: rtsp_external_server.py FIXTURE.h264|FIXTURE.h265 PORT [--fps N] [--user U --password P]
+"""
+import argparse
+import re
+import signal
+import sys
+
+import gi
+
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtsp", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import GLib, Gst, GstRtsp, GstRtspServer  # noqa: E402
+
+
+def split_nals(data):
+    """(start offset of the start code, NAL header offset) for each NAL unit."""
+    return [(m.start() - (1 if m.start() > 0 and data[m.start() - 1] == 0 else 0), m.end())
+            for m in re.finditer(b"\x00\x00\x01", data)]
+
+
+def starts_access_unit(codec, data, hdr):
+    """True when the NAL unit at hdr begins a new access unit (H.264 7.4.1.2.3, H.265 7.4.2.4.4)."""
+    if codec == "h264":
+        t = data[hdr] & 0x1F
+        if t in (6, 7, 8, 9, 10, 14, 15):
+            return True
+        return t in (1, 5) and hdr + 1 < len(data) and data[hdr + 1] & 0x80 != 0  # first_mb_in_slice == 0
+    t = (data[hdr] >> 1) & 0x3F
+    if t in (32, 33, 34, 35, 39):
+        return True
+    return t < 32 and hdr + 2 < len(data) and data[hdr + 2] & 0x80 != 0  # first_slice_segment_in_pic_flag
+
+
+def access_units(codec, data):
+    nals = split_nals(data)
+    aus, start, seen_vcl = [], None, False
+    for i, (sc, hdr) in enumerate(nals):
+        if start is not None and seen_vcl and starts_access_unit(codec, data, hdr):
+            aus.append(data[start:sc])
+            start, seen_vcl = None, False
+        if start is None:
+            start = sc
+        t = data[hdr] & 0x1F if codec == "h264" else (data[hdr] >> 1) & 0x3F
+        seen_vcl = seen_vcl or (t in (1, 5) if codec == "h264" else t < 32)
+    if start is not None:
+        aus.append(data[start:])
+    return aus
+
+
+class Feeder:
+    """Pushes access units into a media's appsrc, looping, with continuous timestamps."""
+
+    def __init__(self, aus, fps):
+        self.aus, self.fps, self.index = aus, fps, 0
+
+    def need_data(self, src, _length):
+        for _ in range(5):
+            au = self.aus[self.index % len(self.aus)]
+            buf = Gst.Buffer.new_wrapped(au)
+            buf.pts = buf.dts = self.index * Gst.SECOND // self.fps
+            buf.duration = Gst.SECOND // self.fps
+            self.index += 1
+            if src.emit("push-buffer", buf) != Gst.FlowReturn.OK:
+                return
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("fixture")
+    ap.add_argument("port", type=int)
+    ap.add_argument("--fps", type=int, default=25)
+    ap.add_argument("--user")
+    ap.add_argument("--password")
+    args = ap.parse_args()
+    codec = "h265" if args.fixture.endswith((".h265", ".hevc")) else "h264"
+    with open(args.fixture, "rb") as f:
+        aus = access_units(codec, f.read())
+    if not aus:
+        print(f"{args.fixture}: no access units", file=sys.stderr)
+        return 1
+
+    Gst.init(None)
+    server = GstRtspServer.RTSPServer()
+    server.set_address("127.0.0.1")
+    server.set_service(str(args.port))
+    factory = GstRtspServer.RTSPMediaFactory()
+    caps = f"video/x-{codec},stream-format=byte-stream,alignment=au,framerate={args.fps}/1"
+    factory.set_launch(f'( appsrc name=src is-live=true format=time caps="{caps}" '
+                       f"! {codec}parse ! rtp{codec}pay name=pay0 pt=96 config-interval=-1 )")
+    factory.set_shared(True)
+
+    def configure(_factory, media):
+        src = media.get_element().get_child_by_name("src")
+        src.connect("need-data", Feeder(aus, args.fps).need_data)
+
+    factory.connect("media-configure", configure)
+    if args.user:
+        auth = GstRtspServer.RTSPAuth()
+        auth.set_supported_methods(GstRtsp.RTSPAuthMethod.DIGEST)
+        token = GstRtspServer.RTSPToken()
+        token.set_string(GstRtspServer.RTSP_TOKEN_MEDIA_FACTORY_ROLE, "user")
+        auth.add_digest(args.user, args.password or "", token)
+        server.set_auth(auth)
+        perms = GstRtspServer.RTSPPermissions()
+        perms.add_role_from_structure(Gst.Structure.new_from_string(
+            "user, media.factory.access=(boolean)true, media.factory.construct=(boolean)true"))
+        factory.set_permissions(perms)
+    server.get_mount_points().add_factory("/stream", factory)
+    if server.attach(None) == 0:
+        print(f"cannot listen on 127.0.0.1:{args.port}", file=sys.stderr)
+        return 1
+
+    loop = GLib.MainLoop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, sig, loop.quit)
+    print("ready", flush=True)
+    loop.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+/* The test camera's Baichuan session driven by a client written with the bc_proto
+ * library over an in-memory transport: modern login in every mode, legacy login, wrong
+ * password, requests before login, keep-alive, snapshot chunks, refused streams. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bc_docs.h"
+#include "bc_msg.h"
+#include "bc_xml.h"
+#include "camera.h"
+#include "test.h"
+
+struct cam_stats cam_stats;
+
+/* The camera's output, cut into messages by the client's reader. */
+struct wire {
+	struct bc_reader reader;
+	struct bc_cipher c;
+	int n;
+	struct bc_header h[16];
+	char xml[16][BC_DOC_MAX];
+	size_t bin_len;
+	bool closed;
+};
+
+static int on_msg(void *arg, const struct bc_header *h, uint8_t *body, const char **ret_reason)
+{
+	struct wire *w = arg;
+	struct bc_msg_in in;
+	int err = bc_msg_decode(h, body, &w->c, false, &in, ret_reason);
+	if (err < 0)
+		return err;
+	if (w->n < 16) {
+		w->h[w->n] = *h;
+		size_t n = in.binary ? 0 : in.payload_len < BC_DOC_MAX - 1 ? in.payload_len : BC_DOC_MAX - 1;
+		memcpy(w->xml[w->n], in.payload, n);
+		w->xml[w->n][n] = '\0';
+	}
+	if (in.binary)
+		w->bin_len += in.payload_len;
+	w->n++;
+	return 0;
+}
+
+static int wire_write(void *t, const uint8_t *data, size_t len)
+{
+	struct wire *w = t;
+	const char *why;
+	CHECK_EQ(bc_reader_feed(&w->reader, data, len, on_msg, w, &why), 0);
+	return 0;
+}
+
+static void wire_close(void *t)
+{
+	((struct wire *)t)->closed = true;
+}
+
+static void client_send(struct cam_bc_session *s, const struct bc_msg *m, const struct bc_cipher *c)
+{
+	uint8_t *buf;
+	size_t len;
+	CHECK_EQ(bc_msg_encode(m, c, &buf, &len), 0);
+	cam_bc_session_input(s, buf, len);
+	free(buf);
+}
+
+static struct cam_config cfg = {.user = "admin", .password = "secret"};
+
+/* Runs the modern login; returns the session with w->c set to the negotiated cipher. */
+static struct cam_bc_session *login(uv_loop_t *loop, struct wire *w, enum cam_encryption enc, const char *password)
+{
+	static struct cam_stream_stats stats[2];
+	const char *why;
+	cfg.encryption = enc;
+	*w = (struct wire){.c = {.mode = BC_ENC_BC}};
+	struct cam_bc_session *s =
+	    cam_bc_session_new(loop, &cfg, stats, (struct cam_bc_transport){wire_write, wire_close, w});
+	struct bc_msg up = {.h = {.msg_id = 1, .status = 0xdc12, .cls = BC_CLASS_LEGACY}};
+	client_send(s, &up, &w->c);
+	CHECK_EQ(w->n, 1);
+	CHECK_EQ(w->h[0].cls, BC_CLASS_NONCE);
+	enum bc_enc mode = BC_ENC_NONE;
+	CHECK_EQ(bc_enc_from_reply(w->h[0].status, &mode, &why), 0);
+	CHECK_EQ(mode, (int)enc);
+	char nonce[64], uh[32], ph[32], doc[BC_DOC_MAX];
+	CHECK_EQ(bc_xml_text(w->xml[0], strlen(w->xml[0]), "body/Encryption/nonce", 0, nonce, sizeof nonce, &why), 0);
+	bc_md5_hex31("admin", nonce, uh);
+	bc_md5_hex31(password, nonce, ph);
+	bc_doc_login_user(doc, sizeof doc, uh, ph);
+	struct bc_cipher login_c = {.mode = mode >= BC_ENC_BC ? BC_ENC_BC : BC_ENC_NONE};
+	struct bc_msg lm = {.h = {.msg_id = 1, .msg_num = 1, .cls = BC_CLASS_MODERN},
+			    .payload = (const uint8_t *)doc,
+			    .payload_len = strlen(doc),
+			    .payload_xml = true};
+	w->c = login_c;
+	client_send(s, &lm, &login_c);
+	w->c.mode = mode;
+	if (mode >= BC_ENC_AES)
+		bc_aes_key(nonce, password, w->c.key);
+	return s;
+}
+
+static void test_modern_login_all_modes(void)
+{
+	uv_loop_t *loop = uv_default_loop();
+	for (int e = CAM_ENC_NONE; e <= CAM_ENC_FULL_AES; e++) {
+		struct wire w;
+		struct cam_bc_session *s = login(loop, &w, (enum cam_encryption)e, "secret");
+		CHECK_EQ(w.n, 2);
+		CHECK_EQ(w.h[1].status, BC_STATUS_OK);
+		CHECK_STR_CONTAINS(w.xml[1], "<DeviceInfo");
+		/* Keep-alive in the negotiated cipher. */
+		struct bc_msg ping = {.h = {.msg_id = 93, .msg_num = 7, .cls = BC_CLASS_MODERN}};
+		client_send(s, &ping, &w.c);
+		CHECK_EQ(w.n, 3);
+		CHECK_EQ(w.h[2].msg_num, 7);
+		CHECK_STR_CONTAINS(w.xml[2], "<LinkType");
+		/* No fixture source configured: a stream start is refused. */
+		char doc[BC_DOC_MAX];
+		bc_doc_preview(doc, sizeof doc, 0, 0, "mainStream");
+		struct bc_msg pv = {.h = {.msg_id = 3, .msg_num = 8, .cls = BC_CLASS_MODERN},
+				    .payload = (const uint8_t *)doc,
+				    .payload_len = strlen(doc),
+				    .payload_xml = true};
+		client_send(s, &pv, &w.c);
+		CHECK_EQ(w.n, 4);
+		CHECK_EQ(w.h[3].status, BC_STATUS_BAD_REQUEST);
+		CHECK(!w.closed);
+		cam_bc_session_free(s);
+		bc_reader_free(&w.reader);
+	}
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static void test_wrong_password(void)
+{
+	uv_loop_t *loop = uv_default_loop();
+	struct wire w;
+	uint64_t refused = cam_stats.logins_refused;
+	struct cam_bc_session *s = login(loop, &w, CAM_ENC_AES, "wrong");
+	CHECK_EQ(w.n, 2);
+	CHECK_EQ(w.h[1].status, BC_STATUS_UNAUTHORIZED);
+	CHECK_EQ(cam_stats.logins_refused, refused + 1);
+	cam_bc_session_free(s);
+	bc_reader_free(&w.reader);
+	cfg.faults.wrong_password = true;
+	s = login(loop, &w, CAM_ENC_BC, "secret");
+	CHECK_EQ(w.h[1].status, BC_STATUS_UNAUTHORIZED);
+	cfg.faults.wrong_password = false;
+	cam_bc_session_free(s);
+	bc_reader_free(&w.reader);
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static void test_legacy_login(void)
+{
+	uv_loop_t *loop = uv_default_loop();
+	static struct cam_stream_stats stats[2];
+	const char *passwords[2] = {"secret", "bad"};
+	for (int i = 0; i < 2; i++) {
+		struct wire w = {.c = {.mode = BC_ENC_BC}};
+		struct cam_bc_session *s =
+		    cam_bc_session_new(loop, &cfg, stats, (struct cam_bc_transport){wire_write, wire_close, &w});
+		uint8_t body[BC_LEGACY_LOGIN_LEN];
+		bc_legacy_login_build("admin", passwords[i], body);
+		struct bc_msg m = {.h = {.msg_id = 1, .status = 0xdc01, .cls = BC_CLASS_LEGACY},
+				   .payload = body,
+				   .payload_len = sizeof body};
+		struct bc_cipher none = {.mode = BC_ENC_NONE};
+		client_send(s, &m, &none);
+		CHECK_EQ(w.n, 1);
+		CHECK_EQ(w.h[0].status, i == 0 ? BC_STATUS_OK : BC_STATUS_UNAUTHORIZED);
+		if (i == 0)
+			CHECK_STR_CONTAINS(w.xml[0], "<DeviceInfo");
+		cam_bc_session_free(s);
+		bc_reader_free(&w.reader);
+	}
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static void test_request_before_login(void)
+{
+	uv_loop_t *loop = uv_default_loop();
+	static struct cam_stream_stats stats[2];
+	struct wire w = {.c = {.mode = BC_ENC_BC}};
+	struct cam_bc_session *s =
+	    cam_bc_session_new(loop, &cfg, stats, (struct cam_bc_transport){wire_write, wire_close, &w});
+	struct bc_msg ping = {.h = {.msg_id = 93, .cls = BC_CLASS_MODERN}};
+	client_send(s, &ping, &w.c);
+	CHECK_EQ(w.n, 1);
+	CHECK_EQ(w.h[0].status, BC_STATUS_BAD_REQUEST);
+	uv_run(loop, UV_RUN_NOWAIT); /* the deferred hang-up */
+	CHECK(w.closed);
+	cam_bc_session_free(s);
+	bc_reader_free(&w.reader);
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static void test_snapshot(void)
+{
+	char path[] = "/tmp/kp-test-snap-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	static uint8_t jpeg[100000];
+	for (size_t i = 0; i < sizeof jpeg; i++)
+		jpeg[i] = (uint8_t)(i * 7);
+	CHECK_EQ(write(fd, jpeg, sizeof jpeg), (long long)sizeof jpeg);
+	close(fd);
+	cfg.snapshot_jpeg = path;
+	uv_loop_t *loop = uv_default_loop();
+	struct wire w;
+	struct cam_bc_session *s = login(loop, &w, CAM_ENC_FULL_AES, "secret");
+	char doc[BC_DOC_MAX], ext[BC_DOC_MAX];
+	const char *why;
+	unsigned long long size = 0;
+	bc_doc_snap_request(doc, sizeof doc, 0);
+	bc_doc_ext_channel(ext, sizeof ext, 0);
+	struct bc_msg m = {.h = {.msg_id = 109, .msg_num = 9, .cls = BC_CLASS_MODERN},
+			   .ext = ext,
+			   .ext_len = strlen(ext),
+			   .payload = (const uint8_t *)doc,
+			   .payload_len = strlen(doc),
+			   .payload_xml = true};
+	client_send(s, &m, &w.c);
+	CHECK_EQ(w.h[2].status, BC_STATUS_OK);
+	CHECK_EQ(bc_xml_uint(w.xml[2], strlen(w.xml[2]), "body/Snap/pictureSize", &size, &why), 0);
+	CHECK_EQ(size, sizeof jpeg);
+	/* Chunks under another msg_num: 200 while more comes, 201 on the last. */
+	CHECK_EQ(w.n, 2 + 1 + 3);
+	CHECK(w.h[3].msg_num != 9);
+	CHECK_EQ(w.h[3].status, BC_STATUS_OK);
+	CHECK_EQ(w.h[5].status, BC_STATUS_OK_LAST);
+	CHECK_EQ(w.bin_len, sizeof jpeg);
+	cam_bc_session_free(s);
+	bc_reader_free(&w.reader);
+	unlink(path);
+	cfg.snapshot_jpeg = NULL;
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+int main(void)
+{
+	RUN(test_modern_login_all_modes);
+	RUN(test_wrong_password);
+	RUN(test_legacy_login);
+	RUN(test_request_before_login);
+	RUN(test_snapshot);
+	return TEST_EXIT();
+}
