@@ -95,13 +95,10 @@ int bc_cipher_xml(const struct bc_cipher *c, bool encrypt, uint8_t channel, uint
 	return -EINVAL;
 }
 
-int bc_enc_from_reply(uint16_t word, enum bc_enc *ret, const char **ret_reason)
+/* The low byte of the 0xDDxx reply and of the 0xDCxx offer names the same modes. */
+static int mode_from_selector(uint8_t sel, enum bc_enc *ret)
 {
-	if (word >> 8 != 0xdd) {
-		*ret_reason = "login reply carries no 0xDDxx encryption word";
-		return -EPROTONOSUPPORT;
-	}
-	switch (word & 0xff) {
+	switch (sel) {
 	case 0x00:
 		*ret = BC_ENC_NONE;
 		return 0;
@@ -116,8 +113,20 @@ int bc_enc_from_reply(uint16_t word, enum bc_enc *ret, const char **ret_reason)
 		*ret = BC_ENC_FULL_AES;
 		return 0;
 	}
-	*ret_reason = "unknown encryption selector in the login reply";
 	return -EPROTONOSUPPORT;
+}
+
+int bc_enc_from_reply(uint16_t word, enum bc_enc *ret, const char **ret_reason)
+{
+	if (word >> 8 != 0xdd) {
+		*ret_reason = "login reply carries no 0xDDxx encryption word";
+		return -EPROTONOSUPPORT;
+	}
+	if (mode_from_selector(word & 0xff, ret) < 0) {
+		*ret_reason = "unknown encryption selector in the login reply";
+		return -EPROTONOSUPPORT;
+	}
+	return 0;
 }
 
 uint16_t bc_enc_reply_word(enum bc_enc mode)
@@ -132,23 +141,11 @@ int bc_enc_from_offer(uint16_t word, enum bc_enc *ret, const char **ret_reason)
 		*ret_reason = "login carries no 0xDCxx encryption offer";
 		return -EPROTONOSUPPORT;
 	}
-	switch (word & 0xff) {
-	case 0x00:
-		*ret = BC_ENC_NONE;
-		return 0;
-	case 0x01:
-		*ret = BC_ENC_BC;
-		return 0;
-	case 0x02:
-	case 0x03:
-		*ret = BC_ENC_AES;
-		return 0;
-	case 0x12:
-		*ret = BC_ENC_FULL_AES;
-		return 0;
+	if (mode_from_selector(word & 0xff, ret) < 0) {
+		*ret_reason = "unknown encryption offer in the login";
+		return -EPROTONOSUPPORT;
 	}
-	*ret_reason = "unknown encryption offer in the login";
-	return -EPROTONOSUPPORT;
+	return 0;
 }
 
 uint16_t bc_enc_offer_word(enum bc_enc max)

@@ -1,0 +1,110 @@
+"""Shared by the perf/ runners: nearest-rank percentiles, the machine description every
+report carries, load-average and whole-machine CPU snapshots (to tell a measurement
+taken on a busy machine from one taken on an idle one), and report writing."""
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+
+
+def nearest_rank(values, p):
+    """Nearest-rank percentile: the smallest value with at least p % of the values at or
+    below it (rank ceil(p/100 * n), 1-based). No interpolation."""
+    if not values:
+        return None
+    v = sorted(values)
+    rank = max(1, math.ceil(p / 100.0 * len(v)))
+    return v[rank - 1]
+
+
+def summary(values):
+    if not values:
+        return {"n": 0}
+    return {"n": len(values), "min": min(values), "p50": nearest_rank(values, 50),
+            "p95": nearest_rank(values, 95), "max": max(values)}
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        a = f.read().split()
+    return [float(a[0]), float(a[1]), float(a[2])]
+
+
+def cpu_jiffies():
+    """(busy, total) jiffies of the whole machine from /proc/stat (all CPUs)."""
+    with open("/proc/stat") as f:
+        parts = f.readline().split()[1:]
+    vals = [int(x) for x in parts]
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)  # idle + iowait
+    total = sum(vals[:8])  # guest time is already counted in user/nice
+    return total - idle, total
+
+
+def machine():
+    model = ""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    mem_kib = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                mem_kib = int(line.split()[1])
+    os_name = ""
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    os_name = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "cpu_model": model, "mem_gib": round(mem_kib / 1048576, 1),
+            "kernel": platform.release(), "os": os_name, "python": platform.python_version(),
+            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def git_revision(src):
+    try:
+        rev = subprocess.run(["git", "-C", src, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", src, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except OSError:
+        return ""
+
+
+def fs_type(path):
+    out = subprocess.run(["df", "--output=fstype", path], capture_output=True, text=True).stdout.split()
+    return out[-1] if out else ""
+
+
+def write_reports(outdir, name, report, markdown):
+    os.makedirs(outdir, exist_ok=True)
+    jpath = os.path.join(outdir, name + ".json")
+    mpath = os.path.join(outdir, name + ".md")
+    with open(jpath, "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+    with open(mpath, "w") as f:
+        f.write(markdown)
+    return jpath, mpath
+
+
+def fmt(v, digits=2):
+    if v is None:
+        return "-"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:,.{digits}f}"
+
+
+def machine_md(m):
+    return (f"{m['nproc']} CPUs ({m['cpu_model']}), {m['mem_gib']} GiB RAM, Linux {m['kernel']}, "
+            f"{m['os']}; {m['date_utc']}")
