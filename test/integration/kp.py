@@ -89,7 +89,27 @@ class Keeppeek:
         r = subprocess.run([KEEPPEEKCTL, "-s", self.sock, *args], capture_output=True, text=True, timeout=30)
         return r.returncode, r.stdout, r.stderr
 
+    def descendants(self):
+        """Every process below keeppeekd (workers and demo cameras)."""
+        kids, frontier = set(), {self.proc.pid}
+        while frontier:
+            found = set()
+            for d in os.listdir("/proc"):
+                if not d.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{d}/stat") as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                if ppid in frontier and int(d) not in kids:
+                    found.add(int(d))
+            kids |= found
+            frontier = found
+        return kids
+
     def status(self):
+        self.known_pids |= self.descendants()
         rc, out, err = self.ctl("status", "--json")
         if rc != 0:
             return None

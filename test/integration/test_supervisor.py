@@ -1,5 +1,5 @@
-"""keeppeekd starts four confined workers with distinct pids, and SIGTERM leaves no
-KeepPeek process behind within 5 s."""
+"""keeppeekd starts four confined workers with distinct pids (and, in demo mode, two
+simulated cameras), and SIGTERM leaves no KeepPeek process behind within 5 s."""
 import os
 
 from kp import WORKERS, check, proc_status, run
@@ -22,6 +22,8 @@ def test(make):
         check(all(l["state"] == "up" for l in st[w]["links"]), f"{w}: every peer link is up")
     mode = os.stat(kp.sock).st_mode & 0o777
     check(mode == 0o660, f"control socket mode is 0660 ({oct(mode)})")
+    kids = kp.descendants()
+    check(len(kids) >= 6, f"keeppeekd has its four workers and the two demo cameras below it ({len(kids)})")
     elapsed = kp.stop()
     check(elapsed is not None and elapsed < 5.0, f"SIGTERM: every KeepPeek process gone within 5 s ({elapsed})")
     check(kp.proc.returncode == 0, f"keeppeekd exits 0 after SIGTERM ({kp.proc.returncode})")
