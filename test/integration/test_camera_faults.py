@@ -60,8 +60,9 @@ def test(make):
         time.sleep(2.0)
         good.start()
         check(wait_for(lambda: streaming(kp, "good"), 20.0, 0.2), "camera restarted: streaming again")
-        c = cameras(kp)
-        check(c["good"]["streams"][0]["frames"] > frames_before, "frames flow again")
+        # Counters reach the supervisor with each health round (every 2 s).
+        check(wait_for(lambda: cameras(kp)["good"]["streams"][0]["frames"] > frames_before, 6.0, 0.2),
+              "frames flow again")
         check(kp.status()["ingestd"]["pid"] == ingestd_pid, "ingestd was not restarted")
     finally:
         for cam in cams:
