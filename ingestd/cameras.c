@@ -125,8 +125,9 @@ static void set_state(struct ing_camera *cam, unsigned s, enum ing_state state, 
 		snprintf(st->last_error, sizeof st->last_error, "%s", reason);
 	if (st->state == state)
 		return;
-	kp_info("%s/%s: %s%s%s", cam->conf.name, s ? "sub" : "main", state_names[state], reason && *reason ? ": " : "",
-		reason ? reason : "");
+	bool why = reason && *reason && state != ING_STREAMING && state != ING_CONNECTING;
+	kp_info("%s/%s: %s%s%s", cam->conf.name, s ? "sub" : "main", state_names[state], why ? ": " : "",
+		why ? reason : "");
 	st->state = state;
 	if (state == ING_STREAMING)
 		st->streaming_since_ms = now_ms();
