@@ -167,6 +167,37 @@ static int parse_uint(struct parse_ctx *p, const char *section, const char *key,
 	return 0;
 }
 
+/* max_disk_gb: gigabytes (10^9 bytes) with up to three decimals, kept as megabytes. */
+static int parse_gb(struct parse_ctx *p, const char *section, const char *key, const char *v, unsigned *out_mb)
+{
+	const char *s = v;
+	unsigned long long mb = 0;
+	int digits = 0, decimals = -1;
+	for (; *s; s++) {
+		if (*s == '.' && decimals < 0) {
+			decimals = 0;
+			continue;
+		}
+		if (!isdigit((unsigned char)*s) || decimals == 3 || mb > 1000000000ull)
+			break;
+		mb = mb * 10 + (unsigned)(*s - '0');
+		digits++;
+		if (decimals >= 0)
+			decimals++;
+	}
+	for (int d = decimals < 0 ? 0 : decimals; d < 3; d++)
+		mb *= 10;
+	if (*s || !digits || !isdigit((unsigned char)v[0]) || mb > 1000000000ull) {
+		add_error(p, p->line,
+			  "%s in [%s] must be a number of gigabytes from 0 to 1000000 with at most three decimals, "
+			  "not '%s'",
+			  key, section, v);
+		return -1;
+	}
+	*out_mb = (unsigned)mb;
+	return 0;
+}
+
 static int parse_bool(struct parse_ctx *p, const char *key, const char *v, bool *out)
 {
 	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
@@ -375,6 +406,8 @@ static int camera_key(struct parse_ctx *p, struct kp_camera_conf *cam, const cha
 		return parse_bool(p, key, v, &cam->motion_events);
 	if (!strcmp(key, "snapshot_interval"))
 		return parse_uint(p, "camera", key, v, 0, 86400, &cam->snapshot_interval);
+	if (!strcmp(key, "rollover_secs"))
+		return parse_uint(p, "camera", key, v, 1, 86400, &cam->rollover_secs);
 	add_error(p, p->line, "unknown key '%s' in [camera \"%s\"]", key, cam->name);
 	return -1;
 }
@@ -450,7 +483,7 @@ static int handler(void *user, const char *section, const char *key, const char 
 		return 1;
 	}
 	if (!strcmp(section, "retention") && !strcmp(key, "max_disk_gb"))
-		return parse_uint(p, section, key, value, 0, 1000000, &cfg->max_disk_gb) == 0;
+		return parse_gb(p, section, key, value, &cfg->max_disk_mb) == 0;
 	if (!strcmp(section, "retention") && !strcmp(key, "max_days"))
 		return parse_uint(p, section, key, value, 1, 3650, &cfg->max_days) == 0;
 	add_error(p, p->line, "unknown key '%s' in [%s]", key, section);
@@ -567,27 +600,30 @@ int kp_config_render(const struct kp_config *cfg, char *buf, size_t len)
 	int n = snprintf(buf, len,
 			 "[keeppeek]\ndata_dir = %s\nrun_dir = %s\nuser = %s\n\n[web]\nlisten = %s\n"
 			 "tls_cert = %s\ntls_key = %s\n\n[rtc]\nudp_ports = %u-%u\nstun_server = %s\n\n"
-			 "[retention]\nmax_disk_gb = %u\nmax_days = %u\n",
+			 "[retention]\nmax_disk_gb = %u.%03u\nmax_days = %u\n",
 			 shown(&cfg->data_dir, t[0], sizeof t[0]), shown(&cfg->run_dir, t[1], sizeof t[1]),
 			 shown(&cfg->user, t[2], sizeof t[2]), shown(&cfg->listen, t[3], sizeof t[3]),
 			 shown(&cfg->tls_cert, t[4], sizeof t[4]), shown(&cfg->tls_key, t[5], sizeof t[5]),
 			 cfg->udp_port_min, cfg->udp_port_max, shown(&cfg->stun_server, t[6], sizeof t[6]),
-			 cfg->max_disk_gb, cfg->max_days);
+			 cfg->max_disk_mb / 1000, cfg->max_disk_mb % 1000, cfg->max_days);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;
 	for (unsigned i = 0; i < cfg->ncameras; i++) {
 		const struct kp_camera_conf *c = &cfg->cameras[i];
+		char rollover[40] = "";
+		if (c->rollover_secs)
+			snprintf(rollover, sizeof rollover, "rollover_secs = %u\n", c->rollover_secs);
 		const char *streams = c->streams == (KP_STREAM_MAIN | KP_STREAM_SUB) ? "main, sub"
 				      : c->streams == KP_STREAM_MAIN                 ? "main"
 										     : "sub";
 		n = snprintf(buf + o, len - o,
 			     "\n[camera \"%s\"]\nurl = %s\n%s%s%sstreams = %s\nrecord = %s\nretention_days = %u\n"
-			     "motion_events = %s\nsnapshot_interval = %u\n",
+			     "motion_events = %s\nsnapshot_interval = %u\n%s",
 			     c->name, shown(&c->url, t[0], sizeof t[0]), c->sub_url.val[0] ? "sub_url = " : "",
 			     c->sub_url.val[0] ? shown(&c->sub_url, t[1], sizeof t[1]) : "",
 			     c->sub_url.val[0] ? "\n" : "", streams, record_names[c->record], c->retention_days,
-			     c->motion_events ? "yes" : "no", c->snapshot_interval);
+			     c->motion_events ? "yes" : "no", c->snapshot_interval, rollover);
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOSPC;
 		o += (size_t)n;

@@ -158,9 +158,16 @@ int kp_worker_send_peer(struct kp_worker *w, kp_Peer to, const kp_Envelope *env,
 
 int kp_worker_send_supervisor(struct kp_worker *w, const kp_Envelope *env)
 {
+	return kp_worker_send_supervisor_tail(w, env, NULL, 0);
+}
+
+int kp_worker_send_supervisor_tail(struct kp_worker *w, const kp_Envelope *env, const void *tail, size_t len)
+{
 	if (!w->sup)
 		return -ENOTCONN;
-	return kp_ipc_send(w->sup, env, NULL, 0, NULL, 0);
+	if (len > KP_IPC_TAIL_MAX_SUPERVISOR)
+		return -EMSGSIZE;
+	return kp_ipc_send(w->sup, env, tail, len, NULL, 0);
 }
 
 static void install_link(struct kp_worker *w, const kp_LinkNew *ln, struct kp_ipc_frame *f)
@@ -303,6 +310,8 @@ static void on_sup_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		stop(w, 0);
 		break;
 	default:
+		if (w->def->on_supervisor_request)
+			w->def->on_supervisor_request(w, env);
 		break;
 	}
 }

@@ -33,7 +33,9 @@ struct kp_worker_def {
 	void (*on_configured)(struct kp_worker *w, uint32_t generation);     /* batch complete */
 	void (*on_peer_frame)(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f);
 	void (*on_health)(struct kp_worker *w); /* before each health reply */
-	void (*on_stop)(struct kp_worker *w);   /* shutting down: release what you hold */
+	/* Requests from the supervisor beyond the runtime's own (keeppeekctl questions). */
+	void (*on_supervisor_request)(struct kp_worker *w, const kp_Envelope *env);
+	void (*on_stop)(struct kp_worker *w); /* shutting down: release what you hold */
 };
 
 int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv);
@@ -43,5 +45,7 @@ const kp_WorkerConfig *kp_worker_config(const struct kp_worker *w);
 /* 0, -ENOTCONN when the link to that peer is down, or kp_ipc_send's errors. */
 int kp_worker_send_peer(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len);
 int kp_worker_send_supervisor(struct kp_worker *w, const kp_Envelope *env);
+/* The same with a raw tail (at most KP_IPC_TAIL_MAX_SUPERVISOR bytes). */
+int kp_worker_send_supervisor_tail(struct kp_worker *w, const kp_Envelope *env, const void *tail, size_t len);
 
 #endif

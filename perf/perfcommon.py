@@ -7,6 +7,7 @@ import math
 import os
 import platform
 import subprocess
+import time
 
 
 def nearest_rank(values, p):
@@ -33,13 +34,27 @@ def loadavg():
 
 
 def cpu_jiffies():
-    """(busy, total) jiffies of the whole machine from /proc/stat (all CPUs)."""
+    """(busy, steal) jiffies of the whole machine from /proc/stat, all CPUs: busy is
+    user + nice + system + irq + softirq (guest time is inside user); steal is time the
+    hypervisor gave to someone else, which no process here used."""
     with open("/proc/stat") as f:
-        parts = f.readline().split()[1:]
-    vals = [int(x) for x in parts]
-    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)  # idle + iowait
-    total = sum(vals[:8])  # guest time is already counted in user/nice
-    return total - idle, total
+        v = [int(x) for x in f.readline().split()[1:]]
+    v += [0] * (8 - len(v))
+    return v[0] + v[1] + v[2] + v[5] + v[6], v[7]
+
+
+def wait_quiet(max_wait, threshold, probe=3.0):
+    """Waits (at most max_wait s) until the machine's busy CPU over `probe` seconds is at
+    most `threshold` cores, before anything of ours runs. Returns (cores, waited s)."""
+    t0 = time.monotonic()
+    while True:
+        a = cpu_jiffies()
+        time.sleep(probe)
+        b = cpu_jiffies()
+        cores = (b[0] - a[0]) / os.sysconf("SC_CLK_TCK") / probe
+        waited = time.monotonic() - t0
+        if cores <= threshold or waited >= max_wait:
+            return round(cores, 2), round(waited, 1)
 
 
 def machine():

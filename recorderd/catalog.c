@@ -670,3 +670,228 @@ int cat_stream_last_recording(struct cat_txn *t, uint32_t stream_id, uint64_t *r
 		*ret_id = sv.last_recording;
 	return r;
 }
+
+int cat_each_stream(struct cat_txn *t, int (*fn)(void *arg, uint32_t stream_id), void *arg)
+{
+	MDB_cursor *cur;
+	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_STREAMS], &cur));
+	if (r < 0)
+		return r;
+	MDB_val key, v;
+	int rc = mdb_cursor_get(cur, &key, &v, MDB_FIRST);
+	while (rc == 0) {
+		if (key.mv_size != 4) {
+			r = -EBADMSG;
+			break;
+		}
+		r = fn(arg, cat_get_be32(key.mv_data));
+		if (r)
+			break;
+		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		r = map_err(rc);
+	mdb_cursor_close(cur);
+	return r;
+}
+
+int cat_each_keyframe(struct cat_txn *t, uint32_t stream_id,
+		      int (*fn)(void *arg, int64_t ms, const struct cat_keyframe *k), void *arg)
+{
+	MDB_cursor *cur;
+	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_KEYFRAMES], &cur));
+	if (r < 0)
+		return r;
+	uint8_t k[CAT_KEY_KEYFRAME];
+	cat_key_keyframe(k, stream_id, INT64_MIN);
+	MDB_val key = val(k, sizeof k), v;
+	int rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
+	while (rc == 0) {
+		if (key.mv_size != CAT_KEY_KEYFRAME || cat_get_be32(key.mv_data) != stream_id)
+			break;
+		if (v.mv_size != sizeof(struct cat_keyframe)) {
+			r = -EBADMSG;
+			break;
+		}
+		struct cat_keyframe kf;
+		memcpy(&kf, v.mv_data, sizeof kf);
+		r = fn(arg, cat_get_be_time((const uint8_t *)key.mv_data + 4), &kf);
+		if (r)
+			break;
+		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		r = map_err(rc);
+	mdb_cursor_close(cur);
+	return r;
+}
+
+int cat_each_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t to_ms,
+			     int (*fn)(void *arg, int64_t bucket_ms, int64_t covered_ms), void *arg)
+{
+	MDB_cursor *cur;
+	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_COVERAGE], &cur));
+	if (r < 0)
+		return r;
+	uint8_t k[CAT_KEY_COV_BUCKET];
+	cat_key_cov_bucket(k, stream_id, from_ms);
+	MDB_val key = val(k, sizeof k), v;
+	int rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
+	while (rc == 0) {
+		const uint8_t *kp = key.mv_data;
+		if (key.mv_size != CAT_KEY_COV_BUCKET || cat_get_be32(kp) != stream_id || kp[4] != 1 ||
+		    cat_get_be_time(kp + 5) >= to_ms)
+			break;
+		int64_t ms;
+		if (v.mv_size != sizeof ms) {
+			r = -EBADMSG;
+			break;
+		}
+		memcpy(&ms, v.mv_data, sizeof ms);
+		r = fn(arg, cat_get_be_time(kp + 5), ms);
+		if (r)
+			break;
+		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		r = map_err(rc);
+	mdb_cursor_close(cur);
+	return r;
+}
+
+int cat_get_event(struct cat_txn *t, uint64_t id, struct cat_event *ret)
+{
+	uint8_t k[CAT_KEY_EVENT];
+	cat_be64(k, id);
+	return get(t, DB_EVENTS, k, sizeof k, ret, sizeof *ret);
+}
+
+int cat_truncate_recording(struct cat_txn *t, uint64_t id, uint32_t from_seq)
+{
+	struct cat_recording r;
+	int e = cat_get_recording(t, id, &r);
+	if (e < 0)
+		return e;
+	struct frag_list l = {0};
+	e = cat_each_fragment(t, id, collect_fragment, &l);
+	uint64_t bytes = 0;
+	uint32_t kept = 0;
+	int64_t end_ms = r.start_ms;
+	for (size_t i = 0; e == 0 && i < l.n; i++) {
+		const struct cat_fragment *f = &l.f[i];
+		if (f->seq < from_seq) {
+			kept++;
+			bytes = f->offset + f->length;
+			if (f->end_ms > end_ms)
+				end_ms = f->end_ms;
+			continue;
+		}
+		e = delete_fragment(t, r.stream_id, f);
+	}
+	free(l.f);
+	if (e < 0)
+		return e;
+	if (!kept)
+		return cat_delete_recording(t, id, NULL);
+	e = add_bytes(t, (int64_t)bytes - (int64_t)r.bytes);
+	r.bytes = bytes;
+	r.fragments = kept;
+	r.end_ms = end_ms;
+	return e < 0 ? e : put_recording(t, &r);
+}
+
+int cat_drop_keyframe(struct cat_txn *t, uint64_t recording_id, uint32_t seq)
+{
+	struct cat_recording r;
+	struct cat_fragment f;
+	int e = cat_get_recording(t, recording_id, &r);
+	if (e == 0)
+		e = cat_get_fragment(t, recording_id, seq, &f);
+	if (e < 0 || !f.keyframe_length)
+		return e;
+	uint8_t kk[CAT_KEY_KEYFRAME];
+	cat_key_keyframe(kk, r.stream_id, f.start_ms);
+	struct cat_keyframe kf;
+	if (get(t, DB_KEYFRAMES, kk, sizeof kk, &kf, sizeof kf) == 0 && kf.recording_id == recording_id)
+		e = del(t, DB_KEYFRAMES, kk, sizeof kk);
+	f.keyframe_offset = 0;
+	f.keyframe_length = 0;
+	uint8_t k[CAT_KEY_FRAGMENT];
+	cat_key_fragment(k, recording_id, seq);
+	return e < 0 ? e : put(t, DB_FRAGMENTS, k, sizeof k, &f, sizeof f);
+}
+
+int cat_delete_keyframe_row(struct cat_txn *t, uint32_t stream_id, int64_t ms)
+{
+	uint8_t kk[CAT_KEY_KEYFRAME];
+	cat_key_keyframe(kk, stream_id, ms);
+	return del(t, DB_KEYFRAMES, kk, sizeof kk);
+}
+
+struct rebuild {
+	struct cat_txn *t;
+	struct rec_cov *cov;
+	struct rec_buckets buckets;
+};
+
+static int rebuild_fragment(void *arg, const struct cat_fragment *f)
+{
+	struct rebuild *rb = arg;
+	rec_cov_add(rb->cov, f->start_ms, f->end_ms);
+	return rec_buckets_add(&rb->buckets, f->start_ms, f->end_ms);
+}
+
+static int rebuild_recording(void *arg, const struct cat_recording *r)
+{
+	struct rebuild *rb = arg;
+	return cat_each_fragment(rb->t, r->id, rebuild_fragment, rb);
+}
+
+int cat_rebuild_coverage(struct cat_txn *t, uint32_t stream_id)
+{
+	/* Every coverage key of the stream goes, then the summaries are written anew. */
+	MDB_cursor *cur;
+	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_COVERAGE], &cur));
+	if (r < 0)
+		return r;
+	uint8_t k[CAT_KEY_COV_RANGES];
+	cat_key_cov_ranges(k, stream_id);
+	MDB_val key = val(k, sizeof k), v;
+	int rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
+	while (rc == 0 && key.mv_size >= 4 && cat_get_be32(key.mv_data) == stream_id) {
+		rc = mdb_cursor_del(cur, 0);
+		if (rc == 0)
+			rc = mdb_cursor_get(cur, &key, &v, MDB_GET_CURRENT);
+	}
+	mdb_cursor_close(cur);
+	if (rc != 0 && rc != MDB_NOTFOUND && rc != EINVAL)
+		return map_err(rc);
+	struct rebuild rb = {.t = t, .cov = calloc(1, sizeof *rb.cov)};
+	if (!rb.cov)
+		return -ENOMEM;
+	rb.cov->exact_from_ms = INT64_MIN;
+	r = cat_each_stream_recording(t, stream_id, INT64_MIN, INT64_MAX, rebuild_recording, &rb);
+	if (r == 0)
+		r = put_coverage(t, stream_id, rb.cov);
+	for (size_t i = 0; r == 0 && i < rb.buckets.n; i++) {
+		uint8_t bk[CAT_KEY_COV_BUCKET];
+		cat_key_cov_bucket(bk, stream_id, rb.buckets.b[i].start_ms);
+		r = put(t, DB_COVERAGE, bk, sizeof bk, &rb.buckets.b[i].covered_ms, sizeof(int64_t));
+	}
+	free(rb.cov);
+	rec_buckets_free(&rb.buckets);
+	return r;
+}
+
+static int sum_bytes(void *arg, const struct cat_recording *r)
+{
+	*(uint64_t *)arg += r->bytes;
+	return 0;
+}
+
+int cat_recount_bytes(struct cat_txn *t)
+{
+	uint64_t total = 0;
+	int r = cat_each_recording(t, sum_bytes, &total);
+	return r < 0 ? r : set_meta_u64(t, "total_bytes", total);
+}

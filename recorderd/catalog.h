@@ -120,4 +120,28 @@ int cat_stream_last_recording(struct cat_txn *t, uint32_t stream_id, uint64_t *r
 /* Bytes of all indexed recordings. */
 int cat_total_bytes(struct cat_txn *t, uint64_t *ret);
 
+/* Every stream id with a row in streams, in order, until fn returns non-zero. */
+int cat_each_stream(struct cat_txn *t, int (*fn)(void *arg, uint32_t stream_id), void *arg);
+/* The keyframe rows of one stream in time order. */
+int cat_each_keyframe(struct cat_txn *t, uint32_t stream_id,
+		      int (*fn)(void *arg, int64_t ms, const struct cat_keyframe *k), void *arg);
+/* The stored coverage buckets of one stream starting in [from_ms, to_ms), in order. */
+int cat_each_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t to_ms,
+			     int (*fn)(void *arg, int64_t bucket_ms, int64_t covered_ms), void *arg);
+int cat_get_event(struct cat_txn *t, uint64_t id, struct cat_event *ret);
+
+/* Repairs (keeppeekctl check --repair). Each keeps the byte total and, except the
+ * last two, the coverage in step. */
+/* Drops the fragments of a recording from sequence from_seq on, with their keyframes;
+ * a recording left without fragments is deleted (its file is left to recovery). */
+int cat_truncate_recording(struct cat_txn *t, uint64_t id, uint32_t from_seq);
+/* Forgets that fragment (recording_id, seq) starts with a keyframe: its keyframe row goes. */
+int cat_drop_keyframe(struct cat_txn *t, uint64_t recording_id, uint32_t seq);
+/* Removes the keyframe row of a stream at ms (one naming no fragment). */
+int cat_delete_keyframe_row(struct cat_txn *t, uint32_t stream_id, int64_t ms);
+/* Rewrites a stream's coverage summaries from its fragments. */
+int cat_rebuild_coverage(struct cat_txn *t, uint32_t stream_id);
+/* Sets the byte total to the sum over the recordings. */
+int cat_recount_bytes(struct cat_txn *t);
+
 #endif

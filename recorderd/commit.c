@@ -28,7 +28,9 @@ struct rec_committer {
 	struct batch running; /* the commit thread's */
 	int retention_due;
 	struct rec_retention_policy policy;
-	uint64_t failures; /* consecutive */
+	uint64_t quota;           /* bytes, 0: none */
+	int64_t quota_idle_until; /* wall ms: no quota pass before (the last one found nothing) */
+	uint64_t failures;        /* consecutive */
 };
 
 static int grow(struct batch *b, size_t want)
@@ -138,11 +140,12 @@ static int index_batch(struct rec_committer *c, struct batch *b)
 	return r;
 }
 
-static void commit_running(struct rec_committer *c)
+/* Whether something was committed. */
+static int commit_running(struct rec_committer *c)
 {
 	struct batch *b = &c->running;
 	if (!b->n)
-		return;
+		return 0;
 	int r = sync_media(c, b);
 	if (r == 0) {
 		r = index_batch(c, b);
@@ -156,7 +159,7 @@ static void commit_running(struct rec_committer *c)
 				  (unsigned long long)c->failures);
 		c->failures = 0;
 		close_fds(b);
-		return;
+		return 1;
 	}
 	c->failures++;
 	/* Keep the items (their files are intact): they go first into the next batch. */
@@ -170,9 +173,11 @@ static void commit_running(struct rec_committer *c)
 		b->n = 0;
 	}
 	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
-static void retention(struct rec_committer *c, const struct rec_retention_policy *p)
+/* Returns how many recordings were deleted. */
+static unsigned retention(struct rec_committer *c, const struct rec_retention_policy *p)
 {
 	struct rec_retention_result r;
 	rec_retention_run(c->cat, c->data_dirfd, p, &r);
@@ -183,6 +188,25 @@ static void retention(struct rec_committer *c, const struct rec_retention_policy
 	if (r.unlink_failed)
 		kp_err("retention: %u files could not be removed (first %s: %s)", r.unlink_failed, r.unlink_path,
 		       strerror(r.unlink_err));
+	return r.deleted;
+}
+
+static int over_quota(struct rec_committer *c, uint64_t quota)
+{
+	struct cat_txn *t;
+	uint64_t total = 0;
+	if (!quota || cat_begin(c->cat, 0, &t) < 0)
+		return 0;
+	int r = cat_total_bytes(t, &total);
+	cat_abort(t);
+	return r == 0 && total > quota;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void *run(void *arg)
@@ -207,11 +231,15 @@ static void *run(void *arg)
 		c->open.n = 0;
 		int due = c->retention_due;
 		struct rec_retention_policy p = c->policy;
+		uint64_t quota = c->quota;
 		c->retention_due = 0;
 		pthread_mutex_unlock(&c->lock);
-		commit_running(c);
+		int committed = commit_running(c);
 		if (due && !c->failures)
 			retention(c, &p);
+		else if (committed && !stopping && wall_ms() >= c->quota_idle_until && over_quota(c, quota) &&
+			 !retention(c, &(struct rec_retention_policy){.max_bytes = quota, .now_ms = wall_ms()}))
+			c->quota_idle_until = wall_ms() + REC_QUOTA_IDLE_MS; /* nothing deletable yet */
 		pthread_mutex_lock(&c->lock);
 		if (stopping)
 			break;
@@ -274,6 +302,13 @@ int rec_commit_push(struct rec_committer *c, const struct rec_commit_item *it)
 		c->open.items[c->open.n++] = *it;
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+void rec_commit_quota(struct rec_committer *c, uint64_t max_bytes)
+{
+	pthread_mutex_lock(&c->lock);
+	c->quota = max_bytes;
+	pthread_mutex_unlock(&c->lock);
 }
 
 void rec_commit_retention(struct rec_committer *c, const struct rec_retention_policy *p)

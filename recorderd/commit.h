@@ -12,6 +12,7 @@
 
 #define REC_COMMIT_INTERVAL_MS 250
 #define REC_COMMIT_MAX_ITEMS   65536 /* backlog while the disk is slower than the cameras */
+#define REC_QUOTA_IDLE_MS      5000  /* after a quota pass that could delete nothing */
 
 enum rec_item_kind { REC_ITEM_FRAGMENT, REC_ITEM_CLOSE, REC_ITEM_EVENT };
 
@@ -32,6 +33,11 @@ void rec_commit_free(struct rec_committer *c);
 
 /* Queues a copy of it; -ENOBUFS when REC_COMMIT_MAX_ITEMS wait already. */
 int rec_commit_push(struct rec_committer *c, const struct rec_commit_item *it);
+
+/* The disk quota (0: none): after every commit that leaves the indexed bytes above it,
+ * a retention pass removes the oldest recordings, so it holds within a commit interval
+ * (when a pass finds nothing to delete, the next waits REC_QUOTA_IDLE_MS). */
+void rec_commit_quota(struct rec_committer *c, uint64_t max_bytes);
 
 /* Asks for a retention pass after the next commit, with this policy. */
 void rec_commit_retention(struct rec_committer *c, const struct rec_retention_policy *p);

@@ -1,6 +1,8 @@
 /* Coverage interval merging and bucket splitting (see coverage.h). */
 #include "coverage.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void drop_oldest(struct rec_cov *c)
@@ -102,4 +104,79 @@ int rec_cov_next_bucket(int64_t start_ms, int64_t end_ms, int64_t *b_start, int6
 	*b_start = b;
 	*ret_covered_ms = e - s;
 	return 1;
+}
+
+static int reserve(void **p, size_t *cap, size_t want, size_t size)
+{
+	if (want <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 64;
+	void *np = realloc(*p, ncap * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+int rec_ranges_add(struct rec_ranges *rs, int64_t start_ms, int64_t end_ms)
+{
+	if (end_ms <= start_ms)
+		return 0;
+	/* First range ending at or after start (touching merges), as in rec_cov_add; from
+	 * the end, because fragments mostly arrive in time order. */
+	size_t lo = rs->n;
+	while (lo > 0 && rs->r[lo - 1].end_ms >= start_ms)
+		lo--;
+	size_t hi = lo;
+	while (hi < rs->n && rs->r[hi].start_ms <= end_ms)
+		hi++;
+	if (hi > lo) {
+		if (rs->r[lo].start_ms < start_ms)
+			start_ms = rs->r[lo].start_ms;
+		if (rs->r[hi - 1].end_ms > end_ms)
+			end_ms = rs->r[hi - 1].end_ms;
+		memmove(&rs->r[lo + 1], &rs->r[hi], (rs->n - hi) * sizeof rs->r[0]);
+		rs->n -= hi - lo - 1;
+	} else {
+		if (reserve((void **)&rs->r, &rs->cap, rs->n + 1, sizeof rs->r[0]) < 0)
+			return -ENOMEM;
+		memmove(&rs->r[lo + 1], &rs->r[lo], (rs->n - lo) * sizeof rs->r[0]);
+		rs->n++;
+	}
+	rs->r[lo].start_ms = start_ms;
+	rs->r[lo].end_ms = end_ms;
+	return 0;
+}
+
+int rec_buckets_add(struct rec_buckets *bs, int64_t start_ms, int64_t end_ms)
+{
+	int64_t b = INT64_MIN, part;
+	while (rec_cov_next_bucket(start_ms, end_ms, &b, &part)) {
+		size_t i = bs->n;
+		while (i > 0 && bs->b[i - 1].start_ms > b)
+			i--;
+		if (i > 0 && bs->b[i - 1].start_ms == b) {
+			bs->b[i - 1].covered_ms += part;
+			continue;
+		}
+		if (reserve((void **)&bs->b, &bs->cap, bs->n + 1, sizeof bs->b[0]) < 0)
+			return -ENOMEM;
+		memmove(&bs->b[i + 1], &bs->b[i], (bs->n - i) * sizeof bs->b[0]);
+		bs->n++;
+		bs->b[i] = (struct rec_bucket){.start_ms = b, .covered_ms = part};
+	}
+	return 0;
+}
+
+void rec_ranges_free(struct rec_ranges *rs)
+{
+	free(rs->r);
+	memset(rs, 0, sizeof *rs);
+}
+
+void rec_buckets_free(struct rec_buckets *bs)
+{
+	free(bs->b);
+	memset(bs, 0, sizeof *bs);
 }

@@ -5,6 +5,7 @@
 #ifndef KP_REC_COVERAGE_H
 #define KP_REC_COVERAGE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define REC_COV_MAX_RANGES 256
@@ -27,6 +28,29 @@ void rec_cov_add(struct rec_cov *c, int64_t start_ms, int64_t end_ms);
 
 /* Removes [start, end) (a range may split; a split that would overflow drops the oldest). */
 void rec_cov_remove(struct rec_cov *c, int64_t start_ms, int64_t end_ms);
+
+/* An uncapped union of intervals and per-bucket sums, built from fragments by
+ * keeppeekctl check and by a coverage rebuild. Cheap for intervals that arrive in
+ * time order (the usual case); others are inserted. */
+struct rec_ranges {
+	struct rec_range *r;
+	size_t n, cap;
+};
+
+struct rec_bucket {
+	int64_t start_ms, covered_ms;
+};
+
+struct rec_buckets {
+	struct rec_bucket *b;
+	size_t n, cap;
+};
+
+/* Both return -ENOMEM, else 0. */
+int rec_ranges_add(struct rec_ranges *rs, int64_t start_ms, int64_t end_ms);
+int rec_buckets_add(struct rec_buckets *bs, int64_t start_ms, int64_t end_ms);
+void rec_ranges_free(struct rec_ranges *rs);
+void rec_buckets_free(struct rec_buckets *bs);
 
 /* The part of [start, end) inside bucket b_start (REC_COV_BUCKET_MS long), walking the
  * buckets an interval touches: first call with *b_start = INT64_MIN; returns 0 when done. */

@@ -3,6 +3,7 @@
 #include "intake.h"
 #include "kp_limits.h"
 #include "recorder.h"
+#include "requests.h"
 #include "sandbox.h"
 #include "worker.h"
 
@@ -19,6 +20,7 @@ static const struct kp_worker_def recorderd = {
     .on_configured = rec_configured,
     .on_peer_frame = rec_intake_frame,
     .on_health = rec_intake_report,
+    .on_supervisor_request = rec_request,
     .on_stop = rec_stop,
 };
 

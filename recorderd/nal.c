@@ -57,6 +57,13 @@ int rec_nal_type(enum rec_codec codec, const struct rec_nal *n)
 	return codec == REC_CODEC_H265 ? (n->data[0] >> 1) & 0x3f : n->data[0] & 0x1f;
 }
 
+int rec_nal_is_vcl(enum rec_codec codec, int type)
+{
+	if (codec == REC_CODEC_H265)
+		return type >= 0 && type <= 31;
+	return type >= 1 && type <= 5;
+}
+
 int rec_nal_is_keyframe_slice(enum rec_codec codec, int type)
 {
 	if (codec == REC_CODEC_H265)

@@ -36,6 +36,9 @@ int rec_nal_split(const uint8_t *buf, size_t len, struct rec_nal *ret_nals, unsi
 /* The NAL unit type (H.264: 5 bits, H.265: 6 bits); -EBADMSG for an empty unit. */
 int rec_nal_type(enum rec_codec codec, const struct rec_nal *n);
 
+/* Whether the unit carries a picture slice (a VCL unit). */
+int rec_nal_is_vcl(enum rec_codec codec, int type);
+
 /* Whether the unit is an IRAP/IDR picture slice. */
 int rec_nal_is_keyframe_slice(enum rec_codec codec, int type);
 

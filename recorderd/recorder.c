@@ -14,6 +14,7 @@
 #include "kp_limits.h"
 #include "log.h"
 #include "recovery.h"
+#include "requests.h"
 #include "stream.h"
 
 struct camera {
@@ -22,6 +23,7 @@ struct camera {
 	uint32_t streams; /* bit 0 main, bit 1 sub */
 	uint32_t record;  /* 0 continuous, 1 events, 2 off */
 	uint32_t retention_days;
+	uint32_t rollover_ms; /* 0: the default */
 	struct rec_stream s[2];
 };
 
@@ -173,6 +175,9 @@ static void apply_cameras(void)
 		c->streams = cc->streams;
 		c->record = cc->record;
 		c->retention_days = cc->retention_days;
+		c->rollover_ms = cc->rollover_secs * 1000u;
+		for (uint32_t s = 0; s < 2; s++)
+			c->s[s].rollover_ms = c->rollover_ms;
 		for (uint32_t s = 0; s < 2; s++)
 			if (c->record == 2 || !(c->streams & (1u << s)))
 				rec_stream_close(&c->s[s]);
@@ -200,6 +205,7 @@ void rec_configured(struct kp_worker *w, uint32_t generation)
 			return;
 		}
 		R.started = 1;
+		rec_requests_open(w, R.cat, R.data_dirfd);
 		uv_timer_init(kp_worker_loop(w), &R.retention_timer);
 		uv_timer_start(&R.retention_timer, on_retention, 5000, REC_RETENTION_EVERY_MS);
 	}
@@ -207,7 +213,8 @@ void rec_configured(struct kp_worker *w, uint32_t generation)
 		return;
 	R.env.rollover_ms = wc->record_rollover_secs ? wc->record_rollover_secs * 1000u : REC_DEFAULT_ROLLOVER_MS;
 	R.max_days = wc->retention_max_days;
-	R.max_bytes = (uint64_t)wc->retention_max_disk_gb << 30;
+	R.max_bytes = (uint64_t)wc->retention_max_disk_mb * 1000000u;
+	rec_commit_quota(R.env.commit, R.max_bytes);
 	apply_cameras();
 }
 
@@ -275,6 +282,7 @@ void rec_stop(struct kp_worker *w)
 	(void)w;
 	if (!R.started)
 		return;
+	rec_requests_close();
 	for (unsigned i = 0; i < R.ncams; i++)
 		for (uint32_t s = 0; s < 2; s++)
 			rec_stream_close(&R.cams[i].s[s]);

@@ -232,7 +232,8 @@ static int ensure_file(struct rec_stream *s, enum rec_codec codec, int64_t pts, 
 	int changed = s->track.codec != codec || s->track.width != width || s->track.height != height ||
 		      !same_ps(&ps.sps, &s->ps.sps) || !same_ps(&ps.pps, &s->ps.pps) || !same_ps(&ps.vps, &s->ps.vps);
 	int64_t derived_ms = s->anchor_ms + floor_div90(pts - s->anchor_pts);
-	int rollover = s->fd >= 0 && wall_ms - s->rec.start_ms >= (int64_t)s->env->rollover_ms;
+	uint32_t rollover_ms = s->rollover_ms ? s->rollover_ms : s->env->rollover_ms;
+	int rollover = s->fd >= 0 && wall_ms - s->rec.start_ms >= (int64_t)rollover_ms;
 	if (s->fd >= 0 && !changed && !rollover)
 		return 0;
 	close_file(s);

@@ -35,6 +35,7 @@ struct rec_stream {
 	char camera[KP_CAMERA_NAME_MAX + 1];
 	uint32_t stream;
 	uint32_t stream_id;
+	uint32_t rollover_ms; /* 0: env->rollover_ms */
 	enum rec_stream_state state;
 	char last_error[160];
 

@@ -1,6 +1,7 @@
 /* The control socket (run_dir/control.sock, mode 0660): accepts at most
  * KP_CONTROL_MAX_CLIENTS keeppeekctl connections, reads framed ControlRequests and
- * answers each with a ControlReply whose raw tail is the text output. */
+ * answers each with a ControlReply whose raw tail is the output: at once, or later
+ * (control_answer) for questions relayed to a worker. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 struct control_client {
 	struct control *ctl;
 	struct kp_ipc *ipc;
+	uint64_t serial; /* which connection holds this slot: tickets name it */
 };
 
 struct control {
@@ -28,8 +30,17 @@ struct control {
 	uv_poll_t poll;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct control_client clients[KP_CONTROL_MAX_CLIENTS];
+	uint64_t next_serial;
 	unsigned refused;
 };
+
+static int reply(struct kp_ipc *c, int code, const void *out, size_t len)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_control_reply_tag;
+	env.msg.control_reply.exit_code = code;
+	return kp_ipc_send(c, &env, out, len, NULL, 0);
+}
 
 static const struct kp_ipc_limits client_limits = {
     .kind = KP_LINK_CONTROL_REQUEST,
@@ -52,11 +63,11 @@ static void on_client_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	struct control_client *cl = arg;
 	static char out[CONTROL_OUT_MAX];
 	out[0] = '\0';
-	int code = control_run(cl->ctl->s, &f->env->msg.control_request, out, sizeof out);
-	kp_Envelope env = kp_Envelope_init_zero;
-	env.which_msg = kp_Envelope_control_reply_tag;
-	env.msg.control_reply.exit_code = code;
-	int r = kp_ipc_send(c, &env, out, strlen(out), NULL, 0);
+	uint64_t ticket = cl->serial * KP_CONTROL_MAX_CLIENTS + (uint64_t)(cl - cl->ctl->clients);
+	int code = control_run(cl->ctl->s, &f->env->msg.control_request, out, sizeof out, ticket);
+	if (code == CONTROL_PENDING)
+		return;
+	int r = reply(c, code, out, strlen(out));
 	if (r < 0)
 		kp_warn("control client: reply failed: %s", strerror(-r));
 }
@@ -85,6 +96,7 @@ static void on_accept(uv_poll_t *h, int status, int events)
 			continue;
 		}
 		slot->ctl = ctl;
+		slot->serial = ++ctl->next_serial;
 		int r =
 		    kp_ipc_open(ctl->s->loop, fd, &client_limits, on_client_frame, on_client_error, slot, &slot->ipc);
 		if (r < 0) {
@@ -92,6 +104,17 @@ static void on_accept(uv_poll_t *h, int status, int events)
 			close(fd);
 		}
 	}
+}
+
+int control_answer(struct supervisor *s, uint64_t ticket, int code, const void *out, size_t len)
+{
+	struct control *ctl = s->control;
+	if (!ctl)
+		return -ESHUTDOWN;
+	struct control_client *cl = &ctl->clients[ticket % KP_CONTROL_MAX_CLIENTS];
+	if (!cl->ipc || cl->serial != ticket / KP_CONTROL_MAX_CLIENTS)
+		return -ENOENT; /* that client has gone */
+	return reply(cl->ipc, code, out, len);
 }
 
 /* A socket file left by a dead keeppeekd is removed; a live one means we must not start. */

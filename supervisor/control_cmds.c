@@ -1,10 +1,17 @@
 /* What keeppeekctl can ask the supervisor: status (table or JSON), restart WORKER,
- * reload, config show (redacted) and version. Each writes its answer as text and
- * returns keeppeekctl's exit code (0 ok, 1 failure, 2 usage). */
+ * reload, config show (redacted) and version, answered here; check, coverage and
+ * keyframe, relayed to recorderd (which owns the catalog) and answered when its
+ * RecorderReply pieces are complete. Each answer is text (or the keyframe's bytes) with
+ * keeppeekctl's exit code (0 ok, 1 failure, 2 usage). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "kp_limits.h"
+#include "log.h"
 
 #include "kp_build_config.h"
 #include "supervisor.h"
@@ -81,10 +88,202 @@ static void status(struct supervisor *s, bool json, struct kp_out *o)
 		kp_out_put(o, "]}\n");
 }
 
-int control_run(struct supervisor *s, const kp_ControlRequest *req, char *buf, size_t len)
+/* Questions waiting for recorderd: at most one per control client. */
+static struct relay {
+	uint32_t id; /* 0: free */
+	uint64_t ticket;
+	char *buf;
+	size_t len;
+	int truncated;
+} relays[KP_CONTROL_MAX_CLIENTS];
+static uint32_t next_relay_id;
+
+static void relay_end(struct supervisor *s, struct relay *r, int code)
+{
+	static const char note[] = "\n(answer truncated at the control reply ceiling)\n";
+	if (r->truncated && r->len + sizeof note <= KP_IPC_TAIL_MAX_CONTROL) {
+		memcpy(r->buf + r->len, note, sizeof note - 1);
+		r->len += sizeof note - 1;
+	}
+	int e = control_answer(s, r->ticket, r->truncated ? 1 : code, r->buf, r->len);
+	if (e < 0 && e != -ENOENT)
+		kp_warn("control client: answer from recorderd not delivered: %s", strerror(-e));
+	free(r->buf);
+	*r = (struct relay){0};
+}
+
+/* Sends env (its request id set here) to recorderd; CONTROL_PENDING or an exit code. */
+static int relay(struct supervisor *s, kp_Envelope *env, uint32_t *id, uint64_t ticket, struct kp_out *o)
+{
+	struct proc *p = proc_by_peer(s, kp_Peer_PEER_RECORDERD);
+	if (!p || p->state != PROC_RUNNING || !p->ipc) {
+		kp_out_put(o, "recorderd is not running (%s); try again\n", p ? proc_state_name(p->state) : "?");
+		return 1;
+	}
+	struct relay *r = NULL;
+	for (unsigned i = 0; i < KP_CONTROL_MAX_CLIENTS && !r; i++)
+		if (!relays[i].id)
+			r = &relays[i];
+	if (!r) {
+		kp_out_put(o, "too many questions are waiting for recorderd; try again\n");
+		return 1;
+	}
+	if (++next_relay_id == 0)
+		next_relay_id = 1;
+	*id = next_relay_id;
+	int e = kp_ipc_send(p->ipc, env, NULL, 0, NULL, 0);
+	if (e < 0) {
+		kp_out_put(o, "asking recorderd failed: %s\n", strerror(-e));
+		return 1;
+	}
+	*r = (struct relay){.id = *id, .ticket = ticket};
+	return CONTROL_PENDING;
+}
+
+void control_relay_reply(struct supervisor *s, const kp_RecorderReply *rr, const uint8_t *tail, size_t len)
+{
+	struct relay *r = NULL;
+	for (unsigned i = 0; i < KP_CONTROL_MAX_CLIENTS && !r; i++)
+		if (rr->id && relays[i].id == rr->id)
+			r = &relays[i];
+	if (!r)
+		return; /* a question whose answer was already given up on */
+	if (len && !r->truncated) {
+		size_t room = KP_IPC_TAIL_MAX_CONTROL - 64 - r->len;
+		size_t n = len < room ? len : room;
+		char *nb = realloc(r->buf, r->len + n + 64);
+		if (!nb || n < len)
+			r->truncated = 1;
+		if (nb) {
+			r->buf = nb;
+			memcpy(r->buf + r->len, tail, n);
+			r->len += n;
+		}
+	}
+	if (rr->done)
+		relay_end(s, r, rr->exit_code);
+}
+
+void control_relay_lost(struct supervisor *s)
+{
+	static const char msg[] = "recorderd stopped before it answered; try again\n";
+	for (unsigned i = 0; i < KP_CONTROL_MAX_CLIENTS; i++) {
+		struct relay *r = &relays[i];
+		if (!r->id)
+			continue;
+		free(r->buf);
+		int e = control_answer(s, r->ticket, 1, msg, sizeof msg - 1);
+		if (e < 0 && e != -ENOENT)
+			kp_warn("control client: answer not delivered: %s", strerror(-e));
+		*r = (struct relay){0};
+	}
+}
+
+static int parse_ms(const char *v, int64_t *ret)
+{
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (!v[0] || *end || errno)
+		return -EINVAL;
+	*ret = n;
+	return 0;
+}
+
+static int parse_stream(const char *v, uint32_t *ret)
+{
+	if (!strcmp(v, "main"))
+		*ret = 0;
+	else if (!strcmp(v, "sub"))
+		*ret = 1;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int64_t wall_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* check [--repair] */
+static int check(struct supervisor *s, const kp_ControlRequest *req, uint64_t ticket, struct kp_out *o)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_check_request_tag;
+	kp_CheckRequest *q = &env.msg.check_request;
+	q->json = req->json;
+	if (req->args_count > 1 || (req->args_count == 1 && strcmp(req->args[0], "--repair"))) {
+		kp_out_put(o, "usage: check [--repair] [--json]\n");
+		return 2;
+	}
+	q->repair = req->args_count == 1;
+	return relay(s, &env, &q->id, ticket, o);
+}
+
+/* coverage CAMERA STREAM [--from MS] [--to MS] [--bucket MS] */
+static int coverage(struct supervisor *s, const kp_ControlRequest *req, uint64_t ticket, struct kp_out *o)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_coverage_request_tag;
+	kp_CoverageRequest *q = &env.msg.coverage_request;
+	q->json = req->json;
+	q->to_ms = wall_now_ms();
+	q->bucket_ms = 6 * 3600 * 1000ll;
+	int bad = req->args_count < 2 || (req->args_count % 2) || parse_stream(req->args[1], &q->stream) < 0 ||
+		  strlen(req->args[0]) >= sizeof q->camera;
+	int have_from = 0;
+	for (pb_size_t i = 2; !bad && i + 1 < req->args_count; i += 2) {
+		const char *k = req->args[i];
+		int64_t v = 0;
+		bad = parse_ms(req->args[i + 1], &v) < 0;
+		if (!strcmp(k, "--from")) {
+			q->from_ms = v;
+			have_from = 1;
+		} else if (!strcmp(k, "--to"))
+			q->to_ms = v;
+		else if (!strcmp(k, "--bucket"))
+			q->bucket_ms = v;
+		else
+			bad = 1;
+	}
+	if (bad) {
+		kp_out_put(o, "usage: coverage CAMERA main|sub [--from MS] [--to MS] [--bucket MS] [--json]\n");
+		return 2;
+	}
+	if (!have_from)
+		q->from_ms = q->to_ms - 24 * 3600 * 1000ll;
+	snprintf(q->camera, sizeof q->camera, "%s", req->args[0]);
+	return relay(s, &env, &q->id, ticket, o);
+}
+
+/* keyframe CAMERA STREAM TIME_MS */
+static int keyframe(struct supervisor *s, const kp_ControlRequest *req, uint64_t ticket, struct kp_out *o)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_keyframe_request_tag;
+	kp_KeyframeRequest *q = &env.msg.keyframe_request;
+	if (req->args_count != 3 || strlen(req->args[0]) >= sizeof q->camera ||
+	    parse_stream(req->args[1], &q->stream) < 0 || parse_ms(req->args[2], &q->time_ms) < 0) {
+		kp_out_put(o, "usage: keyframe CAMERA main|sub TIME_MS\n");
+		return 2;
+	}
+	snprintf(q->camera, sizeof q->camera, "%s", req->args[0]);
+	return relay(s, &env, &q->id, ticket, o);
+}
+
+int control_run(struct supervisor *s, const kp_ControlRequest *req, char *buf, size_t len, uint64_t ticket)
 {
 	struct kp_out o = {.buf = buf, .len = len};
 	buf[0] = '\0';
+	if (!strcmp(req->command, "check"))
+		return check(s, req, ticket, &o);
+	if (!strcmp(req->command, "coverage"))
+		return coverage(s, req, ticket, &o);
+	if (!strcmp(req->command, "keyframe"))
+		return keyframe(s, req, ticket, &o);
 	if (!strcmp(req->command, "status") && req->args_count == 0) {
 		status(s, req->json, &o);
 		return 0;

@@ -19,6 +19,12 @@
 
 #define DEFAULT_SOCKET     "/run/keeppeek/control.sock"
 #define REPLY_TIMEOUT_SECS 15
+#define CHECK_TIMEOUT_SECS 3600 /* a check reads every catalogued file */
+
+enum out_mode {
+	OUT_BY_CODE, /* stdout on success, stderr otherwise */
+	OUT_STDOUT,  /* a report: stdout whatever the exit code */
+};
 
 static void usage(FILE *f)
 {
@@ -30,6 +36,11 @@ static void usage(FILE *f)
 		   "  reload                 re-read the configuration (like SIGHUP)\n"
 		   "  config check FILE      validate a configuration file; starts nothing\n"
 		   "  config show            the running configuration, secrets redacted\n"
+		   "  check [--repair]       verify the catalog against the recording files\n"
+		   "  coverage CAMERA STREAM [--from MS] [--to MS] [--bucket MS]\n"
+		   "                         recorded time of a stream (exact ranges and buckets)\n"
+		   "  keyframe CAMERA STREAM TIME_MS\n"
+		   "                         the recorded keyframe at that time, Annex-B, to stdout\n"
 		   "  version                client and daemon versions\n");
 }
 
@@ -63,7 +74,8 @@ static int write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int call(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect)
+static int call_with(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect,
+		     int timeout_secs, enum out_mode mode)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(sock) >= sizeof sa.sun_path) {
@@ -80,7 +92,7 @@ static int call(const char *sock, const char *command, char **args, int nargs, b
 			close(fd);
 		return 1;
 	}
-	struct timeval tv = {.tv_sec = REPLY_TIMEOUT_SECS};
+	struct timeval tv = {.tv_sec = timeout_secs};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = kp_Envelope_control_request_tag;
@@ -126,9 +138,15 @@ static int call(const char *sock, const char *command, char **args, int nargs, b
 		return 1;
 	}
 	if (text)
-		fwrite(text, 1, reply.tail_len, reply.msg.control_reply.exit_code ? stderr : stdout);
+		fwrite(text, 1, reply.tail_len,
+		       reply.msg.control_reply.exit_code && mode == OUT_BY_CODE ? stderr : stdout);
 	free(text);
 	return reply.msg.control_reply.exit_code;
+}
+
+static int call(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect)
+{
+	return call_with(sock, command, args, nargs, json, quiet_connect, REPLY_TIMEOUT_SECS, OUT_BY_CODE);
 }
 
 static int config_check(const char *path)
@@ -211,6 +229,31 @@ int main(int argc, char **argv)
 			return call(sock, "config-show", NULL, 0, json, false);
 		usage(stderr);
 		return 2;
+	}
+	if (!strcmp(cmd, "check")) {
+		if (n > 2 || (n == 2 && strcmp(rest[1], "--repair"))) {
+			usage(stderr);
+			return 2;
+		}
+		return call_with(sock, cmd, rest + 1, n - 1, json, false, CHECK_TIMEOUT_SECS, OUT_STDOUT);
+	}
+	if (!strcmp(cmd, "coverage")) {
+		if (n < 3) {
+			usage(stderr);
+			return 2;
+		}
+		return call(sock, cmd, rest + 1, n - 1, json, false);
+	}
+	if (!strcmp(cmd, "keyframe")) {
+		if (n != 4) {
+			usage(stderr);
+			return 2;
+		}
+		if (json) {
+			fprintf(stderr, "keeppeekctl: keyframe writes bytes; --json does not apply\n");
+			return 2;
+		}
+		return call(sock, cmd, rest + 1, n - 1, false, false);
 	}
 	if (!strcmp(cmd, "version")) {
 		if (n != 1) {

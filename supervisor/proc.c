@@ -130,6 +130,7 @@ static int send_cameras(struct proc *p)
 		cc->record = (uint32_t)c->record;
 		cc->retention_days = c->retention_days;
 		cc->snapshot_interval = c->snapshot_interval;
+		cc->rollover_secs = c->rollover_secs;
 		int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
 		if (r < 0)
 			return r;
@@ -150,7 +151,7 @@ static void send_config(struct proc *p)
 	snprintf(wc->user, sizeof wc->user, "%s", s->cfg.user.val);
 	wc->change_uid = s->change_uid;
 	wc->retention_max_days = s->cfg.max_days;
-	wc->retention_max_disk_gb = s->cfg.max_disk_gb;
+	wc->retention_max_disk_mb = s->cfg.max_disk_mb;
 	wc->uid = (uint32_t)s->uid;
 	wc->gid = (uint32_t)s->gid;
 	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
@@ -205,6 +206,10 @@ static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		if (p->peer == kp_Peer_PEER_RECORDERD)
 			cameras_on_recording(s, &f->env->msg.recording_status);
 		break;
+	case kp_Envelope_recorder_reply_tag:
+		if (p->peer == kp_Peer_PEER_RECORDERD)
+			control_relay_reply(s, &f->env->msg.recorder_reply, f->tail, f->tail_len);
+		break;
 	default:
 		break;
 	}
@@ -256,6 +261,8 @@ static void on_exit_cb(uv_process_t *h, int64_t status, int term_signal)
 	p->ipc = NULL;
 	uv_close((uv_handle_t *)h, on_handle_closed);
 	p->pid = 0;
+	if (p->peer == kp_Peer_PEER_RECORDERD)
+		control_relay_lost(s);
 	if (s->stopping) {
 		p->state = PROC_STOPPED;
 		kp_info("%s stopped: %s", p->name, p->last_exit);

@@ -130,8 +130,17 @@ void kp_out_json_string(struct kp_out *o, const char *s);
 /* control.c */
 int control_open(struct supervisor *s, const char *path, char *err, size_t errlen);
 void control_close(struct supervisor *s);
+/* The later answer to the request that got CONTROL_PENDING with this ticket; -ENOENT
+ * when that client has gone. */
+int control_answer(struct supervisor *s, uint64_t ticket, int code, const void *out, size_t len);
 
-/* control_cmds.c: runs one request, writes the text answer, returns the exit code. */
-int control_run(struct supervisor *s, const kp_ControlRequest *req, char *out, size_t outlen);
+/* control_cmds.c: runs one request, writes the text answer, returns the exit code, or
+ * CONTROL_PENDING when a worker answers later (control_answer with ticket). */
+#define CONTROL_PENDING (-1)
+int control_run(struct supervisor *s, const kp_ControlRequest *req, char *out, size_t outlen, uint64_t ticket);
+/* A piece of recorderd's answer to a relayed question. */
+void control_relay_reply(struct supervisor *s, const kp_RecorderReply *rr, const uint8_t *tail, size_t len);
+/* recorderd is gone: questions waiting for it are answered with a failure. */
+void control_relay_lost(struct supervisor *s);
 
 #endif

@@ -45,10 +45,10 @@ struct input {
 
 struct result {
 	double wall_ms, cpu_ms;
-	uint64_t bytes;       /* file size */
+	uint64_t bytes;        /* file size */
 	uint64_t sample_bytes; /* length-prefixed sample bytes (own writer) */
-	unsigned fragments;   /* fragments written (own) or fragment ends seen by the AVIO callback */
-	unsigned writes;      /* write system calls */
+	unsigned fragments;    /* fragments written (own) or fragment ends seen by the AVIO callback */
+	unsigned writes;       /* write system calls */
 };
 
 static void die(const char *what, int err)
@@ -183,7 +183,8 @@ static void own_frame(struct own *o, const struct input *in, const struct au *a,
 			die("rec_nal_param_sets", -r);
 		o->ps = ps;
 		if (!o->have_file) {
-			struct rec_track t = {.codec = in->codec, .width = (uint16_t)in->width, .height = (uint16_t)in->height};
+			struct rec_track t = {
+			    .codec = in->codec, .width = (uint16_t)in->width, .height = (uint16_t)in->height};
 			r = rec_codec_config(in->codec, &ps, t.config, sizeof t.config, &t.config_len);
 			if (r < 0)
 				die("rec_codec_config", -r);
@@ -389,25 +390,37 @@ int main(int argc, char **argv)
 	const char *input = NULL, *out_own = NULL, *out_lavf = NULL;
 	unsigned frames = 3000, runs = 15, warmup = 3;
 	int avio_buffer = 32768; /* libavformat's own IO_BUFFER_SIZE */
-	static const struct option lo[] = {{"input", required_argument, NULL, 'i'},
-					   {"out-own", required_argument, NULL, 'a'},
-					   {"out-lavf", required_argument, NULL, 'b'},
-					   {"frames", required_argument, NULL, 'f'},
-					   {"runs", required_argument, NULL, 'r'},
-					   {"warmup", required_argument, NULL, 'w'},
-					   {"avio-buffer", required_argument, NULL, 'B'},
-					   {NULL, 0, NULL, 0}};
+	static const struct option lo[] = {
+	    {"input", required_argument, NULL, 'i'},       {"out-own", required_argument, NULL, 'a'},
+	    {"out-lavf", required_argument, NULL, 'b'},    {"frames", required_argument, NULL, 'f'},
+	    {"runs", required_argument, NULL, 'r'},        {"warmup", required_argument, NULL, 'w'},
+	    {"avio-buffer", required_argument, NULL, 'B'}, {NULL, 0, NULL, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'i': input = optarg; break;
-		case 'a': out_own = optarg; break;
-		case 'b': out_lavf = optarg; break;
-		case 'f': frames = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'r': runs = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'w': warmup = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'B': avio_buffer = atoi(optarg); break;
-		default: usage();
+		case 'i':
+			input = optarg;
+			break;
+		case 'a':
+			out_own = optarg;
+			break;
+		case 'b':
+			out_lavf = optarg;
+			break;
+		case 'f':
+			frames = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'r':
+			runs = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'w':
+			warmup = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'B':
+			avio_buffer = atoi(optarg);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (!input || !out_own || !out_lavf || !frames || !runs || avio_buffer < 4096)

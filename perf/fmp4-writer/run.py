@@ -20,6 +20,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(HERE))
 import perfcommon as pc  # noqa: E402
 
@@ -71,6 +72,9 @@ def main():
     ap.add_argument("--avio-buffer", type=int, default=32768, help="libavformat AVIO buffer bytes")
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                     help="where the output files go (default /dev/shm: the writers' CPU, not the disk)")
+    ap.add_argument("--wait-quiet", type=float, default=120.0,
+                    help="before each codec, wait at most this long for the machine to be idle")
+    ap.add_argument("--max-other", type=float, default=0.25, help="busy cores that count as idle")
     ap.add_argument("--label", default="latest")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -92,6 +96,7 @@ def main():
             fixture = os.path.join(fixtures, f"main.{codec}")
             own_out = os.path.join(workdir, f"own.{codec}.mp4")
             lavf_out = os.path.join(workdir, f"lavf.{codec}.mp4")
+            quiet = dict(zip(("busy_cores", "waited_s"), pc.wait_quiet(a.wait_quiet, a.max_other)))
             load0, cpu0, t0 = pc.loadavg(), pc.cpu_jiffies(), time.monotonic()
             ru0 = os.times()
             r = subprocess.run([exe, "--input", fixture, "--out-own", own_out, "--out-lavf", lavf_out,
@@ -106,10 +111,10 @@ def main():
             hz = os.sysconf("SC_CLK_TCK")
             busy = (cpu1[0] - cpu0[0]) / hz
             own_cpu = (ru1.children_user + ru1.children_system) - (ru0.children_user + ru0.children_system)
-            case = {"codec": codec, "fixture": fixture, "width": raw["width"], "height": raw["height"],
+            case = {"codec": codec, "fixture": fixture, "quiet_check": quiet, "width": raw["width"], "height": raw["height"],
                     "fixture_frames": raw["fixture_frames"], "libavformat": raw["libavformat"],
                     "load_before": load0, "load_after": load1, "elapsed_s": round(t1 - t0, 2),
-                    "machine_busy_cpu_s": round(busy, 2), "bench_cpu_s": round(own_cpu, 2),
+                    "machine_busy_cpu_s": round(busy, 2), "steal_cpu_s": round((cpu1[1] - cpu0[1]) / hz, 2), "bench_cpu_s": round(own_cpu, 2),
                     "other_cpu_s": round(max(0.0, busy - own_cpu), 2), "writers": {}}
             for w in ("own", "lavf"):
                 runs = raw[w]

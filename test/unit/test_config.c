@@ -175,6 +175,47 @@ static void test_sub_url(void)
 	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://h/\nsub_url = http://h/sub\n"), -EINVAL);
 }
 
+/* [retention] max_disk_gb takes up to three decimals and is kept in megabytes;
+ * [camera] rollover_secs sets a camera's file length. Both survive rendering. */
+static void test_quota_and_rollover(void)
+{
+	static const struct {
+		const char *v;
+		unsigned mb;
+	} ok[] = {{"0", 0},
+		  {"0.005", 5},
+		  {"1", 1000},
+		  {"1.5", 1500},
+		  {"2.25", 2250},
+		  {"0.001", 1},
+		  {"1000000", 1000000000u},
+		  {"12.", 12000}};
+	static char text[256];
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		snprintf(text, sizeof text, "[retention]\nmax_disk_gb = %s\n", ok[i].v);
+		CHECK_EQ(load(text), 0);
+		CHECK_EQ(cfg.max_disk_mb, ok[i].mb);
+	}
+	static const char *const bad[] = {"0.0005", "-1", "1e3", ".5", "1.2.3", "1000001", "abc", "1 GB"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(text, sizeof text, "[retention]\nmax_disk_gb = %s\n", bad[i]);
+		CHECK_EQ(load(text), -EINVAL);
+		CHECK_STR_CONTAINS(errs.text, "t.conf:2: max_disk_gb in [retention] must be a number of gigabytes");
+	}
+	CHECK_EQ(load("[retention]\nmax_disk_gb = 0.005\n[camera \"c\"]\nurl = rtsp://h/\nrollover_secs = 5\n"), 0);
+	CHECK_EQ(cfg.cameras[0].rollover_secs, 5);
+	static char out[64 * 1024];
+	CHECK(kp_config_render(&cfg, out, sizeof out) > 0);
+	CHECK_STR_CONTAINS(out, "max_disk_gb = 0.005\n");
+	CHECK_STR_CONTAINS(out, "rollover_secs = 5\n");
+	static char copy[64 * 1024];
+	snprintf(copy, sizeof copy, "%s", out);
+	CHECK_EQ(load(copy), 0);
+	CHECK_EQ(cfg.max_disk_mb, 5);
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nrollover_secs = 0\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "rollover_secs in [camera] must be an integer from 1 to 86400");
+}
+
 static void test_missing_file(void)
 {
 	CHECK_EQ(kp_config_load_file("/nonexistent/keeppeek.conf", &cfg, &errs), -ENOENT);
@@ -192,6 +233,7 @@ int main(void)
 	RUN(test_redact_url);
 	RUN(test_long_line);
 	RUN(test_sub_url);
+	RUN(test_quota_and_rollover);
 	RUN(test_missing_file);
 	return TEST_EXIT();
 }

@@ -1,0 +1,36 @@
+/* keeppeekctl check: verifies the catalog against the media files. Every recording's
+ * file exists; every fragment lies inside it, in sequence, without holes, and starts with
+ * a fragment header; every keyframe range lies inside its fragment and its first picture
+ * NAL unit (after the 4-byte length, past parameter sets and SEI) is an IDR (H.264) or
+ * IRAP (H.265) slice; every keyframe row names such a fragment; the coverage summaries
+ * and the byte total agree with the rows. With repair, the rows that point at missing or
+ * wrong bytes are removed, coverage rebuilt and the byte total recounted in one
+ * transaction, and the check runs again. Reads use one read transaction per stream, so
+ * recording and group commits go on meanwhile. */
+#ifndef KP_REC_CHECK_H
+#define KP_REC_CHECK_H
+
+#include <stdint.h>
+
+struct cat;
+
+#define REC_CHECK_MAX_REPAIRS 4096 /* per run; a later run repairs the rest */
+
+struct rec_check_opts {
+	int repair;
+	const int *cancel; /* read atomically: non-zero stops the check early (-ECANCELED) */
+	/* One line per problem (no newline), in the order found. */
+	void (*problem)(void *arg, const char *line);
+	void *arg;
+};
+
+struct rec_check_result {
+	unsigned streams, recordings, fragments, keyframes;
+	unsigned problems;  /* found by the (first) check */
+	unsigned repaired;  /* rows removed or rewritten by repair */
+	unsigned remaining; /* problems after repair; equal to problems without it */
+};
+
+int rec_check(struct cat *cat, int data_dirfd, const struct rec_check_opts *o, struct rec_check_result *ret);
+
+#endif

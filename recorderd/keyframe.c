@@ -1,0 +1,111 @@
+/* Keyframe lookup and exact read (see keyframe.h). */
+#include "keyframe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "catalog_keys.h"
+
+/* Whether ms lies in the keyframe's fragment or in the fragments without a keyframe that
+ * continue its GOP (a GOP too long for one fragment). */
+static int covers(struct cat_txn *t, const struct cat_keyframe *kf, int64_t ms)
+{
+	struct cat_fragment f;
+	for (uint32_t seq = kf->seq;; seq++) {
+		int r = cat_get_fragment(t, kf->recording_id, seq, &f);
+		if (r < 0)
+			return r;
+		if (seq != kf->seq && f.keyframe_length)
+			return -ENOENT;
+		if (ms >= f.start_ms && ms < f.end_ms)
+			return 0;
+	}
+}
+
+static int find(struct cat_txn *t, uint32_t stream_id, int64_t ms, struct rec_keyframe *ret)
+{
+	int64_t kms;
+	struct cat_keyframe kf;
+	int r = cat_keyframe_at(t, stream_id, ms, &kms, &kf);
+	if (r == 0)
+		r = covers(t, &kf, ms);
+	struct cat_recording rec;
+	if (r == 0)
+		r = cat_get_recording(t, kf.recording_id, &rec);
+	if (r < 0)
+		return r;
+	*ret = (struct rec_keyframe){.ms = kms,
+				     .recording_id = kf.recording_id,
+				     .seq = kf.seq,
+				     .codec = rec.codec,
+				     .offset = kf.offset,
+				     .length = kf.length};
+	memcpy(ret->path, rec.path, sizeof ret->path);
+	return 0;
+}
+
+int rec_keyframe_find(struct cat *cat, uint32_t stream_id, int64_t ms, struct rec_keyframe *ret)
+{
+	struct cat_txn *t;
+	int r = cat_begin(cat, 0, &t);
+	if (r < 0)
+		return r;
+	r = find(t, stream_id, ms, ret);
+	cat_abort(t);
+	return r;
+}
+
+int rec_keyframe_find_event(struct cat *cat, uint64_t event_id, uint32_t stream, struct rec_keyframe *ret)
+{
+	struct cat_txn *t;
+	int r = cat_begin(cat, 0, &t);
+	if (r < 0)
+		return r;
+	struct cat_event e;
+	r = cat_get_event(t, event_id, &e);
+	if (r == 0)
+		r = find(t, cat_stream_id(e.camera_id, stream), e.start_ms, ret);
+	cat_abort(t);
+	return r;
+}
+
+int rec_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf)
+{
+	int fd = openat(data_dirfd, k->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t got = 0;
+	int r = 0;
+	while (got < k->length && r == 0) {
+		ssize_t n = pread(fd, buf + got, k->length - got, (off_t)(k->offset + got));
+		if (n < 0 && errno != EINTR)
+			r = -errno;
+		else if (n == 0)
+			r = -ENODATA; /* the catalog names bytes the file does not have */
+		else if (n > 0)
+			got += (size_t)n;
+	}
+	close(fd);
+	return r;
+}
+
+int rec_sample_to_annexb(uint8_t *buf, size_t len)
+{
+	/* Checked first, so that a bad buffer is left as it was. */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t pos = 0; pos < len;) {
+			if (len - pos < 4)
+				return -EBADMSG;
+			uint32_t n = cat_get_be32(buf + pos);
+			if (n == 0 || n > len - pos - 4)
+				return -EBADMSG;
+			if (pass) {
+				buf[pos] = buf[pos + 1] = buf[pos + 2] = 0;
+				buf[pos + 3] = 1;
+			}
+			pos += 4 + (size_t)n;
+		}
+	return 0;
+}

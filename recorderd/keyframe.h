@@ -1,0 +1,35 @@
+/* Keyframe lookup: a camera stream and a time (or an event id and a stream) -> the exact
+ * encoded bytes of the keyframe that starts the GOP covering that time: catalog resolve
+ * in one read transaction, open, one pread of the catalogued byte range. The bytes are
+ * the camera's NAL units as stored in the MP4 sample (4-byte lengths);
+ * rec_sample_to_annexb turns them into what the camera sent (start codes). Used by
+ * keeppeekctl keyframe; unit-tested against the fixture's keyframes. */
+#ifndef KP_REC_KEYFRAME_H
+#define KP_REC_KEYFRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog.h"
+
+struct rec_keyframe {
+	int64_t ms; /* the keyframe's time */
+	uint64_t recording_id;
+	uint32_t seq;
+	uint32_t codec; /* enum rec_codec */
+	uint64_t offset;
+	uint32_t length;
+	char path[CAT_PATH_MAX];
+};
+
+/* -ENOENT when no fragment of the stream covers ms. */
+int rec_keyframe_find(struct cat *cat, uint32_t stream_id, int64_t ms, struct rec_keyframe *ret);
+/* The keyframe for an event: its camera's stream (0 main, 1 sub) at the event's start. */
+int rec_keyframe_find_event(struct cat *cat, uint64_t event_id, uint32_t stream, struct rec_keyframe *ret);
+/* Reads exactly k->length bytes into buf. */
+int rec_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf);
+/* Rewrites length-prefixed NAL units in place with 4-byte start codes; -EBADMSG when the
+ * lengths do not tile buf exactly. */
+int rec_sample_to_annexb(uint8_t *buf, size_t len);
+
+#endif

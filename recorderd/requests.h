@@ -1,0 +1,24 @@
+/* recorderd's answers to the keeppeekctl questions the supervisor relays: check (on its
+ * own thread with one read transaction per stream, so the loop keeps recording and the
+ * commit thread keeps committing; one check at a time), coverage snapshots and keyframes
+ * (on the loop thread: a few catalog reads and one pread). An answer is at most
+ * REC_ANSWER_MAX bytes and goes back as RecorderReply pieces of at most REC_ANSWER_PIECE
+ * bytes, the last one marked done with the exit code. */
+#ifndef KP_REC_REQUESTS_H
+#define KP_REC_REQUESTS_H
+
+#include "kp_limits.h"
+#include "worker.h"
+
+#define REC_ANSWER_PIECE (60 * KP_KIB)
+#define REC_ANSWER_MAX   (KP_IPC_TAIL_MAX_CONTROL - 4 * KP_KIB)
+
+struct cat;
+
+/* The catalog is open: questions get answers from now on. */
+void rec_requests_open(struct kp_worker *w, struct cat *cat, int data_dirfd);
+void rec_request(struct kp_worker *w, const kp_Envelope *env);
+/* Cancels a running check and waits for it; before the catalog closes. */
+void rec_requests_close(void);
+
+#endif
