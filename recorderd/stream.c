@@ -96,9 +96,17 @@ static void write_gop(struct rec_stream *s)
 	if (r == 0)
 		r = write_all(s->fd, s->gop, len, s->off + hlen);
 	if (r < 0) {
-		/* Leave the file as it was: complete fragments only. */
-		if (ftruncate(s->fd, (off_t)s->off) < 0)
+		if (s->first_fragment) {
+			/* Nothing of this file is queued: remove it rather than leave an init segment
+			 * that nothing indexes (a retry while the disk is full starts a new file). */
+			close(s->fd);
+			s->fd = -1;
+			if (unlinkat(s->env->data_dirfd, s->rec.path, 0) < 0)
+				kp_err("%s: removing after a failed first write failed: %s", s->rec.path,
+				       strerror(errno));
+		} else if (ftruncate(s->fd, (off_t)s->off) < 0) { /* complete fragments only */
 			kp_err("%s: truncating after a failed write failed: %s", s->rec.path, strerror(errno));
+		}
 		s->frames_dropped += n;
 		s->retry_at_ms = wall_us / 1000 + REC_DISK_RETRY_MS;
 		fail(s, r == -ENOSPC || r == -EDQUOT ? REC_DISK_FULL : REC_WAIT_KEYFRAME, "writing a fragment failed",
@@ -129,6 +137,10 @@ static void write_gop(struct rec_stream *s)
 		s->frames_dropped += n;
 		fail(s, REC_WAIT_KEYFRAME, "queueing a fragment for the catalog failed", r);
 		return;
+	}
+	if (s->state == REC_DISK_FULL) {
+		kp_notice("%s/%s: recording again (space returned)", s->camera, stream_name(s->stream));
+		s->state = REC_RECORDING;
 	}
 	s->seq = d.seq;
 	s->off += hlen + len;
@@ -309,7 +321,8 @@ void rec_stream_frame(struct rec_stream *s, enum rec_codec codec, int keyframe, 
 		s->samples[s->n - 1].duration = (uint32_t)step;
 	}
 	if (!keyframe) {
-		if (s->state != REC_RECORDING) {
+		/* While the disk is full only a retry's GOP (started at a keyframe) is collected. */
+		if (s->state != REC_RECORDING && !(s->state == REC_DISK_FULL && s->n)) {
 			s->frames_dropped++;
 			return;
 		}
@@ -343,11 +356,9 @@ void rec_stream_frame(struct rec_stream *s, enum rec_codec codec, int keyframe, 
 		fail(s, REC_WAIT_KEYFRAME, "buffering a keyframe failed", r);
 		return;
 	}
-	if (s->state != REC_RECORDING) {
-		if (s->state == REC_DISK_FULL)
-			kp_notice("%s/%s: recording again (space returned)", s->camera, stream_name(s->stream));
+	/* After a full disk, recording resumes only when this GOP is written (write_gop). */
+	if (s->state != REC_RECORDING && s->state != REC_DISK_FULL)
 		s->state = REC_RECORDING;
-	}
 }
 
 void rec_stream_close(struct rec_stream *s)
