@@ -105,6 +105,19 @@ def test(make):
         check(all(f"full-cam/{x['name']}" in kp.log_text() and "recording stopped until space returns"
                   in kp.log_text() for x in full), "the log names each stream that stopped")
 
+        # "Full" must stay full: a GOP that still fits in what recorderd's own truncations
+        # gave back would rightly be recorded. Take the rest of the space too.
+        top_up = os.path.join(mnt, "filler-top-up")
+        fd = os.open(top_up, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        print(f"topped up; {free_bytes(mnt)} bytes free")
+
         # Held full across two retries: state stays disk-full, ingest keeps going.
         frames0 = {x["name"]: x["frames"] for x in full}
         states, end, checked = set(), time.monotonic() + FULL_HOLD, False
@@ -131,6 +144,7 @@ def test(make):
 
         # Space returns.
         os.unlink(filler)
+        os.unlink(top_up)
         t_free = time.monotonic()
         back = wait_for(lambda: (s := streams(kp)) and all(x["recording"]["state"] == "recording" for x in s) and s,
                         20.0, 0.1)
