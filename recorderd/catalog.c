@@ -3,6 +3,7 @@
 #include "catalog.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <lmdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,34 +428,53 @@ int cat_close_recording(struct cat_txn *t, uint64_t id)
 	return put_recording(t, &r);
 }
 
-int cat_each_fragment(struct cat_txn *t, uint64_t recording_id, int (*fn)(void *arg, const struct cat_fragment *f),
-		      void *arg)
+/* A visitor's "past the range": the walk ends and reports success. */
+#define WALK_END INT_MIN
+
+/* Visits db's entries in key order from start (from the first entry when start is NULL)
+ * until visit returns non-zero: WALK_END ends the walk with 0, anything else is returned. */
+static int walk(struct cat_txn *t, int db, const void *start, size_t start_len,
+		int (*visit)(void *ctx, const MDB_val *key, const MDB_val *v), void *ctx)
 {
 	MDB_cursor *cur;
-	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_FRAGMENTS], &cur));
+	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[db], &cur));
 	if (r < 0)
 		return r;
-	uint8_t k[CAT_KEY_FRAGMENT];
-	cat_key_fragment(k, recording_id, 0);
-	MDB_val key = val(k, sizeof k), v;
-	int rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
-	while (rc == 0) {
-		if (key.mv_size != CAT_KEY_FRAGMENT || cat_get_be64(key.mv_data) != recording_id)
-			break;
-		if (v.mv_size != sizeof(struct cat_fragment)) {
-			r = -EBADMSG;
-			break;
-		}
-		struct cat_fragment f;
-		memcpy(&f, v.mv_data, sizeof f);
-		r = fn(arg, &f);
-		if (r)
-			break;
+	MDB_val key = {.mv_size = start_len, .mv_data = (void *)start}, v;
+	int rc = mdb_cursor_get(cur, &key, &v, start ? MDB_SET_RANGE : MDB_FIRST);
+	while (rc == 0 && (r = visit(ctx, &key, &v)) == 0)
 		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
-	}
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		r = map_err(rc);
 	mdb_cursor_close(cur);
+	return r == WALK_END ? 0 : r;
+}
+
+struct fragment_walk {
+	uint64_t recording_id;
+	int (*fn)(void *arg, const struct cat_fragment *f);
+	void *arg;
+};
+
+static int visit_fragment(void *ctx, const MDB_val *key, const MDB_val *v)
+{
+	const struct fragment_walk *w = ctx;
+	if (key->mv_size != CAT_KEY_FRAGMENT || cat_get_be64(key->mv_data) != w->recording_id)
+		return WALK_END;
+	if (v->mv_size != sizeof(struct cat_fragment))
+		return -EBADMSG;
+	struct cat_fragment f;
+	memcpy(&f, v->mv_data, sizeof f);
+	return w->fn(w->arg, &f);
+}
+
+int cat_each_fragment(struct cat_txn *t, uint64_t recording_id, int (*fn)(void *arg, const struct cat_fragment *f),
+		      void *arg)
+{
+	uint8_t k[CAT_KEY_FRAGMENT];
+	cat_key_fragment(k, recording_id, 0);
+	struct fragment_walk w = {.recording_id = recording_id, .fn = fn, .arg = arg};
+	int r = walk(t, DB_FRAGMENTS, k, sizeof k, visit_fragment, &w);
 	return r < 0 ? r : 0;
 }
 
@@ -527,59 +547,50 @@ int cat_delete_recording(struct cat_txn *t, uint64_t id, struct cat_recording *r
 	return e;
 }
 
+struct recording_walk {
+	uint32_t stream_id; /* by-stream walks only */
+	int64_t to_ms;
+	int (*fn)(void *arg, const struct cat_recording *r);
+	void *arg;
+	struct cat_txn *t;
+};
+
+static int visit_recording(void *ctx, const MDB_val *key, const MDB_val *v)
+{
+	const struct recording_walk *w = ctx;
+	(void)key;
+	if (v->mv_size != sizeof(struct cat_recording))
+		return -EBADMSG;
+	struct cat_recording rec;
+	memcpy(&rec, v->mv_data, sizeof rec);
+	return w->fn(w->arg, &rec);
+}
+
 int cat_each_recording(struct cat_txn *t, int (*fn)(void *arg, const struct cat_recording *r), void *arg)
 {
-	MDB_cursor *cur;
-	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_RECORDINGS], &cur));
-	if (r < 0)
-		return r;
-	MDB_val key, v;
-	int rc = mdb_cursor_get(cur, &key, &v, MDB_FIRST);
-	while (rc == 0) {
-		if (v.mv_size != sizeof(struct cat_recording)) {
-			r = -EBADMSG;
-			break;
-		}
-		struct cat_recording rec;
-		memcpy(&rec, v.mv_data, sizeof rec);
-		r = fn(arg, &rec);
-		if (r)
-			break;
-		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
-	}
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		r = map_err(rc);
-	mdb_cursor_close(cur);
-	return r;
+	struct recording_walk w = {.fn = fn, .arg = arg};
+	return walk(t, DB_RECORDINGS, NULL, 0, visit_recording, &w);
+}
+
+static int visit_stream_recording(void *ctx, const MDB_val *key, const MDB_val *v)
+{
+	const struct recording_walk *w = ctx;
+	(void)v;
+	if (key->mv_size != CAT_KEY_REC_BY_STREAM || cat_get_be32(key->mv_data) != w->stream_id ||
+	    cat_get_be_time((const uint8_t *)key->mv_data + 4) >= w->to_ms)
+		return WALK_END;
+	struct cat_recording rec;
+	int r = cat_get_recording(w->t, cat_get_be64((const uint8_t *)key->mv_data + 12), &rec);
+	return r ? r : w->fn(w->arg, &rec);
 }
 
 int cat_each_stream_recording(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t to_ms,
 			      int (*fn)(void *arg, const struct cat_recording *r), void *arg)
 {
-	MDB_cursor *cur;
-	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_REC_BY_STREAM], &cur));
-	if (r < 0)
-		return r;
 	uint8_t k[CAT_KEY_REC_BY_STREAM];
 	cat_key_rec_by_stream(k, stream_id, from_ms, 0);
-	MDB_val key = val(k, sizeof k), v;
-	int rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
-	while (rc == 0) {
-		if (key.mv_size != CAT_KEY_REC_BY_STREAM || cat_get_be32(key.mv_data) != stream_id ||
-		    cat_get_be_time((const uint8_t *)key.mv_data + 4) >= to_ms)
-			break;
-		struct cat_recording rec;
-		r = cat_get_recording(t, cat_get_be64((const uint8_t *)key.mv_data + 12), &rec);
-		if (r == 0)
-			r = fn(arg, &rec);
-		if (r)
-			break;
-		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
-	}
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		r = map_err(rc);
-	mdb_cursor_close(cur);
-	return r;
+	struct recording_walk w = {.stream_id = stream_id, .to_ms = to_ms, .fn = fn, .arg = arg, .t = t};
+	return walk(t, DB_REC_BY_STREAM, k, sizeof k, visit_stream_recording, &w);
 }
 
 int cat_keyframe_at(struct cat_txn *t, uint32_t stream_id, int64_t ms, int64_t *ret_ms, struct cat_keyframe *ret)
@@ -627,33 +638,28 @@ int cat_add_event(struct cat_txn *t, struct cat_event *e)
 	return r;
 }
 
+struct camera_walk {
+	int (*fn)(void *arg, const char *name, uint32_t id, uint32_t days);
+	void *arg;
+};
+
+static int visit_camera(void *ctx, const MDB_val *key, const MDB_val *v)
+{
+	const struct camera_walk *w = ctx;
+	struct camera_val cv;
+	char name[CAT_PATH_MAX];
+	if (v->mv_size != sizeof cv || key->mv_size >= sizeof name)
+		return -EBADMSG;
+	memcpy(&cv, v->mv_data, sizeof cv);
+	memcpy(name, key->mv_data, key->mv_size);
+	name[key->mv_size] = '\0';
+	return w->fn(w->arg, name, cv.id, cv.retention_days);
+}
+
 int cat_each_camera(struct cat_txn *t, int (*fn)(void *arg, const char *name, uint32_t id, uint32_t days), void *arg)
 {
-	MDB_cursor *cur;
-	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_CAMERAS], &cur));
-	if (r < 0)
-		return r;
-	MDB_val key, v;
-	int rc = mdb_cursor_get(cur, &key, &v, MDB_FIRST);
-	while (rc == 0) {
-		struct camera_val cv;
-		char name[CAT_PATH_MAX];
-		if (v.mv_size != sizeof cv || key.mv_size >= sizeof name) {
-			r = -EBADMSG;
-			break;
-		}
-		memcpy(&cv, v.mv_data, sizeof cv);
-		memcpy(name, key.mv_data, key.mv_size);
-		name[key.mv_size] = '\0';
-		r = fn(arg, name, cv.id, cv.retention_days);
-		if (r)
-			break;
-		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
-	}
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		r = map_err(rc);
-	mdb_cursor_close(cur);
-	return r;
+	struct camera_walk w = {.fn = fn, .arg = arg};
+	return walk(t, DB_CAMERAS, NULL, 0, visit_camera, &w);
 }
 
 int cat_stream_last_recording(struct cat_txn *t, uint32_t stream_id, uint64_t *ret_id)
@@ -671,92 +677,81 @@ int cat_stream_last_recording(struct cat_txn *t, uint32_t stream_id, uint64_t *r
 	return r;
 }
 
+struct stream_walk {
+	int (*fn)(void *arg, uint32_t stream_id);
+	void *arg;
+};
+
+static int visit_stream(void *ctx, const MDB_val *key, const MDB_val *v)
+{
+	const struct stream_walk *w = ctx;
+	(void)v;
+	if (key->mv_size != 4)
+		return -EBADMSG;
+	return w->fn(w->arg, cat_get_be32(key->mv_data));
+}
+
 int cat_each_stream(struct cat_txn *t, int (*fn)(void *arg, uint32_t stream_id), void *arg)
 {
-	MDB_cursor *cur;
-	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_STREAMS], &cur));
-	if (r < 0)
-		return r;
-	MDB_val key, v;
-	int rc = mdb_cursor_get(cur, &key, &v, MDB_FIRST);
-	while (rc == 0) {
-		if (key.mv_size != 4) {
-			r = -EBADMSG;
-			break;
-		}
-		r = fn(arg, cat_get_be32(key.mv_data));
-		if (r)
-			break;
-		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
-	}
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		r = map_err(rc);
-	mdb_cursor_close(cur);
-	return r;
+	struct stream_walk w = {.fn = fn, .arg = arg};
+	return walk(t, DB_STREAMS, NULL, 0, visit_stream, &w);
+}
+
+struct keyframe_walk {
+	uint32_t stream_id;
+	int (*fn)(void *arg, int64_t ms, const struct cat_keyframe *k);
+	void *arg;
+};
+
+static int visit_keyframe(void *ctx, const MDB_val *key, const MDB_val *v)
+{
+	const struct keyframe_walk *w = ctx;
+	if (key->mv_size != CAT_KEY_KEYFRAME || cat_get_be32(key->mv_data) != w->stream_id)
+		return WALK_END;
+	if (v->mv_size != sizeof(struct cat_keyframe))
+		return -EBADMSG;
+	struct cat_keyframe kf;
+	memcpy(&kf, v->mv_data, sizeof kf);
+	return w->fn(w->arg, cat_get_be_time((const uint8_t *)key->mv_data + 4), &kf);
 }
 
 int cat_each_keyframe(struct cat_txn *t, uint32_t stream_id,
 		      int (*fn)(void *arg, int64_t ms, const struct cat_keyframe *k), void *arg)
 {
-	MDB_cursor *cur;
-	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_KEYFRAMES], &cur));
-	if (r < 0)
-		return r;
 	uint8_t k[CAT_KEY_KEYFRAME];
 	cat_key_keyframe(k, stream_id, INT64_MIN);
-	MDB_val key = val(k, sizeof k), v;
-	int rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
-	while (rc == 0) {
-		if (key.mv_size != CAT_KEY_KEYFRAME || cat_get_be32(key.mv_data) != stream_id)
-			break;
-		if (v.mv_size != sizeof(struct cat_keyframe)) {
-			r = -EBADMSG;
-			break;
-		}
-		struct cat_keyframe kf;
-		memcpy(&kf, v.mv_data, sizeof kf);
-		r = fn(arg, cat_get_be_time((const uint8_t *)key.mv_data + 4), &kf);
-		if (r)
-			break;
-		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
-	}
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		r = map_err(rc);
-	mdb_cursor_close(cur);
-	return r;
+	struct keyframe_walk w = {.stream_id = stream_id, .fn = fn, .arg = arg};
+	return walk(t, DB_KEYFRAMES, k, sizeof k, visit_keyframe, &w);
+}
+
+struct bucket_walk {
+	uint32_t stream_id;
+	int64_t to_ms;
+	int (*fn)(void *arg, int64_t bucket_ms, int64_t covered_ms);
+	void *arg;
+};
+
+static int visit_bucket(void *ctx, const MDB_val *key, const MDB_val *v)
+{
+	const struct bucket_walk *w = ctx;
+	const uint8_t *kp = key->mv_data;
+	if (key->mv_size != CAT_KEY_COV_BUCKET || cat_get_be32(kp) != w->stream_id || kp[4] != 1 ||
+	    cat_get_be_time(kp + 5) >= w->to_ms)
+		return WALK_END;
+	int64_t ms;
+	if (v->mv_size != sizeof ms)
+		return -EBADMSG;
+	memcpy(&ms, v->mv_data, sizeof ms);
+	return w->fn(w->arg, cat_get_be_time(kp + 5), ms);
 }
 
 int cat_each_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t to_ms,
 			     int (*fn)(void *arg, int64_t bucket_ms, int64_t covered_ms), void *arg)
 {
-	MDB_cursor *cur;
-	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_COVERAGE], &cur));
-	if (r < 0)
-		return r;
 	uint8_t k[CAT_KEY_COV_BUCKET];
 	cat_key_cov_bucket(k, stream_id, from_ms);
-	MDB_val key = val(k, sizeof k), v;
-	int rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
-	while (rc == 0) {
-		const uint8_t *kp = key.mv_data;
-		if (key.mv_size != CAT_KEY_COV_BUCKET || cat_get_be32(kp) != stream_id || kp[4] != 1 ||
-		    cat_get_be_time(kp + 5) >= to_ms)
-			break;
-		int64_t ms;
-		if (v.mv_size != sizeof ms) {
-			r = -EBADMSG;
-			break;
-		}
-		memcpy(&ms, v.mv_data, sizeof ms);
-		r = fn(arg, cat_get_be_time(kp + 5), ms);
-		if (r)
-			break;
-		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
-	}
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		r = map_err(rc);
-	mdb_cursor_close(cur);
-	return r;
+	struct bucket_walk w = {.stream_id = stream_id, .to_ms = to_ms, .fn = fn, .arg = arg};
+	return walk(t, DB_COVERAGE, k, sizeof k, visit_bucket, &w);
 }
 
 int cat_get_event(struct cat_txn *t, uint64_t id, struct cat_event *ret)
