@@ -53,6 +53,22 @@ static const struct {
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_coverage_request_tag},
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_keyframe_request_tag},
     {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_recorder_reply_tag},
+    {KP_LINK_PEER, kp_Envelope_query_reply_tag},
+    {KP_LINK_PEER, kp_Envelope_coverage_query_tag},
+    {KP_LINK_PEER, kp_Envelope_recordings_query_tag},
+    {KP_LINK_PEER, kp_Envelope_event_publish_tag},
+    {KP_LINK_PEER, kp_Envelope_event_committed_tag},
+    {KP_LINK_PEER, kp_Envelope_event_search_tag},
+    {KP_LINK_PEER, kp_Envelope_event_get_tag},
+    {KP_LINK_PEER, kp_Envelope_delete_request_tag},
+    {KP_LINK_PEER, kp_Envelope_media_open_tag},
+    {KP_LINK_PEER, kp_Envelope_media_piece_tag},
+    {KP_LINK_PEER, kp_Envelope_topic_query_tag},
+    {KP_LINK_PEER, kp_Envelope_rtc_signal_tag},
+    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_topic_query_tag},
+    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_auth_request_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_query_reply_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_auth_reply_tag},
 };
 
 static int allowed(enum kp_link_kind kind, pb_size_t which)
@@ -63,9 +79,18 @@ static int allowed(enum kp_link_kind kind, pb_size_t which)
 	return 0;
 }
 
-static unsigned expected_fds(pb_size_t which)
+/* A MediaPiece carries its file's descriptor, except a piece that only reports done or
+ * an error. */
+static int fds_match(const kp_Envelope *env)
 {
-	return which == kp_Envelope_link_new_tag ? 1 : 0;
+	switch (env->which_msg) {
+	case kp_Envelope_link_new_tag:
+		return env->fd_count == 1;
+	case kp_Envelope_media_piece_tag:
+		return env->fd_count <= 1;
+	default:
+		return env->fd_count == 0;
+	}
 }
 
 int kp_frame_decode(const uint8_t *buf, size_t len, enum kp_link_kind kind, size_t max_tail, kp_Envelope *ret_env,
@@ -93,7 +118,7 @@ int kp_frame_decode(const uint8_t *buf, size_t len, enum kp_link_kind kind, size
 		*ret_reason = "raw tail exceeds the link ceiling";
 		return -EMSGSIZE;
 	}
-	if (env.fd_count != expected_fds(env.which_msg)) {
+	if (!fds_match(&env)) {
 		*ret_reason = "descriptor count does not match the message kind";
 		return -EBADMSG;
 	}

@@ -154,6 +154,12 @@ static void send_config(struct proc *p)
 	wc->retention_max_disk_mb = s->cfg.max_disk_mb;
 	wc->uid = (uint32_t)s->uid;
 	wc->gid = (uint32_t)s->gid;
+	snprintf(wc->web_listen, sizeof wc->web_listen, "%s", s->cfg.listen.val);
+	snprintf(wc->web_tls_cert, sizeof wc->web_tls_cert, "%s", s->cfg.tls_cert.val);
+	snprintf(wc->web_tls_key, sizeof wc->web_tls_key, "%s", s->cfg.tls_key.val);
+	wc->rtc_udp_port_min = s->cfg.udp_port_min;
+	wc->rtc_udp_port_max = s->cfg.udp_port_max;
+	snprintf(wc->rtc_stun_server, sizeof wc->rtc_stun_server, "%s", s->cfg.stun_server.val);
 	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
 	if (r == 0)
 		r = send_cameras(p);

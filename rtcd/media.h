@@ -1,0 +1,72 @@
+/* The media a WebRTC session sends, whatever its source: access units in Annex-B with
+ * their timing. Live sources (ingestd's access units, GOP cache), stored playback
+ * cursors (playback.c, fragments read through descriptors from recorderd) and the
+ * H.265->H.264 transcoder (transcode.c) all hand a session rtc_au values through an
+ * rtc_au_cb; the session packetizes and sends them. */
+#ifndef KP_RTCD_MEDIA_H
+#define KP_RTCD_MEDIA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "ipc.h"
+#include "keeppeek.pb.h"
+#include "worker.h"
+
+struct rtc_au {
+	const uint8_t *data; /* Annex-B, start codes included; parameter sets before a keyframe */
+	size_t len;
+	kp_Codec codec;
+	bool keyframe;
+	int64_t pts_90k; /* presentation time on the source's 90 kHz clock */
+	int64_t wall_ms; /* wall-clock time of the frame (Unix ms) */
+	uint32_t width, height;
+};
+
+typedef void (*rtc_au_cb)(void *arg, const struct rtc_au *au);
+
+/* ---- stored playback (playback.c) ---- */
+struct rtc_cursor;
+
+struct rtc_cursor_state {
+	int64_t position_ms; /* wall-clock time of the last frame handed out */
+	bool playing;
+	unsigned rate;       /* 1, 2, 4, 8 */
+	bool ended;          /* nothing recorded after position */
+	const char *error;   /* non-NULL: the cursor failed (a sentence) */
+};
+
+typedef void (*rtc_cursor_state_cb)(void *arg, const struct rtc_cursor_state *st);
+
+/* Opens a cursor on camera/stream at the keyframe at or before at_ms and starts playing
+ * at 1x (asks recorderd for MediaPiece descriptors and paces frames by their recorded
+ * timestamps). NULL with errno EMFILE when the server-wide ceiling (1,024) is reached;
+ * the per-session ceiling (16) is the session's to count. */
+struct rtc_cursor *rtc_cursor_open(struct kp_worker *w, const char *camera, unsigned stream, int64_t at_ms,
+				   rtc_au_cb au, rtc_cursor_state_cb state, void *arg);
+void rtc_cursor_play(struct rtc_cursor *c);
+void rtc_cursor_pause(struct rtc_cursor *c);
+void rtc_cursor_seek(struct rtc_cursor *c, int64_t at_ms);
+/* 1, 2, 4 or 8; above 2 only keyframes are sent. -EINVAL for another rate. */
+int rtc_cursor_rate(struct rtc_cursor *c, unsigned rate);
+void rtc_cursor_close(struct rtc_cursor *c);
+unsigned rtc_cursors_open_count(void);
+/* MediaPiece frames from recorderd (routed by main.c). */
+void rtc_playback_on_piece(struct kp_ipc_frame *f);
+
+/* ---- H.265 -> H.264 transcode (transcode.c) ---- */
+struct rtc_transcode;
+
+/* One transcoder per camera stream, shared by its viewers: the first viewer starts it,
+ * the last one's release stops it. NULL with errno EBUSY when the configured number of
+ * concurrent transcodes is running. Output goes to every subscriber's callback. */
+struct rtc_transcode *rtc_transcode_acquire(const char *camera, unsigned stream, rtc_au_cb au, void *arg);
+void rtc_transcode_release(struct rtc_transcode *t, void *arg);
+/* Live H.265 access units of that camera stream (from ingestd), fed by main.c. */
+void rtc_transcode_feed(const char *camera, unsigned stream, const struct rtc_au *au);
+void rtc_transcode_set_max(unsigned max_concurrent);
+unsigned rtc_transcodes_running(void);
+
+#endif
