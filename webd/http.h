@@ -50,10 +50,19 @@ struct web_ws_route {
 };
 
 /* Route tables of the modules, each ended by an entry with path NULL. */
-extern const struct web_route webd_core_routes[];   /* /healthz, /metrics, cameras */
-extern const struct web_route webd_auth_routes[];   /* login, logout, session */
-extern const struct web_route webd_data_routes[];   /* events, coverage, export, delete */
-extern const struct web_ws_route webd_ws_routes[];  /* /api/v1/live, /api/v1/rtc */
+extern const struct web_route webd_core_routes[]; /* /healthz, /metrics, cameras (core) */
+extern const struct web_route webd_auth_routes[]; /* login, logout, session (auth.c) */
+extern const struct web_route webd_data_routes[]; /* events, coverage, export, delete */
+extern const struct web_ws_route webd_ws_routes[]; /* core's table naming the two below */
+
+/* /api/v1/live: live event fan-out (live.c). */
+void webd_live_open(struct web_ws *ws);
+void webd_live_message(struct web_ws *ws, bool binary, const uint8_t *data, size_t len);
+void webd_live_close(struct web_ws *ws);
+/* /api/v1/rtc: WebRTC signaling relayed to rtcd (rtc_relay.c). */
+void webd_rtc_open(struct web_ws *ws);
+void webd_rtc_message(struct web_ws *ws, bool binary, const uint8_t *data, size_t len);
+void webd_rtc_close(struct web_ws *ws);
 
 /* The worker, for IPC from handlers. */
 struct kp_worker *webd_worker(void);
@@ -130,7 +139,5 @@ void webd_auth_check(struct web_req *r, unsigned route_flags,
 void webd_auth_ws(struct web_ws *ws, unsigned route_flags, void (*done)(struct web_ws *ws, int status));
 /* A header of the WebSocket's upgrade request (cookie, authorization, origin, ...). */
 const char *web_ws_header(const struct web_ws *ws, const char *name);
-/* Frames from the supervisor for auth (AuthReply). */
-void webd_auth_on_supervisor(const kp_Envelope *env);
 
 #endif
