@@ -484,6 +484,8 @@ static int handler(void *user, const char *section, const char *key, const char 
 	}
 	if (!strcmp(section, "retention") && !strcmp(key, "max_disk_gb"))
 		return parse_gb(p, section, key, value, &cfg->max_disk_mb) == 0;
+	if (!strcmp(section, "rtc") && !strcmp(key, "max_transcodes"))
+		return parse_uint(p, section, key, value, 1, 64, &cfg->max_transcodes) == 0;
 	if (!strcmp(section, "retention") && !strcmp(key, "max_days"))
 		return parse_uint(p, section, key, value, 1, 3650, &cfg->max_days) == 0;
 	add_error(p, p->line, "unknown key '%s' in [%s]", key, section);
@@ -505,6 +507,7 @@ void kp_config_defaults(struct kp_config *cfg)
 #undef SET
 	cfg->udp_port_min = 50000;
 	cfg->udp_port_max = 50100;
+	cfg->max_transcodes = 2;
 	cfg->max_days = 30;
 }
 
@@ -599,13 +602,14 @@ int kp_config_render(const struct kp_config *cfg, char *buf, size_t len)
 	size_t o = 0;
 	int n = snprintf(buf, len,
 			 "[keeppeek]\ndata_dir = %s\nrun_dir = %s\nuser = %s\n\n[web]\nlisten = %s\n"
-			 "tls_cert = %s\ntls_key = %s\n\n[rtc]\nudp_ports = %u-%u\nstun_server = %s\n\n"
+			 "tls_cert = %s\ntls_key = %s\n\n[rtc]\nudp_ports = %u-%u\nstun_server = %s\n"
+			 "max_transcodes = %u\n\n"
 			 "[retention]\nmax_disk_gb = %u.%03u\nmax_days = %u\n",
 			 shown(&cfg->data_dir, t[0], sizeof t[0]), shown(&cfg->run_dir, t[1], sizeof t[1]),
 			 shown(&cfg->user, t[2], sizeof t[2]), shown(&cfg->listen, t[3], sizeof t[3]),
 			 shown(&cfg->tls_cert, t[4], sizeof t[4]), shown(&cfg->tls_key, t[5], sizeof t[5]),
 			 cfg->udp_port_min, cfg->udp_port_max, shown(&cfg->stun_server, t[6], sizeof t[6]),
-			 cfg->max_disk_mb / 1000, cfg->max_disk_mb % 1000, cfg->max_days);
+			 cfg->max_transcodes, cfg->max_disk_mb / 1000, cfg->max_disk_mb % 1000, cfg->max_days);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;

@@ -270,8 +270,8 @@ static int apply_seccomp(const struct kp_sandbox *sb)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
 					     SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
 	}
-	/* ioctl(2): only non-blocking mode, close-on-exec, readable-byte queries and isatty(3). */
-	static const unsigned long ioctls[] = {FIONBIO, FIONREAD, FIOCLEX, FIONCLEX, TCGETS};
+	/* ioctl(2): non-blocking mode, close-on-exec, readable bytes, isatty(3), interface index/name (libnice). */
+	static const unsigned long ioctls[] = {FIONBIO, FIONREAD, FIOCLEX, FIONCLEX, TCGETS, SIOCGIFINDEX, SIOCGIFNAME};
 	for (size_t i = 0; r == 0 && i < sizeof ioctls / sizeof ioctls[0]; i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_EQ, ioctls[i]));
 	/* prctl(2): thread names only (outside sanitizer builds, which allow all of prctl). */

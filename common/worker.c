@@ -156,6 +156,15 @@ int kp_worker_send_peer(struct kp_worker *w, kp_Peer to, const kp_Envelope *env,
 	return kp_ipc_send(l->ipc, env, tail, len, NULL, 0);
 }
 
+int kp_worker_send_peer_fds(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len,
+			    const int *fds, unsigned nfds)
+{
+	struct peer_link *l = link_for(w, to);
+	if (!l || !l->ipc)
+		return -ENOTCONN;
+	return kp_ipc_send(l->ipc, env, tail, len, fds, nfds);
+}
+
 int kp_worker_send_supervisor(struct kp_worker *w, const kp_Envelope *env)
 {
 	return kp_worker_send_supervisor_tail(w, env, NULL, 0);
@@ -279,6 +288,10 @@ static void on_sup_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		break;
 	case kp_Envelope_config_done_tag: {
 		if (!w->confined) {
+			if (w->def->on_before_confine && w->def->on_before_confine(w) < 0) {
+				stop(w, 1);
+				return;
+			}
 			if (confine(w) < 0) {
 				stop(w, 1);
 				return;
@@ -310,7 +323,9 @@ static void on_sup_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		stop(w, 0);
 		break;
 	default:
-		if (w->def->on_supervisor_request)
+		if (w->def->on_supervisor_frame)
+			w->def->on_supervisor_frame(w, f);
+		else if (w->def->on_supervisor_request)
 			w->def->on_supervisor_request(w, env);
 		break;
 	}

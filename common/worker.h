@@ -36,6 +36,12 @@ struct kp_worker_def {
 	/* Requests from the supervisor beyond the runtime's own (keeppeekctl questions). */
 	void (*on_supervisor_request)(struct kp_worker *w, const kp_Envelope *env);
 	void (*on_stop)(struct kp_worker *w); /* shutting down: release what you hold */
+	/* Once, with the WorkerConfig, just before confinement (listen sockets, TLS keys);
+	 * a negative return stops the worker. */
+	int (*on_before_confine)(struct kp_worker *w);
+	/* Like on_supervisor_request with the whole frame (raw tail, descriptors); when set
+	 * it replaces on_supervisor_request. */
+	void (*on_supervisor_frame)(struct kp_worker *w, struct kp_ipc_frame *f);
 };
 
 int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv);
@@ -44,6 +50,9 @@ uv_loop_t *kp_worker_loop(struct kp_worker *w);
 const kp_WorkerConfig *kp_worker_config(const struct kp_worker *w);
 /* 0, -ENOTCONN when the link to that peer is down, or kp_ipc_send's errors. */
 int kp_worker_send_peer(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len);
+/* The same with descriptors (SCM_RIGHTS; duplicated, the caller keeps its own). */
+int kp_worker_send_peer_fds(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len,
+			    const int *fds, unsigned nfds);
 int kp_worker_send_supervisor(struct kp_worker *w, const kp_Envelope *env);
 /* The same with a raw tail (at most KP_IPC_TAIL_MAX_SUPERVISOR bytes). */
 int kp_worker_send_supervisor_tail(struct kp_worker *w, const kp_Envelope *env, const void *tail, size_t len);

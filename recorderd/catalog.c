@@ -10,36 +10,15 @@
 #include <sys/stat.h>
 
 #include "catalog_keys.h"
+#include "catalog_int.h"
 
-#define CAT_VERSION 1
-
-enum {
-	DB_META,
-	DB_CAMERAS,
-	DB_STREAMS,
-	DB_RECORDINGS,
-	DB_REC_BY_STREAM,
-	DB_FRAGMENTS,
-	DB_KEYFRAMES,
-	DB_EVENTS,
-	DB_EVENTS_BY_TIME,
-	DB_COVERAGE,
-	DB_COUNT
-};
+/* 2: events keyed by their publisher's id, with revisions, terms and keyframe links
+ * (version 1 stored camera alarms only; migrating empties those two sub-databases). */
+#define CAT_VERSION 2
 
 static const char *const db_names[DB_COUNT] = {
-    "meta",      "cameras",   "streams", "recordings",     "rec_by_stream",
-    "fragments", "keyframes", "events",  "events_by_time", "coverage",
-};
-
-struct cat {
-	MDB_env *env;
-	MDB_dbi dbi[DB_COUNT];
-};
-
-struct cat_txn {
-	struct cat *c;
-	MDB_txn *txn;
+    "meta",   "cameras",        "streams",  "recordings",       "rec_by_stream", "fragments",       "keyframes",
+    "events", "events_by_time", "coverage", "events_by_camera", "event_terms",   "event_keyframes",
 };
 
 struct camera_val {
@@ -55,7 +34,7 @@ struct stream_val {
 	uint64_t last_recording;
 };
 
-static int map_err(int rc)
+int cat_map_err(int rc)
 {
 	if (rc == 0)
 		return 0;
@@ -73,10 +52,10 @@ static MDB_val val(const void *p, size_t n)
 	return (MDB_val){.mv_size = n, .mv_data = (void *)p};
 }
 
-static int get(struct cat_txn *t, int db, const void *k, size_t klen, void *out, size_t olen)
+int cat_db_get(struct cat_txn *t, int db, const void *k, size_t klen, void *out, size_t olen)
 {
 	MDB_val key = val(k, klen), v;
-	int r = map_err(mdb_get(t->txn, t->c->dbi[db], &key, &v));
+	int r = cat_map_err(mdb_get(t->txn, t->c->dbi[db], &key, &v));
 	if (r < 0)
 		return r;
 	if (v.mv_size != olen)
@@ -85,22 +64,22 @@ static int get(struct cat_txn *t, int db, const void *k, size_t klen, void *out,
 	return 0;
 }
 
-static int put(struct cat_txn *t, int db, const void *k, size_t klen, const void *d, size_t dlen)
+int cat_db_put(struct cat_txn *t, int db, const void *k, size_t klen, const void *d, size_t dlen)
 {
 	MDB_val key = val(k, klen), v = val(d, dlen);
-	return map_err(mdb_put(t->txn, t->c->dbi[db], &key, &v, 0));
+	return cat_map_err(mdb_put(t->txn, t->c->dbi[db], &key, &v, 0));
 }
 
-static int del(struct cat_txn *t, int db, const void *k, size_t klen)
+int cat_db_del(struct cat_txn *t, int db, const void *k, size_t klen)
 {
 	MDB_val key = val(k, klen);
-	int r = map_err(mdb_del(t->txn, t->c->dbi[db], &key, NULL));
+	int r = cat_map_err(mdb_del(t->txn, t->c->dbi[db], &key, NULL));
 	return r == -ENOENT ? 0 : r;
 }
 
 static int meta_u64(struct cat_txn *t, const char *name, uint64_t *ret)
 {
-	int r = get(t, DB_META, name, strlen(name), ret, sizeof *ret);
+	int r = cat_db_get(t, DB_META, name, strlen(name), ret, sizeof *ret);
 	if (r == -ENOENT) {
 		*ret = 0;
 		return 0;
@@ -110,7 +89,7 @@ static int meta_u64(struct cat_txn *t, const char *name, uint64_t *ret)
 
 static int set_meta_u64(struct cat_txn *t, const char *name, uint64_t v)
 {
-	return put(t, DB_META, name, strlen(name), &v, sizeof v);
+	return cat_db_put(t, DB_META, name, strlen(name), &v, sizeof v);
 }
 
 int cat_open(const char *dir, size_t map_size, struct cat **ret)
@@ -120,26 +99,32 @@ int cat_open(const char *dir, size_t map_size, struct cat **ret)
 	struct cat *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
-	int r = map_err(mdb_env_create(&c->env));
+	int r = cat_map_err(mdb_env_create(&c->env));
 	if (r < 0)
 		goto out_free;
-	r = map_err(mdb_env_set_maxdbs(c->env, DB_COUNT));
+	r = cat_map_err(mdb_env_set_maxdbs(c->env, DB_COUNT));
 	if (r == 0)
-		r = map_err(mdb_env_set_mapsize(c->env, map_size));
+		r = cat_map_err(mdb_env_set_mapsize(c->env, map_size));
 	if (r == 0)
-		r = map_err(mdb_env_open(c->env, dir, MDB_NOTLS, 0600));
+		r = cat_map_err(mdb_env_open(c->env, dir, MDB_NOTLS, 0600));
 	if (r < 0)
 		goto out_env;
 	MDB_txn *txn;
-	r = map_err(mdb_txn_begin(c->env, NULL, 0, &txn));
+	r = cat_map_err(mdb_txn_begin(c->env, NULL, 0, &txn));
 	if (r < 0)
 		goto out_env;
 	for (int i = 0; i < DB_COUNT && r == 0; i++)
-		r = map_err(mdb_dbi_open(txn, db_names[i], MDB_CREATE, &c->dbi[i]));
+		r = cat_map_err(mdb_dbi_open(txn, db_names[i], MDB_CREATE, &c->dbi[i]));
 	struct cat_txn t = {.c = c, .txn = txn};
 	uint64_t version = 0;
 	if (r == 0)
 		r = meta_u64(&t, "version", &version);
+	if (r == 0 && version == 1) {
+		r = cat_map_err(mdb_drop(txn, c->dbi[DB_EVENTS], 0));
+		if (r == 0)
+			r = cat_map_err(mdb_drop(txn, c->dbi[DB_EVENTS_BY_TIME], 0));
+		version = 0;
+	}
 	if (r == 0 && version == 0)
 		r = set_meta_u64(&t, "version", CAT_VERSION);
 	else if (r == 0 && version != CAT_VERSION)
@@ -148,7 +133,7 @@ int cat_open(const char *dir, size_t map_size, struct cat **ret)
 		mdb_txn_abort(txn);
 		goto out_env;
 	}
-	r = map_err(mdb_txn_commit(txn));
+	r = cat_map_err(mdb_txn_commit(txn));
 	if (r < 0)
 		goto out_env;
 	*ret = c;
@@ -174,7 +159,7 @@ int cat_begin(struct cat *c, int write, struct cat_txn **ret)
 	if (!t)
 		return -ENOMEM;
 	t->c = c;
-	int r = map_err(mdb_txn_begin(c->env, NULL, write ? 0 : MDB_RDONLY, &t->txn));
+	int r = cat_map_err(mdb_txn_begin(c->env, NULL, write ? 0 : MDB_RDONLY, &t->txn));
 	if (r < 0) {
 		free(t);
 		return r;
@@ -185,7 +170,7 @@ int cat_begin(struct cat *c, int write, struct cat_txn **ret)
 
 int cat_commit(struct cat_txn *t)
 {
-	int r = map_err(mdb_txn_commit(t->txn));
+	int r = cat_map_err(mdb_txn_commit(t->txn));
 	free(t);
 	return r;
 }
@@ -201,7 +186,7 @@ void cat_abort(struct cat_txn *t)
 int cat_camera_lookup(struct cat_txn *t, const char *name, uint32_t *ret_id, uint32_t *ret_retention_days)
 {
 	struct camera_val cv;
-	int r = get(t, DB_CAMERAS, name, strlen(name), &cv, sizeof cv);
+	int r = cat_db_get(t, DB_CAMERAS, name, strlen(name), &cv, sizeof cv);
 	if (r < 0)
 		return r;
 	*ret_id = cv.id;
@@ -213,7 +198,7 @@ int cat_camera_lookup(struct cat_txn *t, const char *name, uint32_t *ret_id, uin
 int cat_camera(struct cat_txn *t, const char *name, uint32_t retention_days, uint32_t *ret_id)
 {
 	struct camera_val cv;
-	int r = get(t, DB_CAMERAS, name, strlen(name), &cv, sizeof cv);
+	int r = cat_db_get(t, DB_CAMERAS, name, strlen(name), &cv, sizeof cv);
 	if (r == -ENOENT) {
 		uint64_t next;
 		r = meta_u64(t, "next_camera", &next);
@@ -229,7 +214,7 @@ int cat_camera(struct cat_txn *t, const char *name, uint32_t retention_days, uin
 		return r;
 	if (cv.retention_days != retention_days) {
 		cv.retention_days = retention_days;
-		r = put(t, DB_CAMERAS, name, strlen(name), &cv, sizeof cv);
+		r = cat_db_put(t, DB_CAMERAS, name, strlen(name), &cv, sizeof cv);
 		if (r < 0)
 			return r;
 	}
@@ -251,21 +236,21 @@ int cat_get_recording(struct cat_txn *t, uint64_t id, struct cat_recording *ret)
 {
 	uint8_t k[CAT_KEY_RECORDING];
 	cat_be64(k, id);
-	return get(t, DB_RECORDINGS, k, sizeof k, ret, sizeof *ret);
+	return cat_db_get(t, DB_RECORDINGS, k, sizeof k, ret, sizeof *ret);
 }
 
 int cat_get_fragment(struct cat_txn *t, uint64_t recording_id, uint32_t seq, struct cat_fragment *ret)
 {
 	uint8_t k[CAT_KEY_FRAGMENT];
 	cat_key_fragment(k, recording_id, seq);
-	return get(t, DB_FRAGMENTS, k, sizeof k, ret, sizeof *ret);
+	return cat_db_get(t, DB_FRAGMENTS, k, sizeof k, ret, sizeof *ret);
 }
 
 static int put_recording(struct cat_txn *t, const struct cat_recording *r)
 {
 	uint8_t k[CAT_KEY_RECORDING];
 	cat_be64(k, r->id);
-	return put(t, DB_RECORDINGS, k, sizeof k, r, sizeof *r);
+	return cat_db_put(t, DB_RECORDINGS, k, sizeof k, r, sizeof *r);
 }
 
 int cat_coverage(struct cat_txn *t, uint32_t stream_id, struct rec_cov *ret)
@@ -273,7 +258,7 @@ int cat_coverage(struct cat_txn *t, uint32_t stream_id, struct rec_cov *ret)
 	uint8_t k[CAT_KEY_COV_RANGES];
 	cat_key_cov_ranges(k, stream_id);
 	MDB_val key = val(k, sizeof k), v;
-	int r = map_err(mdb_get(t->txn, t->c->dbi[DB_COVERAGE], &key, &v));
+	int r = cat_map_err(mdb_get(t->txn, t->c->dbi[DB_COVERAGE], &key, &v));
 	if (r == -ENOENT) {
 		ret->n = 0;
 		ret->exact_from_ms = INT64_MIN;
@@ -294,14 +279,14 @@ static int put_coverage(struct cat_txn *t, uint32_t stream_id, const struct rec_
 {
 	uint8_t k[CAT_KEY_COV_RANGES];
 	cat_key_cov_ranges(k, stream_id);
-	return put(t, DB_COVERAGE, k, sizeof k, cov, offsetof(struct rec_cov, r) + cov->n * sizeof cov->r[0]);
+	return cat_db_put(t, DB_COVERAGE, k, sizeof k, cov, offsetof(struct rec_cov, r) + cov->n * sizeof cov->r[0]);
 }
 
 int cat_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t bucket_ms, int64_t *ret_ms)
 {
 	uint8_t k[CAT_KEY_COV_BUCKET];
 	cat_key_cov_bucket(k, stream_id, bucket_ms);
-	int r = get(t, DB_COVERAGE, k, sizeof k, ret_ms, sizeof *ret_ms);
+	int r = cat_db_get(t, DB_COVERAGE, k, sizeof k, ret_ms, sizeof *ret_ms);
 	if (r == -ENOENT) {
 		*ret_ms = 0;
 		return 0;
@@ -333,7 +318,8 @@ static int coverage_update(struct cat_txn *t, uint32_t stream_id, int64_t start_
 		have += sign * part;
 		uint8_t k[CAT_KEY_COV_BUCKET];
 		cat_key_cov_bucket(k, stream_id, b);
-		r = have > 0 ? put(t, DB_COVERAGE, k, sizeof k, &have, sizeof have) : del(t, DB_COVERAGE, k, sizeof k);
+		r = have > 0 ? cat_db_put(t, DB_COVERAGE, k, sizeof k, &have, sizeof have)
+			     : cat_db_del(t, DB_COVERAGE, k, sizeof k);
 	}
 	return r;
 }
@@ -361,7 +347,7 @@ static int create_recording(struct cat_txn *t, const struct cat_recording *tmpl,
 	r.fragments = 0;
 	uint8_t k[CAT_KEY_REC_BY_STREAM];
 	cat_key_rec_by_stream(k, r.stream_id, r.start_ms, r.id);
-	int e = put(t, DB_REC_BY_STREAM, k, sizeof k, "", 0);
+	int e = cat_db_put(t, DB_REC_BY_STREAM, k, sizeof k, "", 0);
 	uint64_t next;
 	if (e == 0)
 		e = meta_u64(t, "next_recording", &next);
@@ -379,7 +365,7 @@ static int create_recording(struct cat_txn *t, const struct cat_recording *tmpl,
 				.height = r.height,
 				.last_recording = r.id};
 	if (e == 0)
-		e = put(t, DB_STREAMS, sk, sizeof sk, &sv, sizeof sv);
+		e = cat_db_put(t, DB_STREAMS, sk, sizeof sk, &sv, sizeof sv);
 	if (e == 0)
 		*ret = r;
 	return e;
@@ -397,13 +383,13 @@ int cat_add_fragment(struct cat_txn *t, const struct cat_recording *rec, const s
 		return -EINVAL; /* fragments are indexed in file order, without holes */
 	uint8_t k[CAT_KEY_FRAGMENT];
 	cat_key_fragment(k, f->recording_id, f->seq);
-	e = put(t, DB_FRAGMENTS, k, sizeof k, f, sizeof *f);
+	e = cat_db_put(t, DB_FRAGMENTS, k, sizeof k, f, sizeof *f);
 	if (e == 0 && f->keyframe_length) {
 		uint8_t kk[CAT_KEY_KEYFRAME];
 		cat_key_keyframe(kk, r.stream_id, f->start_ms);
 		struct cat_keyframe kf = {
 		    .recording_id = r.id, .offset = f->keyframe_offset, .length = f->keyframe_length, .seq = f->seq};
-		e = put(t, DB_KEYFRAMES, kk, sizeof kk, &kf, sizeof kf);
+		e = cat_db_put(t, DB_KEYFRAMES, kk, sizeof kk, &kf, sizeof kf);
 	}
 	if (e == 0)
 		e = coverage_update(t, r.stream_id, f->start_ms, f->end_ms, 1);
@@ -428,16 +414,11 @@ int cat_close_recording(struct cat_txn *t, uint64_t id)
 	return put_recording(t, &r);
 }
 
-/* A visitor's "past the range": the walk ends and reports success. */
-#define WALK_END INT_MIN
-
-/* Visits db's entries in key order from start (from the first entry when start is NULL)
- * until visit returns non-zero: WALK_END ends the walk with 0, anything else is returned. */
-static int walk(struct cat_txn *t, int db, const void *start, size_t start_len,
+int cat_db_walk(struct cat_txn *t, int db, const void *start, size_t start_len,
 		int (*visit)(void *ctx, const MDB_val *key, const MDB_val *v), void *ctx)
 {
 	MDB_cursor *cur;
-	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[db], &cur));
+	int r = cat_map_err(mdb_cursor_open(t->txn, t->c->dbi[db], &cur));
 	if (r < 0)
 		return r;
 	MDB_val key = {.mv_size = start_len, .mv_data = (void *)start}, v;
@@ -445,9 +426,27 @@ static int walk(struct cat_txn *t, int db, const void *start, size_t start_len,
 	while (rc == 0 && (r = visit(ctx, &key, &v)) == 0)
 		rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
 	if (rc != 0 && rc != MDB_NOTFOUND)
-		r = map_err(rc);
+		r = cat_map_err(rc);
 	mdb_cursor_close(cur);
-	return r == WALK_END ? 0 : r;
+	return r == CAT_WALK_END ? 0 : r;
+}
+
+int cat_db_walk_back(struct cat_txn *t, int db, const void *start, size_t start_len,
+		     int (*visit)(void *ctx, const MDB_val *key, const MDB_val *v), void *ctx)
+{
+	MDB_cursor *cur;
+	int r = cat_map_err(mdb_cursor_open(t->txn, t->c->dbi[db], &cur));
+	if (r < 0)
+		return r;
+	MDB_val key = {.mv_size = start_len, .mv_data = (void *)start}, v;
+	int rc = start ? mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE) : MDB_NOTFOUND;
+	rc = mdb_cursor_get(cur, &key, &v, rc == 0 ? MDB_PREV : MDB_LAST);
+	while (rc == 0 && (r = visit(ctx, &key, &v)) == 0)
+		rc = mdb_cursor_get(cur, &key, &v, MDB_PREV);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		r = cat_map_err(rc);
+	mdb_cursor_close(cur);
+	return r == CAT_WALK_END ? 0 : r;
 }
 
 struct fragment_walk {
@@ -460,7 +459,7 @@ static int visit_fragment(void *ctx, const MDB_val *key, const MDB_val *v)
 {
 	const struct fragment_walk *w = ctx;
 	if (key->mv_size != CAT_KEY_FRAGMENT || cat_get_be64(key->mv_data) != w->recording_id)
-		return WALK_END;
+		return CAT_WALK_END;
 	if (v->mv_size != sizeof(struct cat_fragment))
 		return -EBADMSG;
 	struct cat_fragment f;
@@ -474,7 +473,7 @@ int cat_each_fragment(struct cat_txn *t, uint64_t recording_id, int (*fn)(void *
 	uint8_t k[CAT_KEY_FRAGMENT];
 	cat_key_fragment(k, recording_id, 0);
 	struct fragment_walk w = {.recording_id = recording_id, .fn = fn, .arg = arg};
-	int r = walk(t, DB_FRAGMENTS, k, sizeof k, visit_fragment, &w);
+	int r = cat_db_walk(t, DB_FRAGMENTS, k, sizeof k, visit_fragment, &w);
 	return r < 0 ? r : 0;
 }
 
@@ -506,15 +505,16 @@ static int delete_fragment(struct cat_txn *t, uint32_t stream_id, const struct c
 		cat_key_keyframe(kk, stream_id, f->start_ms);
 		struct cat_keyframe kf;
 		/* Only this fragment's keyframe: another recording may own the same millisecond. */
-		if (get(t, DB_KEYFRAMES, kk, sizeof kk, &kf, sizeof kf) == 0 && kf.recording_id == f->recording_id)
-			r = del(t, DB_KEYFRAMES, kk, sizeof kk);
+		if (cat_db_get(t, DB_KEYFRAMES, kk, sizeof kk, &kf, sizeof kf) == 0 &&
+		    kf.recording_id == f->recording_id)
+			r = cat_db_del(t, DB_KEYFRAMES, kk, sizeof kk);
 	}
 	if (r == 0)
 		r = coverage_update(t, stream_id, f->start_ms, f->end_ms, -1);
 	if (r == 0) {
 		uint8_t k[CAT_KEY_FRAGMENT];
 		cat_key_fragment(k, f->recording_id, f->seq);
-		r = del(t, DB_FRAGMENTS, k, sizeof k);
+		r = cat_db_del(t, DB_FRAGMENTS, k, sizeof k);
 	}
 	return r;
 }
@@ -535,11 +535,11 @@ int cat_delete_recording(struct cat_txn *t, uint64_t id, struct cat_recording *r
 		return e;
 	uint8_t k[CAT_KEY_REC_BY_STREAM];
 	cat_key_rec_by_stream(k, r.stream_id, r.start_ms, r.id);
-	e = del(t, DB_REC_BY_STREAM, k, sizeof k);
+	e = cat_db_del(t, DB_REC_BY_STREAM, k, sizeof k);
 	uint8_t rk[CAT_KEY_RECORDING];
 	cat_be64(rk, id);
 	if (e == 0)
-		e = del(t, DB_RECORDINGS, rk, sizeof rk);
+		e = cat_db_del(t, DB_RECORDINGS, rk, sizeof rk);
 	if (e == 0)
 		e = add_bytes(t, -(int64_t)r.bytes);
 	if (e == 0 && ret_deleted)
@@ -569,7 +569,7 @@ static int visit_recording(void *ctx, const MDB_val *key, const MDB_val *v)
 int cat_each_recording(struct cat_txn *t, int (*fn)(void *arg, const struct cat_recording *r), void *arg)
 {
 	struct recording_walk w = {.fn = fn, .arg = arg};
-	return walk(t, DB_RECORDINGS, NULL, 0, visit_recording, &w);
+	return cat_db_walk(t, DB_RECORDINGS, NULL, 0, visit_recording, &w);
 }
 
 static int visit_stream_recording(void *ctx, const MDB_val *key, const MDB_val *v)
@@ -578,7 +578,7 @@ static int visit_stream_recording(void *ctx, const MDB_val *key, const MDB_val *
 	(void)v;
 	if (key->mv_size != CAT_KEY_REC_BY_STREAM || cat_get_be32(key->mv_data) != w->stream_id ||
 	    cat_get_be_time((const uint8_t *)key->mv_data + 4) >= w->to_ms)
-		return WALK_END;
+		return CAT_WALK_END;
 	struct cat_recording rec;
 	int r = cat_get_recording(w->t, cat_get_be64((const uint8_t *)key->mv_data + 12), &rec);
 	return r ? r : w->fn(w->arg, &rec);
@@ -590,13 +590,13 @@ int cat_each_stream_recording(struct cat_txn *t, uint32_t stream_id, int64_t fro
 	uint8_t k[CAT_KEY_REC_BY_STREAM];
 	cat_key_rec_by_stream(k, stream_id, from_ms, 0);
 	struct recording_walk w = {.stream_id = stream_id, .to_ms = to_ms, .fn = fn, .arg = arg, .t = t};
-	return walk(t, DB_REC_BY_STREAM, k, sizeof k, visit_stream_recording, &w);
+	return cat_db_walk(t, DB_REC_BY_STREAM, k, sizeof k, visit_stream_recording, &w);
 }
 
 int cat_keyframe_at(struct cat_txn *t, uint32_t stream_id, int64_t ms, int64_t *ret_ms, struct cat_keyframe *ret)
 {
 	MDB_cursor *cur;
-	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_KEYFRAMES], &cur));
+	int r = cat_map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_KEYFRAMES], &cur));
 	if (r < 0)
 		return r;
 	/* The first key after ms, then one step back. */
@@ -610,31 +610,12 @@ int cat_keyframe_at(struct cat_txn *t, uint32_t stream_id, int64_t ms, int64_t *
 	if (rc == 0 && v.mv_size != sizeof *ret)
 		r = -EBADMSG;
 	else if (rc != 0)
-		r = map_err(rc);
+		r = cat_map_err(rc);
 	if (r == 0) {
 		memcpy(ret, v.mv_data, sizeof *ret);
 		*ret_ms = cat_get_be_time((const uint8_t *)key.mv_data + 4);
 	}
 	mdb_cursor_close(cur);
-	return r;
-}
-
-int cat_add_event(struct cat_txn *t, struct cat_event *e)
-{
-	uint64_t next;
-	int r = meta_u64(t, "next_event", &next);
-	if (r < 0)
-		return r;
-	e->id = next + 1;
-	r = set_meta_u64(t, "next_event", e->id);
-	uint8_t k[CAT_KEY_EVENT];
-	cat_be64(k, e->id);
-	if (r == 0)
-		r = put(t, DB_EVENTS, k, sizeof k, e, sizeof *e);
-	uint8_t tk[CAT_KEY_EVENT_BY_TIME];
-	cat_key_event_by_time(tk, e->camera_id, e->start_ms, e->id);
-	if (r == 0)
-		r = put(t, DB_EVENTS_BY_TIME, tk, sizeof tk, "", 0);
 	return r;
 }
 
@@ -659,7 +640,7 @@ static int visit_camera(void *ctx, const MDB_val *key, const MDB_val *v)
 int cat_each_camera(struct cat_txn *t, int (*fn)(void *arg, const char *name, uint32_t id, uint32_t days), void *arg)
 {
 	struct camera_walk w = {.fn = fn, .arg = arg};
-	return walk(t, DB_CAMERAS, NULL, 0, visit_camera, &w);
+	return cat_db_walk(t, DB_CAMERAS, NULL, 0, visit_camera, &w);
 }
 
 int cat_stream_last_recording(struct cat_txn *t, uint32_t stream_id, uint64_t *ret_id)
@@ -667,7 +648,7 @@ int cat_stream_last_recording(struct cat_txn *t, uint32_t stream_id, uint64_t *r
 	uint8_t sk[4];
 	cat_be32(sk, stream_id);
 	struct stream_val sv;
-	int r = get(t, DB_STREAMS, sk, sizeof sk, &sv, sizeof sv);
+	int r = cat_db_get(t, DB_STREAMS, sk, sizeof sk, &sv, sizeof sv);
 	if (r == -ENOENT) {
 		*ret_id = 0;
 		return 0;
@@ -694,7 +675,7 @@ static int visit_stream(void *ctx, const MDB_val *key, const MDB_val *v)
 int cat_each_stream(struct cat_txn *t, int (*fn)(void *arg, uint32_t stream_id), void *arg)
 {
 	struct stream_walk w = {.fn = fn, .arg = arg};
-	return walk(t, DB_STREAMS, NULL, 0, visit_stream, &w);
+	return cat_db_walk(t, DB_STREAMS, NULL, 0, visit_stream, &w);
 }
 
 struct keyframe_walk {
@@ -707,7 +688,7 @@ static int visit_keyframe(void *ctx, const MDB_val *key, const MDB_val *v)
 {
 	const struct keyframe_walk *w = ctx;
 	if (key->mv_size != CAT_KEY_KEYFRAME || cat_get_be32(key->mv_data) != w->stream_id)
-		return WALK_END;
+		return CAT_WALK_END;
 	if (v->mv_size != sizeof(struct cat_keyframe))
 		return -EBADMSG;
 	struct cat_keyframe kf;
@@ -721,7 +702,7 @@ int cat_each_keyframe(struct cat_txn *t, uint32_t stream_id,
 	uint8_t k[CAT_KEY_KEYFRAME];
 	cat_key_keyframe(k, stream_id, INT64_MIN);
 	struct keyframe_walk w = {.stream_id = stream_id, .fn = fn, .arg = arg};
-	return walk(t, DB_KEYFRAMES, k, sizeof k, visit_keyframe, &w);
+	return cat_db_walk(t, DB_KEYFRAMES, k, sizeof k, visit_keyframe, &w);
 }
 
 struct bucket_walk {
@@ -737,7 +718,7 @@ static int visit_bucket(void *ctx, const MDB_val *key, const MDB_val *v)
 	const uint8_t *kp = key->mv_data;
 	if (key->mv_size != CAT_KEY_COV_BUCKET || cat_get_be32(kp) != w->stream_id || kp[4] != 1 ||
 	    cat_get_be_time(kp + 5) >= w->to_ms)
-		return WALK_END;
+		return CAT_WALK_END;
 	int64_t ms;
 	if (v->mv_size != sizeof ms)
 		return -EBADMSG;
@@ -751,14 +732,7 @@ int cat_each_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t from
 	uint8_t k[CAT_KEY_COV_BUCKET];
 	cat_key_cov_bucket(k, stream_id, from_ms);
 	struct bucket_walk w = {.stream_id = stream_id, .to_ms = to_ms, .fn = fn, .arg = arg};
-	return walk(t, DB_COVERAGE, k, sizeof k, visit_bucket, &w);
-}
-
-int cat_get_event(struct cat_txn *t, uint64_t id, struct cat_event *ret)
-{
-	uint8_t k[CAT_KEY_EVENT];
-	cat_be64(k, id);
-	return get(t, DB_EVENTS, k, sizeof k, ret, sizeof *ret);
+	return cat_db_walk(t, DB_COVERAGE, k, sizeof k, visit_bucket, &w);
 }
 
 int cat_truncate_recording(struct cat_txn *t, uint64_t id, uint32_t from_seq)
@@ -807,20 +781,20 @@ int cat_drop_keyframe(struct cat_txn *t, uint64_t recording_id, uint32_t seq)
 	uint8_t kk[CAT_KEY_KEYFRAME];
 	cat_key_keyframe(kk, r.stream_id, f.start_ms);
 	struct cat_keyframe kf;
-	if (get(t, DB_KEYFRAMES, kk, sizeof kk, &kf, sizeof kf) == 0 && kf.recording_id == recording_id)
-		e = del(t, DB_KEYFRAMES, kk, sizeof kk);
+	if (cat_db_get(t, DB_KEYFRAMES, kk, sizeof kk, &kf, sizeof kf) == 0 && kf.recording_id == recording_id)
+		e = cat_db_del(t, DB_KEYFRAMES, kk, sizeof kk);
 	f.keyframe_offset = 0;
 	f.keyframe_length = 0;
 	uint8_t k[CAT_KEY_FRAGMENT];
 	cat_key_fragment(k, recording_id, seq);
-	return e < 0 ? e : put(t, DB_FRAGMENTS, k, sizeof k, &f, sizeof f);
+	return e < 0 ? e : cat_db_put(t, DB_FRAGMENTS, k, sizeof k, &f, sizeof f);
 }
 
 int cat_delete_keyframe_row(struct cat_txn *t, uint32_t stream_id, int64_t ms)
 {
 	uint8_t kk[CAT_KEY_KEYFRAME];
 	cat_key_keyframe(kk, stream_id, ms);
-	return del(t, DB_KEYFRAMES, kk, sizeof kk);
+	return cat_db_del(t, DB_KEYFRAMES, kk, sizeof kk);
 }
 
 struct rebuild {
@@ -846,7 +820,7 @@ int cat_rebuild_coverage(struct cat_txn *t, uint32_t stream_id)
 {
 	/* Every coverage key of the stream goes, then the summaries are written anew. */
 	MDB_cursor *cur;
-	int r = map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_COVERAGE], &cur));
+	int r = cat_map_err(mdb_cursor_open(t->txn, t->c->dbi[DB_COVERAGE], &cur));
 	if (r < 0)
 		return r;
 	uint8_t k[CAT_KEY_COV_RANGES];
@@ -860,7 +834,7 @@ int cat_rebuild_coverage(struct cat_txn *t, uint32_t stream_id)
 	}
 	mdb_cursor_close(cur);
 	if (rc != 0 && rc != MDB_NOTFOUND && rc != EINVAL)
-		return map_err(rc);
+		return cat_map_err(rc);
 	struct rebuild rb = {.t = t, .cov = calloc(1, sizeof *rb.cov)};
 	if (!rb.cov)
 		return -ENOMEM;
@@ -871,7 +845,7 @@ int cat_rebuild_coverage(struct cat_txn *t, uint32_t stream_id)
 	for (size_t i = 0; r == 0 && i < rb.buckets.n; i++) {
 		uint8_t bk[CAT_KEY_COV_BUCKET];
 		cat_key_cov_bucket(bk, stream_id, rb.buckets.b[i].start_ms);
-		r = put(t, DB_COVERAGE, bk, sizeof bk, &rb.buckets.b[i].covered_ms, sizeof(int64_t));
+		r = cat_db_put(t, DB_COVERAGE, bk, sizeof bk, &rb.buckets.b[i].covered_ms, sizeof(int64_t));
 	}
 	free(rb.cov);
 	rec_buckets_free(&rb.buckets);
@@ -889,4 +863,76 @@ int cat_recount_bytes(struct cat_txn *t)
 	uint64_t total = 0;
 	int r = cat_each_recording(t, sum_bytes, &total);
 	return r < 0 ? r : set_meta_u64(t, "total_bytes", total);
+}
+
+struct first_walk {
+	uint32_t stream_id;
+	int64_t ms;
+	struct cat_keyframe *kf;
+	int found;
+};
+
+static int visit_first_keyframe(void *ctx, const MDB_val *key, const MDB_val *v)
+{
+	struct first_walk *w = ctx;
+	if (key->mv_size != CAT_KEY_KEYFRAME || cat_get_be32(key->mv_data) != w->stream_id)
+		return CAT_WALK_END;
+	if (v->mv_size != sizeof *w->kf)
+		return -EBADMSG;
+	memcpy(w->kf, v->mv_data, sizeof *w->kf);
+	w->ms = cat_get_be_time((const uint8_t *)key->mv_data + 4);
+	w->found = 1;
+	return CAT_WALK_END;
+}
+
+int cat_keyframe_from(struct cat_txn *t, uint32_t stream_id, int64_t ms, int64_t *ret_ms, struct cat_keyframe *ret)
+{
+	uint8_t k[CAT_KEY_KEYFRAME];
+	cat_key_keyframe(k, stream_id, ms);
+	struct first_walk w = {.stream_id = stream_id, .kf = ret};
+	int r = cat_db_walk(t, DB_KEYFRAMES, k, sizeof k, visit_first_keyframe, &w);
+	if (r == 0 && !w.found)
+		r = -ENOENT;
+	if (r == 0)
+		*ret_ms = w.ms;
+	return r;
+}
+
+struct before_walk {
+	struct cat_txn *t;
+	uint32_t stream_id;
+	struct cat_recording *rec;
+	int found;
+};
+
+static int visit_before(void *ctx, const MDB_val *key, const MDB_val *v)
+{
+	struct before_walk *w = ctx;
+	(void)v;
+	if (key->mv_size != CAT_KEY_REC_BY_STREAM || cat_get_be32(key->mv_data) != w->stream_id)
+		return CAT_WALK_END;
+	int r = cat_get_recording(w->t, cat_get_be64((const uint8_t *)key->mv_data + 12), w->rec);
+	w->found = r == 0;
+	return r < 0 ? r : CAT_WALK_END;
+}
+
+int cat_stream_recording_before(struct cat_txn *t, uint32_t stream_id, int64_t ms, struct cat_recording *ret)
+{
+	uint8_t k[CAT_KEY_REC_BY_STREAM];
+	cat_key_rec_by_stream(k, stream_id, ms, 0);
+	struct before_walk w = {.t = t, .stream_id = stream_id, .rec = ret};
+	int r = cat_db_walk_back(t, DB_REC_BY_STREAM, k, sizeof k, visit_before, &w);
+	return r < 0 ? r : w.found ? 0 : -ENOENT;
+}
+
+int cat_size(struct cat *c, uint64_t *ret_bytes)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	int r = cat_map_err(mdb_env_info(c->env, &info));
+	if (r == 0)
+		r = cat_map_err(mdb_env_stat(c->env, &st));
+	if (r == 0)
+		*ret_bytes = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+	return r;
 }

@@ -1,7 +1,7 @@
 /* The LMDB catalog: one environment at data_dir/catalog with named sub-databases for
  * cameras, streams, recordings (and per stream by start time), fragments, keyframes,
- * events (and per camera by time), coverage summaries and counters (meta). Only this file
- * talks to LMDB. Writes happen in one transaction per group commit (commit.c), recovery
+ * coverage summaries and counters (meta); events are in catalog_events.h. Only this
+ * file and catalog_events.c talk to LMDB. Writes happen in one transaction per group commit (commit.c), recovery
  * or retention; a write transaction stays on the thread that began it. Layout and
  * reasons: docs/catalog.md. */
 #ifndef KP_REC_CATALOG_H
@@ -55,15 +55,6 @@ struct cat_keyframe {
 	uint32_t seq;
 };
 
-struct cat_event {
-	uint64_t id;
-	uint32_t camera_id;
-	uint32_t reserved;
-	int64_t start_ms, end_ms;
-	char kind[17];
-	char labels[129];
-};
-
 /* Opens (creating) the environment in dir with a map of map_size bytes. */
 int cat_open(const char *dir, size_t map_size, struct cat **ret);
 void cat_close(struct cat *c);
@@ -106,7 +97,12 @@ int cat_each_fragment(struct cat_txn *t, uint64_t recording_id, int (*fn)(void *
 /* The newest keyframe of a stream at or before ms; -ENOENT when none. */
 int cat_keyframe_at(struct cat_txn *t, uint32_t stream_id, int64_t ms, int64_t *ret_ms, struct cat_keyframe *ret);
 
-int cat_add_event(struct cat_txn *t, struct cat_event *e); /* assigns e->id */
+/* The oldest keyframe of a stream at or after ms; -ENOENT when none. */
+int cat_keyframe_from(struct cat_txn *t, uint32_t stream_id, int64_t ms, int64_t *ret_ms, struct cat_keyframe *ret);
+/* The newest recording of a stream that starts before ms; -ENOENT when none. */
+int cat_stream_recording_before(struct cat_txn *t, uint32_t stream_id, int64_t ms, struct cat_recording *ret);
+/* Bytes of the catalog's data file in use. */
+int cat_size(struct cat *c, uint64_t *ret_bytes);
 
 int cat_coverage(struct cat_txn *t, uint32_t stream_id, struct rec_cov *ret);
 /* Covered milliseconds of the stored bucket starting at bucket_ms (0 when none). */
@@ -128,7 +124,6 @@ int cat_each_keyframe(struct cat_txn *t, uint32_t stream_id,
 /* The stored coverage buckets of one stream starting in [from_ms, to_ms), in order. */
 int cat_each_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t to_ms,
 			     int (*fn)(void *arg, int64_t bucket_ms, int64_t covered_ms), void *arg);
-int cat_get_event(struct cat_txn *t, uint64_t id, struct cat_event *ret);
 
 /* Repairs (keeppeekctl check --repair). Each keeps the byte total and, except the
  * last two, the coverage in step. */

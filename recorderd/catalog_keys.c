@@ -1,6 +1,9 @@
 /* Big-endian catalog keys (see catalog_keys.h). */
 #include "catalog_keys.h"
 
+#include <errno.h>
+#include <string.h>
+
 void cat_be32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)(v >> 24);
@@ -54,11 +57,43 @@ void cat_key_keyframe(uint8_t k[CAT_KEY_KEYFRAME], uint32_t stream_id, int64_t m
 	cat_be_time(k + 4, ms);
 }
 
-void cat_key_event_by_time(uint8_t k[CAT_KEY_EVENT_BY_TIME], uint32_t camera_id, int64_t start_ms, uint64_t id)
+void cat_key_event_by_time(uint8_t k[CAT_KEY_EVENT_BY_TIME], int64_t start_ms, uint64_t seq)
+{
+	cat_be_time(k, start_ms);
+	cat_be64(k + 8, seq);
+}
+
+void cat_key_event_by_cam(uint8_t k[CAT_KEY_EVENT_BY_CAM], uint32_t camera_id, int64_t start_ms, uint64_t seq)
 {
 	cat_be32(k, camera_id);
 	cat_be_time(k + 4, start_ms);
-	cat_be64(k + 12, id);
+	cat_be64(k + 12, seq);
+}
+
+void cat_key_event_link(uint8_t k[CAT_KEY_EVENT_LINK], uint64_t seq, uint32_t stream)
+{
+	cat_be64(k, seq);
+	cat_be32(k + 8, stream);
+}
+
+size_t cat_key_term(uint8_t k[CAT_KEY_TERM_MAX], const char *term, int64_t start_ms, uint64_t seq)
+{
+	size_t n = strnlen(term, CAT_KEY_TERM_MAX - 17);
+	memcpy(k, term, n);
+	k[n] = 0;
+	cat_be_time(k + n + 1, start_ms);
+	cat_be64(k + n + 9, seq);
+	return n + 17;
+}
+
+int cat_parse_term_key(const uint8_t *k, size_t len, size_t *ret_term_len, int64_t *ret_start_ms, uint64_t *ret_seq)
+{
+	if (len < 18 || len > CAT_KEY_TERM_MAX || k[len - 17] != 0 || memchr(k, 0, len - 17))
+		return -EBADMSG;
+	*ret_term_len = len - 17;
+	*ret_start_ms = cat_get_be_time(k + len - 16);
+	*ret_seq = cat_get_be64(k + len - 8);
+	return 0;
 }
 
 void cat_key_cov_ranges(uint8_t k[CAT_KEY_COV_RANGES], uint32_t stream_id)

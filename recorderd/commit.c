@@ -28,9 +28,15 @@ struct rec_committer {
 	struct batch running; /* the commit thread's */
 	int retention_due;
 	struct rec_retention_policy policy;
-	uint64_t quota;           /* bytes, 0: none */
-	int64_t quota_idle_until; /* wall ms: no quota pass before (the last one found nothing) */
-	uint64_t failures;        /* consecutive */
+	uint64_t quota;                    /* bytes, 0: none */
+	int64_t quota_idle_until;          /* wall ms: no quota pass before (the last one found nothing) */
+	uint64_t failures;                 /* consecutive */
+	struct rec_job *jobs, **jobs_tail; /* waiting, under lock */
+	struct rec_job *done, **done_tail; /* finished, under lock, for the loop thread */
+	int urgent;                        /* jobs wait: commit now */
+	void (*on_done)(void *arg);
+	void *done_arg;
+	struct rec_commit_stats stats; /* under lock */
 };
 
 static int grow(struct batch *b, size_t want)
@@ -123,10 +129,8 @@ static int index_batch(struct rec_committer *c, struct batch *b)
 		struct rec_commit_item *it = &b->items[i];
 		if (it->kind == REC_ITEM_FRAGMENT)
 			r = cat_add_fragment(t, &it->rec, &it->frag);
-		else if (it->kind == REC_ITEM_CLOSE)
-			r = cat_close_recording(t, it->rec.id);
 		else
-			r = cat_add_event(t, &it->event);
+			r = cat_close_recording(t, it->rec.id);
 		/* An item the catalog refuses by itself (not the environment) is dropped: its
 		 * bytes stay in the file for start-up recovery to judge. */
 		if (r == -EINVAL || r == -EBADMSG) {
@@ -183,6 +187,8 @@ static unsigned retention(struct rec_committer *c, const struct rec_retention_po
 	rec_retention_run(c->cat, c->data_dirfd, p, &r);
 	if (r.deleted)
 		kp_info("retention: deleted %u recordings (%llu bytes)", r.deleted, (unsigned long long)r.bytes);
+	if (r.events_deleted)
+		kp_info("retention: deleted %u events", r.events_deleted);
 	if (r.err)
 		kp_err("retention: catalog update failed: %s", strerror(-r.err));
 	if (r.unlink_failed)
@@ -209,6 +215,40 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static const int64_t bucket_us[REC_COMMIT_BUCKETS] = {5000,   10000,  25000,   50000,  100000,
+						      250000, 500000, 1000000, 2500000};
+
+/* Counts a commit's latency and hands its finished jobs to the loop thread. */
+static void account(struct rec_committer *c, int64_t us, struct rec_job *jobs)
+{
+	int64_t now = mono_us();
+	for (struct rec_job *j = jobs; j; j = j->next)
+		j->commit_us = now - j->pushed_mono_us;
+	pthread_mutex_lock(&c->lock);
+	c->stats.commits++;
+	c->stats.sum_us += (uint64_t)us;
+	for (int i = 0; i < REC_COMMIT_BUCKETS; i++)
+		if (us <= bucket_us[i])
+			c->stats.le[i]++;
+	if (jobs) {
+		*c->done_tail = jobs;
+		while (*c->done_tail)
+			c->done_tail = &(*c->done_tail)->next;
+	}
+	void (*cb)(void *) = c->on_done;
+	void *arg = c->done_arg;
+	pthread_mutex_unlock(&c->lock);
+	if (jobs && cb)
+		cb(arg);
+}
+
 static void *run(void *arg)
 {
 	struct rec_committer *c = arg;
@@ -223,8 +263,13 @@ static void *run(void *arg)
 		}
 		int stopping = c->stopping;
 		if (!stopping)
-			while (!c->stopping && pthread_cond_timedwait(&c->wake, &c->lock, &until) != ETIMEDOUT)
+			while (!c->stopping && !c->urgent &&
+			       pthread_cond_timedwait(&c->wake, &c->lock, &until) != ETIMEDOUT)
 				;
+		c->urgent = 0;
+		struct rec_job *jobs = c->jobs;
+		c->jobs = NULL;
+		c->jobs_tail = &c->jobs;
 		struct batch t = c->running;
 		c->running = c->open;
 		c->open = t;
@@ -234,7 +279,12 @@ static void *run(void *arg)
 		uint64_t quota = c->quota;
 		c->retention_due = 0;
 		pthread_mutex_unlock(&c->lock);
+		int64_t t0 = mono_us();
 		int committed = commit_running(c);
+		if (jobs)
+			rec_jobs_run(c->cat, c->data_dirfd, jobs);
+		if (committed || jobs)
+			account(c, mono_us() - t0, jobs);
 		if (due && !c->failures)
 			retention(c, &p);
 		else if (committed && !stopping && wall_ms() >= c->quota_idle_until && over_quota(c, quota) &&
@@ -255,6 +305,8 @@ int rec_commit_new(struct cat *cat, int data_dirfd, struct rec_committer **ret)
 		return -ENOMEM;
 	c->cat = cat;
 	c->data_dirfd = data_dirfd;
+	c->jobs_tail = &c->jobs;
+	c->done_tail = &c->done;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -287,6 +339,15 @@ void rec_commit_free(struct rec_committer *c)
 		       c->open.n);
 	close_fds(&c->open);
 	close_fds(&c->running);
+	/* Jobs pushed after the last pass (none normally: the last pass runs them). */
+	for (struct rec_job *j = c->jobs, *n; j; j = n) {
+		n = j->next;
+		rec_job_free(j);
+	}
+	for (struct rec_job *j = c->done, *n; j; j = n) {
+		n = j->next;
+		rec_job_free(j);
+	}
 	free(c->open.items);
 	free(c->running.items);
 	pthread_cond_destroy(&c->wake);
@@ -316,5 +377,42 @@ void rec_commit_retention(struct rec_committer *c, const struct rec_retention_po
 	pthread_mutex_lock(&c->lock);
 	c->policy = *p;
 	c->retention_due = 1;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void rec_commit_on_done(struct rec_committer *c, void (*fn)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&c->lock);
+	c->on_done = fn;
+	c->done_arg = arg;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void rec_commit_job(struct rec_committer *c, struct rec_job *j)
+{
+	j->next = NULL;
+	j->pushed_mono_us = mono_us();
+	pthread_mutex_lock(&c->lock);
+	*c->jobs_tail = j;
+	c->jobs_tail = &j->next;
+	c->urgent = 1;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+}
+
+struct rec_job *rec_commit_take_done(struct rec_committer *c)
+{
+	pthread_mutex_lock(&c->lock);
+	struct rec_job *j = c->done;
+	c->done = NULL;
+	c->done_tail = &c->done;
+	pthread_mutex_unlock(&c->lock);
+	return j;
+}
+
+void rec_commit_get_stats(struct rec_committer *c, struct rec_commit_stats *ret)
+{
+	pthread_mutex_lock(&c->lock);
+	*ret = c->stats;
 	pthread_mutex_unlock(&c->lock);
 }

@@ -8,13 +8,14 @@
 #define KP_REC_COMMIT_H
 
 #include "catalog.h"
+#include "jobs.h"
 #include "retention.h"
 
 #define REC_COMMIT_INTERVAL_MS 250
 #define REC_COMMIT_MAX_ITEMS   65536 /* backlog while the disk is slower than the cameras */
 #define REC_QUOTA_IDLE_MS      5000  /* after a quota pass that could delete nothing */
 
-enum rec_item_kind { REC_ITEM_FRAGMENT, REC_ITEM_CLOSE, REC_ITEM_EVENT };
+enum rec_item_kind { REC_ITEM_FRAGMENT, REC_ITEM_CLOSE };
 
 struct rec_commit_item {
 	enum rec_item_kind kind;
@@ -22,7 +23,14 @@ struct rec_commit_item {
 	unsigned sync_dirs; /* the file's first fragment: its directories are new */
 	struct cat_recording rec;
 	struct cat_fragment frag;
-	struct cat_event event;
+};
+
+#define REC_COMMIT_BUCKETS 9 /* latency histogram: 5, 10, 25, 50, 100, 250, 500, 1000, 2500 ms */
+
+struct rec_commit_stats {
+	uint64_t commits;
+	uint64_t sum_us;
+	uint64_t le[REC_COMMIT_BUCKETS]; /* cumulative */
 };
 
 struct rec_committer;
@@ -41,5 +49,14 @@ void rec_commit_quota(struct rec_committer *c, uint64_t max_bytes);
 
 /* Asks for a retention pass after the next commit, with this policy. */
 void rec_commit_retention(struct rec_committer *c, const struct rec_retention_policy *p);
+
+/* Queues a job (owned by the committer from now on) and wakes the thread at once. */
+void rec_commit_job(struct rec_committer *c, struct rec_job *j);
+/* fn runs on the commit thread whenever finished jobs wait (it should wake the loop). */
+void rec_commit_on_done(struct rec_committer *c, void (*fn)(void *arg), void *arg);
+/* The finished jobs, in order (a list the caller frees with rec_job_free). */
+struct rec_job *rec_commit_take_done(struct rec_committer *c);
+/* Latency of each commit pass (media sync + transaction, jobs included). */
+void rec_commit_get_stats(struct rec_committer *c, struct rec_commit_stats *ret);
 
 #endif

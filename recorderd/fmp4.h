@@ -66,4 +66,10 @@ int rec_fmp4_frag_parse(const uint8_t *buf, size_t len, struct rec_frag_info *re
  * when buf ends inside it, -EBADMSG when it is not ours. */
 int rec_fmp4_init_parse(const uint8_t *buf, size_t len, struct rec_track *ret_track, size_t *ret_len);
 
+/* Moves a fragment header (prft + moof as written, buf holding at least header_len
+ * bytes) earlier on the timeline by minus (90 kHz): tfdt and prft's media time. So
+ * that an export starting in the middle of a file starts at time 0. -ERANGE when the
+ * fragment starts before minus. */
+int rec_fmp4_frag_rebase(uint8_t *buf, size_t len, uint64_t minus);
+
 #endif

@@ -1,5 +1,5 @@
-/* recorderd's intake: access units and camera events from ingestd (and only from
- * ingestd), counted per camera stream with sequence gaps detected, reported to the
+/* recorderd's intake: access units and camera events from ingestd, queries from webd
+ * and rtcd (handed to queries.c), counted per camera stream with sequence gaps detected, reported to the
  * supervisor before each health reply, and handed to the recording core (recorder.c). */
 #include <stdio.h>
 #include <string.h>
@@ -7,7 +7,9 @@
 #include "intake.h"
 #include "kp_limits.h"
 #include "log.h"
+#include "queries.h"
 #include "recorder.h"
+#include "reply.h"
 
 struct stream_counter {
 	char camera[KP_CAMERA_NAME_MAX + 1];
@@ -36,7 +38,11 @@ static struct stream_counter *counter(const char *camera, uint32_t stream)
 
 void rec_intake_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 {
-	(void)w;
+	if (from == kp_Peer_PEER_WEBD || from == kp_Peer_PEER_RTCD) {
+		rec_reply_init(w);
+		rec_query_frame(from, f);
+		return;
+	}
 	if (from != kp_Peer_PEER_INGESTD) {
 		if (refused++ % 100 == 0)
 			kp_warn("ignoring %u from %s: only ingestd feeds recorderd", (unsigned)f->env->which_msg,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "catalog_events.h"
 #include "catalog_keys.h"
 
 /* Whether ms lies in the keyframe's fragment or in the fragments without a keyframe that
@@ -57,16 +58,33 @@ int rec_keyframe_find(struct cat *cat, uint32_t stream_id, int64_t ms, struct re
 	return r;
 }
 
-int rec_keyframe_find_event(struct cat *cat, uint64_t event_id, uint32_t stream, struct rec_keyframe *ret)
+int rec_keyframe_find_txn(struct cat_txn *t, uint32_t stream_id, int64_t ms, struct rec_keyframe *ret)
+{
+	return find(t, stream_id, ms, ret);
+}
+
+int rec_keyframe_find_event(struct cat *cat, const char *event_id, uint32_t stream, struct rec_keyframe *ret)
 {
 	struct cat_txn *t;
 	int r = cat_begin(cat, 0, &t);
 	if (r < 0)
 		return r;
-	struct cat_event e;
-	r = cat_get_event(t, event_id, &e);
-	if (r == 0)
-		r = find(t, cat_stream_id(e.camera_id, stream), e.start_ms, ret);
+	struct cat_event_row e;
+	struct cat_event_link l;
+	r = cat_event_get(t, event_id, &e, NULL);
+	int linked = r == 0 ? cat_event_link_get(t, e.seq, stream, &l) : r;
+	uint32_t stream_id = cat_stream_id(e.camera_id, stream);
+	if (r == 0 && linked == 0) {
+		/* The link names a keyframes row; it resolves to that row while its recording
+		 * is kept (retention or a delete may have removed it since). */
+		r = find(t, stream_id, l.ms, ret);
+		if (r == 0 && (ret->recording_id != l.recording_id || ret->seq != l.seq || ret->ms != l.ms))
+			r = -ENOENT;
+	} else if (r == 0 && linked == -ENOENT) {
+		r = find(t, stream_id, e.start_ms, ret); /* not yet indexed at the commit */
+	} else if (r == 0) {
+		r = linked;
+	}
 	cat_abort(t);
 	return r;
 }

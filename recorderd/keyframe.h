@@ -24,8 +24,12 @@ struct rec_keyframe {
 
 /* -ENOENT when no fragment of the stream covers ms. */
 int rec_keyframe_find(struct cat *cat, uint32_t stream_id, int64_t ms, struct rec_keyframe *ret);
-/* The keyframe for an event: its camera's stream (0 main, 1 sub) at the event's start. */
-int rec_keyframe_find_event(struct cat *cat, uint64_t event_id, uint32_t stream, struct rec_keyframe *ret);
+/* The same inside a transaction. */
+int rec_keyframe_find_txn(struct cat_txn *t, uint32_t stream_id, int64_t ms, struct rec_keyframe *ret);
+/* The keyframe for an event and a stream (0 main, 1 sub): through the event->keyframe
+ * link made at its commit, else (the GOP was not indexed yet then) the keyframe at or
+ * before the event's start. -ENOENT when there is none (any more). */
+int rec_keyframe_find_event(struct cat *cat, const char *event_id, uint32_t stream, struct rec_keyframe *ret);
 /* Reads exactly k->length bytes into buf. */
 int rec_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf);
 /* Rewrites length-prefixed NAL units in place with 4-byte start codes; -EBADMSG when the

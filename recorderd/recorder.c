@@ -10,9 +10,12 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "catalog_events.h"
 #include "commit.h"
 #include "kp_limits.h"
 #include "log.h"
+#include "events.h"
+#include "queries.h"
 #include "recovery.h"
 #include "requests.h"
 #include "stream.h"
@@ -126,7 +129,8 @@ static void on_retention(uv_timer_t *t)
 		if (!any)
 			return;
 	}
-	struct rec_retention_policy p = {.max_days = R.max_days, .max_bytes = R.max_bytes, .now_ms = now_ms()};
+	struct rec_retention_policy p = {
+	    .max_days = R.max_days, .max_bytes = R.max_bytes, .now_ms = now_ms(), .events = 1};
 	rec_commit_retention(R.env.commit, &p);
 }
 
@@ -176,15 +180,13 @@ static void apply_cameras(void)
 		c->record = cc->record;
 		c->retention_days = cc->retention_days;
 		c->rollover_ms = cc->rollover_secs * 1000u;
-		for (uint32_t s = 0; s < 2; s++)
+		for (uint32_t s = 0; s < 2; s++) {
 			c->s[s].rollover_ms = c->rollover_ms;
+			c->s[s].events_only = c->record == 1;
+		}
 		for (uint32_t s = 0; s < 2; s++)
 			if (c->record == 2 || !(c->streams & (1u << s)))
 				rec_stream_close(&c->s[s]);
-		if (c->record == 1)
-			kp_notice("%s: record = events is recorded continuously for now (event-only trimming is "
-				  "not implemented)",
-				  c->name);
 	}
 	if (r == 0)
 		r = cat_commit(t);
@@ -206,6 +208,8 @@ void rec_configured(struct kp_worker *w, uint32_t generation)
 		}
 		R.started = 1;
 		rec_requests_open(w, R.cat, R.data_dirfd);
+		rec_queries_open(w, R.cat, R.data_dirfd);
+		rec_events_open(w, R.cat, R.env.commit);
 		uv_timer_init(kp_worker_loop(w), &R.retention_timer);
 		uv_timer_start(&R.retention_timer, on_retention, 5000, REC_RETENTION_EVERY_MS);
 	}
@@ -238,16 +242,26 @@ void rec_camera_event(const kp_CameraEvent *e)
 	struct camera *c = camera(e->camera);
 	if (!c)
 		return;
-	struct rec_commit_item it = {.kind = REC_ITEM_EVENT, .fd = -1};
-	it.event.camera_id = c->id;
-	it.event.start_ms = e->wall_ms;
-	it.event.end_ms = e->wall_ms;
-	snprintf(it.event.kind, sizeof it.event.kind, "%s", e->kind);
-	snprintf(it.event.labels, sizeof it.event.labels, "%s", e->labels);
-	snprintf(it.rec.path, sizeof it.rec.path, "event of %s", c->name);
-	int r = rec_commit_push(R.env.commit, &it);
-	if (r < 0)
-		kp_err("%s: %s event not stored: %s", c->name, e->kind, strerror(-r));
+	rec_arm_camera(c->name, e->wall_ms);
+	rec_event_camera(e);
+}
+
+void rec_arm_camera(const char *name, int64_t event_end_ms)
+{
+	struct camera *c = camera(name);
+	if (!c || c->record != 1)
+		return;
+	for (uint32_t s = 0; s < 2; s++)
+		rec_stream_arm(&c->s[s], event_end_ms + REC_EVENT_POST_MS);
+}
+
+static const char *state_name(const struct camera *c, const struct rec_stream *st)
+{
+	if (c->record == 2)
+		return "off";
+	if (c->record == 1 && st->fd < 0 && st->state == REC_RECORDING)
+		return "events-idle";
+	return rec_stream_state_name(st->state);
 }
 
 void rec_report(struct kp_worker *w)
@@ -262,8 +276,7 @@ void rec_report(struct kp_worker *w)
 			kp_RecordingStatus *rs = &env.msg.recording_status;
 			snprintf(rs->camera, sizeof rs->camera, "%s", st->camera);
 			rs->stream = s;
-			snprintf(rs->state, sizeof rs->state, "%s",
-				 R.cams[i].record == 2 ? "off" : rec_stream_state_name(st->state));
+			snprintf(rs->state, sizeof rs->state, "%s", state_name(&R.cams[i], st));
 			snprintf(rs->last_error, sizeof rs->last_error, "%s", st->last_error);
 			rs->fragments = st->fragments;
 			rs->bytes_written = st->bytes_written;
@@ -283,9 +296,11 @@ void rec_stop(struct kp_worker *w)
 	if (!R.started)
 		return;
 	rec_requests_close();
+	rec_queries_close();
 	for (unsigned i = 0; i < R.ncams; i++)
 		for (uint32_t s = 0; s < 2; s++)
 			rec_stream_close(&R.cams[i].s[s]);
+	rec_events_close();
 	rec_commit_free(R.env.commit);
 	R.env.commit = NULL;
 	uv_close((uv_handle_t *)&R.retention_timer, on_timer_closed);
@@ -293,4 +308,79 @@ void rec_stop(struct kp_worker *w)
 	R.cat = NULL;
 	close(R.data_dirfd);
 	R.started = 0;
+}
+
+void rec_metrics(struct jbuf *b, struct cat *cat)
+{
+	static const char *const states[] = {"idle",   "recording", "waiting-keyframe", "disk-full",
+					     "failed", "off",       "events-idle"};
+	jb_printf(b, "# HELP keeppeek_recorderd_recording_state Recording state of each stream (1: current).\n"
+		     "# TYPE keeppeek_recorderd_recording_state gauge\n");
+	for (unsigned i = 0; i < R.ncams; i++)
+		for (uint32_t s = 0; s < 2; s++) {
+			if (!(R.cams[i].streams & (1u << s)))
+				continue;
+			const char *now = state_name(&R.cams[i], &R.cams[i].s[s]);
+			for (unsigned k = 0; k < sizeof states / sizeof states[0]; k++)
+				jb_printf(
+				    b,
+				    "keeppeek_recorderd_recording_state{camera=\"%s\",stream=\"%s\",state=\"%s\"} %d\n",
+				    R.cams[i].name, s ? "sub" : "main", states[k], !strcmp(now, states[k]));
+		}
+	static const struct {
+		const char *name, *help;
+		int counter;
+	} per[] = {
+	    {"fragments_total", "Fragments written since recorderd started.", 1},
+	    {"bytes_written_total", "Media bytes written since recorderd started.", 1},
+	    {"frames_dropped_total", "Access units not recorded (waiting for a keyframe, disk full, errors).", 1},
+	    {"disk_full", "1 while the stream cannot write because the disk is full.", 0},
+	};
+	for (unsigned m = 0; m < sizeof per / sizeof per[0]; m++) {
+		jb_printf(b, "# HELP keeppeek_recorderd_%s %s\n# TYPE keeppeek_recorderd_%s %s\n", per[m].name,
+			  per[m].help, per[m].name, per[m].counter ? "counter" : "gauge");
+		for (unsigned i = 0; i < R.ncams; i++)
+			for (uint32_t s = 0; s < 2; s++) {
+				const struct rec_stream *st = &R.cams[i].s[s];
+				if (!(R.cams[i].streams & (1u << s)))
+					continue;
+				uint64_t v = m == 0   ? st->fragments
+					     : m == 1 ? st->bytes_written
+					     : m == 2 ? st->frames_dropped
+						      : st->state == REC_DISK_FULL;
+				jb_printf(b, "keeppeek_recorderd_%s{camera=\"%s\",stream=\"%s\"} %llu\n", per[m].name,
+					  R.cams[i].name, s ? "sub" : "main", (unsigned long long)v);
+			}
+	}
+	if (!R.env.commit)
+		return;
+	struct rec_commit_stats cs;
+	rec_commit_get_stats(R.env.commit, &cs);
+	static const char *const le[REC_COMMIT_BUCKETS] = {"0.005", "0.01", "0.025", "0.05", "0.1",
+							   "0.25",  "0.5",  "1",     "2.5"};
+	jb_printf(b, "# HELP keeppeek_recorderd_commit_seconds Group commit latency (media sync + catalog "
+		     "transaction).\n# TYPE keeppeek_recorderd_commit_seconds histogram\n");
+	for (int i = 0; i < REC_COMMIT_BUCKETS; i++)
+		jb_printf(b, "keeppeek_recorderd_commit_seconds_bucket{le=\"%s\"} %llu\n", le[i],
+			  (unsigned long long)cs.le[i]);
+	jb_printf(b,
+		  "keeppeek_recorderd_commit_seconds_bucket{le=\"+Inf\"} %llu\n"
+		  "keeppeek_recorderd_commit_seconds_sum %.6f\nkeeppeek_recorderd_commit_seconds_count %llu\n",
+		  (unsigned long long)cs.commits, (double)cs.sum_us / 1e6, (unsigned long long)cs.commits);
+	uint64_t size = 0, media = 0, events = 0;
+	struct cat_txn *t;
+	if (cat_size(cat, &size) == 0 && cat_begin(cat, 0, &t) == 0) {
+		cat_total_bytes(t, &media);
+		cat_event_count(t, &events);
+		cat_abort(t);
+	}
+	jb_printf(b,
+		  "# HELP keeppeek_recorderd_catalog_bytes Bytes of the LMDB catalog in use.\n"
+		  "# TYPE keeppeek_recorderd_catalog_bytes gauge\nkeeppeek_recorderd_catalog_bytes %llu\n"
+		  "# HELP keeppeek_recorderd_catalog_recorded_bytes Media bytes the catalog indexes.\n"
+		  "# TYPE keeppeek_recorderd_catalog_recorded_bytes gauge\n"
+		  "keeppeek_recorderd_catalog_recorded_bytes %llu\n"
+		  "# HELP keeppeek_recorderd_catalog_events Events in the catalog.\n"
+		  "# TYPE keeppeek_recorderd_catalog_events gauge\nkeeppeek_recorderd_catalog_events %llu\n",
+		  (unsigned long long)size, (unsigned long long)media, (unsigned long long)events);
 }

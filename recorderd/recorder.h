@@ -5,6 +5,8 @@
 #ifndef KP_REC_RECORDER_H
 #define KP_REC_RECORDER_H
 
+#include "catalog.h"
+#include "jbuf.h"
 #include "worker.h"
 
 #define REC_CATALOG_MAP_SIZE   (16ull << 30) /* well under recorderd's 64 GiB RLIMIT_AS */
@@ -14,7 +16,11 @@ void rec_config_item(struct kp_worker *w, const kp_Envelope *env);
 void rec_configured(struct kp_worker *w, uint32_t generation);
 void rec_access_unit(const kp_AccessUnit *au, const uint8_t *data, size_t len);
 void rec_camera_event(const kp_CameraEvent *e);
+/* record = events: an event of this camera ended (or happened) at event_end_ms. */
+void rec_arm_camera(const char *name, int64_t event_end_ms);
 void rec_report(struct kp_worker *w);
 void rec_stop(struct kp_worker *w);
+/* Prometheus lines: per-stream state and counters, commit latency, catalog size. */
+void rec_metrics(struct jbuf *b, struct cat *cat);
 
 #endif

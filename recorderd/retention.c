@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "catalog_events.h"
+#include "jobs.h"
 
 #define DAY_MS      (86400ll * 1000)
 #define PASS_MAX    64 /* recordings deleted per transaction */
@@ -106,6 +108,86 @@ static int one_pass(struct cat *cat, int data_dirfd, const struct rec_retention_
 	return (int)ps.n;
 }
 
+struct event_pass {
+	struct pass *ps;
+	int64_t oldest_kept; /* no camera keeps events for a shorter time than this */
+	char ids[PASS_MAX][CAT_EVENT_ID_MAX + 1];
+	unsigned n;
+	int err;
+};
+
+static int consider_event(void *arg, int64_t start_ms, uint64_t seq, const char *id)
+{
+	struct event_pass *ep = arg;
+	(void)seq;
+	if (start_ms >= ep->oldest_kept)
+		return 1;
+	struct cat_event_row row;
+	int e = cat_event_get(ep->ps->t, id, &row, NULL);
+	if (e < 0) {
+		ep->err = e;
+		return 1;
+	}
+	uint32_t days = days_for(ep->ps, row.camera_id);
+	if (!days || start_ms >= ep->ps->p->now_ms - (int64_t)days * DAY_MS)
+		return 0;
+	snprintf(ep->ids[ep->n++], sizeof ep->ids[0], "%s", id);
+	return ep->n == PASS_MAX;
+}
+
+/* One transaction: up to PASS_MAX events older than their camera's retention, then
+ * their JPEG files. Returns how many were deleted. */
+static int one_event_pass(struct cat *cat, int data_dirfd, const struct rec_retention_policy *p,
+			  struct rec_retention_result *res)
+{
+	static struct pass ps;
+	static struct event_pass ep;
+	memset(&ps, 0, sizeof ps);
+	memset(&ep, 0, sizeof ep);
+	ps.p = p;
+	ep.ps = &ps;
+	int e = cat_begin(cat, 1, &ps.t);
+	if (e < 0)
+		return e;
+	e = cat_each_camera(ps.t, add_camera, &ps);
+	uint32_t shortest = p->max_days;
+	for (unsigned i = 0; i < ps.ncams; i++)
+		if (ps.cam_days[i] && (!shortest || ps.cam_days[i] < shortest))
+			shortest = ps.cam_days[i];
+	if (e == 0 && !shortest) {
+		cat_abort(ps.t);
+		return 0;
+	}
+	ep.oldest_kept = p->now_ms - (int64_t)shortest * DAY_MS;
+	if (e == 0) {
+		e = cat_each_event(ps.t, consider_event, &ep);
+		e = e < 0 ? e : ep.err;
+	}
+	static struct cat_event_row gone[PASS_MAX];
+	for (unsigned i = 0; e == 0 && i < ep.n; i++)
+		e = cat_event_delete(ps.t, ep.ids[i], &gone[i]);
+	if (e == 0)
+		e = cat_commit(ps.t);
+	else
+		cat_abort(ps.t);
+	if (e < 0)
+		return e;
+	for (unsigned i = 0; i < ep.n; i++) {
+		res->events_deleted++;
+		if (!gone[i].jpeg_len)
+			continue;
+		char path[CAT_PATH_MAX];
+		rec_event_thumb_path(ep.ids[i], gone[i].revision, path, sizeof path);
+		unlinkat(data_dirfd, path, 0);
+		rec_event_jpeg_path(ep.ids[i], gone[i].revision, path, sizeof path);
+		if (unlinkat(data_dirfd, path, 0) < 0 && errno != ENOENT && !res->unlink_failed++) {
+			res->unlink_err = errno;
+			snprintf(res->unlink_path, sizeof res->unlink_path, "%s", path);
+		}
+	}
+	return (int)ep.n;
+}
+
 int rec_retention_run(struct cat *cat, int data_dirfd, const struct rec_retention_policy *p,
 		      struct rec_retention_result *ret)
 {
@@ -114,6 +196,15 @@ int rec_retention_run(struct cat *cat, int data_dirfd, const struct rec_retentio
 	do
 		n = one_pass(cat, data_dirfd, p, ret);
 	while (n == PASS_MAX);
+	if (n < 0) {
+		ret->err = n;
+		return n;
+	}
+	if (p->events) {
+		do
+			n = one_event_pass(cat, data_dirfd, p, ret);
+		while (n == PASS_MAX);
+	}
 	if (n < 0)
 		ret->err = n;
 	return n < 0 ? n : 0;

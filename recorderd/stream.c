@@ -68,6 +68,35 @@ static int64_t floor_div90(int64_t v)
 	return v >= 0 ? v / 90 : -((-v + 89) / 90);
 }
 
+static int open_file(struct rec_stream *s, int64_t pts, const uint8_t *init, size_t init_len);
+static void close_file(struct rec_stream *s);
+
+/* record = events: whether the buffered GOP is kept; a kept GOP without a file opens
+ * the file its keyframe prepared. */
+static int keep_gop(struct rec_stream *s, unsigned n)
+{
+	if (!s->events_only || !n)
+		return 1;
+	if (s->armed_until_ms < s->gop_wall_ms) {
+		s->gops_skipped++;
+		s->deferred = 0;
+		close_file(s);
+		return 0;
+	}
+	if (s->fd >= 0 || !s->deferred)
+		return 1;
+	s->deferred = 0;
+	int r = open_file(s, s->held_pts, s->held_init, s->held_len);
+	if (r < 0) {
+		s->frames_dropped += n;
+		s->retry_at_ms = s->gop_wall_ms + REC_DISK_RETRY_MS;
+		fail(s, r == -ENOSPC || r == -EDQUOT ? REC_DISK_FULL : REC_FAILED, "starting a recording file failed",
+		     r);
+		return 0;
+	}
+	return 1;
+}
+
 /* Writes the buffered GOP as one fragment and queues it for the catalog. */
 static void write_gop(struct rec_stream *s)
 {
@@ -75,6 +104,8 @@ static void write_gop(struct rec_stream *s)
 	s->n = 0;
 	size_t len = s->gop_len;
 	s->gop_len = 0;
+	if (!keep_gop(s, n))
+		return;
 	if (!n || s->fd < 0)
 		return;
 	uint64_t base = (uint64_t)(s->first_pts - s->file_pts0);
@@ -248,6 +279,7 @@ static int ensure_file(struct rec_stream *s, enum rec_codec codec, int64_t pts, 
 	int rollover = s->fd >= 0 && wall_ms - s->rec.start_ms >= (int64_t)rollover_ms;
 	if (s->fd >= 0 && !changed && !rollover)
 		return 0;
+	s->deferred = 0;
 	close_file(s);
 	if (!s->anchored || llabs(derived_ms - wall_ms) > REC_REANCHOR_MS) {
 		s->anchored = 1;
@@ -262,6 +294,12 @@ static int ensure_file(struct rec_stream *s, enum rec_codec codec, int64_t pts, 
 		return r;
 	s->track = t;
 	s->ps = ps;
+	if (s->events_only) { /* the file waits for the first GOP that is kept */
+		r = rec_fmp4_init(&t, s->held_init, sizeof s->held_init, &s->held_len);
+		s->held_pts = pts;
+		s->deferred = r == 0;
+		return r;
+	}
 	static uint8_t init[REC_INIT_MAX];
 	size_t init_len;
 	r = rec_fmp4_init(&t, init, sizeof init, &init_len);
@@ -356,9 +394,16 @@ void rec_stream_frame(struct rec_stream *s, enum rec_codec codec, int keyframe, 
 		fail(s, REC_WAIT_KEYFRAME, "buffering a keyframe failed", r);
 		return;
 	}
+	s->gop_wall_ms = wall_us / 1000;
 	/* After a full disk, recording resumes only when this GOP is written (write_gop). */
 	if (s->state != REC_RECORDING && s->state != REC_DISK_FULL)
 		s->state = REC_RECORDING;
+}
+
+void rec_stream_arm(struct rec_stream *s, int64_t until_ms)
+{
+	if (until_ms > s->armed_until_ms)
+		s->armed_until_ms = until_ms;
 }
 
 void rec_stream_close(struct rec_stream *s)
@@ -368,5 +413,6 @@ void rec_stream_close(struct rec_stream *s)
 	free(s->gop);
 	s->gop = NULL;
 	s->gop_cap = 0;
+	s->deferred = 0;
 	s->state = REC_IDLE;
 }

@@ -20,6 +20,7 @@
 #define REC_MAX_JUMP_90K        (10 * 90000) /* larger timestamp steps are discontinuities */
 #define REC_REANCHOR_MS         2000         /* re-anchor a run whose clock drifted this far */
 #define REC_DEFAULT_ROLLOVER_MS (600 * 1000)
+#define REC_EVENT_POST_MS       (30 * 1000) /* record = events: kept this long after an event */
 
 enum rec_stream_state { REC_IDLE, REC_RECORDING, REC_WAIT_KEYFRAME, REC_DISK_FULL, REC_FAILED };
 
@@ -66,6 +67,18 @@ struct rec_stream {
 	int first_fragment;
 
 	uint64_t fragments, bytes_written, frames_dropped;
+
+	/* record = events: the GOP in memory is the pre-roll; it is written only when an
+	 * event armed the stream up to at least its start, else dropped (and the file of
+	 * the last event closed). A file is created when its first GOP is kept. */
+	int events_only;
+	int64_t armed_until_ms;
+	int64_t gop_wall_ms; /* receive time of the buffered GOP's keyframe */
+	int deferred;        /* held_init waits for the first kept GOP */
+	int64_t held_pts;
+	size_t held_len;
+	uint8_t held_init[REC_INIT_MAX];
+	uint64_t gops_skipped;
 };
 
 void rec_stream_init(struct rec_stream *s, struct rec_env *env, const char *camera, uint32_t stream,
@@ -73,6 +86,9 @@ void rec_stream_init(struct rec_stream *s, struct rec_env *env, const char *came
 /* One access unit (its Annex-B bytes); codec is an enum rec_codec. */
 void rec_stream_frame(struct rec_stream *s, enum rec_codec codec, int keyframe, int64_t pts_90k, int64_t wall_us,
 		      uint32_t width, uint32_t height, uint64_t seq, const uint8_t *data, size_t len);
+/* record = events: keep (or start) recording until until_ms (an event's end plus
+ * REC_EVENT_POST_MS); the GOP in memory is kept when it starts before that. */
+void rec_stream_arm(struct rec_stream *s, int64_t until_ms);
 /* Writes the buffered GOP and closes the file (shutdown, camera removed). */
 void rec_stream_close(struct rec_stream *s);
 const char *rec_stream_state_name(enum rec_stream_state st);

@@ -1,8 +1,86 @@
-/* keeppeek-rtcd: WebRTC live view and stored playback. This file declares the worker:
- * its peers, confinement and ceilings. */
+/* keeppeek-rtcd: WebRTC live view and stored playback. This file declares the worker
+ * (peers, confinement, ceilings), starts DTLS, SRTP and the ICE thread before
+ * confinement, and routes frames: RtcSignal and TopicQuery from webd, AccessUnit from
+ * ingestd, MediaPiece from recorderd. */
+#include <errno.h>
+#include <string.h>
+
 #include "kp_limits.h"
+#include "log.h"
+#include "rtcd.h"
 #include "sandbox.h"
 #include "worker.h"
+
+static void on_ice_event(const struct rtc_ice_event *ev)
+{
+	struct rtc_session *s = rtc_session_by_key(ev->key);
+	if (s)
+		rtc_session_on_ice(s, ev);
+}
+
+static int before_confine(struct kp_worker *w)
+{
+	if (srtp_init() != srtp_err_status_ok) {
+		kp_err("libsrtp2 initialisation failed");
+		return -EIO;
+	}
+	if (rtc_dtls_global_init(rtc_fingerprint) < 0)
+		return -EIO;
+	const kp_WorkerConfig *cfg = kp_worker_config(w);
+	struct rtc_ice_config ice = {
+	    .port_min = cfg->rtc_udp_port_min,
+	    .port_max = cfg->rtc_udp_port_max,
+	    .stun = cfg->rtc_stun_server,
+	};
+	int r = rtc_ice_start(kp_worker_loop(w), &ice, on_ice_event);
+	if (r < 0)
+		return r;
+	rtc_transcode_set_max(cfg->rtc_max_transcodes);
+	kp_info("DTLS certificate sha-256 %s", rtc_fingerprint);
+	return 0;
+}
+
+static void on_configured(struct kp_worker *w, uint32_t generation)
+{
+	static bool announced;
+	(void)generation;
+	if (!announced) {
+		announced = true;
+		rtc_signal_announce_start(w);
+	}
+}
+
+static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
+{
+	const kp_Envelope *env = f->env;
+	switch (env->which_msg) {
+	case kp_Envelope_access_unit_tag:
+		rtc_live_on_au(&env->msg.access_unit, f->tail, f->tail_len);
+		break;
+	case kp_Envelope_rtc_signal_tag:
+		rtc_signal_on_frame(w, f);
+		break;
+	case kp_Envelope_topic_query_tag:
+		if (env->msg.topic_query.topic == kp_SupervisorTopic_TOPIC_METRICS)
+			rtc_metrics_answer(w, from, env->msg.topic_query.id);
+		break;
+	case kp_Envelope_media_piece_tag:
+		rtc_playback_on_piece(f);
+		break;
+	default:
+		kp_debug("frame %u from %s ignored", (unsigned)env->which_msg, kp_peer_name(from));
+		break;
+	}
+}
+
+static void on_stop(struct kp_worker *w)
+{
+	(void)w;
+	for (struct rtc_session *s = rtc_sessions_first(); s; s = rtc_sessions_first())
+		rtc_session_close(s, "rtcd is stopping", false);
+	rtc_ice_stop();
+	rtc_dtls_global_free();
+}
 
 static const struct kp_worker_def rtcd = {
     .name = "rtcd",
@@ -13,6 +91,10 @@ static const struct kp_worker_def rtcd = {
     .rlimit_as = 2048ull * KP_MIB,
     .rlimit_nofile = 4096,
     .syscalls = KP_SYSCALLS_NET,
+    .on_before_confine = before_confine,
+    .on_configured = on_configured,
+    .on_peer_frame = on_peer_frame,
+    .on_stop = on_stop,
 };
 
 int main(int argc, char **argv)

@@ -3,6 +3,7 @@
  * answers each with a ControlReply whose raw tail is the output: at once, or later
  * (control_answer) for questions relayed to a worker. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,32 @@ static void on_client_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		kp_warn("control client: reply failed: %s", strerror(-r));
 }
 
+/* Workers must not command the supervisor (create users or tokens, restart peers): the
+ * socket is group-accessible and Landlock does not govern connect(2), so a client whose
+ * credentials are a worker's process or (when workers run as another user) a worker's
+ * uid is refused. */
+static bool from_worker(const struct supervisor *s, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		kp_warn("control socket: cannot read the client's credentials: %s", strerror(errno));
+		return true;
+	}
+	if (s->change_uid && cred.uid == s->uid) {
+		kp_warn("control socket: refusing pid %d: it runs as the workers' uid %u", (int)cred.pid,
+			(unsigned)cred.uid);
+		return true;
+	}
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		if (s->procs[i].pid > 0 && s->procs[i].pid == cred.pid) {
+			kp_warn("control socket: refusing %s (pid %d): workers may not use it", s->procs[i].name,
+				(int)cred.pid);
+			return true;
+		}
+	return false;
+}
+
 static void on_accept(uv_poll_t *h, int status, int events)
 {
 	struct control *ctl = h->data;
@@ -84,6 +111,11 @@ static void on_accept(uv_poll_t *h, int status, int events)
 			if (errno != EAGAIN && errno != EINTR)
 				kp_warn("control socket: accept failed: %s", strerror(errno));
 			return;
+		}
+		if (from_worker(ctl->s, fd)) {
+			ctl->refused++;
+			close(fd);
+			continue;
 		}
 		struct control_client *slot = NULL;
 		for (unsigned i = 0; i < KP_CONTROL_MAX_CLIENTS && !slot; i++)

@@ -13,6 +13,7 @@
 #include "kp_limits.h"
 #include "log.h"
 
+#include "auth.h"
 #include "kp_build_config.h"
 #include "supervisor.h"
 
@@ -284,6 +285,8 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, char *buf, s
 		return coverage(s, req, ticket, &o);
 	if (!strcmp(req->command, "keyframe"))
 		return keyframe(s, req, ticket, &o);
+	if (!strncmp(req->command, "user-", 5) || !strncmp(req->command, "token-", 6))
+		return auth_control(s, req, &o, ticket);
 	if (!strcmp(req->command, "status") && req->args_count == 0) {
 		status(s, req->json, &o);
 		return 0;

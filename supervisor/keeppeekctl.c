@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -41,7 +42,16 @@ static void usage(FILE *f)
 		   "                         recorded time of a stream (exact ranges and buckets)\n"
 		   "  keyframe CAMERA STREAM TIME_MS\n"
 		   "                         the recorded keyframe at that time, Annex-B, to stdout\n"
-		   "  version                client and daemon versions\n");
+		   "  version                client and daemon versions\n"
+		   "  user add NAME --role admin|viewer [--password-file FILE]\n"
+		   "  user passwd NAME [--password-file FILE]\n"
+		   "                         password: first line of FILE, else one line of stdin\n"
+		   "  user del NAME          delete a user and end their sessions\n"
+		   "  user list              users and roles\n"
+		   "  token create --name NAME --role admin|viewer\n"
+		   "                         a new API token, printed alone on stdout\n"
+		   "  token revoke NAME      revoke an API token at once\n"
+		   "  token list             token names, roles, creation times\n");
 }
 
 static int read_full(int fd, void *buf, size_t len)
@@ -147,6 +157,98 @@ static int call_with(const char *sock, const char *command, char **args, int nar
 static int call(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect)
 {
 	return call_with(sock, command, args, nargs, json, quiet_connect, REPLY_TIMEOUT_SECS, OUT_BY_CODE);
+}
+
+/* One line (without its newline) from path, or from stdin, prompting with echo off when
+ * stdin is a terminal. */
+static int read_password(const char *path, const char *user, char *buf, size_t len)
+{
+	FILE *f = path ? fopen(path, "re") : stdin;
+	if (!f) {
+		fprintf(stderr, "keeppeekctl: cannot open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	struct termios old, quiet;
+	bool tty = !path && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &old) == 0;
+	if (tty) {
+		fprintf(stderr, "password for %s: ", user);
+		quiet = old;
+		quiet.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+	}
+	char *got = fgets(buf, (int)len, f);
+	if (tty) {
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+		fputc('\n', stderr);
+	}
+	if (path)
+		fclose(f);
+	if (!got) {
+		fprintf(stderr, "keeppeekctl: no password given (one line on stdin, or --password-file FILE)\n");
+		return 1;
+	}
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return 0;
+}
+
+/* user add|passwd|del|list and token create|revoke|list, sent as "user-add" etc.; the
+ * password travels as the last argument over the control socket. */
+static int auth_command(const char *sock, int n, char **rest, bool json)
+{
+	const char *what = n >= 2 ? rest[1] : "";
+	const char *name = NULL, *role = NULL, *file = NULL, *positional = NULL;
+	bool bad = false;
+	for (int i = 2; i < n; i++) {
+		const char **slot = !strcmp(rest[i], "--role")            ? &role
+				    : !strcmp(rest[i], "--name")          ? &name
+				    : !strcmp(rest[i], "--password-file") ? &file
+									  : NULL;
+		if (slot && i + 1 < n && !*slot)
+			*slot = rest[++i];
+		else if (!slot && rest[i][0] != '-' && !positional)
+			positional = rest[i];
+		else
+			bad = true;
+	}
+	char command[32];
+	snprintf(command, sizeof command, "%s-%s", rest[0], what);
+	char *args[3];
+	int nargs = 0;
+	static char password[1024];
+	bool user = !strcmp(rest[0], "user");
+	if (user && (!strcmp(what, "add") || !strcmp(what, "passwd"))) {
+		bool add = what[0] == 'a';
+		if (bad || !positional || name || (add != (role != NULL)) ||
+		    (add && strcmp(role, "admin") && strcmp(role, "viewer"))) {
+			usage(stderr);
+			return 2;
+		}
+		if (read_password(file, positional, password, sizeof password))
+			return 1;
+		args[nargs++] = (char *)positional;
+		if (add)
+			args[nargs++] = (char *)role;
+		args[nargs++] = password;
+	} else if (!strcmp(what, "del") || !strcmp(what, "revoke")) {
+		if (bad || !positional || name || role || file || user != (what[0] == 'd')) {
+			usage(stderr);
+			return 2;
+		}
+		args[nargs++] = (char *)positional;
+	} else if (!user && !strcmp(what, "create")) {
+		if (bad || !name || !role || positional || file) {
+			usage(stderr);
+			return 2;
+		}
+		args[nargs++] = (char *)name;
+		args[nargs++] = (char *)role;
+	} else if (strcmp(what, "list") || n != 2) {
+		usage(stderr);
+		return 2;
+	}
+	int r = call(sock, command, args, nargs, json, false);
+	memset(password, 0, sizeof password);
+	return r;
 }
 
 static int config_check(const char *path)
@@ -255,6 +357,8 @@ int main(int argc, char **argv)
 		}
 		return call(sock, cmd, rest + 1, n - 1, false, false);
 	}
+	if (!strcmp(cmd, "user") || !strcmp(cmd, "token"))
+		return auth_command(sock, n, rest, json);
 	if (!strcmp(cmd, "version")) {
 		if (n != 1) {
 			usage(stderr);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "kp_build_config.h"
 #include "log.h"
 #include "supervisor.h"
@@ -229,6 +230,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	www_dir(&s);
+	if (auth_init(&s) < 0)
+		return 1;
 	char path[PATH_MAX + 32], err[512] = "";
 	snprintf(path, sizeof path, "%s/control.sock", s.cfg.run_dir.val);
 	r = control_open(&s, path, err, sizeof err);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "kp_build_config.h"
 #include "kp_limits.h"
 #include "log.h"
@@ -160,6 +161,7 @@ static void send_config(struct proc *p)
 	wc->rtc_udp_port_min = s->cfg.udp_port_min;
 	wc->rtc_udp_port_max = s->cfg.udp_port_max;
 	snprintf(wc->rtc_stun_server, sizeof wc->rtc_stun_server, "%s", s->cfg.stun_server.val);
+	wc->rtc_max_transcodes = s->cfg.max_transcodes;
 	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
 	if (r == 0)
 		r = send_cameras(p);
@@ -215,6 +217,13 @@ static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	case kp_Envelope_recorder_reply_tag:
 		if (p->peer == kp_Peer_PEER_RECORDERD)
 			control_relay_reply(s, &f->env->msg.recorder_reply, f->tail, f->tail_len);
+		break;
+	case kp_Envelope_topic_query_tag:
+		topics_answer(s, p, &f->env->msg.topic_query);
+		break;
+	case kp_Envelope_auth_request_tag:
+		if (p->peer == kp_Peer_PEER_WEBD)
+			auth_on_request(s, p, &f->env->msg.auth_request);
 		break;
 	default:
 		break;

@@ -123,6 +123,9 @@ void cameras_on_received(struct supervisor *s, const kp_StreamReceived *rec);
 void cameras_on_recording(struct supervisor *s, const kp_RecordingStatus *rs);
 void cameras_render(const struct supervisor *s, bool json, struct kp_out *o);
 
+/* topics.c: webd's TopicQuery (healthz, cameras, metrics), answered over p's channel. */
+void topics_answer(struct supervisor *s, struct proc *p, const kp_TopicQuery *q);
+
 /* out.c */
 void kp_out_put(struct kp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kp_out_json_string(struct kp_out *o, const char *s);

@@ -50,15 +50,18 @@ struct web_ws_route {
 };
 
 /* Route tables of the modules, each ended by an entry with path NULL. */
-extern const struct web_route webd_core_routes[]; /* /healthz, /metrics, cameras (core) */
-extern const struct web_route webd_auth_routes[]; /* login, logout, session (auth.c) */
-extern const struct web_route webd_data_routes[]; /* events, coverage, export, delete */
+extern const struct web_route webd_core_routes[];  /* /healthz, /metrics, cameras (core) */
+extern const struct web_route webd_auth_routes[];  /* login, logout, session (auth.c) */
+extern const struct web_route webd_data_routes[];  /* events, coverage, export, delete */
 extern const struct web_ws_route webd_ws_routes[]; /* core's table naming the two below */
 
 /* /api/v1/live: live event fan-out (live.c). */
 void webd_live_open(struct web_ws *ws);
 void webd_live_message(struct web_ws *ws, bool binary, const uint8_t *data, size_t len);
 void webd_live_close(struct web_ws *ws);
+/* Prometheus text of the live fan-out (subscribers, delivered, dropped, resyncs, queue
+ * high-water marks and bounds) into buf, NUL-terminated (live.c). */
+void webd_live_metrics(char *buf, size_t len);
 /* /api/v1/rtc: WebRTC signaling relayed to rtcd (rtc_relay.c). */
 void webd_rtc_open(struct web_ws *ws);
 void webd_rtc_message(struct web_ws *ws, bool binary, const uint8_t *data, size_t len);
@@ -119,21 +122,21 @@ void web_ws_close(struct web_ws *ws, int code, const char *reason);
  * every QueryReply, MediaPiece or AuthReply with that id goes to cb (f->env, tail and
  * fds as received; descriptors are the callback's to keep or close). The registration
  * ends after a piece with done set (AuthReply: after the one reply), on cancel, or after
- * 30 s without an answer, when cb gets f == NULL once. */
+ * 30 s without an answer, when cb gets f == NULL once. webd_answer_expect returns 0 when
+ * 4096 questions already wait (answer the request 503 then). */
 typedef void (*webd_answer_cb)(void *arg, struct kp_ipc_frame *f);
 uint32_t webd_answer_expect(webd_answer_cb cb, void *arg);
 void webd_answer_cancel(uint32_t id);
 
 /* Frames that are not answers, routed by main.c. */
-void webd_live_on_event(struct kp_ipc_frame *f);  /* EventCommitted from recorderd */
-void webd_rtc_on_signal(struct kp_ipc_frame *f);  /* RtcSignal from rtcd */
+void webd_live_on_event(struct kp_ipc_frame *f); /* EventCommitted from recorderd */
+void webd_rtc_on_signal(struct kp_ipc_frame *f); /* RtcSignal from rtcd */
 
 /* ---- authentication (auth.c), called by the server for every non-public request ---- */
 /* Resolves the principal from the Authorization header or the session cookie, checks the
  * route's role and CSRF flags, then calls done(r, 0) or done(r, status) with the request
  * already answered (401, 403). May answer asynchronously (after asking the supervisor). */
-void webd_auth_check(struct web_req *r, unsigned route_flags,
-		     void (*done)(struct web_req *r, int status));
+void webd_auth_check(struct web_req *r, unsigned route_flags, void (*done)(struct web_req *r, int status));
 /* The same for an accepted WebSocket, before on_open; messages that arrive earlier are
  * held (bounded). On failure the server closes it (1008) with done's status. */
 void webd_auth_ws(struct web_ws *ws, unsigned route_flags, void (*done)(struct web_ws *ws, int status));

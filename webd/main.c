@@ -1,8 +1,62 @@
 /* keeppeek-webd: the HTTP/WebSocket server and browser UI. This file declares the
- * worker: its peers, confinement (read-only www directory) and ceilings. */
+ * worker (peers, confinement with a read-only www directory, ceilings), opens the
+ * listeners and TLS before confinement, and routes IPC frames to the server's parts:
+ * answers to answers.c, committed events to live.c, WebRTC signaling to rtc_relay.c. */
 #include "kp_limits.h"
+#include "log.h"
 #include "sandbox.h"
+#include "server.h"
 #include "worker.h"
+
+static struct kp_worker *worker;
+
+struct kp_worker *webd_worker(void)
+{
+	return worker;
+}
+
+static int before_confine(struct kp_worker *w)
+{
+	worker = w;
+	const kp_WorkerConfig *cfg = kp_worker_config(w);
+	webd_answers_init(kp_worker_loop(w));
+	webd_static_init(cfg->www_dir);
+	return webd_server_open(w, cfg);
+}
+
+static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
+{
+	(void)w;
+	if (webd_answer_frame(f))
+		return;
+	switch (f->env->which_msg) {
+	case kp_Envelope_event_committed_tag:
+		if (from == kp_Peer_PEER_RECORDERD)
+			webd_live_on_event(f);
+		break;
+	case kp_Envelope_rtc_signal_tag:
+		if (from == kp_Peer_PEER_RTCD)
+			webd_rtc_on_signal(f);
+		break;
+	default:
+		kp_debug("unexpected message %u from %s", (unsigned)f->env->which_msg, kp_peer_name(from));
+		break;
+	}
+}
+
+static void on_supervisor_frame(struct kp_worker *w, struct kp_ipc_frame *f)
+{
+	(void)w;
+	if (!webd_answer_frame(f))
+		kp_debug("unexpected message %u from the supervisor", (unsigned)f->env->which_msg);
+}
+
+static void on_stop(struct kp_worker *w)
+{
+	(void)w;
+	webd_server_close();
+	webd_answers_close();
+}
 
 static const struct kp_worker_def webd = {
     .name = "webd",
@@ -11,8 +65,13 @@ static const struct kp_worker_def webd = {
     .npeers = 2,
     .fs = KP_WORKER_FS_WWW_RO,
     .rlimit_as = 1024ull * KP_MIB,
-    .rlimit_nofile = 1024,
+    /* 256 connections, descriptors of streamed answers, listeners, IPC links. */
+    .rlimit_nofile = 4096,
     .syscalls = KP_SYSCALLS_NET,
+    .on_peer_frame = on_peer_frame,
+    .on_supervisor_frame = on_supervisor_frame,
+    .on_before_confine = before_confine,
+    .on_stop = on_stop,
 };
 
 int main(int argc, char **argv)

@@ -69,6 +69,9 @@ class Keeppeek:
         os.chmod(self.dir, 0o755)
         self.data = os.path.join(self.dir, "data")
         self.port = free_port()
+        # [web] listen: configs write "listen = 127.0.0.1:{port}"; the demo gets --listen.
+        self.web_port = self.port
+        self.web_url = f"http://127.0.0.1:{self.port}"
         if config is not None:
             self.config_path = os.path.join(self.dir, "keeppeek.conf")
             with open(self.config_path, "w") as f:
@@ -131,6 +134,19 @@ class Keeppeek:
         if not st:
             fail(f"workers not all running within {timeout}s; status={self.status()}\n{self.log_text()}")
         return st
+
+    def http(self, method, path, body=None, headers=None, timeout=10):
+        """One request to webd on a fresh connection: (status, {lower-case header: value}, body bytes)."""
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", self.web_port, timeout=timeout)
+        try:
+            if isinstance(body, str):
+                body = body.encode()
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            c.close()
 
     def log_text(self):
         with open(self.log_path) as f:
@@ -267,3 +283,38 @@ def cameras(kp):
     if rc != 0:
         return None
     return {c["name"]: c for c in json.loads(out)["cameras"]}
+
+
+# ---- authentication (keeppeekctl user/token; docs/auth.md) ----
+_auth_serial = [0]
+
+
+def _kp_token(self, role="admin", name=None):
+    """A new API token from `keeppeekctl token create` (name unique unless given)."""
+    if name is None:
+        _auth_serial[0] += 1
+        name = f"test-{role}-{_auth_serial[0]}"
+    rc, out, err = self.ctl("token", "create", "--name", name, "--role", role)
+    if rc != 0:
+        fail(f"token create {name} ({role}) exited {rc}: {err}")
+    return out.strip()
+
+
+def _kp_add_user(self, name, password, role="viewer"):
+    """`keeppeekctl user add NAME --role ROLE` with the password on stdin."""
+    r = subprocess.run([KEEPPEEKCTL, "-s", self.sock, "user", "add", name, "--role", role],
+                       input=password + "\n", capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        fail(f"user add {name} ({role}) exited {r.returncode}: {r.stderr}")
+
+
+def _kp_demo_admin_password(self):
+    """The admin password a demo keeppeekd printed on its first start, or None."""
+    import re
+    m = re.search(r'log in as user "admin" with password (\S+)', self.log_text())
+    return m.group(1) if m else None
+
+
+Keeppeek.token = _kp_token
+Keeppeek.add_user = _kp_add_user
+Keeppeek.demo_admin_password = _kp_demo_admin_password

@@ -11,6 +11,7 @@
 
 #include "catalog_keys.h"
 #include "check.h"
+#include "catalog_events.h"
 #include "keyframe.h"
 #include "snapshot.h"
 #include "test.h"
@@ -133,17 +134,23 @@ static void test_clean_and_lookup(void)
 	lookup_stream(&rs, 0);
 	lookup_stream(&rs, 1);
 
-	/* By event: the event's camera, the sub stream, at the event's start. */
+	/* By event without a link (resolved by time): the event's camera, the sub stream, at
+	 * the event's start. */
 	struct cat_txn *t;
-	struct cat_event e = {.camera_id = rs.camera_id, .start_ms = WALL0 + 5300, .end_ms = WALL0 + 6000};
+	static kp_EventRecord e;
+	e = (kp_EventRecord)kp_EventRecord_init_zero;
+	snprintf(e.event_id, sizeof e.event_id, "ev-1");
+	e.revision = 1;
+	e.start_ms = WALL0 + 5300;
+	e.end_ms = WALL0 + 6000;
 	CHECK_EQ(cat_begin(rs.cat, 1, &t), 0);
-	CHECK_EQ(cat_add_event(t, &e), 0);
+	CHECK_EQ(cat_event_put(t, rs.camera_id, &e, 0, NULL, 0, NULL), 0);
 	CHECK_EQ(cat_commit(t), 0);
 	struct rec_keyframe kf;
-	CHECK_EQ(rec_keyframe_find_event(rs.cat, e.id, 1, &kf), 0);
+	CHECK_EQ(rec_keyframe_find_event(rs.cat, "ev-1", 1, &kf), 0);
 	CHECK_EQ(kf.ms, WALL0 + 5000);
 	CHECK_EQ(kf.codec, REC_CODEC_H265);
-	CHECK_EQ(rec_keyframe_find_event(rs.cat, e.id + 1, 1, &kf), -ENOENT);
+	CHECK_EQ(rec_keyframe_find_event(rs.cat, "ev-2", 1, &kf), -ENOENT);
 
 	/* Coverage snapshot from the summaries. */
 	static struct rec_snapshot snap;

@@ -1,0 +1,28 @@
+/* Events on the loop thread: EventPublish from webd is checked (event_check.h), its
+ * JPEG copied, and handed as a job to the commit thread; camera motion alarms become
+ * events the same way (source "camera"). When the commit is durable the asker gets its
+ * QueryReply and webd an EventCommitted with the JPEG (a lost fan-out is counted, never
+ * retried). DeleteRequest goes the same way. At most REC_EVENTS_INFLIGHT jobs and
+ * REC_EVENTS_INFLIGHT_BYTES of JPEG wait for a commit; beyond, 503 "busy". */
+#ifndef KP_REC_EVENTS_H
+#define KP_REC_EVENTS_H
+
+#include "catalog.h"
+#include "commit.h"
+#include "jbuf.h"
+#include "kp_limits.h"
+#include "worker.h"
+
+#define REC_EVENTS_INFLIGHT       64
+#define REC_EVENTS_INFLIGHT_BYTES (256ull * KP_MIB)
+
+void rec_events_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit);
+/* Before the committer stops: no more answers are sent. */
+void rec_events_close(void);
+void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jpeg, size_t len);
+void rec_event_camera(const kp_CameraEvent *e);
+void rec_event_delete(kp_Peer from, const kp_DeleteRequest *d);
+/* Prometheus lines of the event counters. */
+void rec_events_metrics(struct jbuf *b);
+
+#endif

@@ -1,0 +1,339 @@
+/* Publications, camera alarms and deletes on the commit thread (see jobs.h): JPEG files
+ * first (written, fdatasync'ed, their directories fsync'ed), then one transaction for
+ * every job, then the files the transaction stopped referencing are unlinked. */
+#include "jobs.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog_events.h"
+#include "catalog_keys.h"
+#include "jbuf.h"
+#include "keyframe.h"
+#include "log.h"
+
+#define JOB_BODY_MAX (64 * 1024)
+
+static uint8_t id_hash(const char *id)
+{
+	uint32_t h = 2166136261u;
+	for (; *id; id++)
+		h = (h ^ (uint8_t)*id) * 16777619u;
+	return (uint8_t)(h ^ h >> 8 ^ h >> 16 ^ h >> 24);
+}
+
+void rec_event_jpeg_path(const char *id, uint32_t revision, char *out, size_t cap)
+{
+	snprintf(out, cap, "events/%02x/%s-%u.jpg", id_hash(id), id, (unsigned)revision);
+}
+
+void rec_event_thumb_path(const char *id, uint32_t revision, char *out, size_t cap)
+{
+	snprintf(out, cap, "events/%02x/%s-%u.thumb.jpg", id_hash(id), id, (unsigned)revision);
+}
+
+void rec_job_free(struct rec_job *j)
+{
+	if (!j)
+		return;
+	free(j->jpeg);
+	free(j->body);
+	free(j);
+}
+
+static void fail(struct rec_job *j, unsigned status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fail(struct rec_job *j, unsigned status, const char *code, const char *fmt, ...)
+{
+	j->status = status;
+	snprintf(j->code, sizeof j->code, "%s", code);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(j->why, sizeof j->why, fmt, ap);
+	va_end(ap);
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int fsync_dir(int data_dirfd, const char *dir)
+{
+	int fd = openat(data_dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+/* events/ and events/<hh>/, creating them (and syncing their parents) when new. */
+static int make_dirs(int data_dirfd, const char *path)
+{
+	char dir[CAT_PATH_MAX];
+	snprintf(dir, sizeof dir, "%.9s", path); /* "events/hh" */
+	int r = 0;
+	if (mkdirat(data_dirfd, "events", 0750) == 0)
+		r = fsync_dir(data_dirfd, ".");
+	else if (errno != EEXIST)
+		return -errno;
+	if (r == 0 && mkdirat(data_dirfd, dir, 0750) == 0)
+		r = fsync_dir(data_dirfd, "events");
+	else if (r == 0 && errno != EEXIST)
+		r = -errno;
+	return r;
+}
+
+static int write_jpeg(int data_dirfd, const struct rec_job *j, const char *path)
+{
+	int r = make_dirs(data_dirfd, path);
+	if (r < 0)
+		return r;
+	int fd = openat(data_dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, j->jpeg, j->jpeg_len);
+	if (r == 0 && fdatasync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0)
+		unlinkat(data_dirfd, path, 0);
+	return r;
+}
+
+/* Before any file is written: the revision rule against the catalog and against the
+ * jobs ahead in this batch (the commit thread is the only writer of events, so what
+ * this read sees holds until the transaction below). */
+static void precheck(struct cat *cat, struct rec_job *list)
+{
+	struct cat_txn *t;
+	int r = cat_begin(cat, 0, &t);
+	for (struct rec_job *j = list; j; j = j->next) {
+		if (j->kind != REC_JOB_EVENT || j->status)
+			continue;
+		uint32_t stored = 0;
+		if (r == 0)
+			r = cat_event_revision(t, j->ev.event_id, &stored);
+		if (r < 0) {
+			fail(j, 500, "catalog_error", "catalog read failed: %s", strerror(-r));
+			continue;
+		}
+		for (struct rec_job *k = list; k != j; k = k->next)
+			if (k->kind == REC_JOB_EVENT && !k->status && !strcmp(k->ev.event_id, j->ev.event_id) &&
+			    k->ev.revision > stored)
+				stored = k->ev.revision;
+		if (j->ev.revision <= stored)
+			fail(j, 409, "revision_conflict", "event %s has revision %u; publish a higher one",
+			     j->ev.event_id, (unsigned)stored);
+	}
+	if (r == 0)
+		cat_abort(t);
+}
+
+struct unlink_list {
+	char (*path)[CAT_PATH_MAX];
+	size_t n, cap;
+};
+
+static void later(struct unlink_list *u, const char *path)
+{
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? u->cap * 2 : 16;
+		void *np = realloc(u->path, cap * sizeof *u->path);
+		if (!np) {
+			kp_err("%s: no memory to remember it for removal; it stays on disk", path);
+			return;
+		}
+		u->path = np;
+		u->cap = cap;
+	}
+	snprintf(u->path[u->n++], CAT_PATH_MAX, "%s", path);
+}
+
+static int run_event(struct cat_txn *t, struct rec_job *j, struct unlink_list *gone)
+{
+	struct cat_event_link links[2];
+	unsigned n = 0;
+	for (uint32_t s = 0; s < 2; s++) {
+		struct rec_keyframe k;
+		int r = rec_keyframe_find_txn(t, cat_stream_id(j->camera_id, s), j->ev.start_ms, &k);
+		if (r == 0)
+			links[n++] = (struct cat_event_link){
+			    .ms = k.ms, .recording_id = k.recording_id, .seq = k.seq, .stream = s};
+		else if (r != -ENOENT)
+			return r;
+	}
+	struct cat_event_row old;
+	int r = cat_event_put(t, j->camera_id, &j->ev, (uint32_t)j->jpeg_len, links, n, &old);
+	if (r == -EEXIST) {
+		fail(j, 409, "revision_conflict", "event %s already has this or a higher revision", j->ev.event_id);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	if (old.revision && old.jpeg_len) {
+		char p[CAT_PATH_MAX];
+		rec_event_jpeg_path(j->ev.event_id, old.revision, p, sizeof p);
+		later(gone, p);
+		rec_event_thumb_path(j->ev.event_id, old.revision, p, sizeof p);
+		later(gone, p);
+	}
+	j->status = 200;
+	return 0;
+}
+
+static int run_delete(struct cat_txn *t, struct rec_job *j, struct unlink_list *gone)
+{
+	const kp_DeleteRequest *d = &j->del;
+	struct jbuf miss_rec, miss_ev, busy;
+	jb_init(&miss_rec, JOB_BODY_MAX);
+	jb_init(&miss_ev, JOB_BODY_MAX);
+	jb_init(&busy, JOB_BODY_MAX);
+	unsigned nrec = 0, nev = 0, nmr = 0, nme = 0, nbusy = 0;
+	int r = 0;
+	for (pb_size_t i = 0; i < d->recordings_count && r == 0; i++) {
+		struct cat_recording rec;
+		r = cat_get_recording(t, d->recordings[i], &rec);
+		if (r == -ENOENT) {
+			jb_printf(&miss_rec, "%s%llu", nmr++ ? "," : "", (unsigned long long)d->recordings[i]);
+			r = 0;
+		} else if (r == 0 && rec.open) {
+			jb_printf(&busy, "%s%llu", nbusy++ ? "," : "", (unsigned long long)d->recordings[i]);
+		} else if (r == 0) {
+			r = cat_delete_recording(t, rec.id, NULL);
+			if (r == 0) {
+				nrec++;
+				later(gone, rec.path);
+			}
+		}
+	}
+	for (pb_size_t i = 0; i < d->events_count && r == 0; i++) {
+		struct cat_event_row row;
+		r = cat_event_delete(t, d->events[i], &row);
+		if (r == -ENOENT) {
+			jb_printf(&miss_ev, "%s", nme++ ? "," : "");
+			jb_str(&miss_ev, d->events[i]);
+			r = 0;
+		} else if (r == 0) {
+			nev++;
+			if (row.jpeg_len) {
+				char p[CAT_PATH_MAX];
+				rec_event_jpeg_path(d->events[i], row.revision, p, sizeof p);
+				later(gone, p);
+				rec_event_thumb_path(d->events[i], row.revision, p, sizeof p);
+				later(gone, p);
+			}
+		}
+	}
+	if (r == 0) {
+		struct jbuf b;
+		jb_init(&b, 4 * JOB_BODY_MAX);
+		jb_printf(&b,
+			  "{\"deleted_recordings\":%u,\"deleted_events\":%u,\"missing_recordings\":[%s],"
+			  "\"missing_events\":[%s],\"busy_recordings\":[%s]}",
+			  nrec, nev, nmr ? miss_rec.p : "", nme ? miss_ev.p : "", nbusy ? busy.p : "");
+		if (b.failed) {
+			jb_free(&b);
+			r = -ENOMEM;
+		} else {
+			j->body = b.p;
+			j->body_len = b.len;
+			j->status = 200;
+		}
+	}
+	jb_free(&miss_rec);
+	jb_free(&miss_ev);
+	jb_free(&busy);
+	return r;
+}
+
+void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
+{
+	precheck(cat, list);
+	int64_t now = wall_ms();
+	for (struct rec_job *j = list; j; j = j->next) {
+		if (j->kind != REC_JOB_EVENT || j->status)
+			continue;
+		j->ev.committed_ms = now;
+		j->ev.has_jpeg = j->jpeg != NULL;
+		if (!j->jpeg)
+			continue;
+		char path[CAT_PATH_MAX];
+		rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+		int r = write_jpeg(data_dirfd, j, path);
+		if (r < 0) {
+			kp_err("%s: writing the event's JPEG failed: %s", path, strerror(-r));
+			fail(j, r == -ENOSPC ? 503 : 500, r == -ENOSPC ? "disk_full" : "catalog_error",
+			     "writing the JPEG failed: %s", strerror(-r));
+		}
+	}
+	/* Every file is durable (fdatasync + its directory's entry) before the transaction. */
+	for (struct rec_job *j = list; j; j = j->next)
+		if (j->kind == REC_JOB_EVENT && !j->status && j->jpeg) {
+			char path[CAT_PATH_MAX];
+			rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+			path[9] = '\0';
+			int r = fsync_dir(data_dirfd, path);
+			if (r < 0)
+				fail(j, 500, "catalog_error", "syncing %s failed: %s", path, strerror(-r));
+		}
+	struct unlink_list gone = {0};
+	struct cat_txn *t;
+	int r = cat_begin(cat, 1, &t);
+	for (struct rec_job *j = list; j && r == 0; j = j->next) {
+		if (j->status)
+			continue;
+		r = j->kind == REC_JOB_EVENT ? run_event(t, j, &gone) : run_delete(t, j, &gone);
+	}
+	if (r == 0)
+		r = cat_commit(t);
+	else if (t)
+		cat_abort(t);
+	for (struct rec_job *j = list; j; j = j->next) {
+		int wrote = j->kind == REC_JOB_EVENT && j->jpeg && (j->status == 200 || j->status == 0);
+		if (r < 0 && (j->status == 200 || j->status == 0)) {
+			free(j->body);
+			j->body = NULL;
+			fail(j, r == -ENOSPC ? 503 : 500, r == -ENOSPC ? "disk_full" : "catalog_error",
+			     "the catalog transaction failed: %s", strerror(-r));
+		}
+		if (wrote && j->status != 200) {
+			char path[CAT_PATH_MAX];
+			rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+			unlinkat(data_dirfd, path, 0);
+		}
+	}
+	if (r < 0) {
+		kp_err("catalog: event/delete transaction failed: %s", strerror(-r));
+		gone.n = 0;
+	}
+	/* The rows are gone for good: now their files. */
+	for (size_t i = 0; i < gone.n; i++)
+		if (unlinkat(data_dirfd, gone.path[i], 0) < 0 && errno != ENOENT)
+			kp_err("%s: removing it failed: %s", gone.path[i], strerror(errno));
+	free(gone.path);
+}

@@ -1,0 +1,52 @@
+/* Catalog work that webd (publish, delete) and cameras (motion alarms) ask for, run on
+ * the commit thread (commit.c) so that it shares the group commit: every job waiting
+ * when the thread wakes (at once, not after the commit interval) goes into one
+ * transaction, after the JPEG files it references are written and fdatasync'ed. The
+ * finished jobs go back to the loop thread (events.c), which answers and fans out. */
+#ifndef KP_REC_JOBS_H
+#define KP_REC_JOBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog.h"
+#include "keeppeek.pb.h"
+
+enum rec_job_kind { REC_JOB_EVENT, REC_JOB_DELETE };
+
+struct rec_job {
+	struct rec_job *next;
+	enum rec_job_kind kind;
+	kp_Peer asker; /* kp_Peer_PEER_NONE: nobody waits (camera alarm) */
+	uint32_t query_id;
+
+	/* REC_JOB_EVENT */
+	uint32_t camera_id;
+	kp_EventRecord ev; /* committed_ms set by the commit thread */
+	uint8_t *jpeg;     /* malloc'ed, jpeg_len bytes; NULL: none */
+	size_t jpeg_len;
+
+	/* REC_JOB_DELETE */
+	kp_DeleteRequest del;
+
+	/* the result, set by the commit thread */
+	unsigned status; /* 200, 409, 500 */
+	char code[32];   /* error code when not 200 */
+	char why[200];   /* a sentence when not 200 */
+	char *body;      /* JSON answer when 200 (malloc'ed), NULL for none */
+	size_t body_len;
+	int64_t commit_us; /* time from push to durable commit */
+	int64_t pushed_mono_us;
+};
+
+/* The JPEG of an event revision, relative to data_dir: events/<2 hex>/<id>-<rev>.jpg
+ * (the hex is a hash of the id, so that no directory grows past ~1/256 of the events). */
+void rec_event_jpeg_path(const char *id, uint32_t revision, char *out, size_t cap);
+/* Its thumbnail cache file: the same with .thumb.jpg. */
+void rec_event_thumb_path(const char *id, uint32_t revision, char *out, size_t cap);
+
+/* Commit thread: runs the jobs (a list), filling in each one's result. */
+void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list);
+void rec_job_free(struct rec_job *j);
+
+#endif

@@ -1,0 +1,347 @@
+/* libnice agents on a dedicated GLib thread, events handed to the libuv loop thread
+ * through a bounded queue (see ice.h). */
+#include "ice.h"
+
+#include <agent.h>
+#include <errno.h>
+#include <interfaces.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kp_limits.h"
+#include "log.h"
+
+struct rtc_ice {
+	NiceAgent *agent;
+	guint stream;
+	uint64_t key;
+};
+
+static struct {
+	GMainContext *ctx;
+	GMainLoop *loop;
+	pthread_t thread;
+	bool running;
+	uv_async_t async;
+	rtc_ice_event_cb cb;
+	pthread_mutex_t lock;
+	struct rtc_ice_event *head, *tail;
+	size_t items, bytes;
+	uint64_t dropped;
+	unsigned port_min, port_max;
+	char stun_ip[64];
+	unsigned stun_port;
+	char local_ips[RTC_ICE_MAX_LOCAL][64];
+	unsigned nlocal;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void push(enum rtc_ice_event_kind kind, uint64_t key, const void *data, size_t len)
+{
+	pthread_mutex_lock(&g.lock);
+	bool full = g.items >= RTC_ICE_QUEUE_ITEMS || g.bytes + len > RTC_ICE_QUEUE_BYTES;
+	if (full && kind == RTC_ICE_RECV) {
+		g.dropped++;
+		pthread_mutex_unlock(&g.lock);
+		return;
+	}
+	pthread_mutex_unlock(&g.lock);
+	struct rtc_ice_event *ev = malloc(sizeof *ev + len);
+	if (!ev) {
+		pthread_mutex_lock(&g.lock);
+		g.dropped++;
+		pthread_mutex_unlock(&g.lock);
+		return;
+	}
+	ev->kind = kind;
+	ev->key = key;
+	ev->len = len;
+	ev->next = NULL;
+	if (len)
+		memcpy(ev->data, data, len);
+	pthread_mutex_lock(&g.lock);
+	if (g.tail)
+		g.tail->next = ev;
+	else
+		g.head = ev;
+	g.tail = ev;
+	g.items++;
+	g.bytes += len;
+	pthread_mutex_unlock(&g.lock);
+	uv_async_send(&g.async);
+}
+
+static void on_async(uv_async_t *a)
+{
+	(void)a;
+	pthread_mutex_lock(&g.lock);
+	struct rtc_ice_event *ev = g.head;
+	g.head = g.tail = NULL;
+	g.items = 0;
+	g.bytes = 0;
+	pthread_mutex_unlock(&g.lock);
+	while (ev) {
+		struct rtc_ice_event *next = ev->next;
+		g.cb(ev);
+		free(ev);
+		ev = next;
+	}
+}
+
+static void on_recv(NiceAgent *agent, guint stream, guint comp, guint len, gchar *buf, gpointer data)
+{
+	(void)agent;
+	(void)stream;
+	(void)comp;
+	push(RTC_ICE_RECV, (uint64_t)(uintptr_t)data, buf, len);
+}
+
+static void on_gathered(NiceAgent *agent, guint stream, gpointer data)
+{
+	(void)agent;
+	(void)stream;
+	push(RTC_ICE_GATHERED, (uint64_t)(uintptr_t)data, NULL, 0);
+}
+
+static void on_state(NiceAgent *agent, guint stream, guint comp, guint state, gpointer data)
+{
+	(void)agent;
+	(void)stream;
+	(void)comp;
+	if (state == NICE_COMPONENT_STATE_READY)
+		push(RTC_ICE_CONNECTED, (uint64_t)(uintptr_t)data, NULL, 0);
+	else if (state == NICE_COMPONENT_STATE_FAILED)
+		push(RTC_ICE_FAILED, (uint64_t)(uintptr_t)data, NULL, 0);
+}
+
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	g_main_context_push_thread_default(g.ctx);
+	g_main_loop_run(g.loop);
+	g_main_context_pop_thread_default(g.ctx);
+	return NULL;
+}
+
+static void resolve_stun(const char *stun)
+{
+	char host[256];
+	unsigned port = 3478;
+	snprintf(host, sizeof host, "%s", stun);
+	char *colon = strrchr(host, ':');
+	if (colon && !strchr(colon + 1, ']') && strchr(host, ':') == colon) {
+		*colon = '\0';
+		port = (unsigned)strtoul(colon + 1, NULL, 10);
+	}
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_DGRAM}, *res = NULL;
+	int r = getaddrinfo(host, NULL, &hints, &res);
+	if (r != 0 || !res) {
+		kp_warn("ice: STUN server %s not resolved (%s); only host candidates", host, gai_strerror(r));
+		return;
+	}
+	if (getnameinfo(res->ai_addr, res->ai_addrlen, g.stun_ip, sizeof g.stun_ip, NULL, 0, NI_NUMERICHOST) != 0)
+		g.stun_ip[0] = '\0';
+	freeaddrinfo(res);
+	g.stun_port = port ? port : 3478;
+	if (g.stun_ip[0])
+		kp_info("ice: STUN server %s (%s:%u)", stun, g.stun_ip, g.stun_port);
+}
+
+static void list_interfaces(void)
+{
+	snprintf(g.local_ips[g.nlocal++], sizeof g.local_ips[0], "127.0.0.1");
+	GList *ips = nice_interfaces_get_local_ips(FALSE);
+	for (GList *l = ips; l; l = l->next) {
+		const char *ip = l->data;
+		if (g.nlocal < RTC_ICE_MAX_LOCAL && strncmp(ip, "fe80", 4) != 0)
+			snprintf(g.local_ips[g.nlocal++], sizeof g.local_ips[0], "%s", ip);
+		g_free(l->data);
+	}
+	g_list_free(ips);
+	char list[RTC_ICE_MAX_LOCAL * 66] = "";
+	for (unsigned i = 0; i < g.nlocal; i++) {
+		strcat(list, i ? ", " : "");
+		strcat(list, g.local_ips[i]);
+	}
+	kp_info("ice: host candidates on %s, UDP ports %u-%u", list, g.port_min, g.port_max);
+}
+
+int rtc_ice_start(uv_loop_t *loop, const struct rtc_ice_config *cfg, rtc_ice_event_cb cb)
+{
+	g.cb = cb;
+	g.port_min = cfg->port_min;
+	g.port_max = cfg->port_max;
+	if (cfg->stun && cfg->stun[0])
+		resolve_stun(cfg->stun);
+	list_interfaces();
+	int r = uv_async_init(loop, &g.async, on_async);
+	if (r < 0) {
+		kp_err("ice: uv_async_init failed: %s", uv_strerror(r));
+		return r;
+	}
+	g.ctx = g_main_context_new();
+	g.loop = g_main_loop_new(g.ctx, FALSE);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, KP_RTC_THREAD_STACK);
+	r = pthread_create(&g.thread, &attr, thread_main, NULL);
+	pthread_attr_destroy(&attr);
+	if (r != 0) {
+		kp_err("ice: starting the libnice thread failed: %s", strerror(r));
+		return -r;
+	}
+	g.running = true;
+	return 0;
+}
+
+static gboolean quit_in_thread(gpointer data)
+{
+	(void)data;
+	g_main_loop_quit(g.loop);
+	return G_SOURCE_REMOVE;
+}
+
+void rtc_ice_stop(void)
+{
+	if (!g.running)
+		return;
+	g_main_context_invoke(g.ctx, quit_in_thread, NULL);
+	pthread_join(g.thread, NULL);
+	g.running = false;
+	uv_close((uv_handle_t *)&g.async, NULL);
+}
+
+struct rtc_ice *rtc_ice_new(uint64_t key, const char *remote_ufrag, const char *remote_pwd)
+{
+	struct rtc_ice *ice = calloc(1, sizeof *ice);
+	if (!ice)
+		return NULL;
+	ice->key = key;
+	ice->agent = nice_agent_new_full(g.ctx, NICE_COMPATIBILITY_RFC5245, NICE_AGENT_OPTION_ICE_TRICKLE);
+	if (!ice->agent) {
+		free(ice);
+		errno = ENOMEM;
+		return NULL;
+	}
+	g_object_set(ice->agent, "controlling-mode", FALSE, "ice-tcp", FALSE, "ice-udp", TRUE, NULL);
+	if (g_object_class_find_property(G_OBJECT_GET_CLASS(ice->agent), "upnp"))
+		g_object_set(ice->agent, "upnp", FALSE, NULL);
+	/* RFC 7675: a browser that went away without a bye fails the agent within ~30 s. */
+	if (g_object_class_find_property(G_OBJECT_GET_CLASS(ice->agent), "consent-freshness"))
+		g_object_set(ice->agent, "consent-freshness", TRUE, NULL);
+	if (g.stun_ip[0])
+		g_object_set(ice->agent, "stun-server", g.stun_ip, "stun-server-port", g.stun_port, NULL);
+	for (unsigned i = 0; i < g.nlocal; i++) {
+		NiceAddress a;
+		nice_address_init(&a);
+		if (nice_address_set_from_string(&a, g.local_ips[i]))
+			nice_agent_add_local_address(ice->agent, &a);
+	}
+	gpointer data = (gpointer)(uintptr_t)key;
+	g_signal_connect(ice->agent, "candidate-gathering-done", G_CALLBACK(on_gathered), data);
+	g_signal_connect(ice->agent, "component-state-changed", G_CALLBACK(on_state), data);
+	ice->stream = nice_agent_add_stream(ice->agent, 1);
+	if (ice->stream == 0)
+		goto fail;
+	if (g.port_min && g.port_max >= g.port_min)
+		nice_agent_set_port_range(ice->agent, ice->stream, 1, g.port_min, g.port_max);
+	if (!nice_agent_set_remote_credentials(ice->agent, ice->stream, remote_ufrag, remote_pwd))
+		goto fail;
+	nice_agent_attach_recv(ice->agent, ice->stream, 1, g.ctx, on_recv, data);
+	if (!nice_agent_gather_candidates(ice->agent, ice->stream)) {
+		kp_warn("ice: gathering candidates failed (UDP ports %u-%u exhausted?)", g.port_min, g.port_max);
+		goto fail;
+	}
+	return ice;
+fail:
+	rtc_ice_free(ice);
+	errno = EADDRNOTAVAIL;
+	return NULL;
+}
+
+int rtc_ice_local(struct rtc_ice *ice, char *ufrag, size_t ufrag_cap, char *pwd, size_t pwd_cap,
+		  char cands[][RTC_ICE_CANDIDATE_MAX], unsigned max, unsigned *ret_n)
+{
+	gchar *u = NULL, *p = NULL;
+	if (!nice_agent_get_local_credentials(ice->agent, ice->stream, &u, &p))
+		return -EIO;
+	snprintf(ufrag, ufrag_cap, "%s", u);
+	snprintf(pwd, pwd_cap, "%s", p);
+	g_free(u);
+	g_free(p);
+	GSList *list = nice_agent_get_local_candidates(ice->agent, ice->stream, 1);
+	unsigned n = 0;
+	for (GSList *l = list; l; l = l->next) {
+		NiceCandidate *c = l->data;
+		gchar *line = nice_agent_generate_local_candidate_sdp(ice->agent, c);
+		const char *s = line;
+		if (s && strncmp(s, "a=", 2) == 0)
+			s += 2;
+		if (s && n < max && strlen(s) < RTC_ICE_CANDIDATE_MAX)
+			snprintf(cands[n++], RTC_ICE_CANDIDATE_MAX, "%s", s);
+		g_free(line);
+		nice_candidate_free(c);
+	}
+	g_slist_free(list);
+	*ret_n = n;
+	return n ? 0 : -EADDRNOTAVAIL;
+}
+
+int rtc_ice_add_remote(struct rtc_ice *ice, const char *candidate)
+{
+	char line[RTC_ICE_CANDIDATE_MAX + 8];
+	int n = snprintf(line, sizeof line, "a=%s", candidate);
+	if (n < 0 || (size_t)n >= sizeof line)
+		return -EINVAL;
+	NiceCandidate *c = nice_agent_parse_remote_candidate_sdp(ice->agent, ice->stream, line);
+	if (!c)
+		return -EINVAL;
+	if (c->transport != NICE_CANDIDATE_TRANSPORT_UDP) {
+		nice_candidate_free(c);
+		return -EINVAL;
+	}
+	GSList *l = g_slist_append(NULL, c);
+	int added = nice_agent_set_remote_candidates(ice->agent, ice->stream, 1, l);
+	g_slist_free(l);
+	nice_candidate_free(c);
+	return added > 0 ? 0 : -EINVAL;
+}
+
+int rtc_ice_send(struct rtc_ice *ice, const uint8_t *data, size_t len)
+{
+	gint r = nice_agent_send(ice->agent, ice->stream, 1, (guint)len, (const gchar *)data);
+	return r == (gint)len ? 0 : -EAGAIN; /* socket full, or no selected pair yet */
+}
+
+static gboolean free_in_thread(gpointer data)
+{
+	NiceAgent *agent = data;
+	g_object_unref(agent);
+	return G_SOURCE_REMOVE;
+}
+
+void rtc_ice_free(struct rtc_ice *ice)
+{
+	if (!ice)
+		return;
+	if (ice->stream)
+		nice_agent_attach_recv(ice->agent, ice->stream, 1, g.ctx, NULL, NULL);
+	g_signal_handlers_disconnect_matched(ice->agent, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
+					     (gpointer)(uintptr_t)ice->key);
+	if (ice->stream)
+		nice_agent_remove_stream(ice->agent, ice->stream);
+	/* Dropped on the GLib thread so no callback of it is running meanwhile. */
+	g_main_context_invoke(g.ctx, free_in_thread, ice->agent);
+	free(ice);
+}
+
+uint64_t rtc_ice_events_dropped(void)
+{
+	pthread_mutex_lock(&g.lock);
+	uint64_t d = g.dropped;
+	pthread_mutex_unlock(&g.lock);
+	return d;
+}

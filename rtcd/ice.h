@@ -1,0 +1,61 @@
+/* ICE with libnice for rtcd's sessions. libnice runs on GLib: one dedicated thread per
+ * rtcd (4 MiB stack) runs a GMainLoop on its own GMainContext with every agent; the
+ * sessions live on the worker's libuv loop thread. libnice's callbacks only queue
+ * events (gathering done, state changes, received datagrams) into one bounded queue
+ * and wake the loop thread with a uv_async; the loop thread sends with nice_agent_send,
+ * which libnice locks internally. Agents are full ICE (RFC 5245, controlled, trickle),
+ * UDP only, with host candidates on loopback and the machine's interfaces, ports from
+ * [rtc] port_min..port_max and an optional STUN server. */
+#ifndef KP_RTC_ICE_H
+#define KP_RTC_ICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#define RTC_ICE_QUEUE_ITEMS   8192
+#define RTC_ICE_QUEUE_BYTES   (16u * 1024 * 1024)
+#define RTC_ICE_MAX_LOCAL     16
+#define RTC_ICE_CANDIDATE_MAX 256
+
+enum rtc_ice_event_kind { RTC_ICE_GATHERED, RTC_ICE_CONNECTED, RTC_ICE_FAILED, RTC_ICE_RECV };
+
+struct rtc_ice_event {
+	enum rtc_ice_event_kind kind;
+	uint64_t key; /* the session's key given to rtc_ice_new */
+	size_t len;
+	struct rtc_ice_event *next;
+	uint8_t data[]; /* RTC_ICE_RECV: the datagram */
+};
+
+typedef void (*rtc_ice_event_cb)(const struct rtc_ice_event *ev);
+
+struct rtc_ice_config {
+	unsigned port_min, port_max; /* 0: any */
+	const char *stun;            /* "HOST[:PORT]" or empty */
+};
+
+/* Before confinement: resolves the STUN server, lists the interfaces and starts the
+ * GLib thread. Events are delivered on loop's thread. */
+int rtc_ice_start(uv_loop_t *loop, const struct rtc_ice_config *cfg, rtc_ice_event_cb cb);
+void rtc_ice_stop(void);
+
+struct rtc_ice;
+
+/* A controlled agent with one stream of one component, gathering at once. */
+struct rtc_ice *rtc_ice_new(uint64_t key, const char *remote_ufrag, const char *remote_pwd);
+/* After RTC_ICE_GATHERED: local credentials and "candidate:..." lines. */
+int rtc_ice_local(struct rtc_ice *ice, char *ufrag, size_t ufrag_cap, char *pwd, size_t pwd_cap,
+		  char cands[][RTC_ICE_CANDIDATE_MAX], unsigned max, unsigned *ret_n);
+/* A remote "candidate:..." line (trickled or from the offer). 0, or -EINVAL when
+ * libnice cannot use it (for example an mDNS name). */
+int rtc_ice_add_remote(struct rtc_ice *ice, const char *candidate);
+/* Sends one datagram on the selected pair: 0, or -EAGAIN when it was not sent (socket
+ * full, or no pair selected yet). */
+int rtc_ice_send(struct rtc_ice *ice, const uint8_t *data, size_t len);
+void rtc_ice_free(struct rtc_ice *ice);
+
+/* Counters for metrics. */
+uint64_t rtc_ice_events_dropped(void);
+
+#endif

@@ -1,0 +1,76 @@
+/* rtcd's counters as Prometheus text, answered to webd's TopicQuery(TOPIC_METRICS). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json.h"
+#include "log.h"
+#include "rtcd.h"
+
+static const char *const state_names[RTC_NSTATES] = {"gathering", "connecting", "securing", "streaming", "closed"};
+
+static void counter(struct rtc_text *t, const char *name, const char *help, uint64_t v)
+{
+	rtc_text_add(t, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, (unsigned long long)v);
+}
+
+static void gauge(struct rtc_text *t, const char *name, const char *help, uint64_t v)
+{
+	rtc_text_add(t, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, (unsigned long long)v);
+}
+
+void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id)
+{
+	static char buf[16384];
+	struct rtc_text t;
+	rtc_text_init(&t, buf, sizeof buf);
+	unsigned by_state[RTC_NSTATES];
+	unsigned n = rtc_sessions_count(by_state);
+	const struct rtc_metrics *m = &rtc_metrics;
+	gauge(&t, "keeppeek_rtc_sessions", "Open WebRTC sessions.", n);
+	rtc_text_add(&t, "# HELP keeppeek_rtc_sessions_state Open WebRTC sessions by state.\n"
+			 "# TYPE keeppeek_rtc_sessions_state gauge\n");
+	for (unsigned i = 0; i < RTC_CLOSED; i++)
+		rtc_text_add(&t, "keeppeek_rtc_sessions_state{state=\"%s\"} %u\n", state_names[i], by_state[i]);
+	counter(&t, "keeppeek_rtc_sessions_opened_total", "WebRTC sessions started.", m->sessions_opened);
+	counter(&t, "keeppeek_rtc_packets_sent_total", "SRTP packets sent, retransmissions included.", m->packets_sent);
+	counter(&t, "keeppeek_rtc_bytes_sent_total", "SRTP bytes sent.", m->bytes_sent);
+	counter(&t, "keeppeek_rtc_nacks_answered_total", "RTCP NACK packets answered.", m->nacks_answered);
+	counter(&t, "keeppeek_rtc_retransmits_total", "Packets resent from the retransmission buffer.", m->retransmits);
+	counter(&t, "keeppeek_rtc_plis_answered_total", "PLI/FIR keyframe requests answered.", m->plis_answered);
+	counter(&t, "keeppeek_rtc_admission_rejected_total",
+		"Offers refused: sessions per principal or per client address at their ceiling.",
+		m->admission_rejected);
+	counter(&t, "keeppeek_rtc_cursor_rejected_total", "Playback cursors refused.", m->cursor_rejected);
+	counter(&t, "keeppeek_rtc_keyframe_drops_total",
+		"Times a slow viewer's socket was full and it skipped to the next keyframe.", m->keyframe_drops);
+	counter(&t, "keeppeek_rtc_ice_failures_total", "Sessions closed because ICE failed.", m->ice_failures);
+	counter(&t, "keeppeek_rtc_dtls_failures_total", "Sessions closed because DTLS failed.", m->dtls_failures);
+	counter(&t, "keeppeek_rtc_srtp_errors_total", "SRTP protect/unprotect failures.", m->srtp_errors);
+	counter(&t, "keeppeek_rtc_bad_messages_total", "Malformed signaling messages.", m->bad_messages);
+	counter(&t, "keeppeek_rtc_bad_sdp_total", "Offers with malformed or unusable SDP.", m->bad_sdp);
+	counter(&t, "keeppeek_rtc_rtcp_malformed_total", "Malformed RTCP packets from browsers.", m->rtcp_malformed);
+	counter(&t, "keeppeek_rtc_access_units_total", "Live access units received from ingestd.", m->au_in);
+	counter(&t, "keeppeek_rtc_gop_overflows_total", "GOPs larger than the live cache.", m->gop_overflows);
+	counter(&t, "keeppeek_rtc_ice_events_dropped_total", "Received datagrams dropped: ICE queue full.",
+		rtc_ice_events_dropped());
+	unsigned streams;
+	size_t bytes;
+	rtc_live_stats(&streams, &bytes);
+	gauge(&t, "keeppeek_rtc_live_streams", "Camera streams seen live.", streams);
+	gauge(&t, "keeppeek_rtc_gop_cache_bytes", "Bytes in the live GOP caches.", bytes);
+	gauge(&t, "keeppeek_rtc_cursors", "Open playback cursors.", rtc_cursors_open_count());
+	gauge(&t, "keeppeek_rtc_transcodes", "Running H.265 to H.264 transcodes.", rtc_transcodes_running());
+
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_query_reply_tag;
+	kp_QueryReply *q = &env.msg.query_reply;
+	q->id = id;
+	q->done = true;
+	q->status = rtc_text_ok(&t) ? 200 : 500;
+	snprintf(q->content_type, sizeof q->content_type, "text/plain; version=0.0.4");
+	q->total_len = t.len;
+	int r = kp_worker_send_peer(w, to, &env, buf, t.len);
+	if (r < 0)
+		kp_warn("metrics: answer %u not sent: %s", (unsigned)id, strerror(-r));
+}

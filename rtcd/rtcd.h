@@ -1,0 +1,143 @@
+/* rtcd's core, shared between its files: signaling connections (one per webd WebSocket),
+ * sessions (one per browser RTCPeerConnection), the live GOP cache and the counters
+ * exported as metrics. Everything here runs on the worker's libuv loop thread. */
+#ifndef KP_RTCD_H
+#define KP_RTCD_H
+
+#include <srtp2/srtp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "dtls.h"
+#include "ice.h"
+#include "keeppeek.pb.h"
+#include "kp_limits.h"
+#include "media.h"
+#include "rtp_h26x.h"
+#include "sdp.h"
+
+#define RTC_MTU          1200
+#define RTC_RTX_SLOTS    512 /* per-session retransmission buffer, in packets */
+#define RTC_SID_MAX      32
+#define RTC_TICK_MS      100
+#define RTC_CONNECT_MS   30000 /* offer to SRTP keys, else the session is closed */
+#define RTC_KEYCACHE_MAX (4 * KP_MIB)
+
+enum rtc_state { RTC_GATHERING, RTC_CONNECTING, RTC_SECURING, RTC_STREAMING, RTC_CLOSED, RTC_NSTATES };
+
+struct rtc_metrics {
+	uint64_t sessions_opened;
+	uint64_t packets_sent, bytes_sent;
+	uint64_t nacks_answered, retransmits, plis_answered;
+	uint64_t admission_rejected, cursor_rejected;
+	uint64_t keyframe_drops; /* a viewer's socket was full: it skipped to the next keyframe */
+	uint64_t ice_failures, dtls_failures, srtp_errors;
+	uint64_t bad_messages, bad_sdp, rtcp_malformed;
+	uint64_t au_in, gop_overflows;
+};
+extern struct rtc_metrics rtc_metrics;
+
+struct rtc_conn;
+
+struct rtx_slot {
+	uint16_t seq;
+	uint16_t len; /* 0: empty */
+	uint8_t data[RTC_MTU + SRTP_MAX_TRAILER_LEN];
+};
+
+enum rtc_mode { RTC_LIVE, RTC_PLAYBACK };
+
+struct rtc_session {
+	struct rtc_conn *conn;
+	struct rtc_session *conn_next;
+	struct rtc_session *prev, *next;           /* every session */
+	struct rtc_session *live_prev, *live_next; /* subscribers of one live stream */
+	struct live_stream *live;
+	uint64_t key;
+	char sid[RTC_SID_MAX + 1];
+	enum rtc_state state;
+	uint64_t created_ms;
+
+	struct sdp_offer *offer; /* until the answer is sent */
+	unsigned media;
+	const struct sdp_codec *codec; /* in offer */
+	enum rtp_codec rtp_codec;
+	uint8_t pt;
+	uint32_t ssrc;
+
+	struct rtc_ice *ice;
+	struct rtc_dtls *dtls;
+	srtp_t srtp_out, srtp_in;
+	struct rtp_packetizer *pk;
+	struct rtx_slot *rtx;
+
+	/* Source. */
+	enum rtc_mode mode;
+	char camera[KP_CAMERA_NAME_MAX + 1];
+	unsigned stream;     /* requested */
+	unsigned src_stream; /* sent (the H.264 fallback may differ) */
+	const char *fallback;
+	struct rtc_transcode *transcode;
+	struct rtc_cursor *cursor;
+	struct rtc_cursor_state cst;
+	int64_t start_at_ms;
+	uint8_t *keycache; /* last keyframe sent, for PLI on sources without a GOP cache */
+	size_t keycache_len;
+	int64_t keycache_pts;
+
+	bool need_keyframe;
+	bool ts_init;
+	int64_t ts_base_pts;
+	uint32_t ts_base_rtp, last_ts;
+	uint64_t last_send_ms;
+	uint32_t packets, octets;
+	uint64_t last_sr_ms, last_state_ms, last_pli_ms;
+	uv_timer_t timer;
+};
+
+/* ---- session.c ---- */
+struct rtc_session *rtc_session_new(struct rtc_conn *conn, const char *sid);
+/* Packetizer, DTLS endpoint and ICE agent for the chosen m-line: 0, -ENOMEM, -EINVAL
+ * (fingerprint) or -EADDRNOTAVAIL (no port). */
+int rtc_session_setup(struct rtc_session *s, const struct sdp_media *m);
+void rtc_session_close(struct rtc_session *s, const char *reason, bool tell);
+void rtc_session_on_ice(struct rtc_session *s, const struct rtc_ice_event *ev);
+struct rtc_session *rtc_session_by_key(uint64_t key);
+/* Sends one access unit; compress: stamp it right after the previous one (GOP replay). */
+void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress);
+void rtc_session_au_cb(void *arg, const struct rtc_au *au);
+void rtc_session_send_state(struct rtc_session *s);
+int rtc_session_start_source(struct rtc_session *s);
+void rtc_session_stop_source(struct rtc_session *s);
+unsigned rtc_sessions_count(unsigned *by_state);
+struct rtc_session *rtc_sessions_first(void);
+
+/* ---- signaling.c ---- */
+struct kp_worker *rtc_worker(void);
+void rtc_signal_on_frame(struct kp_worker *w, struct kp_ipc_frame *f);
+/* A JSON message to the browser of that connection. */
+void rtc_signal_send(struct rtc_conn *c, const char *json, size_t len);
+void rtc_signal_error(struct rtc_conn *c, const char *sid, const char *code, const char *message);
+void rtc_signal_announce_start(struct kp_worker *w);
+const char *rtc_conn_principal(const struct rtc_conn *c);
+const char *rtc_conn_addr(const struct rtc_conn *c);
+extern char rtc_fingerprint[RTC_DTLS_FP_TEXT];
+
+/* ---- live.c ---- */
+struct live_stream;
+void rtc_live_on_au(const kp_AccessUnit *au, const uint8_t *data, size_t len);
+kp_Codec rtc_live_codec(const char *camera, unsigned stream);
+/* Subscribes the session and replays the cached GOP to it. */
+int rtc_live_subscribe(struct rtc_session *s, const char *camera, unsigned stream);
+void rtc_live_unsubscribe(struct rtc_session *s);
+/* Resends the cached GOP (PLI/FIR); false when there is none. */
+bool rtc_live_replay(struct rtc_session *s);
+void rtc_live_stats(unsigned *streams, size_t *bytes);
+
+/* ---- metrics.c ---- */
+void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id);
+
+uint64_t rtc_now_ms(void);
+
+#endif

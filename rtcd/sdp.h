@@ -1,0 +1,91 @@
+/* SDP for WebRTC (RFC 8866, JSEP): a bounded parser for the browser's offer, the choice
+ * of the one video m-line and H.264/H.265 payload type we send, and the answer rtcd
+ * returns (BUNDLE, rtcp-mux, sendonly, a=setup:passive, sha-256 fingerprint, ICE
+ * credentials and every local candidate). */
+#ifndef KP_RTC_SDP_H
+#define KP_RTC_SDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SDP_MAX_LEN        (64 * 1024)
+#define SDP_MAX_LINE       4096
+#define SDP_MAX_MEDIA      8
+#define SDP_MAX_CODECS     16 /* H.264/H.265 payload types kept per m-line */
+#define SDP_MAX_CANDIDATES 32
+#define SDP_FP_MAX         64 /* digest bytes (sha-512) */
+
+enum sdp_codec_kind { SDP_H264 = 1, SDP_H265 = 2 };
+
+struct sdp_codec {
+	uint8_t pt;
+	enum sdp_codec_kind kind;
+	bool packetization_mode_1;
+	uint32_t profile_level_id; /* H.264; 0 when absent */
+	bool have_fmtp;
+	char fmtp[256];
+};
+
+struct sdp_media {
+	char type[16]; /* "video", "audio", "application" */
+	unsigned port;
+	char proto[40];
+	char fmts[256]; /* the m-line's format list, as written */
+	char mid[33];
+	char ice_ufrag[257], ice_pwd[257];
+	char fp_alg[16];
+	uint8_t fp[SDP_FP_MAX];
+	size_t fp_len;
+	char setup[16];
+	bool rtcp_mux, rtcp_rsize;
+	bool recv; /* the offerer wants to receive (sendrecv or recvonly) */
+	struct sdp_codec codecs[SDP_MAX_CODECS];
+	unsigned ncodecs;
+};
+
+struct sdp_offer {
+	/* Session-level values, inherited by m-lines that lack them. */
+	char ice_ufrag[257], ice_pwd[257];
+	char fp_alg[16];
+	uint8_t fp[SDP_FP_MAX];
+	size_t fp_len;
+	char setup[16];
+	struct sdp_media media[SDP_MAX_MEDIA];
+	unsigned nmedia;
+	char candidates[SDP_MAX_CANDIDATES][256];    /* "candidate:..." lines, without "a=" */
+	uint8_t candidate_media[SDP_MAX_CANDIDATES]; /* the m-line each came from */
+	unsigned ncandidates;
+};
+
+/* Parses an offer. Returns 0, or -EBADMSG with a sentence in err. */
+int sdp_parse_offer(const char *sdp, size_t len, struct sdp_offer *o, char *err, size_t errlen);
+
+/* Picks the first video m-line that wants to receive and, in it, the best payload type:
+ * H.265 when allow_h265 and offered, else H.264 with packetization-mode=1, preferring
+ * profile-level-id 42e01f, then constrained baseline/baseline, then any. Returns the
+ * m-line index with *ret_codec set, or -ENOENT (no receiving video m-line) or -ENOTSUP
+ * (no usable codec) with a sentence in err. */
+int sdp_choose(const struct sdp_offer *o, bool allow_h265, const struct sdp_codec **ret_codec, char *err,
+	       size_t errlen);
+
+/* True when the m-line offers H.265 at all. */
+bool sdp_offers_h265(const struct sdp_media *m);
+
+struct sdp_answer {
+	const struct sdp_offer *offer;
+	unsigned media; /* the accepted m-line; every other one is rejected (port 0) */
+	const struct sdp_codec *codec;
+	const char *ice_ufrag, *ice_pwd;
+	const char *fingerprint; /* "AB:CD:..." (sha-256) */
+	uint32_t ssrc;
+	const char *cname;
+	uint64_t session_id;
+	const char *const *candidates; /* "candidate:..." lines without "a=" */
+	unsigned ncandidates;
+};
+
+/* Writes the answer; returns its length or -ENOBUFS. */
+int sdp_build_answer(const struct sdp_answer *a, char *out, size_t cap);
+
+#endif

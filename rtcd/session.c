@@ -1,0 +1,594 @@
+/* One WebRTC session per browser RTCPeerConnection: ICE events, the DTLS handshake and
+ * SRTP contexts, packetization of the source's access units into SRTP packets kept in
+ * a bounded retransmission ring, RTCP feedback (NACK, PLI, FIR), sender reports, state
+ * messages and the session's timer (DTLS retransmission, deadlines, reports). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "json.h"
+#include "log.h"
+#include "rtcd.h"
+#include "rtcp.h"
+
+#define PLI_MIN_INTERVAL_MS 300
+#define SR_INTERVAL_MS      1000
+#define STATE_INTERVAL_MS   500
+
+struct rtc_metrics rtc_metrics;
+static struct rtc_session *all;
+static uint64_t next_key = 1;
+
+uint64_t rtc_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint32_t random32(void)
+{
+	uint32_t v = 0;
+	if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+		v = (uint32_t)rtc_now_ms() * 2654435761u;
+	return v;
+}
+
+struct rtc_session *rtc_session_by_key(uint64_t key)
+{
+	for (struct rtc_session *s = all; s; s = s->next)
+		if (s->key == key)
+			return s;
+	return NULL;
+}
+
+struct rtc_session *rtc_sessions_first(void)
+{
+	return all;
+}
+
+unsigned rtc_sessions_count(unsigned *by_state)
+{
+	unsigned n = 0;
+	if (by_state)
+		memset(by_state, 0, sizeof(unsigned) * RTC_NSTATES);
+	for (struct rtc_session *s = all; s; s = s->next) {
+		n++;
+		if (by_state)
+			by_state[s->state]++;
+	}
+	return n;
+}
+
+static void on_tick(uv_timer_t *t);
+
+struct rtc_session *rtc_session_new(struct rtc_conn *conn, const char *sid)
+{
+	struct rtc_session *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->conn = conn;
+	s->key = next_key++;
+	snprintf(s->sid, sizeof s->sid, "%s", sid);
+	s->state = RTC_GATHERING;
+	s->created_ms = rtc_now_ms();
+	s->ssrc = random32() | 1;
+	s->last_ts = random32();
+	s->need_keyframe = true;
+	int r = uv_timer_init(kp_worker_loop(rtc_worker()), &s->timer);
+	if (r < 0) {
+		kp_err("session %s: uv_timer_init failed: %s", sid, uv_strerror(r));
+		free(s);
+		return NULL;
+	}
+	s->timer.data = s;
+	uv_timer_start(&s->timer, on_tick, RTC_TICK_MS, RTC_TICK_MS);
+	s->next = all;
+	if (all)
+		all->prev = s;
+	all = s;
+	rtc_metrics.sessions_opened++;
+	return s;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+void rtc_session_stop_source(struct rtc_session *s)
+{
+	rtc_live_unsubscribe(s);
+	if (s->transcode) {
+		rtc_transcode_release(s->transcode, s);
+		s->transcode = NULL;
+	}
+	if (s->cursor) {
+		rtc_cursor_close(s->cursor);
+		s->cursor = NULL;
+	}
+}
+
+void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
+{
+	if (s->state == RTC_CLOSED)
+		return;
+	if (tell) {
+		char buf[512];
+		struct rtc_text t;
+		rtc_text_init(&t, buf, sizeof buf);
+		rtc_text_add(&t, "{\"type\":\"closed\",\"sid\":");
+		rtc_text_json_str(&t, s->sid);
+		rtc_text_add(&t, ",\"reason\":");
+		rtc_text_json_str(&t, reason);
+		rtc_text_add(&t, "}");
+		if (rtc_text_ok(&t))
+			rtc_signal_send(s->conn, buf, t.len);
+	}
+	kp_info("session %s of %s (%s) closed: %s", s->sid, rtc_conn_principal(s->conn), rtc_conn_addr(s->conn),
+		reason);
+	rtc_session_stop_source(s);
+	s->state = RTC_CLOSED;
+	rtc_ice_free(s->ice);
+	s->ice = NULL;
+	rtc_dtls_free(s->dtls);
+	s->dtls = NULL;
+	if (s->srtp_out)
+		srtp_dealloc(s->srtp_out);
+	if (s->srtp_in)
+		srtp_dealloc(s->srtp_in);
+	s->srtp_out = s->srtp_in = NULL;
+	free(s->pk);
+	free(s->rtx);
+	free(s->offer);
+	free(s->keycache);
+	s->pk = NULL;
+	s->rtx = NULL;
+	s->offer = NULL;
+	s->keycache = NULL;
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		all = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	uv_timer_stop(&s->timer);
+	uv_close((uv_handle_t *)&s->timer, on_timer_closed);
+}
+
+static const char *codec_name(enum rtp_codec c)
+{
+	return c == RTP_H265 ? "h265" : "h264";
+}
+
+void rtc_session_send_state(struct rtc_session *s)
+{
+	char buf[1024];
+	struct rtc_text t;
+	rtc_text_init(&t, buf, sizeof buf);
+	rtc_text_add(&t, "{\"type\":\"state\",\"sid\":");
+	rtc_text_json_str(&t, s->sid);
+	rtc_text_add(&t, ",\"mode\":\"%s\",\"camera\":", s->mode == RTC_LIVE ? "live" : "playback");
+	rtc_text_json_str(&t, s->camera);
+	rtc_text_add(&t, ",\"stream\":\"%s\",\"codec\":\"%s\",\"fallback\":", s->stream ? "sub" : "main",
+		     codec_name(s->rtp_codec));
+	if (s->fallback)
+		rtc_text_json_str(&t, s->fallback);
+	else
+		rtc_text_add(&t, "null");
+	bool playing = s->mode == RTC_LIVE || s->cst.playing;
+	rtc_text_add(&t, ",\"position_ms\":%lld,\"playing\":%s,\"rate\":%u,\"ended\":%s,\"connected\":%s}",
+		     (long long)s->cst.position_ms, playing ? "true" : "false", s->mode == RTC_LIVE ? 1 : s->cst.rate,
+		     s->mode == RTC_PLAYBACK && s->cst.ended ? "true" : "false",
+		     s->state == RTC_STREAMING ? "true" : "false");
+	if (rtc_text_ok(&t))
+		rtc_signal_send(s->conn, buf, t.len);
+	s->last_state_ms = rtc_now_ms();
+}
+
+static int emit(void *arg, const uint8_t *pkt, size_t len)
+{
+	struct rtc_session *s = arg;
+	uint16_t seq = (uint16_t)(pkt[2] << 8 | pkt[3]);
+	struct rtx_slot *slot = &s->rtx[seq % RTC_RTX_SLOTS];
+	if (len > RTC_MTU)
+		return 0;
+	memcpy(slot->data, pkt, len);
+	int l = (int)len;
+	srtp_err_status_t e = srtp_protect(s->srtp_out, slot->data, &l);
+	if (e != srtp_err_status_ok) {
+		rtc_metrics.srtp_errors++;
+		slot->len = 0;
+		return 0;
+	}
+	slot->seq = seq;
+	slot->len = (uint16_t)l;
+	int r = rtc_ice_send(s->ice, slot->data, (size_t)l);
+	if (r == -EAGAIN) {
+		s->need_keyframe = true;
+		rtc_metrics.keyframe_drops++;
+		return 1;
+	}
+	s->packets++;
+	s->octets += (uint32_t)(len - RTP_HEADER_SIZE);
+	rtc_metrics.packets_sent++;
+	rtc_metrics.bytes_sent += (uint64_t)l;
+	return 0;
+}
+
+static void keep_keyframe(struct rtc_session *s, const struct rtc_au *au)
+{
+	if (au->len > RTC_KEYCACHE_MAX)
+		return;
+	uint8_t *p = realloc(s->keycache, au->len);
+	if (!p)
+		return;
+	memcpy(p, au->data, au->len);
+	s->keycache = p;
+	s->keycache_len = au->len;
+	s->keycache_pts = au->pts_90k;
+}
+
+void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress)
+{
+	if (s->state != RTC_STREAMING)
+		return;
+	kp_Codec want = s->rtp_codec == RTP_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264;
+	if (au->codec != want)
+		return;
+	if (s->need_keyframe && !au->keyframe)
+		return;
+	s->need_keyframe = false;
+	int64_t d = au->pts_90k - s->ts_base_pts;
+	if (!s->ts_init || d < 0 || d > 10 * 90000) {
+		/* A new source, a seek, or a jump: continue the RTP clock smoothly. */
+		s->ts_base_pts = au->pts_90k;
+		s->ts_base_rtp = s->last_ts + 3000;
+		s->ts_init = true;
+	} else if (compress) {
+		s->ts_base_pts = au->pts_90k;
+		s->ts_base_rtp = s->last_ts + 90;
+	}
+	uint32_t ts = s->ts_base_rtp + (uint32_t)(au->pts_90k - s->ts_base_pts);
+	s->last_ts = ts;
+	s->last_send_ms = rtc_now_ms();
+	if (s->mode == RTC_LIVE)
+		s->cst.position_ms = au->wall_ms;
+	if (!s->live && au->keyframe)
+		keep_keyframe(s, au);
+	int r = rtp_packetize(s->pk, au->data, au->len, ts, emit, s);
+	if (r < 0 && r != -ENODATA)
+		kp_warn("session %s: packetizing a %zu-byte access unit failed: %s", s->sid, au->len, strerror(-r));
+}
+
+void rtc_session_au_cb(void *arg, const struct rtc_au *au)
+{
+	rtc_session_send_au(arg, au, false);
+}
+
+static void on_cursor_state(void *arg, const struct rtc_cursor_state *st)
+{
+	struct rtc_session *s = arg;
+	bool changed = st->playing != s->cst.playing || st->rate != s->cst.rate || st->ended != s->cst.ended;
+	s->cst = *st;
+	if (st->error) {
+		rtc_signal_error(s->conn, s->sid, "playback", st->error);
+		s->cst.error = NULL;
+	}
+	if (changed)
+		rtc_session_send_state(s);
+}
+
+int rtc_session_start_source(struct rtc_session *s)
+{
+	s->ts_init = false;
+	s->need_keyframe = true;
+	if (s->mode == RTC_LIVE) {
+		s->cst.playing = true;
+		s->cst.rate = 1;
+		s->cst.ended = false;
+		if (s->transcode)
+			return 0;
+		if (rtc_live_subscribe(s, s->camera, s->src_stream) < 0) {
+			rtc_signal_error(s->conn, s->sid, "not_found", "This camera stream sends no video right now.");
+			return -ENOENT;
+		}
+		return 0;
+	}
+	s->cst.position_ms = s->start_at_ms;
+	s->cst.playing = true;
+	s->cst.rate = 1;
+	s->cst.ended = false;
+	s->cursor = rtc_cursor_open(rtc_worker(), s->camera, s->src_stream, s->start_at_ms, rtc_session_au_cb,
+				    on_cursor_state, s);
+	if (!s->cursor) {
+		int e = errno;
+		rtc_metrics.cursor_rejected++;
+		if (e == EMFILE)
+			rtc_signal_error(s->conn, s->sid, "admission",
+					 "The server already plays back 1,024 recordings; try again later.");
+		else
+			rtc_signal_error(s->conn, s->sid, "playback", "The recording could not be opened.");
+		return -e;
+	}
+	return 0;
+}
+
+static int srtp_session(srtp_t *ret, const uint8_t *key, const uint8_t *salt, bool outbound)
+{
+	uint8_t master[RTC_SRTP_KEY + RTC_SRTP_SALT];
+	memcpy(master, key, RTC_SRTP_KEY);
+	memcpy(master + RTC_SRTP_KEY, salt, RTC_SRTP_SALT);
+	srtp_policy_t p;
+	memset(&p, 0, sizeof p);
+	srtp_crypto_policy_set_rtp_default(&p.rtp);
+	srtp_crypto_policy_set_rtcp_default(&p.rtcp);
+	p.ssrc.type = outbound ? ssrc_any_outbound : ssrc_any_inbound;
+	p.key = master;
+	p.window_size = 1024;
+	p.allow_repeat_tx = 1;
+	return srtp_create(ret, &p) == srtp_err_status_ok ? 0 : -EIO;
+}
+
+static void secured(struct rtc_session *s)
+{
+	struct rtc_srtp_keys k;
+	if (rtc_dtls_srtp_keys(s->dtls, &k) < 0 || srtp_session(&s->srtp_out, k.local_key, k.local_salt, true) < 0 ||
+	    srtp_session(&s->srtp_in, k.remote_key, k.remote_salt, false) < 0) {
+		rtc_metrics.srtp_errors++;
+		rtc_session_close(s, "setting up SRTP failed", true);
+		return;
+	}
+	s->rtx = calloc(RTC_RTX_SLOTS, sizeof *s->rtx);
+	if (!s->rtx) {
+		rtc_session_close(s, "out of memory", true);
+		return;
+	}
+	s->state = RTC_STREAMING;
+	kp_info("session %s of %s: DTLS-SRTP up, sending %s %s stream %u%s%s", s->sid, rtc_conn_principal(s->conn),
+		codec_name(s->rtp_codec), s->camera, s->src_stream, s->fallback ? ", fallback " : "",
+		s->fallback ? s->fallback : "");
+	if (rtc_session_start_source(s) < 0) {
+		rtc_session_close(s, "the video source could not be started", true);
+		return;
+	}
+	rtc_session_send_state(s);
+}
+
+static void dtls_send(void *arg, const uint8_t *data, size_t len)
+{
+	struct rtc_session *s = arg;
+	if (s->ice)
+		rtc_ice_send(s->ice, data, len);
+}
+
+int rtc_session_setup(struct rtc_session *s, const struct sdp_media *m)
+{
+	s->pk = malloc(sizeof *s->pk);
+	if (!s->pk || rtp_packetizer_init(s->pk, s->rtp_codec, s->pt, s->ssrc, (uint16_t)random32(), RTC_MTU) < 0)
+		return -ENOMEM;
+	s->dtls = rtc_dtls_new(m->fp_alg, m->fp, m->fp_len, dtls_send, s);
+	if (!s->dtls)
+		return -EINVAL;
+	s->ice = rtc_ice_new(s->key, m->ice_ufrag, m->ice_pwd);
+	if (!s->ice)
+		return -EADDRNOTAVAIL;
+	return 0;
+}
+
+static void dtls_result(struct rtc_session *s, enum rtc_dtls_state st)
+{
+	if (st == RTC_DTLS_CONNECTED && s->state < RTC_STREAMING) {
+		secured(s);
+	} else if (st == RTC_DTLS_FAILED) {
+		rtc_metrics.dtls_failures++;
+		char why[256];
+		snprintf(why, sizeof why, "secure connection failed: %s",
+			 rtc_dtls_error(s->dtls) ? rtc_dtls_error(s->dtls) : "DTLS error");
+		rtc_session_close(s, why, true);
+	} else if (st == RTC_DTLS_CLOSED) {
+		rtc_session_close(s, "the browser closed the connection", true);
+	}
+}
+
+static void answer(struct rtc_session *s)
+{
+	char ufrag[257], pwd[257];
+	static char cands[RTC_ICE_MAX_LOCAL * 2][RTC_ICE_CANDIDATE_MAX];
+	unsigned n = 0;
+	if (rtc_ice_local(s->ice, ufrag, sizeof ufrag, pwd, sizeof pwd, cands, sizeof cands / sizeof cands[0], &n) <
+	    0) {
+		rtc_session_close(s, "no local ICE candidate could be gathered", true);
+		return;
+	}
+	const char *list[sizeof cands / sizeof cands[0]];
+	for (unsigned i = 0; i < n; i++)
+		list[i] = cands[i];
+	struct sdp_answer a = {
+	    .offer = s->offer,
+	    .media = s->media,
+	    .codec = s->codec,
+	    .ice_ufrag = ufrag,
+	    .ice_pwd = pwd,
+	    .fingerprint = rtc_fingerprint,
+	    .ssrc = s->ssrc,
+	    .cname = "keeppeek",
+	    .session_id = ((uint64_t)random32() << 31) | random32(),
+	    .candidates = list,
+	    .ncandidates = n,
+	};
+	static char sdp[16384];
+	int len = sdp_build_answer(&a, sdp, sizeof sdp);
+	if (len < 0) {
+		rtc_session_close(s, "the answer did not fit", true);
+		return;
+	}
+	static char msg[40000];
+	struct rtc_text t;
+	rtc_text_init(&t, msg, sizeof msg);
+	rtc_text_add(&t, "{\"type\":\"answer\",\"sid\":");
+	rtc_text_json_str(&t, s->sid);
+	rtc_text_add(&t, ",\"sdp\":");
+	rtc_text_json_str(&t, sdp);
+	rtc_text_add(&t, "}");
+	if (!rtc_text_ok(&t)) {
+		rtc_session_close(s, "the answer did not fit", true);
+		return;
+	}
+	free(s->offer);
+	s->offer = NULL;
+	s->codec = NULL;
+	s->state = RTC_CONNECTING;
+	rtc_signal_send(s->conn, msg, t.len);
+	rtc_session_send_state(s);
+}
+
+static void retransmit(struct rtc_session *s, uint16_t seq)
+{
+	struct rtx_slot *slot = &s->rtx[seq % RTC_RTX_SLOTS];
+	if (slot->len == 0 || slot->seq != seq)
+		return;
+	if (rtc_ice_send(s->ice, slot->data, slot->len) == 0) {
+		rtc_metrics.retransmits++;
+		rtc_metrics.packets_sent++;
+		rtc_metrics.bytes_sent += slot->len;
+	}
+}
+
+static void keyframe_request(struct rtc_session *s)
+{
+	uint64_t now = rtc_now_ms();
+	if (now - s->last_pli_ms < PLI_MIN_INTERVAL_MS)
+		return;
+	s->last_pli_ms = now;
+	rtc_metrics.plis_answered++;
+	if (s->live) {
+		rtc_live_replay(s);
+		return;
+	}
+	if (s->keycache) {
+		struct rtc_au au = {
+		    .data = s->keycache,
+		    .len = s->keycache_len,
+		    .codec = s->rtp_codec == RTP_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264,
+		    .keyframe = true,
+		    .pts_90k = s->keycache_pts,
+		    .wall_ms = s->cst.position_ms,
+		};
+		uint8_t *keep = s->keycache;
+		s->keycache = NULL; /* not re-copied onto itself */
+		rtc_session_send_au(s, &au, true);
+		free(s->keycache);
+		s->keycache = keep;
+	}
+	/* Frames that follow reference pictures the browser lost: wait for a keyframe. */
+	s->need_keyframe = true;
+}
+
+static void on_rtcp(struct rtc_session *s, const uint8_t *data, size_t len)
+{
+	uint8_t buf[2048];
+	if (!s->srtp_in || len > sizeof buf)
+		return;
+	memcpy(buf, data, len);
+	int l = (int)len;
+	if (srtp_unprotect_rtcp(s->srtp_in, buf, &l) != srtp_err_status_ok) {
+		rtc_metrics.srtp_errors++;
+		return;
+	}
+	struct rtcp_feedback fb;
+	const char *why = NULL;
+	if (rtcp_parse(buf, (size_t)l, s->ssrc, &fb, &why) < 0) {
+		rtc_metrics.rtcp_malformed++;
+		kp_debug("session %s: malformed RTCP: %s", s->sid, why);
+	}
+	for (unsigned i = 0; i < fb.nnack; i++)
+		retransmit(s, fb.nack[i]);
+	if (fb.nnack)
+		rtc_metrics.nacks_answered++;
+	if (fb.pli || fb.fir)
+		keyframe_request(s);
+}
+
+void rtc_session_on_ice(struct rtc_session *s, const struct rtc_ice_event *ev)
+{
+	switch (ev->kind) {
+	case RTC_ICE_GATHERED:
+		if (s->state == RTC_GATHERING)
+			answer(s);
+		break;
+	case RTC_ICE_CONNECTED:
+		if (s->state == RTC_CONNECTING)
+			s->state = RTC_SECURING;
+		break;
+	case RTC_ICE_FAILED:
+		rtc_metrics.ice_failures++;
+		rtc_session_close(s, "no network path to the browser (ICE failed)", true);
+		break;
+	case RTC_ICE_RECV:
+		if (s->state < RTC_CONNECTING || s->state == RTC_CLOSED)
+			break;
+		if (rtc_dtls_is_dtls(ev->data, ev->len)) {
+			dtls_result(s, rtc_dtls_input(s->dtls, ev->data, ev->len));
+		} else if (ev->data[0] >= 128 && ev->data[0] <= 191 && rtcp_is_rtcp(ev->data, ev->len)) {
+			on_rtcp(s, ev->data, ev->len);
+		}
+		break;
+	}
+}
+
+static uint64_t ntp_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t secs = (uint64_t)ts.tv_sec + 2208988800ull;
+	uint64_t frac = ((uint64_t)ts.tv_nsec << 32) / 1000000000ull;
+	return secs << 32 | frac;
+}
+
+static void send_sr(struct rtc_session *s, uint64_t now)
+{
+	uint8_t buf[128 + SRTP_MAX_TRAILER_LEN + 4];
+	struct rtcp_sr sr = {
+	    .ssrc = s->ssrc,
+	    .ntp = ntp_now(),
+	    .rtp_ts = s->last_ts + (uint32_t)((now - s->last_send_ms) * 90),
+	    .packets = s->packets,
+	    .octets = s->octets,
+	    .cname = "keeppeek",
+	};
+	int len = rtcp_write_sr(&sr, buf, 128);
+	if (len < 0)
+		return;
+	if (srtp_protect_rtcp(s->srtp_out, buf, &len) != srtp_err_status_ok) {
+		rtc_metrics.srtp_errors++;
+		return;
+	}
+	rtc_ice_send(s->ice, buf, (size_t)len);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct rtc_session *s = t->data;
+	uint64_t now = rtc_now_ms();
+	if (s->state < RTC_STREAMING && now - s->created_ms > RTC_CONNECT_MS) {
+		rtc_session_close(s, "the browser did not connect within 30 s", true);
+		return;
+	}
+	if (s->dtls && s->state >= RTC_CONNECTING && s->state < RTC_STREAMING && rtc_dtls_timeout_ms(s->dtls) == 0) {
+		dtls_result(s, rtc_dtls_on_timeout(s->dtls));
+		if (s->state == RTC_CLOSED)
+			return;
+	}
+	if (s->state != RTC_STREAMING)
+		return;
+	if (s->packets && now - s->last_sr_ms >= SR_INTERVAL_MS) {
+		s->last_sr_ms = now;
+		send_sr(s, now);
+	}
+	if (s->mode == RTC_PLAYBACK && now - s->last_state_ms >= STATE_INTERVAL_MS)
+		rtc_session_send_state(s);
+}

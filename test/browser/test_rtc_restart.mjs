@@ -1,0 +1,50 @@
+// kill -9 of rtcd while two viewers watch: the supervisor has rtcd back within 1 s, webd
+// closes the signaling WebSocket with 1012, and a page that reconnects and offers again
+// (as the UI does) plays both streams again within 3 s of the new offers.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { check, waitFor, BUILD_ROOT } from './helpers.mjs';
+import { rtcSetup, waitLive, withLog } from './rtc_helpers.mjs';
+
+function rtcdPid(kp) {
+	const st = JSON.parse(execFileSync(join(BUILD_ROOT, 'supervisor', 'keeppeekctl'), ['-s', kp.sock, 'status', '--json'],
+		{ stdio: ['ignore', 'pipe', 'pipe'], timeout: 30000 }).toString());
+	const w = st.workers.find((x) => x.name === 'rtcd');
+	return w && w.state === 'running' ? w.pid : 0;
+}
+
+export default async function () {
+	await withLog(async (keep) => {
+		const { kp, page } = await rtcSetup([{ name: 'cam', main: 'h264', sub: 'h264' }]);
+		keep(kp);
+		await waitLive(page, 'cam');
+		await waitLive(page, 'cam', 'sub');
+		await page.evaluate(() => window.kp.watch('v1', { camera: 'cam' }));
+		await page.evaluate(() => window.kp.watch('v2', { camera: 'cam', stream: 'sub' }));
+		for (const sid of ['v1', 'v2']) {
+			const r = await page.evaluate((s) => window.kp.plays(s, 3000), sid);
+			check(r.ok, `viewer ${sid} plays before the crash`);
+		}
+
+		const pid = rtcdPid(kp);
+		process.kill(pid, 'SIGKILL');
+		const t0 = Date.now();
+		await waitFor(() => {
+			const p = rtcdPid(kp);
+			return p && p !== pid;
+		}, 5000, 'rtcd restarted');
+		const back = Date.now() - t0;
+		check(back < 1000, `rtcd is back within 1 s (${back} ms)`);
+		const code = await waitFor(() => page.evaluate(() => window.kp.closeCode()), 5000, 'the signaling WebSocket closed');
+		check(code === 1012, `webd closed the signaling WebSocket with 1012 (${code})`);
+
+		await page.evaluate(() => window.kp.connect());
+		await waitLive(page, 'cam');
+		await page.evaluate(() => window.kp.watch('v1b', { camera: 'cam' }));
+		await page.evaluate(() => window.kp.watch('v2b', { camera: 'cam', stream: 'sub' }));
+		for (const sid of ['v1b', 'v2b']) {
+			const r = await page.evaluate((s) => window.kp.plays(s, 3000), sid);
+			check(r.ok, `viewer ${sid} plays again within 3 s of its new offer: ${JSON.stringify(r)}`);
+		}
+	});
+}

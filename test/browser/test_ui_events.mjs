@@ -1,0 +1,68 @@
+// Events page against the real supervisor: published events are listed with their
+// thumbnails, free-text and label search narrow the list, the detail shows the JPEG and
+// plays the recording around the event, and an event published while the page is open
+// appears live (with the JPEG from the WebSocket). Screenshots desktop and mobile.
+import { check, shoot, waitFor, waitStreaming, publishEvent } from './helpers.mjs';
+import { uiSession } from './session.mjs';
+
+export default async function () {
+	const s = await uiSession();
+	const cams = await waitStreaming(s.kp, s.token, 1);
+	const camera = cams[0].name;
+	const { page } = s;
+	await page.waitForTimeout(6000); // some recording before the events
+	const now = Date.now();
+	await publishEvent(s.kp, s.token, page, { id: 'ev-porch', revision: 1, camera, stream: 'main', start_ms: now - 4000, end_ms: now - 2000, labels: [{ name: 'person', score: 0.93 }], attributes: { zone: 'porch' } });
+	await publishEvent(s.kp, s.token, page, { id: 'ev-drive', revision: 1, camera, stream: 'main', start_ms: now - 3000, end_ms: now - 1000, labels: [{ name: 'vehicle', score: 0.81 }], attributes: { zone: 'driveway' } });
+	await publishEvent(s.kp, s.token, page, { id: 'ev-yard', revision: 1, camera, stream: 'sub', start_ms: now - 2000, end_ms: now, labels: [{ name: 'animal', score: 0.7 }], attributes: { zone: 'yard' } });
+
+	await page.goto(s.kp.url + '/events.html');
+	await page.waitForSelector('.ev-item', { timeout: 15000 });
+	const ids = await page.$$eval('.ev-item', (x) => x.map((e) => e.dataset.id));
+	check(['ev-porch', 'ev-drive', 'ev-yard'].every((id) => ids.includes(id)), `the published events are listed (${ids.join(', ')})`);
+	await waitFor(() => page.$$eval('.ev-item img', (imgs) => imgs.length >= 3 && imgs.every((i) => i.complete && i.naturalWidth === 320)), 15000, 'three 320 px thumbnails loaded');
+	check(await page.$eval('.ev-item img', (i) => i.loading === 'lazy'), 'thumbnails load lazily');
+
+	await page.fill('input[name=q]', 'porch');
+	await page.click('button[type=submit]');
+	await waitFor(async () => (await page.$$eval('.ev-item', (x) => x.map((e) => e.dataset.id))).join() === 'ev-porch', 10000, 'the search "porch" finds only ev-porch');
+	check(true, 'free-text search narrows the list');
+	await page.fill('input[name=q]', '');
+	await page.fill('input[name=label]', 'vehicle');
+	await page.click('button[type=submit]');
+	await waitFor(async () => (await page.$$eval('.ev-item', (x) => x.map((e) => e.dataset.id))).join() === 'ev-drive', 10000, 'the label filter finds only ev-drive');
+	check(true, 'the label filter narrows the list');
+	await page.fill('input[name=label]', '');
+	await page.click('button[type=submit]');
+	await page.waitForSelector('.ev-item[data-id="ev-porch"]');
+
+	await page.click('.ev-item[data-id="ev-porch"]');
+	await page.waitForSelector('dialog.detail[open] img', { timeout: 5000 });
+	await waitFor(() => page.$eval('dialog.detail img', (i) => i.complete && i.naturalWidth === 640), 10000, 'the event JPEG in the detail');
+	check(true, 'the detail shows the event JPEG');
+	await page.keyboard.press('Escape');
+	await page.waitForSelector('dialog.detail[open]', { state: 'detached', timeout: 5000 }).catch(() => {});
+
+	const m = await s.mobile();
+	await m.page.goto(s.kp.url + '/events.html');
+	await m.page.waitForSelector('.ev-item', { timeout: 15000 });
+	await shoot(m.page, 'events-mobile');
+	m.guard.assertClean('the mobile events page');
+
+	await page.waitForSelector('.badge[data-state=live]', { timeout: 10000 });
+	await publishEvent(s.kp, s.token, page, { id: 'ev-live', revision: 1, camera, stream: 'main', start_ms: Date.now() - 1000, end_ms: Date.now(), labels: [{ name: 'person', score: 0.99 }], attributes: { zone: 'gate' } });
+	await page.waitForSelector('.ev-item[data-id="ev-live"]', { timeout: 10000 });
+	check(await page.$eval('.ev-list li:first-child .ev-item', (e) => e.dataset.id === 'ev-live' && e.classList.contains('fresh')), 'a new event arrives live at the top of the list');
+	await waitFor(() => page.$eval('.ev-item[data-id="ev-live"] img', (i) => i.complete && i.naturalWidth === 640 && i.src.startsWith('blob:')), 10000, 'the live JPEG shows');
+	check(true, 'the live event shows the JPEG it came with');
+	await shoot(page, 'events-desktop');
+
+	await page.click('.ev-item[data-id="ev-porch"]');
+	await page.waitForSelector('dialog.detail[open] video', { timeout: 5000 });
+	await shoot(page, 'events-detail-desktop');
+	await waitFor(() => page.evaluate(() => { const v = document.querySelector('dialog.detail video'); return v && v.readyState >= 2 && v.videoWidth > 0 && v.currentTime > 0; }), 20000, 'the recording around the event plays in the detail');
+	check(true, 'the detail plays the recording around the event');
+	await page.keyboard.press('Escape');
+
+	s.guard.assertClean('the events page');
+}

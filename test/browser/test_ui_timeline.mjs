@@ -1,0 +1,111 @@
+// Timeline page against the real supervisor: recorded ranges and published events
+// appear, zoom (button, wheel), pan (drag), click to seek into stored playback with the
+// playhead following the server's state messages and the video playing, playhead drag;
+// vertical on a phone. Screenshots desktop and mobile.
+import { check, shoot, waitFor, waitStreaming, publishEvent } from './helpers.mjs';
+import { uiSession } from './session.mjs';
+
+const view = (page) => page.$eval('.tl', (t) => ({ from: +t.dataset.from, to: +t.dataset.to }));
+
+export default async function () {
+	const s = await uiSession();
+	const cams = await waitStreaming(s.kp, s.token, 1);
+	const camera = cams[0].name;
+	const { page } = s;
+	const auth = { headers: { Authorization: `Bearer ${s.token}` } };
+	const day = new Date();
+	day.setHours(0, 0, 0, 0);
+	const from = day.getTime();
+	// Some recording first (the catalog indexes fragments as they are committed).
+	await waitFor(async () => {
+		const r = await fetch(`${s.kp.url}/api/v1/coverage?camera=${camera}&from=${from}&to=${from + 86400000}&bucket=3600000`, auth);
+		const j = await r.json();
+		const main = j.cameras[0].streams.find((x) => x.name === 'main');
+		return main.ranges.length && main.ranges[main.ranges.length - 1][1] - main.ranges[0][0] > 8000;
+	}, 40000, `8 s of recording of ${camera} in /api/v1/coverage`);
+	const now = Date.now();
+	await page.goto(s.kp.url + '/');
+	for (let i = 0; i < 4; i++)
+		await publishEvent(s.kp, s.token, page, { id: `tl-${i}`, revision: 1, camera, stream: 'main', start_ms: now - 8000 + i * 1500, end_ms: now - 7000 + i * 1500, labels: [{ name: i % 2 ? 'vehicle' : 'person', score: 0.9 }] });
+
+	await page.goto(`${s.kp.url}/timeline.html?camera=${encodeURIComponent(camera)}`);
+	await page.waitForSelector('.tl [data-prim=range]', { timeout: 15000 });
+	await page.waitForSelector('.tl [data-prim=event], .tl [data-prim=cluster]', { timeout: 15000 });
+	check(true, 'recorded ranges and event markers are drawn');
+	check((await page.$$('.tl-filters input')).length === 2, 'event-type filters list person and vehicle');
+
+	let v0 = await view(page);
+	check(v0.to - v0.from === 86400000, 'the whole day is shown first');
+	await page.click('button[aria-label="Zoom in"]');
+	await page.waitForFunction((span) => +document.querySelector('.tl').dataset.to - +document.querySelector('.tl').dataset.from < span, v0.to - v0.from);
+	let v1 = await view(page);
+	check(Math.abs((v1.to - v1.from) - (v0.to - v0.from) / 2) < 1000, 'Zoom in halves the span');
+
+	// Wheel-zoom into the newest recording until the view is under 10 minutes.
+	const box = await page.$eval('.tl', (t) => { const r = t.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+	for (let i = 0; i < 12; i++) {
+		const v = await view(page);
+		if (v.to - v.from < 10 * 60000)
+			break;
+		const x = box.x + ((now - v.from) / (v.to - v.from)) * box.w;
+		await page.mouse.move(Math.min(Math.max(x, box.x + 5), box.x + box.w - 5), box.y + 40);
+		await page.mouse.wheel(0, -400);
+		await page.waitForTimeout(60);
+	}
+	v1 = await view(page);
+	check(v1.to - v1.from < 10 * 60000 && v1.from <= now && v1.to >= now, `wheel zoom reaches a ${Math.round((v1.to - v1.from) / 1000)} s window around now`);
+
+	// Pan by dragging 200 px to the right: the view moves earlier.
+	await page.mouse.move(box.x + box.w / 2, box.y + 30);
+	await page.mouse.down();
+	await page.mouse.move(box.x + box.w / 2 + 100, box.y + 30, { steps: 5 });
+	await page.mouse.move(box.x + box.w / 2 + 200, box.y + 30, { steps: 5 });
+	await page.mouse.up();
+	const v2 = await view(page);
+	const expect = (200 / box.w) * (v1.to - v1.from);
+	check(Math.abs((v1.from - v2.from) - expect) < expect * 0.1 + 1000, `drag pans by ${Math.round((v1.from - v2.from) / 1000)} s (expected ${Math.round(expect / 1000)} s)`);
+	check(!(await page.$('.tl-handle:not([hidden])')), 'a drag does not seek');
+
+	await shoot(page, 'timeline-desktop');
+	const m = await s.mobile();
+	await m.page.goto(`${s.kp.url}/timeline.html?camera=${encodeURIComponent(camera)}`);
+	await m.page.waitForSelector('.tl.v [data-prim=range]', { timeout: 15000 });
+	check(!(await m.page.isVisible('.tl-filters')), 'vertical timeline on a phone, without filters');
+	await shoot(m.page, 'timeline-mobile');
+	m.guard.assertClean('the mobile timeline page');
+
+	// Click in the middle of the newest recorded range: stored playback starts there.
+	const target = await page.$$eval('.tl [data-prim=range]', (rs) => { const r = rs[rs.length - 1].getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; });
+	await page.mouse.click(target.x, target.y);
+	check(await page.$eval('.tl', (t) => t.classList.contains('tl-seeking')), 'the playhead jumps at once and shows it is seeking');
+	const seekAt = +(await page.getAttribute('.tl-handle', 'aria-valuenow'));
+	await page.waitForFunction(() => !document.querySelector('.tl').classList.contains('tl-seeking'), null, { timeout: 20000 });
+	check(true, 'a playback state message arrived (seeking ended)');
+	await waitFor(() => page.evaluate(() => { const x = document.querySelector('.player video'); return x.readyState >= 2 && x.videoWidth > 0 && x.currentTime > 0; }), 20000, 'the stored recording plays in the player');
+	const p1 = +(await page.getAttribute('.tl-handle', 'aria-valuenow'));
+	await page.waitForTimeout(2000);
+	const p2 = +(await page.getAttribute('.tl-handle', 'aria-valuenow'));
+	check(p2 > p1 && Math.abs(p1 - seekAt) < 15000, `the playhead follows playback (${new Date(p1).toISOString()} -> +${p2 - p1} ms)`);
+
+	// Drag the playhead 60 px back and release: a seek to where it was dropped.
+	const h = await page.$eval('.tl-handle', (e) => { const r = e.getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; });
+	const vv = await view(page);
+	await page.mouse.move(h.x, h.y);
+	await page.mouse.down();
+	await page.mouse.move(h.x - 30, h.y, { steps: 4 });
+	await page.mouse.move(h.x - 60, h.y, { steps: 4 });
+	await page.mouse.up();
+	const dropped = +(await page.getAttribute('.tl-handle', 'aria-valuenow'));
+	const want = vv.from + ((h.x - 60 - box.x) / box.w) * (vv.to - vv.from);
+	check(Math.abs(dropped - want) < (vv.to - vv.from) / box.w * 3 + 1500, 'the playhead drags and seeks where it is dropped');
+	await page.waitForFunction(() => !document.querySelector('.tl').classList.contains('tl-seeking'), null, { timeout: 20000 });
+
+	// Filters: unchecking every type removes every marker.
+	for (const b of await page.$$('.tl-filters input'))
+		await b.uncheck();
+	await page.waitForFunction(() => !document.querySelector('.tl [data-prim=event], .tl [data-prim=cluster]'));
+	check(true, 'event-type filters hide the markers');
+	for (const b of await page.$$('.tl-filters input'))
+		await b.check();
+	s.guard.assertClean('the timeline page');
+}

@@ -1,0 +1,19 @@
+/* libFuzzer harness: rtcd's signaling JSON parser. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct rtc_json j;
+	const char *why;
+	if (rtc_json_parse((const char *)data, size, &j, &why) == 0) {
+		double d;
+		rtc_json_str(&j, "type");
+		rtc_json_num(&j, "at_ms", &d);
+	}
+	return 0;
+}

@@ -1,0 +1,136 @@
+/* rtcd's fMP4 reader on real recordings made by recorderd's writer (H.264 and H.265):
+ * the init segment's codec, size, timescale and parameter sets; every catalogued
+ * fragment's samples (count, durations, keyframe byte range, 90 kHz times); the Annex-B
+ * conversion decoded by libavcodec picture for picture; and truncated or corrupted
+ * bytes refused with -EBADMSG instead of being read past. */
+#include <errno.h>
+#include <libavcodec/avcodec.h>
+
+#include "fmp4_read.h"
+#include "test.h"
+#include "test_rtc_playback_fixture.h"
+
+static unsigned decode_all(AVCodecContext *dec, const uint8_t *data, size_t len)
+{
+	unsigned frames = 0;
+	AVPacket *pkt = av_packet_alloc();
+	AVFrame *frame = av_frame_alloc();
+	if (av_new_packet(pkt, (int)len) == 0) {
+		memcpy(pkt->data, data, len);
+		CHECK_EQ(avcodec_send_packet(dec, pkt), 0);
+		while (avcodec_receive_frame(dec, frame) == 0) {
+			frames++;
+			av_frame_unref(frame);
+		}
+	}
+	av_packet_free(&pkt);
+	av_frame_free(&frame);
+	return frames;
+}
+
+static void read_recording(const char *name, kp_Codec codec, unsigned width, unsigned height)
+{
+	struct recorded r;
+	if (recorded_make(&r, name, 2, 0) < 0) {
+		CHECK(0);
+		return;
+	}
+	CHECK_EQ(r.nfiles, 1);
+	uint64_t init_len = r.files[0].init_len;
+	uint8_t *init = recorded_read(&r, 0, 0, init_len);
+	static struct rtc_fmp4_track t;
+	CHECK_EQ(rtc_fmp4_parse_init(init, init_len, &t), 0);
+	CHECK_EQ(t.codec, codec);
+	CHECK_EQ(t.width, width);
+	CHECK_EQ(t.height, height);
+	CHECK_EQ(t.timescale, 90000);
+	CHECK_EQ(t.nal_len_size, 4);
+	CHECK(t.params_len > 8);
+	CHECK(!memcmp(t.params, "\0\0\0\1", 4));
+	/* Every prefix of the init segment is refused (no moov, or a box past the end). */
+	for (size_t cut = 0; cut < init_len; cut += 7)
+		CHECK_EQ(rtc_fmp4_parse_init(init, cut, &t), -EBADMSG);
+	CHECK_EQ(rtc_fmp4_parse_init(init, init_len, &t), 0);
+
+	const AVCodec *c = avcodec_find_decoder(codec == kp_Codec_CODEC_H265 ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264);
+	AVCodecContext *dec = avcodec_alloc_context3(c);
+	dec->thread_count = 1;
+	CHECK_EQ(avcodec_open2(dec, c, NULL), 0);
+	static struct rtc_fmp4_frag f;
+	unsigned samples = 0, decoded = 0;
+	for (unsigned i = 0; i < r.nfrags; i++) {
+		const struct cat_fragment *cf = &r.frags[i];
+		uint8_t *buf = recorded_read(&r, 0, cf->offset, cf->length);
+		CHECK_EQ(rtc_fmp4_parse_frag(&t, buf, cf->length, &f), 0);
+		CHECK_EQ(f.nsamples, cf->samples);
+		CHECK_EQ(f.base_time, cf->base_time);
+		CHECK_EQ(f.duration, cf->duration);
+		CHECK_EQ(f.total_len, cf->length);
+		CHECK_EQ(f.wall_us / 1000, cf->start_ms);
+		CHECK(f.samples[0].keyframe);
+		CHECK_EQ(cf->offset + f.samples[0].offset, cf->keyframe_offset);
+		CHECK_EQ(f.samples[0].size, cf->keyframe_length);
+		for (unsigned s = 0; s < f.nsamples; s++) {
+			const struct rtc_fmp4_sample *sm = &f.samples[s];
+			CHECK_EQ(sm->duration, 3600);
+			CHECK_EQ(sm->dts, cf->base_time + 3600ull * s);
+			CHECK_EQ(sm->keyframe, s == 0);
+			size_t cap = rtc_fmp4_annexb_cap(&t, sm->size), len = 0;
+			uint8_t *out = malloc(cap);
+			CHECK_EQ(rtc_fmp4_annexb(&t, buf + sm->offset, sm->size, sm->keyframe, out, cap, &len), 0);
+			CHECK(!memcmp(out, "\0\0\0\1", 4));
+			if (sm->keyframe)
+				CHECK(!memcmp(out, t.params, t.params_len));
+			decoded += decode_all(dec, out, len);
+			/* A length field pointing past the sample is refused. */
+			uint8_t *bad = malloc(sm->size);
+			memcpy(bad, buf + sm->offset, sm->size);
+			bad[0] = 0x7f;
+			CHECK_EQ(rtc_fmp4_annexb(&t, bad, sm->size, false, out, cap, &len), -EBADMSG);
+			CHECK_EQ(rtc_fmp4_annexb(&t, buf + sm->offset, sm->size, sm->keyframe, out, 16, &len), -ENOSPC);
+			free(bad);
+			free(out);
+		}
+		samples += f.nsamples;
+		/* Cut anywhere, the fragment is refused; a corrupted trun sample count too. */
+		for (uint64_t cut = 0; cut < cf->length; cut += cf->length / 50 + 1)
+			CHECK_EQ(rtc_fmp4_parse_frag(&t, buf, cut, &f), -EBADMSG);
+		for (uint64_t at = 0; at + 8 <= cf->length && at < 512; at++)
+			if (!memcmp(buf + at, "trun", 4)) {
+				buf[at + 8] = 0xff;
+				CHECK_EQ(rtc_fmp4_parse_frag(&t, buf, cf->length, &f), -EBADMSG);
+			}
+		free(buf);
+	}
+	/* Drain the decoder: every recorded picture decodes. */
+	CHECK_EQ(avcodec_send_packet(dec, NULL), 0);
+	AVFrame *frame = av_frame_alloc();
+	while (avcodec_receive_frame(dec, frame) == 0) {
+		CHECK_EQ(frame->width, width);
+		CHECK_EQ(frame->height, height);
+		decoded++;
+	}
+	av_frame_free(&frame);
+	avcodec_free_context(&dec);
+	CHECK_EQ(samples, r.nframes);
+	CHECK_EQ(decoded, samples);
+	free(init);
+	recorded_free(&r);
+}
+
+static void test_h264(void)
+{
+	read_recording("sub.h264", kp_Codec_CODEC_H264, 640, 360);
+}
+
+static void test_h265(void)
+{
+	read_recording("main.h265", kp_Codec_CODEC_H265, 1920, 1080);
+}
+
+int main(void)
+{
+	RUN(test_h264);
+	RUN(test_h265);
+	return TEST_EXIT();
+}

@@ -1,0 +1,269 @@
+/* The H.265 -> H.264 transcode through its real thread, queues and uv_async: the
+ * 1080p H.265 fixture fed at 25 fps comes out as H.264 that libavcodec decodes at
+ * 640x360 (sub-stream size), with SPS/PPS before every IDR and an IDR at least every
+ * 2 s; a second viewer shares the transcode and starts at an IDR; beyond the configured
+ * number of transcodes acquire fails with EBUSY; the last release stops the thread. All
+ * of it inside rtcd's confinement (rtcd/main.c: seccomp set NET, no file system), so a
+ * system call the codec threads need and the allow-list refuses kills the test. */
+#include <errno.h>
+#include <libavcodec/avcodec.h>
+#include <math.h>
+#include <libavformat/avformat.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kp_build_config.h"
+#include "kp_limits.h"
+#include "media.h"
+#include "sandbox.h"
+#include "test.h"
+#include "transcode_scale.h"
+
+#define MAX_AUS 128
+
+static struct {
+	uint8_t *data[MAX_AUS];
+	int size[MAX_AUS];
+	bool key[MAX_AUS];
+	unsigned n;
+} fx;
+
+struct viewer {
+	AVCodecContext *dec;
+	unsigned aus, keyframes, keyframes_with_sps, decoded, first_key_at, compared;
+	double min_psnr;
+	int64_t last_key_pts, max_key_gap;
+	unsigned width, height;
+};
+
+static struct viewer v1, v2;
+/* The first source pictures, decoded here and downscaled: what the output should show. */
+#define REF_FRAMES 25
+static uint8_t ref_luma[REF_FRAMES][640 * 360];
+
+static int make_reference(void)
+{
+	const AVCodec *c = avcodec_find_decoder(AV_CODEC_ID_HEVC);
+	AVCodecContext *dec = avcodec_alloc_context3(c);
+	AVPacket *pkt = av_packet_alloc();
+	AVFrame *frame = av_frame_alloc();
+	static uint8_t chroma[2][320 * 180];
+	unsigned n = 0;
+	if (avcodec_open2(dec, c, NULL) < 0)
+		return -1;
+	for (unsigned i = 0; i <= REF_FRAMES && n < REF_FRAMES; i++) {
+		if (i < REF_FRAMES) {
+			av_new_packet(pkt, fx.size[i]);
+			memcpy(pkt->data, fx.data[i], (size_t)fx.size[i]);
+			avcodec_send_packet(dec, pkt);
+			av_packet_unref(pkt);
+		} else {
+			avcodec_send_packet(dec, NULL);
+		}
+		while (n < REF_FRAMES && avcodec_receive_frame(dec, frame) == 0) {
+			struct rtc_plane src[3], dst[3] = {{ref_luma[n], 640}, {chroma[0], 320}, {chroma[1], 320}};
+			for (int p = 0; p < 3; p++)
+				src[p] = (struct rtc_plane){frame->data[p], frame->linesize[p]};
+			rtc_scale_yuv420(src, (unsigned)frame->width, (unsigned)frame->height, dst);
+			n++;
+			av_frame_unref(frame);
+		}
+	}
+	av_frame_free(&frame);
+	av_packet_free(&pkt);
+	avcodec_free_context(&dec);
+	return n == REF_FRAMES ? 0 : -1;
+}
+
+static double psnr(const AVFrame *f, const uint8_t *ref)
+{
+	double se = 0;
+	for (int y = 0; y < 360; y++)
+		for (int x = 0; x < 640; x++) {
+			int d = f->data[0][y * f->linesize[0] + x] - ref[y * 640 + x];
+			se += d * d;
+		}
+	double mse = se / (640.0 * 360.0);
+	return mse == 0 ? 99 : 10 * log10(255.0 * 255.0 / mse);
+}
+static struct rtc_transcode *t1, *t2;
+static unsigned fed;
+static uv_timer_t feeder;
+
+static int load(const char *name)
+{
+	char path[1024];
+	snprintf(path, sizeof path, "%s/test/fixtures/%s", KP_BUILD_ROOT, name);
+	AVFormatContext *ic = NULL;
+	if (avformat_open_input(&ic, path, NULL, NULL) < 0 || avformat_find_stream_info(ic, NULL) < 0)
+		return -1;
+	AVPacket *pkt = av_packet_alloc();
+	while (fx.n < MAX_AUS && av_read_frame(ic, pkt) >= 0) {
+		fx.data[fx.n] = malloc((size_t)pkt->size);
+		memcpy(fx.data[fx.n], pkt->data, (size_t)pkt->size);
+		fx.size[fx.n] = pkt->size;
+		fx.key[fx.n++] = pkt->flags & AV_PKT_FLAG_KEY;
+		av_packet_unref(pkt);
+	}
+	av_packet_free(&pkt);
+	avformat_close_input(&ic);
+	return 0;
+}
+
+static bool has_sps(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i + 4 < len; i++)
+		if (p[i] == 0 && p[i + 1] == 0 && p[i + 2] == 1 && (p[i + 3] & 0x1f) == 7)
+			return true;
+	return false;
+}
+
+static void on_au(void *arg, const struct rtc_au *au)
+{
+	struct viewer *v = arg;
+	CHECK_EQ(au->codec, kp_Codec_CODEC_H264);
+	if (au->keyframe) {
+		if (!v->keyframes)
+			v->first_key_at = v->aus;
+		else if (au->pts_90k - v->last_key_pts > v->max_key_gap)
+			v->max_key_gap = au->pts_90k - v->last_key_pts;
+		v->last_key_pts = au->pts_90k;
+		v->keyframes++;
+		v->keyframes_with_sps += has_sps(au->data, au->len);
+	}
+	v->aus++;
+	v->width = au->width;
+	v->height = au->height;
+	if (!v->keyframes)
+		return; /* a viewer starts at an IDR */
+	AVPacket *pkt = av_packet_alloc();
+	AVFrame *frame = av_frame_alloc();
+	CHECK_EQ(av_new_packet(pkt, (int)au->len), 0);
+	memcpy(pkt->data, au->data, au->len);
+	pkt->pts = au->pts_90k;
+	CHECK_EQ(avcodec_send_packet(v->dec, pkt), 0);
+	while (avcodec_receive_frame(v->dec, frame) == 0) {
+		CHECK_EQ(frame->width, 640);
+		CHECK_EQ(frame->height, 360);
+		int64_t i = frame->pts / 3600; /* the fed frame number */
+		if (frame->pts % 3600 == 0 && i >= 0 && i < REF_FRAMES) {
+			double q = psnr(frame, ref_luma[i]);
+			if (!v->compared || q < v->min_psnr)
+				v->min_psnr = q;
+			v->compared++;
+		}
+		v->decoded++;
+		av_frame_unref(frame);
+	}
+	av_packet_free(&pkt);
+	av_frame_free(&frame);
+}
+
+static void open_viewer(struct viewer *v)
+{
+	const AVCodec *c = avcodec_find_decoder(AV_CODEC_ID_H264);
+	v->dec = avcodec_alloc_context3(c);
+	CHECK_EQ(avcodec_open2(v->dec, c, NULL), 0);
+}
+
+static void feed(uv_timer_t *t)
+{
+	unsigned i = fed % fx.n;
+	struct rtc_au au = {
+	    .data = fx.data[i],
+	    .len = (size_t)fx.size[i],
+	    .codec = kp_Codec_CODEC_H265,
+	    .keyframe = fx.key[i],
+	    .pts_90k = 3600ll * fed,
+	    .wall_ms = 1700000000000 + 40ll * fed,
+	    .width = 1920,
+	    .height = 1080,
+	};
+	rtc_transcode_feed("cam-h265", 0, &au);
+	fed++;
+	if (fed == 60) {
+		t2 = rtc_transcode_acquire("cam-h265", 0, on_au, &v2);
+		CHECK(t2 == t1);
+		CHECK_EQ(rtc_transcodes_running(), 1);
+	}
+	if (fed == 2 * fx.n) {
+		uv_timer_stop(t);
+		rtc_transcode_release(t1, &v1);
+		CHECK_EQ(rtc_transcodes_running(), 1); /* v2 still watches */
+		rtc_transcode_release(t2, &v2);
+	}
+}
+
+static void test_transcode(void)
+{
+	CHECK_EQ(load("main.h265"), 0);
+	CHECK_EQ(fx.n, 100);
+	CHECK_EQ(make_reference(), 0);
+	const struct kp_sandbox rtcd_box = {
+	    .name = "rtcd",
+	    .rlimit_as = 2048ull * KP_MIB,
+	    .rlimit_nofile = 4096,
+	    .syscalls = KP_SYSCALLS_NET,
+	};
+	struct kp_sandbox_report rep;
+	const char *step = "";
+	int e = kp_sandbox_apply(&rtcd_box, &rep, &step);
+	if (e < 0)
+		fprintf(stderr, "confining like rtcd failed at %s: %s\n", step, strerror(-e));
+	CHECK_EQ(e, 0);
+	open_viewer(&v1);
+	open_viewer(&v2);
+	rtc_transcode_set_max(1);
+	t1 = rtc_transcode_acquire("cam-h265", 0, on_au, &v1);
+	CHECK(t1 != NULL);
+	CHECK_EQ(rtc_transcodes_running(), 1);
+	errno = 0;
+	CHECK(rtc_transcode_acquire("other-cam", 0, on_au, &v2) == NULL);
+	CHECK_EQ(errno, EBUSY);
+	CHECK(rtc_transcode_acquire("cam-h265", 1, on_au, &v2) == NULL);
+	CHECK_EQ(errno, EBUSY);
+	/* The live source: 25 fps, as the camera sends it. */
+	uv_loop_t *loop = uv_default_loop();
+	CHECK_EQ(uv_timer_init(loop, &feeder), 0);
+	CHECK_EQ(uv_timer_start(&feeder, feed, 0, 40), 0);
+	uv_run(loop, UV_RUN_DEFAULT); /* ends when the transcode's thread is joined */
+	CHECK_EQ(rtc_transcodes_running(), 0);
+	fprintf(stderr,
+		"viewer 1: %u access units, %u keyframes, %u decoded, luma PSNR >= %.1f dB over %u; "
+		"viewer 2: %u, %u, %u (first IDR at %u)\n",
+		v1.aus, v1.keyframes, v1.decoded, v1.min_psnr, v1.compared, v2.aus, v2.keyframes, v2.decoded,
+		v2.first_key_at);
+	CHECK(v1.compared >= 20);
+	CHECK(v1.min_psnr > 30.0); /* the picture, not just a decodable stream */
+	CHECK(v1.aus >= 100);      /* of 200: input is dropped (to a keyframe) if this machine is slow */
+	CHECK(v1.decoded + 4 >= v1.aus);
+	CHECK_EQ(v1.first_key_at, 0);
+	CHECK_EQ(v1.keyframes, v1.keyframes_with_sps);
+	CHECK(v1.keyframes >= 3);
+	CHECK(v1.max_key_gap <= 2 * 90000);
+	CHECK_EQ(v1.width, 640);
+	CHECK_EQ(v1.height, 360);
+	CHECK(v2.aus >= 50);
+	CHECK(v2.first_key_at <= 8);
+	CHECK(v2.decoded + 4 >= v2.aus);
+	/* Once stopped, the stream can be transcoded again. */
+	rtc_transcode_set_max(2);
+	struct rtc_transcode *t = rtc_transcode_acquire("other-cam", 0, on_au, &v2);
+	CHECK(t != NULL);
+	rtc_transcode_release(t, &v2);
+	uv_run(loop, UV_RUN_DEFAULT);
+	CHECK_EQ(rtc_transcodes_running(), 0);
+	avcodec_free_context(&v1.dec);
+	avcodec_free_context(&v2.dec);
+	for (unsigned i = 0; i < fx.n; i++)
+		free(fx.data[i]);
+	uv_close((uv_handle_t *)&feeder, NULL);
+	uv_run(loop, UV_RUN_DEFAULT);
+	CHECK_EQ(uv_loop_close(loop), 0);
+}
+
+int main(void)
+{
+	RUN(test_transcode);
+	return TEST_EXIT();
+}

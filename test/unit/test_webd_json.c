@@ -1,0 +1,202 @@
+/* webd's bounded JSON reader and writer (webd/json.c). */
+#include <errno.h>
+#include <string.h>
+
+#include "event_json.h"
+#include "json.h"
+#include "test.h"
+
+static int parse(struct json_doc *d, const char *s, struct json_tok *toks, unsigned cap)
+{
+	return json_parse(d, s, strlen(s), toks, cap);
+}
+
+static void test_reader(void)
+{
+	struct json_tok toks[64];
+	struct json_doc d;
+	const char *s = " {\"id\":\"det-42\",\"revision\":3,\"n\":[1,2.5,-3e2],\"o\":{\"a\":true,\"b\":null},"
+			"\"esc\":\"a\\\"b\\\\c\\u00e9\\ud83d\\ude00\\/\"} ";
+	CHECK_EQ(parse(&d, s, toks, 64), 0);
+	CHECK_EQ(d.toks[0].type, JSON_OBJECT);
+	CHECK_EQ(d.toks[0].size, 5);
+	char buf[64];
+	CHECK_EQ(json_get_str(&d, json_obj_get(&d, 0, "id"), buf, sizeof(buf)), 6);
+	CHECK(strcmp(buf, "det-42") == 0);
+	int64_t v = 0;
+	CHECK_EQ(json_get_int(&d, json_obj_get(&d, 0, "revision"), &v), 0);
+	CHECK_EQ(v, 3);
+	int n = json_obj_get(&d, 0, "n");
+	CHECK_EQ(d.toks[n].size, 3);
+	CHECK_EQ(json_get_int(&d, json_arr_get(&d, n, 0), &v), 0);
+	CHECK_EQ(v, 1);
+	CHECK_EQ(json_get_int(&d, json_arr_get(&d, n, 1), &v), -EINVAL);
+	double x = 0;
+	CHECK_EQ(json_get_double(&d, json_arr_get(&d, n, 2), &x), 0);
+	CHECK(x == -300.0);
+	CHECK_EQ(json_arr_get(&d, n, 3), -1);
+	int o = json_obj_get(&d, 0, "o");
+	CHECK_EQ(d.toks[json_obj_get(&d, o, "a")].type, JSON_TRUE);
+	CHECK_EQ(d.toks[json_obj_get(&d, o, "b")].type, JSON_NULL);
+	CHECK_EQ(json_obj_get(&d, o, "id"), -1); /* keys of the outer object are not inner keys */
+	CHECK_EQ(json_get_str(&d, json_obj_get(&d, 0, "esc"), buf, sizeof(buf)), 12);
+	CHECK(strcmp(buf, "a\"b\\c\xc3\xa9\xf0\x9f\x98\x80/") == 0);
+	CHECK_EQ(json_get_str(&d, json_obj_get(&d, 0, "esc"), buf, 5), -ENAMETOOLONG);
+	CHECK_EQ(json_obj_get(&d, 0, "missing"), -1);
+}
+
+static void test_reader_errors(void)
+{
+	struct json_tok toks[8];
+	struct json_doc d;
+	const char *bad[] = {"",      "{",       "{\"a\"}",     "{\"a\":1,}",  "[1,]",     "01", "1.",   "tru",
+			     "\"abc", "\"\\x\"", "\"\\u12g4\"", "{\"a\":1} x", "\"a\nb\"", "-",  "[1 2]"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = parse(&d, bad[i], toks, 8);
+		if (rc != -EINVAL)
+			fprintf(stderr, "accepted or wrong error for: %s\n", bad[i]);
+		CHECK_EQ(rc, -EINVAL);
+		CHECK(d.err_why != NULL);
+	}
+	CHECK_EQ(parse(&d, "[1,2,3,4,5,6,7,8]", toks, 8), -E2BIG);
+	static struct json_tok many[128];
+	char deep[40];
+	memset(deep, '[', 20);
+	memset(deep + 20, ']', 19);
+	deep[39] = 0;
+	CHECK_EQ(parse(&d, deep, many, 128), -EINVAL); /* unbalanced */
+	char deep2[81];
+	memset(deep2, '[', 40);
+	memset(deep2 + 40, ']', 40);
+	deep2[80] = 0;
+	CHECK_EQ(parse(&d, deep2, many, 128), -E2BIG); /* deeper than JSON_MAX_DEPTH */
+	struct json_tok t2[4];
+	CHECK_EQ(parse(&d, "\"a\\u0000b\"", t2, 4), 0);
+	char buf[8];
+	CHECK_EQ(json_get_str(&d, 0, buf, sizeof(buf)), -EINVAL); /* NUL inside */
+	CHECK_EQ(parse(&d, "\"\\udc00\"", t2, 4), 0);
+	CHECK_EQ(json_get_str(&d, 0, buf, sizeof(buf)), -EINVAL); /* lone low surrogate */
+	CHECK_EQ(parse(&d, "99999999999999999999", t2, 4), 0);
+	int64_t v;
+	CHECK_EQ(json_get_int(&d, 0, &v), -ERANGE);
+}
+
+static void test_writer(void)
+{
+	char buf[256];
+	struct json_w w;
+	jw_init(&w, buf, sizeof(buf));
+	jw_obj(&w);
+	jw_key(&w, "type");
+	jw_str(&w, "event");
+	jw_key(&w, "list");
+	jw_arr(&w);
+	jw_int(&w, -5);
+	jw_bool(&w, true);
+	jw_strn(&w, "q\"\\\n\x01", 5);
+	jw_obj(&w);
+	jw_obj_end(&w);
+	jw_arr_end(&w);
+	jw_key(&w, "x");
+	jw_double(&w, 0.5);
+	jw_obj_end(&w);
+	size_t len = 0;
+	CHECK_EQ(jw_finish(&w, &len), 0);
+	const char *want = "{\"type\":\"event\",\"list\":[-5,true,\"q\\\"\\\\\\n\\u0001\",{}],\"x\":0.5}";
+	CHECK(strcmp(buf, want) == 0);
+	CHECK_EQ(len, strlen(want));
+	/* What it writes, the reader reads back. */
+	struct json_tok toks[16];
+	struct json_doc d;
+	CHECK_EQ(json_parse(&d, buf, len, toks, 16), 0);
+	char s[16];
+	CHECK_EQ(json_get_str(&d, json_arr_get(&d, json_obj_get(&d, 0, "list"), 2), s, sizeof(s)), 5);
+	CHECK(memcmp(s, "q\"\\\n\x01", 5) == 0);
+
+	char small[8];
+	jw_init(&w, small, sizeof(small));
+	jw_obj(&w);
+	jw_key(&w, "long key");
+	jw_int(&w, 1);
+	jw_obj_end(&w);
+	CHECK_EQ(jw_finish(&w, NULL), -ENOBUFS);
+	CHECK(strlen(small) < sizeof(small));
+
+	jw_init(&w, buf, sizeof(buf));
+	jw_obj(&w);
+	CHECK_EQ(jw_finish(&w, NULL), -ENOBUFS); /* unbalanced */
+}
+
+static void test_event_json(void)
+{
+	static kp_EventRecord e;
+	memset(&e, 0, sizeof(e));
+	strcpy(e.event_id, "det-42");
+	e.revision = 3;
+	strcpy(e.camera, "front \"door\"");
+	e.stream = 1;
+	e.start_ms = 1764461230000;
+	e.labels_count = 1;
+	strcpy(e.labels[0].name, "person");
+	e.labels[0].score = 0.5f;
+	e.attributes_count = 1;
+	strcpy(e.attributes[0].key, "zone");
+	strcpy(e.attributes[0].value, "a\nb");
+	strcpy(e.source, "analysis");
+	e.has_jpeg = true;
+	e.jpeg_width = 640;
+	e.committed_ms = 1764461234567;
+	static char buf[WEBD_EVENT_JSON_MAX];
+	struct json_w w;
+	jw_init(&w, buf, sizeof(buf));
+	webd_event_json(&w, &e, 1234);
+	size_t len;
+	CHECK_EQ(jw_finish(&w, &len), 0);
+	struct json_tok toks[128];
+	struct json_doc d;
+	CHECK_EQ(json_parse(&d, buf, len, toks, 128), 0);
+	char s[80];
+	int64_t v = 0;
+	CHECK(json_get_str(&d, json_obj_get(&d, 0, "camera"), s, sizeof(s)) > 0 && strcmp(s, "front \"door\"") == 0);
+	CHECK(json_get_str(&d, json_obj_get(&d, 0, "stream"), s, sizeof(s)) > 0 && strcmp(s, "sub") == 0);
+	CHECK_EQ(json_get_int(&d, json_obj_get(&d, 0, "end_ms"), &v), 0);
+	CHECK_EQ(v, 1764461230000); /* 0: instantaneous, the start */
+	CHECK_EQ(json_get_int(&d, json_obj_get(&d, 0, "jpeg_bytes"), &v), 0);
+	CHECK_EQ(v, 1234);
+	int attr = json_arr_get(&d, json_obj_get(&d, 0, "attributes"), 0);
+	CHECK(json_get_str(&d, json_obj_get(&d, attr, "value"), s, sizeof(s)) == 3 && strcmp(s, "a\nb") == 0);
+	CHECK_EQ(d.toks[json_obj_get(&d, 0, "has_jpeg")].type, JSON_TRUE);
+	/* The largest record nanopb holds, every character needing an escape, fits. */
+	memset(&e, 0, sizeof(e));
+	memset(e.event_id, 1, sizeof(e.event_id) - 1);
+	memset(e.camera, 1, sizeof(e.camera) - 1);
+	memset(e.source, 1, sizeof(e.source) - 1);
+	memset(e.principal, 1, sizeof(e.principal) - 1);
+	e.labels_count = sizeof(e.labels) / sizeof(e.labels[0]);
+	for (unsigned i = 0; i < e.labels_count; i++)
+		memset(e.labels[i].name, 1, sizeof(e.labels[i].name) - 1);
+	e.boxes_count = sizeof(e.boxes) / sizeof(e.boxes[0]);
+	for (unsigned i = 0; i < e.boxes_count; i++)
+		memset(e.boxes[i].label, 1, sizeof(e.boxes[i].label) - 1);
+	e.attributes_count = sizeof(e.attributes) / sizeof(e.attributes[0]);
+	for (unsigned i = 0; i < e.attributes_count; i++) {
+		memset(e.attributes[i].key, 1, sizeof(e.attributes[i].key) - 1);
+		memset(e.attributes[i].value, 1, sizeof(e.attributes[i].value) - 1);
+	}
+	e.start_ms = INT64_MIN;
+	e.end_ms = INT64_MIN;
+	e.committed_ms = INT64_MIN;
+	jw_init(&w, buf, sizeof(buf));
+	webd_event_json(&w, &e, SIZE_MAX / 2);
+	CHECK_EQ(jw_finish(&w, &len), 0);
+	CHECK(len < WEBD_EVENT_JSON_MAX);
+}
+
+int main(void)
+{
+	RUN(test_reader);
+	RUN(test_reader_errors);
+	RUN(test_writer);
+	RUN(test_event_json);
+	return TEST_EXIT();
+}

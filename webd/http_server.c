@@ -1,0 +1,957 @@
+/* webd's HTTP/1.1 listener and connections on the worker's libuv loop: accept (at most
+ * KP_HTTP_MAX_CONNECTIONS), read deadlines and write stalls (KP_HTTP_TIMEOUT_SECS), the
+ * request-head ceilings (through http_parse.c), body limits, the handler ceiling, route
+ * lookup, authentication and dispatch. One request per connection is parsed and handled
+ * at a time; pipelined requests wait in the socket until the previous is answered. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "http_conn.h"
+#include "log.h"
+
+/* Request bodies held in memory at once, over all connections (the route ceilings are
+ * per request: 64 handlers x a 16 MiB JPEG would not fit webd's address-space limit). */
+#define BODY_MEMORY_MAX (256u * KP_MIB)
+#define DRAIN_MS        2000
+
+struct webd_counters webd_counters;
+const char *const web_limit_names[WEB_LIMIT_COUNT] = {
+    [WEB_LIMIT_CONNECTIONS] = "connections",
+    [WEB_LIMIT_READ_TIMEOUT] = "read_timeout",
+    [WEB_LIMIT_WRITE_TIMEOUT] = "write_timeout",
+    [WEB_LIMIT_REQUEST_LINE] = "request_line",
+    [WEB_LIMIT_HEADER_LINE] = "header_line",
+    [WEB_LIMIT_HEADER_BYTES] = "header_bytes",
+    [WEB_LIMIT_HEADER_COUNT] = "header_count",
+    [WEB_LIMIT_HANDLERS] = "handlers",
+    [WEB_LIMIT_BODY] = "body",
+    [WEB_LIMIT_BODY_MEMORY] = "body_memory",
+    [WEB_LIMIT_WS_MESSAGE] = "websocket_message",
+    [WEB_LIMIT_WS_QUEUE] = "websocket_queue",
+};
+
+struct listener {
+	uv_tcp_t tcp;
+	char name[80];
+};
+
+#define MAX_LISTENERS 8
+static struct listener listeners[MAX_LISTENERS];
+static unsigned nlisteners;
+static uv_timer_t sweep_timer;
+static bool sweep_open;
+static uint64_t next_id = 1;
+static size_t body_memory;
+struct conn *conn_list;
+
+uint64_t web_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void conn_count_status(int status)
+{
+	int cls = status / 100;
+	if (cls >= 1 && cls <= 5)
+		webd_counters.responses[cls]++;
+}
+
+/* ---- writing ---- */
+
+struct wbuf {
+	uv_write_t req;
+	struct conn *c;
+	struct web_ws *ws;
+	size_t len, ws_len;
+	char data[];
+};
+
+static void on_write(uv_write_t *req, int status)
+{
+	struct wbuf *b = (struct wbuf *)req;
+	struct conn *c = b->c;
+	c->out_pending -= b->len;
+	c->write_progress_ms = web_now_ms();
+	webd_counters.bytes_out += status == 0 ? b->len : 0;
+	if (b->ws && c->ws == b->ws && b->ws->q_items > 0) {
+		b->ws->q_items--;
+		b->ws->q_bytes -= b->ws->q_bytes >= b->ws_len ? b->ws_len : b->ws->q_bytes;
+	}
+	free(b);
+	if (c->closing)
+		return;
+	if (status < 0) {
+		kp_debug("client %s: write failed: %s", c->addr, uv_strerror(status));
+		conn_close(c);
+		return;
+	}
+	if (c->req && c->req->streaming)
+		stream_pump(c->req);
+	else if (c->state == CONN_HEAD && c->out_pending <= STREAM_HIGH_WATER)
+		conn_process(c);
+}
+
+int conn_write_raw(struct conn *c, const void *data, size_t len, struct web_ws *ws, size_t ws_len)
+{
+	if (c->closing || c->failed)
+		return -EPIPE;
+	if (len == 0)
+		return 0;
+	struct wbuf *b = malloc(sizeof *b + len);
+	if (!b) {
+		kp_err("client %s: no memory for %zu bytes of answer", c->addr, len);
+		c->failed = true;
+		return -ENOMEM;
+	}
+	b->c = c;
+	b->ws = ws;
+	b->len = len;
+	b->ws_len = ws_len;
+	memcpy(b->data, data, len);
+	uv_buf_t buf = uv_buf_init(b->data, (unsigned)len);
+	if (c->out_pending == 0)
+		c->write_progress_ms = web_now_ms();
+	int r = uv_write(&b->req, (uv_stream_t *)&c->tcp, &buf, 1, on_write);
+	if (r < 0) {
+		free(b);
+		kp_debug("client %s: write failed: %s", c->addr, uv_strerror(r));
+		c->failed = true;
+		return r;
+	}
+	c->out_pending += len;
+	return 0;
+}
+
+int conn_send(struct conn *c, const void *data, size_t len, struct web_ws *ws)
+{
+	if (c->tls)
+		return tls_send(c, data, len, ws);
+	return conn_write_raw(c, data, len, ws, len);
+}
+
+/* ---- closing ---- */
+
+static void on_closed(uv_handle_t *h)
+{
+	struct conn *c = h->data;
+	free(c->in);
+	free(c);
+}
+
+static void on_reject_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+void conn_close(struct conn *c)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	if (c->req) {
+		struct web_req *r = c->req;
+		c->req = NULL;
+		req_free(r);
+	}
+	if (c->ws) {
+		struct web_ws *ws = c->ws;
+		c->ws = NULL;
+		ws_free(ws);
+	}
+	tls_conn_free(c);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conn_list = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	webd_counters.connections_active--;
+	uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	struct conn *c = req->data;
+	if (c->closing)
+		return;
+	if (status < 0) {
+		conn_close(c);
+		return;
+	}
+	/* Read and discard what the client still sends, so that closing does not reset the
+	 * connection before it has read the answer. */
+	c->state = CONN_DRAIN;
+	c->read_deadline_ms = web_now_ms() + DRAIN_MS;
+	c->in_len = 0;
+	conn_process(c);
+}
+
+void conn_end(struct conn *c)
+{
+	if (c->closing || c->state == CONN_ENDING || c->state == CONN_DRAIN)
+		return;
+	c->state = CONN_ENDING;
+	c->shut.data = c;
+	int r = uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shutdown);
+	if (r < 0)
+		conn_close(c);
+}
+
+/* ---- reading ---- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct conn *c = h->data;
+	(void)suggested;
+	if (c->tls) {
+		*buf = uv_buf_init((char *)c->tls_scratch, 16 * 1024);
+		return;
+	}
+	if (c->state == CONN_DRAIN)
+		c->in_len = 0;
+	*buf = uv_buf_init(c->in + c->in_len, (unsigned)(CONN_IN_CAP - c->in_len));
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct conn *c = s->data;
+	if (n == 0 || c->closing)
+		return;
+	if (n < 0) {
+		if (n != UV_EOF && n != UV_ECONNRESET)
+			kp_debug("client %s: read failed: %s", c->addr, uv_strerror((int)n));
+		if (c->state == CONN_HEAD && c->in_len > 0)
+			kp_debug("client %s: closed in the middle of a request head", c->addr);
+		conn_close(c);
+		return;
+	}
+	webd_counters.bytes_in += (uint64_t)n;
+	if (c->tls) {
+		int r = tls_input(c, (const uint8_t *)buf->base, (size_t)n);
+		if (r < 0) {
+			conn_close(c);
+			return;
+		}
+	} else {
+		c->in_len += (size_t)n;
+	}
+	if (c->state == CONN_DRAIN) {
+		c->in_len = 0;
+		return;
+	}
+	conn_process(c);
+}
+
+static void set_reading(struct conn *c, bool on)
+{
+	if (c->closing || c->reading == on)
+		return;
+	int r = on ? uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) : uv_read_stop((uv_stream_t *)&c->tcp);
+	if (r < 0) {
+		kp_warn("client %s: %s reading failed: %s", c->addr, on ? "starting" : "stopping", uv_strerror(r));
+		conn_close(c);
+		return;
+	}
+	c->reading = on;
+}
+
+/* ---- dispatch ---- */
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+		return (c | 0x20) - 'a' + 10;
+	return -1;
+}
+
+/* Percent-decodes a path in place; refuses NUL, "." and ".." segments and backslashes. */
+static int decode_path(char *p)
+{
+	char *o = p;
+	for (char *i = p; *i; i++) {
+		if (*i == '%') {
+			int a = hexval(i[1]), b = a < 0 ? -1 : hexval(i[2]);
+			if (a < 0 || b < 0 || (a == 0 && b == 0))
+				return -1;
+			*o++ = (char)(a * 16 + b);
+			i += 2;
+		} else {
+			*o++ = *i;
+		}
+	}
+	*o = 0;
+	if (p[0] != '/' || strchr(p, '\\'))
+		return -1;
+	for (const char *s = p; (s = strchr(s, '/')); s++) {
+		if ((s[1] == '.' && (s[2] == '/' || !s[2])) || (s[1] == '.' && s[2] == '.' && (s[3] == '/' || !s[3])))
+			return -1;
+	}
+	return 0;
+}
+
+static enum web_method method_of(const char *m, size_t n)
+{
+	if (n == 3 && !memcmp(m, "GET", 3))
+		return WEB_GET;
+	if (n == 4 && !memcmp(m, "HEAD", 4))
+		return WEB_HEAD;
+	if (n == 4 && !memcmp(m, "POST", 4))
+		return WEB_POST;
+	if (n == 6 && !memcmp(m, "DELETE", 6))
+		return WEB_DELETE;
+	return 0;
+}
+
+/* Copies the parsed head out of the input buffer into a request of its own. */
+static struct web_req *req_from_head(struct conn *c, int *status)
+{
+	const struct http_head *h = &c->ph;
+	*status = 400;
+	enum web_method m = method_of(c->in + h->method.off, h->method.len);
+	if (!m) {
+		*status = 501;
+		return NULL;
+	}
+	size_t need = h->target.len + 2;
+	for (unsigned i = 0; i < h->nheaders; i++)
+		need += h->name[i].len + h->value[i].len + 2;
+	struct web_req *r = calloc(1, sizeof *r);
+	char *st = malloc(need);
+	if (!r || !st) {
+		free(r);
+		free(st);
+		*status = 503;
+		return NULL;
+	}
+	r->c = c;
+	r->id = next_id++;
+	r->method = m;
+	r->minor = h->minor;
+	r->store = st;
+	char *o = st;
+	memcpy(o, c->in + h->target.off, h->target.len);
+	o[h->target.len] = 0;
+	char *q = strchr(o, '?');
+	if (q)
+		*q++ = 0;
+	r->path = o;
+	o += strlen(o) + 1;
+	if (q) {
+		size_t ql = strlen(q);
+		memmove(o, q, ql + 1);
+		r->query = o;
+		o += ql + 1;
+	} else {
+		r->query = "";
+	}
+	for (unsigned i = 0; i < h->nheaders; i++) {
+		r->hname[i] = o;
+		for (uint32_t k = 0; k < h->name[i].len; k++)
+			o[k] =
+			    (char)(c->in[h->name[i].off + k] |
+				   (c->in[h->name[i].off + k] >= 'A' && c->in[h->name[i].off + k] <= 'Z' ? 0x20 : 0));
+		o[h->name[i].len] = 0;
+		o += h->name[i].len + 1;
+		r->hval[i] = o;
+		memcpy(o, c->in + h->value[i].off, h->value[i].len);
+		o[h->value[i].len] = 0;
+		o += h->value[i].len + 1;
+	}
+	r->nheaders = h->nheaders;
+	if (decode_path((char *)r->path) < 0) {
+		req_free(r);
+		return NULL;
+	}
+	const char *conn_hdr = web_req_header(r, "connection");
+	bool has_close = conn_hdr && strcasestr(conn_hdr, "close");
+	bool has_ka = conn_hdr && strcasestr(conn_hdr, "keep-alive");
+	r->keep_alive = r->minor == 1 ? !has_close : has_ka;
+	return r;
+}
+
+static const struct web_route *const route_tables[] = {webd_core_routes, webd_auth_routes, webd_data_routes};
+
+static bool path_matches(const char *path, const char *rpath, unsigned flags)
+{
+	if (flags & WEB_PREFIX)
+		return strncmp(path, rpath, strlen(rpath)) == 0;
+	return strcmp(path, rpath) == 0;
+}
+
+static const struct web_route *route_find(const struct web_req *r, unsigned *allowed)
+{
+	*allowed = 0;
+	for (size_t t = 0; t < sizeof route_tables / sizeof route_tables[0]; t++)
+		for (const struct web_route *rt = route_tables[t]; rt->path; rt++) {
+			if (!path_matches(r->path, rt->path, rt->flags))
+				continue;
+			if (rt->methods & r->method)
+				return rt;
+			*allowed |= rt->methods;
+		}
+	return NULL;
+}
+
+static const struct web_ws_route *ws_route_find(const char *path)
+{
+	for (const struct web_ws_route *w = webd_ws_routes; w->path; w++)
+		if (strcmp(path, w->path) == 0)
+			return w;
+	return NULL;
+}
+
+static void run_handler(struct conn *c)
+{
+	struct web_req *r = c->req;
+	c->state = CONN_HANDLER;
+	if (r->route)
+		r->route->fn(r);
+	else
+		webd_static_serve(r);
+}
+
+static void start_body(struct conn *c)
+{
+	struct web_req *r = c->req;
+	if (r->body_need == 0) {
+		run_handler(c);
+		return;
+	}
+	const char *expect = web_req_header(r, "expect");
+	if (expect && strcasecmp(expect, "100-continue") == 0 && c->in_len == 0) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		if (conn_send(c, cont, sizeof cont - 1, NULL) < 0)
+			return;
+	}
+	c->state = CONN_BODY;
+	c->read_deadline_ms = web_now_ms() + KP_HTTP_TIMEOUT_SECS * 1000u;
+}
+
+static void auth_done(struct web_req *r, int status)
+{
+	if (status != 0)
+		return; /* answered by auth.c: the request is finished, r is gone */
+	struct conn *c = r->c;
+	start_body(c);
+	conn_process(c);
+}
+
+static void dispatch_ws(struct conn *c, struct web_req *r)
+{
+	const struct web_ws_route *wr = ws_route_find(r->path);
+	if (!wr) {
+		c->req = r;
+		r->counted = false;
+		web_reply_error(r, 404, "not_found", "no WebSocket at %s", r->path);
+		return;
+	}
+	ws_start(c, r, wr);
+}
+
+static void reply_now(struct conn *c, struct web_req *r, int status, const char *code, const char *msg,
+		      const char *extra)
+{
+	c->req = r;
+	r->keep_alive = false;
+	size_t n = strlen(msg);
+	char body[512];
+	int len =
+	    snprintf(body, sizeof body, "{\"error\":\"%.*s\",\"code\":\"%s\"}", (int)(n > 400 ? 400 : n), msg, code);
+	c->state = CONN_HANDLER;
+	web_reply(r, status, "application/json", body, (size_t)len, extra);
+}
+
+static void dispatch(struct conn *c)
+{
+	int status;
+	struct web_req *r = req_from_head(c, &status);
+	/* The head leaves the input buffer: what follows is body or the next request. */
+	size_t used = c->ph.head_len;
+	memmove(c->in, c->in + used, c->in_len - used);
+	c->in_len -= used;
+	http_head_init(&c->ph);
+	c->read_deadline_ms = 0;
+	if (!r) {
+		conn_reply_error_close(c, status, status == 501 ? "method" : "bad_request",
+				       status == 501 ? "method not implemented" : "malformed request target", NULL);
+		return;
+	}
+	const char *te = web_req_header(r, "transfer-encoding");
+	const char *cl = web_req_header(r, "content-length");
+	uint64_t length = 0;
+	unsigned ncl = 0;
+	for (unsigned i = 0; i < r->nheaders; i++)
+		ncl += strcmp(r->hname[i], "content-length") == 0;
+	if (ncl > 1) {
+		reply_now(c, r, 400, "bad_request", "more than one Content-Length", NULL);
+		return;
+	}
+	if (cl) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(cl, &end, 10);
+		if (errno || end == cl || *end || cl[0] == '-' || cl[0] == '+') {
+			reply_now(c, r, 400, "bad_request", "bad Content-Length", NULL);
+			return;
+		}
+		length = v;
+	}
+	if (te) {
+		reply_now(c, r, 411, "length_required", "request bodies need Content-Length (no chunked uploads)",
+			  NULL);
+		return;
+	}
+	if (r->method == WEB_GET && ws_is_upgrade(r)) {
+		dispatch_ws(c, r);
+		return;
+	}
+	unsigned allowed;
+	const struct web_route *rt = route_find(r, &allowed);
+	if (!rt && allowed) {
+		char extra[96];
+		snprintf(extra, sizeof extra, "Allow: %s%s%s%s\r\n", allowed & WEB_GET ? "GET, " : "",
+			 allowed & WEB_HEAD ? "HEAD, " : "", allowed & WEB_POST ? "POST, " : "",
+			 allowed & WEB_DELETE ? "DELETE, " : "");
+		char *comma = strrchr(extra, ',');
+		if (comma)
+			memcpy(comma, "\r\n", 3);
+		reply_now(c, r, 405, "method", "method not allowed here", extra);
+		return;
+	}
+	if (!rt && (strncmp(r->path, "/api/", 5) == 0 || (r->method != WEB_GET && r->method != WEB_HEAD))) {
+		c->req = r;
+		c->state = CONN_HANDLER;
+		web_reply_error(r, 404, "not_found", "no route %s", r->path);
+		return;
+	}
+	size_t max_body = rt ? rt->max_body : 0;
+	if (length > max_body) {
+		webd_counters.limit_rejections[WEB_LIMIT_BODY]++;
+		char msg[96];
+		snprintf(msg, sizeof msg, "request body of %llu bytes is over this route's %zu",
+			 (unsigned long long)length, max_body);
+		reply_now(c, r, 413, "body_too_large", msg, NULL);
+		return;
+	}
+	if (webd_counters.handlers_active >= KP_HTTP_MAX_HANDLERS) {
+		webd_counters.limit_rejections[WEB_LIMIT_HANDLERS]++;
+		reply_now(c, r, 503, "busy", "too many requests in progress", "Retry-After: 1\r\n");
+		return;
+	}
+	if (length > BODY_MEMORY_MAX - body_memory) {
+		webd_counters.limit_rejections[WEB_LIMIT_BODY_MEMORY]++;
+		reply_now(c, r, 503, "busy", "too many request bodies in memory", "Retry-After: 1\r\n");
+		return;
+	}
+	if (length) {
+		r->body = malloc(length);
+		if (!r->body) {
+			reply_now(c, r, 503, "busy", "no memory for the request body", "Retry-After: 1\r\n");
+			return;
+		}
+		r->body_need = length;
+		r->body_reserved = length;
+		body_memory += length;
+	}
+	r->route = rt;
+	r->counted = true;
+	webd_counters.handlers_active++;
+	c->req = r;
+	if (!rt || (rt->flags & WEB_PUBLIC)) {
+		start_body(c);
+		return;
+	}
+	c->state = CONN_AUTH;
+	webd_auth_check(r, rt->flags, auth_done);
+}
+
+void conn_release_body(struct web_req *r)
+{
+	if (r->counted) {
+		r->counted = false;
+		webd_counters.handlers_active--;
+	}
+	body_memory -= r->body_reserved;
+	r->body_reserved = 0;
+}
+
+static void head_error(struct conn *c, enum http_parse_status st)
+{
+	switch (st) {
+	case HP_LINE_TOO_LONG:
+		webd_counters.limit_rejections[WEB_LIMIT_REQUEST_LINE]++;
+		conn_reply_error_close(c, 414, "request_line", "request line over 8192 bytes", NULL);
+		break;
+	case HP_HEADER_LINE:
+		webd_counters.limit_rejections[WEB_LIMIT_HEADER_LINE]++;
+		conn_reply_error_close(c, 431, "header_line", "a header line is over 8192 bytes", NULL);
+		break;
+	case HP_HEADER_BYTES:
+		webd_counters.limit_rejections[WEB_LIMIT_HEADER_BYTES]++;
+		conn_reply_error_close(c, 431, "header_bytes", "header lines over 65536 bytes in total", NULL);
+		break;
+	case HP_HEADER_COUNT:
+		webd_counters.limit_rejections[WEB_LIMIT_HEADER_COUNT]++;
+		conn_reply_error_close(c, 431, "header_count", "more than 100 header lines", NULL);
+		break;
+	default:
+		conn_reply_error_close(c, 400, "bad_request", "malformed request head", NULL);
+		break;
+	}
+}
+
+void conn_process(struct conn *c)
+{
+	if (c->in_process || c->closing || c->failed)
+		return;
+	c->in_process = true;
+	for (;;) {
+		if (c->closing || c->failed)
+			break;
+		if (c->tls && tls_drain(c) < 0) {
+			conn_close(c);
+			break;
+		}
+		if (c->state == CONN_HEAD) {
+			/* A client that sends requests without reading the answers waits here
+			 * (and then meets the write timeout) instead of filling memory. */
+			if (c->out_pending > STREAM_HIGH_WATER)
+				break;
+			if (c->read_deadline_ms == 0)
+				c->read_deadline_ms = web_now_ms() + KP_HTTP_TIMEOUT_SECS * 1000u;
+			enum http_parse_status st = http_parse_head(c->in, c->in_len, &c->ph);
+			if (st == HP_INCOMPLETE)
+				break;
+			if (st != HP_DONE) {
+				head_error(c, st);
+				break;
+			}
+			dispatch(c);
+			continue;
+		}
+		if (c->state == CONN_BODY) {
+			struct web_req *r = c->req;
+			size_t take = r->body_need - r->body_len;
+			if (take > c->in_len)
+				take = c->in_len;
+			memcpy(r->body + r->body_len, c->in, take);
+			r->body_len += take;
+			memmove(c->in, c->in + take, c->in_len - take);
+			c->in_len -= take;
+			if (take)
+				c->read_deadline_ms = web_now_ms() + KP_HTTP_TIMEOUT_SECS * 1000u;
+			if (r->body_len < r->body_need)
+				break;
+			c->read_deadline_ms = 0;
+			run_handler(c);
+			continue;
+		}
+		if (c->state == CONN_WS && c->ws && c->ws->authed && !c->ws->closing) {
+			size_t before = c->in_len;
+			ws_input(c);
+			if (c->in_len == before || c->closing)
+				break;
+			continue;
+		}
+		break;
+	}
+	c->in_process = false;
+	if (c->closing || c->failed)
+		return;
+	bool want = ((c->state == CONN_HEAD && c->out_pending <= STREAM_HIGH_WATER) || c->state == CONN_BODY ||
+		     c->state == CONN_DRAIN || (c->state == CONN_WS && c->ws && c->ws->authed && !c->ws->closing)) &&
+		    c->in_len < CONN_IN_CAP;
+	set_reading(c, want);
+}
+
+/* ---- accepting ---- */
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	if (status < 0) {
+		kp_warn("accept failed: %s", uv_strerror(status));
+		return;
+	}
+	if (webd_counters.connections_active >= KP_HTTP_MAX_CONNECTIONS) {
+		/* The 257th is accepted and closed at once, before a byte is read or sent. */
+		uv_tcp_t *t = malloc(sizeof *t);
+		if (!t || uv_tcp_init(server->loop, t) < 0) {
+			free(t);
+			kp_err("no memory to refuse a connection");
+			return;
+		}
+		if (uv_accept(server, (uv_stream_t *)t) == 0)
+			webd_counters.limit_rejections[WEB_LIMIT_CONNECTIONS]++;
+		uv_close((uv_handle_t *)t, on_reject_closed);
+		return;
+	}
+	struct conn *c = calloc(1, sizeof *c);
+	char *in = malloc(CONN_IN_CAP);
+	if (!c || !in || uv_tcp_init(server->loop, &c->tcp) < 0) {
+		free(c);
+		free(in);
+		kp_err("no memory for a new connection");
+		return;
+	}
+	c->in = in;
+	c->tcp.data = c;
+	c->id = next_id++;
+	c->next = conn_list;
+	if (conn_list)
+		conn_list->prev = c;
+	conn_list = c;
+	webd_counters.connections_active++;
+	webd_counters.connections_accepted++;
+	http_head_init(&c->ph);
+	int r = uv_accept(server, (uv_stream_t *)&c->tcp);
+	if (r < 0) {
+		kp_warn("accept failed: %s", uv_strerror(r));
+		conn_close(c);
+		return;
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	/* Idle WebSockets have no read timeout: TCP keep-alive finds peers that vanished. */
+	uv_tcp_keepalive(&c->tcp, 1, 60);
+	struct sockaddr_storage ss;
+	int sl = sizeof ss;
+	snprintf(c->addr, sizeof c->addr, "?");
+	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0)
+		uv_ip_name((struct sockaddr *)&ss, c->addr, sizeof c->addr);
+	if (tls_enabled() && tls_conn_init(c) < 0) {
+		conn_close(c);
+		return;
+	}
+	c->state = CONN_HEAD;
+	conn_process(c);
+}
+
+/* Read deadlines (request head, body progress), write stalls, and draining closes. */
+static void on_sweep(uv_timer_t *t)
+{
+	(void)t;
+	uint64_t now = web_now_ms();
+	for (struct conn *c = conn_list, *next; c; c = next) {
+		next = c->next;
+		if (c->failed) {
+			conn_close(c);
+			continue;
+		}
+		if (c->out_pending > 0 && now - c->write_progress_ms > KP_HTTP_TIMEOUT_SECS * 1000u) {
+			webd_counters.limit_rejections[WEB_LIMIT_WRITE_TIMEOUT]++;
+			kp_info("client %s: cut: no write progress for %d s", c->addr, KP_HTTP_TIMEOUT_SECS);
+			conn_close(c);
+			continue;
+		}
+		if (!c->read_deadline_ms || now < c->read_deadline_ms)
+			continue;
+		if (c->state == CONN_DRAIN) {
+			conn_close(c);
+		} else if (c->state == CONN_HEAD || c->state == CONN_BODY) {
+			if (c->state == CONN_BODY || c->in_len > 0) {
+				webd_counters.limit_rejections[WEB_LIMIT_READ_TIMEOUT]++;
+				kp_info("client %s: cut: request not complete within %d s", c->addr,
+					KP_HTTP_TIMEOUT_SECS);
+			}
+			conn_close(c);
+		}
+	}
+}
+
+/* "HOST:PORT" or "[V6]:PORT". */
+static int parse_addr(const char *s, struct sockaddr_storage *ss)
+{
+	char host[64];
+	const char *port;
+	if (s[0] == '[') {
+		const char *e = strchr(s, ']');
+		if (!e || e[1] != ':' || (size_t)(e - s - 1) >= sizeof host)
+			return -EINVAL;
+		memcpy(host, s + 1, (size_t)(e - s - 1));
+		host[e - s - 1] = 0;
+		port = e + 2;
+	} else {
+		const char *e = strrchr(s, ':');
+		if (!e || (size_t)(e - s) >= sizeof host)
+			return -EINVAL;
+		memcpy(host, s, (size_t)(e - s));
+		host[e - s] = 0;
+		port = e + 1;
+	}
+	char *end;
+	long p = strtol(port, &end, 10);
+	if (*end || p < 0 || p > 65535)
+		return -EINVAL;
+	if (uv_ip4_addr(host, (int)p, (struct sockaddr_in *)ss) == 0)
+		return 0;
+	if (uv_ip6_addr(host, (int)p, (struct sockaddr_in6 *)ss) == 0)
+		return 0;
+	return -EINVAL;
+}
+
+static int listen_one(uv_loop_t *loop, const char *spec)
+{
+	if (nlisteners == MAX_LISTENERS) {
+		kp_err("[web] listen: more than %d addresses", MAX_LISTENERS);
+		return -E2BIG;
+	}
+	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof ss);
+	if (parse_addr(spec, &ss) < 0) {
+		kp_err("[web] listen: '%s' is not HOST:PORT", spec);
+		return -EINVAL;
+	}
+	struct listener *l = &listeners[nlisteners];
+	snprintf(l->name, sizeof l->name, "%s", spec);
+	int r = uv_tcp_init(loop, &l->tcp);
+	if (r < 0)
+		return r;
+	nlisteners++;
+	r = uv_tcp_bind(&l->tcp, (struct sockaddr *)&ss, 0);
+	if (r == 0)
+		r = uv_listen((uv_stream_t *)&l->tcp, 511, on_connection);
+	if (r < 0) {
+		kp_err("listening on %s failed: %s", spec, uv_strerror(r));
+		return r;
+	}
+	kp_info("listening on %s%s", spec, tls_enabled() ? " (TLS)" : "");
+	return 0;
+}
+
+int webd_server_open(struct kp_worker *w, const kp_WorkerConfig *cfg)
+{
+	uv_loop_t *loop = kp_worker_loop(w);
+	if (cfg->web_tls_cert[0] || cfg->web_tls_key[0]) {
+		int r = tls_open(cfg->web_tls_cert, cfg->web_tls_key);
+		if (r < 0)
+			return r;
+	}
+	char list[sizeof cfg->web_listen];
+	snprintf(list, sizeof list, "%s", cfg->web_listen);
+	char *save = NULL;
+	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		int r = listen_one(loop, tok);
+		if (r < 0)
+			return r;
+	}
+	if (nlisteners == 0)
+		kp_warn("[web] listen is empty: webd serves nothing");
+	int r = uv_timer_init(loop, &sweep_timer);
+	if (r < 0)
+		return r;
+	sweep_open = true;
+	return uv_timer_start(&sweep_timer, on_sweep, 250, 250);
+}
+
+void webd_server_close(void)
+{
+	while (conn_list)
+		conn_close(conn_list);
+	for (unsigned i = 0; i < nlisteners; i++)
+		uv_close((uv_handle_t *)&listeners[i].tcp, NULL);
+	nlisteners = 0;
+	if (sweep_open)
+		uv_close((uv_handle_t *)&sweep_timer, NULL);
+	sweep_open = false;
+}
+
+/* ---- request accessors ---- */
+
+uint64_t web_req_id(const struct web_req *r)
+{
+	return r->id;
+}
+
+struct web_req *web_req_find(uint64_t id)
+{
+	for (struct conn *c = conn_list; c; c = c->next)
+		if (c->req && c->req->id == id)
+			return c->req;
+	return NULL;
+}
+
+enum web_method web_req_method(const struct web_req *r)
+{
+	return r->method;
+}
+
+const char *web_req_path(const struct web_req *r)
+{
+	return r->path;
+}
+
+int web_req_query(const struct web_req *r, const char *name, char *buf, size_t len)
+{
+	size_t nl = strlen(name);
+	for (const char *p = r->query; *p;) {
+		const char *amp = strchr(p, '&');
+		const char *end = amp ? amp : p + strlen(p);
+		const char *eq = memchr(p, '=', (size_t)(end - p));
+		const char *kend = eq ? eq : end;
+		if ((size_t)(kend - p) == nl && memcmp(p, name, nl) == 0) {
+			size_t o = 0;
+			for (const char *v = eq ? eq + 1 : end; v < end; v++) {
+				char ch = *v;
+				if (ch == '+') {
+					ch = ' ';
+				} else if (ch == '%' && end - v >= 3 && hexval(v[1]) >= 0 && hexval(v[2]) >= 0) {
+					ch = (char)(hexval(v[1]) * 16 + hexval(v[2]));
+					v += 2;
+				}
+				if (o + 1 >= len)
+					return -1;
+				buf[o++] = ch;
+			}
+			if (len == 0)
+				return -1;
+			buf[o] = 0;
+			return 1;
+		}
+		p = amp ? amp + 1 : end;
+	}
+	return 0;
+}
+
+const char *web_req_header(const struct web_req *r, const char *name)
+{
+	for (unsigned i = 0; i < r->nheaders; i++)
+		if (strcmp(r->hname[i], name) == 0)
+			return r->hval[i];
+	return NULL;
+}
+
+const uint8_t *web_req_body(const struct web_req *r, size_t *len)
+{
+	*len = r->body_len;
+	return r->body;
+}
+
+const struct web_principal *web_req_principal(const struct web_req *r)
+{
+	return r->have_principal ? &r->principal : NULL;
+}
+
+const char *web_req_client_addr(const struct web_req *r)
+{
+	return r->c->addr;
+}
+
+bool web_req_tls(const struct web_req *r)
+{
+	return r->c->tls != NULL;
+}
+
+void web_req_set_principal(struct web_req *r, const struct web_principal *p)
+{
+	r->principal = *p;
+	r->have_principal = true;
+}

@@ -1,0 +1,233 @@
+/* POST /api/v1/events (publish: JSON, multipart or protobuf, the JPEG checked here
+ * before anything goes to recorderd, answered only after recorderd's durable commit),
+ * GET /api/v1/events (search) and GET /api/v1/events/{id}[/snapshot|/thumbnail|
+ * /keyframe?stream=] (event parts). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <pb_encode.h>
+
+#include "analysis.pb.h"
+#include "json.h"
+#include "log.h"
+#include "params.h"
+#include "publish.h"
+#include "relay.h"
+#include "routes_data.h"
+
+#define ACK_MAX 1024
+
+enum body_kind { BODY_JSON, BODY_MULTIPART, BODY_PROTO };
+
+struct publish_state {
+	uint64_t req;
+	bool proto_answer;
+	uint32_t status;
+	char code[32];
+	size_t len;
+	bool overflow;
+	char body[ACK_MAX];
+};
+
+static bool ct_is(const char *ct, const char *type)
+{
+	size_t n = strlen(type);
+	return strncasecmp(ct, type, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
+}
+
+/* The JSON ack {"id","revision","committed_ms"} as a PublishAck. */
+static void reply_proto_ack(struct web_req *r, const struct publish_state *st)
+{
+	struct json_tok toks[16];
+	struct json_doc d;
+	keeppeek_analysis_PublishAck ack = keeppeek_analysis_PublishAck_init_zero;
+	int64_t rev = 0;
+	if (json_parse(&d, st->body, st->len, toks, 16) < 0 ||
+	    json_get_str(&d, json_obj_get(&d, 0, "id"), ack.id, sizeof(ack.id)) < 0 ||
+	    json_get_int(&d, json_obj_get(&d, 0, "revision"), &rev) < 0 ||
+	    json_get_int(&d, json_obj_get(&d, 0, "committed_ms"), &ack.committed_ms) < 0 || rev < 0 ||
+	    rev > UINT32_MAX) {
+		kp_err("publish: recorderd's acknowledgement does not read: %.*s", (int)st->len, st->body);
+		web_reply_error(r, 502, "bad_answer", "recorderd's acknowledgement does not read");
+		return;
+	}
+	ack.revision = (uint32_t)rev;
+	uint8_t buf[keeppeek_analysis_PublishAck_size];
+	pb_ostream_t out = pb_ostream_from_buffer(buf, sizeof(buf));
+	if (!pb_encode(&out, keeppeek_analysis_PublishAck_fields, &ack)) {
+		kp_err("publish: cannot encode a PublishAck: %s", PB_GET_ERROR(&out));
+		web_reply_error(r, 500, "encode_failed", "cannot encode the acknowledgement");
+		return;
+	}
+	web_reply(r, 200, "application/x-protobuf", buf, out.bytes_written, NULL);
+}
+
+static void publish_cb(void *arg, struct kp_ipc_frame *f)
+{
+	struct publish_state *st = arg;
+	struct web_req *r = web_req_find(st->req);
+	if (!f) {
+		if (r)
+			web_reply_error(r, 504, "no_answer", "recorderd did not confirm the commit in time");
+		free(st);
+		return;
+	}
+	if (f->env->which_msg != kp_Envelope_query_reply_tag)
+		return;
+	const kp_QueryReply *q = &f->env->msg.query_reply;
+	if (st->status == 0) {
+		st->status = q->status;
+		snprintf(st->code, sizeof(st->code), "%s", q->error_code);
+	}
+	if (st->len + f->tail_len > sizeof(st->body))
+		st->overflow = true;
+	else {
+		memcpy(st->body + st->len, f->tail, f->tail_len);
+		st->len += f->tail_len;
+	}
+	if (!q->done)
+		return;
+	if (r) {
+		if (st->status < 200 || st->status > 299)
+			webd_relay_error(r, st->status, st->code, (const uint8_t *)st->body, st->len);
+		else if (st->overflow)
+			web_reply_error(r, 502, "bad_answer", "recorderd's acknowledgement is too long");
+		else if (st->proto_answer)
+			reply_proto_ack(r, st);
+		else
+			web_reply(r, (int)st->status, "application/json", st->body, st->len, NULL);
+	}
+	free(st);
+}
+
+void webd_route_events_publish(struct web_req *r)
+{
+	static uint8_t *jpeg_buf;
+	static struct webd_publish p;
+	static kp_Envelope env;
+	const char *ct = web_req_header(r, "content-type");
+	enum body_kind kind;
+	if (ct && ct_is(ct, "application/json"))
+		kind = BODY_JSON;
+	else if (ct && ct_is(ct, "multipart/form-data"))
+		kind = BODY_MULTIPART;
+	else if (ct && (ct_is(ct, "application/x-protobuf") || ct_is(ct, "application/protobuf")))
+		kind = BODY_PROTO;
+	else {
+		web_reply_error(r, 415, "unsupported_media_type",
+				"Content-Type must be application/json, multipart/form-data or application/x-protobuf");
+		return;
+	}
+	if (!jpeg_buf && !(jpeg_buf = malloc(KP_ANALYSIS_JPEG_MAX))) {
+		kp_err("publish: out of memory for the %u-byte JPEG buffer", (unsigned)KP_ANALYSIS_JPEG_MAX);
+		web_reply_error(r, 503, "out_of_memory", "out of memory");
+		return;
+	}
+	memset(&p, 0, sizeof(p));
+	p.jpeg_buf = jpeg_buf;
+	p.jpeg_cap = KP_ANALYSIS_JPEG_MAX;
+	size_t len;
+	const uint8_t *body = web_req_body(r, &len);
+	struct publish_err e = {0};
+	int rc;
+	if (kind == BODY_JSON)
+		rc = webd_publish_json(body, len, &p, &e);
+	else if (kind == BODY_MULTIPART)
+		rc = webd_publish_multipart(body, len, ct, &p, &e);
+	else
+		rc = webd_publish_proto(body, len, &p, &e);
+	if (rc == 0 && p.jpeg)
+		rc = webd_publish_jpeg_check(p.jpeg, p.jpeg_len, &p.ev.jpeg_width, &p.ev.jpeg_height, &e);
+	if (rc < 0) {
+		kp_info("publish from %s refused (%d %s): %s", web_req_client_addr(r), e.status, e.code, e.why);
+		web_reply_error(r, e.status, e.code, "%s", e.why);
+		return;
+	}
+	p.ev.has_jpeg = p.jpeg != NULL;
+	snprintf(p.ev.source, sizeof(p.ev.source), "analysis");
+	snprintf(p.ev.principal, sizeof(p.ev.principal), "%s", web_req_principal(r)->name);
+	struct publish_state *st = calloc(1, sizeof(*st));
+	if (!st) {
+		web_reply_error(r, 503, "out_of_memory", "out of memory");
+		return;
+	}
+	st->req = web_req_id(r);
+	const char *accept = web_req_header(r, "accept");
+	st->proto_answer = kind == BODY_PROTO && !(accept && strstr(accept, "application/json"));
+	memset(&env, 0, sizeof(env));
+	env.which_msg = kp_Envelope_event_publish_tag;
+	env.msg.event_publish.has_event = true;
+	env.msg.event_publish.event = p.ev;
+	if (webd_relay_send(r, &env, &env.msg.event_publish.id, p.jpeg, p.jpeg_len, publish_cb, st) == 0)
+		free(st);
+}
+
+void webd_route_events_search(struct web_req *r)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_event_search_tag;
+	kp_EventSearch *q = &env.msg.event_search;
+	if (webd_param_str(r, "camera", false, q->camera, sizeof(q->camera)) < 0 ||
+	    webd_param_ms(r, "from", false, &q->from_ms) < 0 || webd_param_ms(r, "to", false, &q->to_ms) < 0 ||
+	    webd_param_str(r, "label", false, q->label, sizeof(q->label)) < 0 ||
+	    webd_param_str(r, "q", false, q->q, sizeof(q->q)) < 0 || webd_param_uint(r, "limit", 500, &q->limit) < 0 ||
+	    webd_param_str(r, "cursor", false, q->cursor, sizeof(q->cursor)) < 0)
+		return;
+	webd_relay(r, &env, &q->id, NULL, 0, NULL);
+}
+
+static bool event_id_ok(const char *s, size_t n)
+{
+	if (n < 1 || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+		      c == '_' || c == ':' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+void webd_route_event_get(struct web_req *r)
+{
+	static const char prefix[] = "/api/v1/events/";
+	const char *path = web_req_path(r);
+	if (strncmp(path, prefix, sizeof(prefix) - 1) != 0) {
+		web_reply_error(r, 404, "not_found", "no such route");
+		return;
+	}
+	const char *id = path + sizeof(prefix) - 1;
+	const char *slash = strchr(id, '/');
+	size_t id_len = slash ? (size_t)(slash - id) : strlen(id);
+	const char *part = slash ? slash + 1 : "";
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_event_get_tag;
+	kp_EventGet *q = &env.msg.event_get;
+	if (!event_id_ok(id, id_len)) {
+		web_reply_error(r, 400, "bad_event_id", "event ids are 1 to 64 of A-Z a-z 0-9 . _ : -");
+		return;
+	}
+	memcpy(q->event_id, id, id_len);
+	if (!part[0])
+		q->part = kp_EventPart_EVENT_PART_JSON;
+	else if (strcmp(part, "snapshot") == 0)
+		q->part = kp_EventPart_EVENT_PART_SNAPSHOT;
+	else if (strcmp(part, "thumbnail") == 0)
+		q->part = kp_EventPart_EVENT_PART_THUMBNAIL;
+	else if (strcmp(part, "keyframe") == 0) {
+		int32_t stream = 0;
+		if (webd_param_stream(r, "stream", false, &stream) < 0)
+			return;
+		q->part = kp_EventPart_EVENT_PART_KEYFRAME;
+		q->stream = (uint32_t)stream;
+	} else {
+		web_reply_error(r, 404, "not_found", "an event has the parts snapshot, thumbnail and keyframe");
+		return;
+	}
+	webd_relay(r, &env, &q->id, NULL, 0, NULL);
+}

@@ -1,0 +1,110 @@
+// The one place that knows the JSON shapes of /api/v1/coverage and /api/v1/events
+// (docs/catalog.md, keeppeek-api(7)); pages only see the normalized objects below.
+import { get, query } from './api.js';
+
+const num = (v) => (typeof v === 'string' ? Number(v) : v);
+
+function pair(r) {
+	if (Array.isArray(r))
+		return [num(r[0]), num(r[1])];
+	return [num(r.start_ms ?? r.from_ms ?? r.start ?? r.from), num(r.end_ms ?? r.to_ms ?? r.end ?? r.to)];
+}
+
+// Number buckets start at from_ms aligned down to a whole hour (docs/queries.md).
+function buckets(list, from, bucket) {
+	from = Math.floor(from / 3600000) * 3600000;
+	return (list || []).map((b, i) => {
+		if (typeof b === 'number')
+			return { start: from + i * bucket, covered: b };
+		if (Array.isArray(b))
+			return { start: num(b[0]), covered: num(b[1]) };
+		return { start: num(b.start_ms ?? b.start ?? from + i * bucket), covered: num(b.covered_ms ?? b.covered ?? 0) };
+	});
+}
+
+// -> {total, from, to, bucket, cameras: [{name, streams: [{name, exactFrom, ranges:
+//    [[start, end)], buckets: [{start, covered}]}]}]}
+export function normalizeCoverage(j, req) {
+	const from = num(j.from_ms ?? j.from ?? req.from);
+	const to = num(j.to_ms ?? j.to ?? req.to);
+	const bucket = num(j.bucket_ms ?? j.bucket ?? req.bucket);
+	const cams = (j.cameras || []).map((c) => {
+		let streams = c.streams;
+		if (!streams)
+			streams = ['main', 'sub'].filter((s) => c[s]).map((s) => ({ name: s, ...c[s] }));
+		return {
+			name: c.name ?? c.camera,
+			streams: streams.map((s) => ({
+				name: s.name ?? s.stream,
+				exactFrom: num(s.exact_from_ms ?? s.exact_from ?? from),
+				ranges: (s.ranges || s.exact_ranges || []).map(pair),
+				buckets: buckets(s.buckets, from, bucket),
+			})),
+		};
+	});
+	const total = num(j.total ?? j.total_cameras ?? j.cameras_total ?? j.camera_count ?? cams.length);
+	return { total, from, to, bucket, cameras: cams };
+}
+
+export async function coverage({ camera, from, to, bucket, offset, limit, stream }) {
+	const j = await get('/api/v1/coverage' + query({ camera, stream, from, to, bucket, offset, limit }));
+	return normalizeCoverage(j, { from, to, bucket });
+}
+
+// -> {id, revision, camera, stream, start, end, labels: [{name, score}], label,
+//    attributes: {}, hasJpeg}
+export function normalizeEvent(e) {
+	const labels = (e.labels || []).map((l) => (typeof l === 'string' ? { name: l, score: 1 } : { name: l.name, score: l.score }));
+	labels.sort((a, b) => (b.score ?? 0) - (a.score ?? 0));
+	const start = num(e.start_ms ?? e.start);
+	const end = num(e.end_ms ?? e.end ?? 0) || start;
+	let attributes = e.attributes || {};
+	if (Array.isArray(attributes))
+		attributes = Object.fromEntries(attributes.map((a) => [a.key ?? a.name, a.value]));
+	return {
+		id: String(e.id ?? e.event_id),
+		revision: num(e.revision ?? 1),
+		camera: e.camera,
+		stream: e.stream === 1 || e.stream === 'sub' ? 'sub' : 'main',
+		start,
+		end: Math.max(end, start),
+		labels,
+		label: labels.length ? labels[0].name : e.source === 'camera' ? 'motion' : 'event',
+		attributes,
+		hasJpeg: e.has_jpeg ?? e.jpeg ?? true,
+		source: e.source || '',
+	};
+}
+
+// One page of a search: {events, cursor} (cursor '' at the end).
+export async function events({ camera, from, to, label, q, limit, cursor }) {
+	const j = await get('/api/v1/events' + query({ camera, from, to, label, q, limit, cursor }));
+	const list = Array.isArray(j) ? j : j.events || [];
+	return { events: list.map(normalizeEvent), cursor: (Array.isArray(j) ? '' : j.cursor ?? j.next_cursor ?? j.next) || '' };
+}
+
+// Every event of a window (the timeline's day), following cursors up to `max`.
+export async function allEvents(params, max = 5000) {
+	const out = [];
+	let cursor = '';
+	do {
+		const page = await events({ ...params, limit: 500, cursor });
+		out.push(...page.events);
+		if (cursor && page.cursor === cursor)
+			break;
+		cursor = page.cursor;
+	} while (cursor && out.length < max);
+	return out;
+}
+
+export async function cameras() {
+	const j = await get('/api/v1/cameras');
+	return (j.cameras || []).map((c) => ({
+		name: c.name,
+		state: c.state,
+		streams: (c.streams || []).map((s) => ({ name: s.name, codec: s.codec, width: s.width, height: s.height, state: s.state })),
+	}));
+}
+
+export const snapshotUrl = (id) => `/api/v1/events/${encodeURIComponent(id)}/snapshot`;
+export const thumbnailUrl = (id) => `/api/v1/events/${encodeURIComponent(id)}/thumbnail`;

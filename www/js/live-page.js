@@ -1,0 +1,157 @@
+// Live page: camera grid (1, 2x2, 3x3, 4x4) of WebRTC tiles with name, clock and
+// connection state, click (or Enter) to enlarge, main/sub stream switch, paging when
+// there are more cameras than cells. Each tile reconnects by itself (rtc.js).
+import { startShell, showError } from './shell.js';
+import { cameras as listCameras } from './adapt.js';
+import { RtcView } from './rtc.js';
+import { el, hms, ymd } from './format.js';
+
+const LAYOUTS = [1, 2, 3, 4];
+const main = document.getElementById('app');
+const store = (k, v) => {
+	try {
+		if (v === undefined)
+			return localStorage.getItem(k);
+		localStorage.setItem(k, v);
+	} catch {
+		return null;
+	}
+	return v;
+};
+
+let cams = [];
+let cols = +(store('kp.live.cols') || 2);
+let gridStream = store('kp.live.stream') || 'sub';
+let bigStream = store('kp.live.bigStream') || 'main';
+let page = 0;
+let enlarged = null;
+let tiles = [];
+
+const STATE_TEXT = { connecting: 'Connecting', live: 'Live', reconnecting: 'Reconnecting', error: 'Error', offline: 'Offline' };
+
+function tile(cam, streamName) {
+	const video = el('video', { autoplay: true, muted: true, playsinline: true, 'aria-hidden': 'true' });
+	video.muted = true;
+	const badge = el('span', { class: 'badge', 'data-state': 'connecting', text: STATE_TEXT.connecting });
+	const msg = el('div', { class: 'msg', role: 'status' });
+	const clock = el('span', { class: 'clock' });
+	const info = el('span', { class: 'info', text: streamName });
+	const fallback = el('span', { class: 'badge fallback', hidden: true });
+	const t = el('div', {
+		class: 'tile',
+		role: 'button',
+		tabindex: '0',
+		'data-camera': cam.name,
+		'aria-label': `${cam.name}, ${streamName} stream. ${enlarged ? 'Press Escape to return to the grid' : 'Activate to enlarge'}`,
+	}, video, el('div', { class: 'ov top' }, el('span', { class: 'name', text: cam.name }), badge), msg, fallback, el('div', { class: 'ov bottom' }, clock, el('span', { style: 'flex:1' }), info));
+	const toggle = () => {
+		enlarged = enlarged ? null : cam.name;
+		render();
+	};
+	t.addEventListener('click', toggle);
+	t.addEventListener('keydown', (e) => {
+		if (e.key === 'Enter' || e.key === ' ') {
+			e.preventDefault();
+			toggle();
+		}
+	});
+	const view = new RtcView({
+		camera: cam.name,
+		stream: streamName,
+		mode: 'live',
+		video,
+		onStatus(state, text) {
+			badge.dataset.state = state;
+			badge.textContent = STATE_TEXT[state] || state;
+			msg.textContent = state === 'live' ? '' : text;
+		},
+		onState(s) {
+			const codec = (s.codec || '').toUpperCase();
+			info.textContent = `${s.stream || streamName} · ${codec}`;
+			fallback.hidden = !s.fallback;
+			fallback.textContent = s.fallback === 'transcode' ? 'Transcoded to H.264' : s.fallback ? 'H.264 fallback: sub stream' : '';
+		},
+	});
+	const tick = () => {
+		const now = Date.now();
+		clock.textContent = `${ymd(now)} ${hms(now)}`;
+	};
+	tick();
+	return { node: t, view, tick };
+}
+
+function render() {
+	for (const t of tiles)
+		t.view.close();
+	tiles = [];
+	const per = cols * cols;
+	const pages = Math.max(1, Math.ceil(cams.length / per));
+	page = Math.min(page, pages - 1);
+	const shown = enlarged ? cams.filter((c) => c.name === enlarged) : cams.slice(page * per, page * per + per);
+	const streamName = enlarged ? bigStream : gridStream;
+	document.body.classList.toggle('live-enlarged', !!enlarged);
+
+	const layoutSeg = el('div', { class: 'seg', role: 'group', 'aria-label': 'Grid layout' });
+	for (const n of LAYOUTS)
+		layoutSeg.append(el('button', {
+			class: 'btn', type: 'button', 'aria-pressed': String(!enlarged && n === cols), text: n === 1 ? '1' : `${n}×${n}`,
+			'aria-label': n === 1 ? 'One camera' : `${n} by ${n} grid`,
+			onclick: () => {
+				cols = n;
+				enlarged = null;
+				store('kp.live.cols', String(n));
+				render();
+			},
+		}));
+	const streamSeg = el('div', { class: 'seg', role: 'group', 'aria-label': 'Stream' });
+	for (const s of ['main', 'sub'])
+		streamSeg.append(el('button', {
+			class: 'btn', type: 'button', 'aria-pressed': String(s === streamName), text: s === 'main' ? 'Main' : 'Sub',
+			onclick: () => {
+				if (enlarged)
+					bigStream = store('kp.live.bigStream', s);
+				else
+					gridStream = store('kp.live.stream', s);
+				render();
+			},
+		}));
+	const bar = el('div', { class: 'toolbar' }, el('h1', { text: enlarged ? enlarged : 'Live' }));
+	if (enlarged)
+		bar.append(el('button', { class: 'btn', type: 'button', text: '← All cameras', onclick: () => { enlarged = null; render(); } }),
+			el('a', { class: 'btn', href: `/timeline.html?camera=${encodeURIComponent(enlarged)}`, text: 'Timeline' }));
+	bar.append(layoutSeg, streamSeg);
+	if (!enlarged && pages > 1)
+		bar.append(el('div', { class: 'seg', role: 'group', 'aria-label': 'Pages' },
+			el('button', { class: 'btn', type: 'button', text: '‹', 'aria-label': 'Previous cameras', disabled: page === 0, onclick: () => { page--; render(); } }),
+			el('span', { class: 'btn', text: `${page + 1} / ${pages}` }),
+			el('button', { class: 'btn', type: 'button', text: '›', 'aria-label': 'Next cameras', disabled: page >= pages - 1, onclick: () => { page++; render(); } })));
+
+	const grid = el('div', { class: 'grid', style: `--cols:${enlarged ? 1 : cols}` });
+	for (const c of shown) {
+		const t = tile(c, streamName);
+		tiles.push(t);
+		grid.append(t.node);
+	}
+	main.replaceChildren(bar, cams.length ? grid : el('p', { class: 'empty', text: 'No cameras are configured.' }));
+	if (enlarged && tiles[0])
+		tiles[0].node.focus();
+}
+
+document.addEventListener('keydown', (e) => {
+	if (e.key === 'Escape' && enlarged) {
+		enlarged = null;
+		render();
+	}
+});
+setInterval(() => {
+	for (const t of tiles)
+		t.tick();
+}, 1000);
+
+try {
+	await startShell('live');
+	cams = await listCameras();
+	render();
+} catch (err) {
+	showError(main, err);
+}
