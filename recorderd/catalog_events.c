@@ -270,3 +270,27 @@ int cat_event_count(struct cat_txn *t, uint64_t *ret)
 		*ret = st.ms_entries;
 	return r;
 }
+
+int cat_event_drop_jpeg(struct cat_txn *t, const char *id)
+{
+	static kp_EventRecord ev;
+	struct cat_event_row row;
+	int r = cat_event_get(t, id, &row, &ev);
+	if (r < 0 || !row.jpeg_len)
+		return r;
+	ev.has_jpeg = false;
+	ev.jpeg_width = 0;
+	ev.jpeg_height = 0;
+	uint8_t *buf = malloc(ROW_MAX);
+	if (!buf)
+		return -ENOMEM;
+	pb_ostream_t out = pb_ostream_from_buffer(buf + sizeof row, kp_EventRecord_size);
+	r = pb_encode(&out, kp_EventRecord_fields, &ev) ? 0 : -EINVAL;
+	row.jpeg_len = 0;
+	row.pb_len = (uint32_t)out.bytes_written;
+	memcpy(buf, &row, sizeof row);
+	if (r == 0)
+		r = cat_db_put(t, DB_EVENTS, id, strlen(id), buf, sizeof row + row.pb_len);
+	free(buf);
+	return r;
+}

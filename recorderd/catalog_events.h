@@ -42,6 +42,9 @@ int cat_event_put(struct cat_txn *t, uint32_t camera_id, const kp_EventRecord *e
 int cat_event_get(struct cat_txn *t, const char *id, struct cat_event_row *ret, kp_EventRecord *ev);
 /* Removes the event with every key that names it; ret_old gets its row. -ENOENT. */
 int cat_event_delete(struct cat_txn *t, const char *id, struct cat_event_row *ret_old);
+/* Marks the stored revision as having no JPEG (keeppeekctl check --repair, for a JPEG
+ * file that is gone); its keys stay as they are. */
+int cat_event_drop_jpeg(struct cat_txn *t, const char *id);
 /* -ENOENT when the event has no link for that stream. */
 int cat_event_link_get(struct cat_txn *t, uint64_t seq, uint32_t stream, struct cat_event_link *ret);
 

@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "catalog_events.h"
 #include "catalog_keys.h"
 #include "coverage.h"
+#include "jobs.h"
 #include "nal.h"
 
 #define CHECK_CAMERAS 1024
@@ -20,14 +22,23 @@
 #define FIX_ALL_AFTER UINT32_MAX
 #define FIX_ALL       0
 
-enum fix_kind { FIX_DELETE_RECORDING, FIX_TRUNCATE, FIX_DROP_KEYFRAME, FIX_KEYFRAME_ROW, FIX_STREAM, FIX_RECOUNT };
+enum fix_kind {
+	FIX_DELETE_RECORDING,
+	FIX_TRUNCATE,
+	FIX_DROP_KEYFRAME,
+	FIX_KEYFRAME_ROW,
+	FIX_STREAM,
+	FIX_RECOUNT,
+	FIX_EVENT_JPEG
+};
 
 struct fix {
 	enum fix_kind kind;
 	uint32_t stream_id;
-	uint32_t seq; /* FIX_TRUNCATE: the first fragment to drop */
-	uint64_t id;  /* recording */
-	int64_t ms;   /* FIX_KEYFRAME_ROW */
+	uint32_t seq;                     /* FIX_TRUNCATE: the first fragment to drop */
+	uint64_t id;                      /* recording */
+	int64_t ms;                       /* FIX_KEYFRAME_ROW */
+	char event[CAT_EVENT_ID_MAX + 1]; /* FIX_EVENT_JPEG */
 };
 
 struct camera_name {
@@ -418,6 +429,51 @@ static int sum_bytes(void *arg, const struct cat_recording *r)
 	return 0;
 }
 
+struct event_walk {
+	struct run *run;
+	struct cat_txn *t;
+};
+
+static int check_event(void *arg, int64_t start_ms, uint64_t seq, const char *id)
+{
+	struct event_walk *w = arg;
+	struct run *run = w->run;
+	(void)start_ms;
+	(void)seq;
+	struct cat_event_row row;
+	int r = cat_event_get(w->t, id, &row, NULL);
+	if (r < 0)
+		return r;
+	run->res.events++;
+	if (!row.jpeg_len)
+		return cancelled(run) ? -ECANCELED : 0;
+	char path[CAT_PATH_MAX];
+	rec_event_jpeg_path(id, row.revision, path, sizeof path);
+	struct stat st;
+	if (fstatat(run->dirfd, path, &st, 0) < 0)
+		problem(run, "event %s: its JPEG %s: %s", id, path, strerror(errno));
+	else if ((uint64_t)st.st_size != row.jpeg_len)
+		problem(run, "event %s: its JPEG %s has %llu bytes, the catalog says %u", id, path,
+			(unsigned long long)st.st_size, (unsigned)row.jpeg_len);
+	else
+		return 0;
+	struct fix f = {.kind = FIX_EVENT_JPEG};
+	snprintf(f.event, sizeof f.event, "%s", id);
+	fix(run, f);
+	return 0;
+}
+
+static int check_events(struct run *run)
+{
+	struct event_walk w = {.run = run};
+	int r = cat_begin(run->cat, 0, &w.t);
+	if (r < 0)
+		return r;
+	r = cat_each_event(w.t, check_event, &w);
+	cat_abort(w.t);
+	return r;
+}
+
 static int check_all(struct run *run)
 {
 	struct cat_txn *t;
@@ -447,6 +503,8 @@ static int check_all(struct run *run)
 		if (r == 0 && cancelled(run))
 			r = -ECANCELED;
 	}
+	if (r == 0)
+		r = check_events(run);
 	return r;
 }
 
@@ -469,6 +527,9 @@ static int apply_one(struct cat_txn *t, int dirfd, const struct fix *f)
 	case FIX_KEYFRAME_ROW:
 		r = cat_delete_keyframe_row(t, f->stream_id, f->ms);
 		break;
+	case FIX_EVENT_JPEG:
+		r = cat_event_drop_jpeg(t, f->event);
+		break;
 	case FIX_STREAM:
 	case FIX_RECOUNT:
 		break; /* below, once per stream */
@@ -488,7 +549,7 @@ static int apply(struct run *run)
 		r = apply_one(t, run->dirfd, &run->fixes[i]);
 	for (unsigned i = 0; i < run->nfixes && r == 0; i++) {
 		const struct fix *f = &run->fixes[i];
-		int seen = f->kind == FIX_RECOUNT;
+		int seen = f->kind == FIX_RECOUNT || f->kind == FIX_EVENT_JPEG;
 		for (unsigned j = 0; j < i && !seen; j++)
 			seen = run->fixes[j].kind != FIX_RECOUNT && run->fixes[j].stream_id == f->stream_id;
 		if (!seen)

@@ -3,7 +3,8 @@
  * a fragment header; every keyframe range lies inside its fragment and its first picture
  * NAL unit (after the 4-byte length, past parameter sets and SEI) is an IDR (H.264) or
  * IRAP (H.265) slice; every keyframe row names such a fragment; the coverage summaries
- * and the byte total agree with the rows. With repair, the rows that point at missing or
+ * and the byte total agree with the rows; every event's JPEG file exists with the size
+ * the catalog records (repair: the event keeps its row, without JPEG). With repair, the rows that point at missing or
  * wrong bytes are removed, coverage rebuilt and the byte total recounted in one
  * transaction, and the check runs again. Reads use one read transaction per stream, so
  * recording and group commits go on meanwhile. */
@@ -25,7 +26,7 @@ struct rec_check_opts {
 };
 
 struct rec_check_result {
-	unsigned streams, recordings, fragments, keyframes;
+	unsigned streams, recordings, fragments, keyframes, events;
 	unsigned problems;  /* found by the (first) check */
 	unsigned repaired;  /* rows removed or rewritten by repair */
 	unsigned remaining; /* problems after repair; equal to problems without it */

@@ -14,6 +14,7 @@
 #include "commit.h"
 #include "kp_limits.h"
 #include "log.h"
+#include "event_sweep.h"
 #include "events.h"
 #include "queries.h"
 #include "recovery.h"
@@ -103,6 +104,13 @@ static int open_store(const kp_WorkerConfig *wc)
 	kp_info("recovery: %u files checked, %u fragments indexed, %u files truncated, %u removed, %u rows "
 		"without a file removed",
 		rr.files_checked, rr.fragments_indexed, rr.files_truncated, rr.files_removed, rr.rows_removed);
+	struct rec_sweep_result sw;
+	r = rec_events_sweep(R.cat, R.data_dirfd, &sw);
+	if (r < 0)
+		kp_err("start-up sweep of event JPEGs failed: %s; unreferenced files may stay", strerror(-r));
+	else if (sw.files_removed)
+		kp_info("recovery: %u of %u event files were not referenced by the catalog and were removed",
+			sw.files_removed, sw.files_checked);
 	struct cat_txn *t;
 	r = cat_begin(R.cat, 0, &t);
 	if (r == 0) {
@@ -251,8 +259,10 @@ void rec_arm_camera(const char *name, int64_t event_end_ms)
 	struct camera *c = camera(name);
 	if (!c || c->record != 1)
 		return;
+	/* An end in the future (a publisher's clock, a long event) arms from now only. */
+	int64_t now = now_ms();
 	for (uint32_t s = 0; s < 2; s++)
-		rec_stream_arm(&c->s[s], event_end_ms + REC_EVENT_POST_MS);
+		rec_stream_arm(&c->s[s], (event_end_ms < now ? event_end_ms : now) + REC_EVENT_POST_MS);
 }
 
 static const char *state_name(const struct camera *c, const struct rec_stream *st)

@@ -149,10 +149,10 @@ static void on_check_done(uv_async_t *h)
 		put(&Q.out, "check failed: %s\n", strerror(-Q.err));
 	else if (Q.json)
 		put(&Q.out,
-		    "],\"omitted\":%u,\"streams\":%u,\"recordings\":%u,\"fragments\":%u,\"keyframes\":%u,"
+		    "],\"omitted\":%u,\"streams\":%u,\"recordings\":%u,\"fragments\":%u,\"keyframes\":%u,\"events\":%u,"
 		    "\"problem_count\":%u,\"repaired\":%u,\"remaining\":%u%s%s%s}\n",
-		    Q.omitted, r->streams, r->recordings, r->fragments, r->keyframes, r->problems, r->repaired,
-		    r->remaining, Q.err < 0 ? ",\"error\":\"" : "", Q.err < 0 ? strerror(-Q.err) : "",
+		    Q.omitted, r->streams, r->recordings, r->fragments, r->keyframes, r->events, r->problems,
+		    r->repaired, r->remaining, Q.err < 0 ? ",\"error\":\"" : "", Q.err < 0 ? strerror(-Q.err) : "",
 		    Q.err < 0 ? "\"" : "");
 	else {
 		if (Q.omitted)

@@ -18,6 +18,7 @@ int rec_search_prepare(struct cat_txn *t, const kp_EventSearch *s, struct rec_se
 		snprintf(why, cap, "from_ms must be before to_ms");
 		return -EINVAL;
 	}
+	q->max_candidates = REC_SEARCH_MAX_CANDIDATES;
 	q->limit = s->limit ? s->limit : REC_SEARCH_DEFAULT_LIMIT;
 	if (q->limit > REC_SEARCH_MAX_LIMIT) {
 		snprintf(why, cap, "limit is at most %d", REC_SEARCH_MAX_LIMIT);
@@ -142,7 +143,7 @@ static int add_cand(void *arg, int64_t ms, uint64_t seq)
 	struct page *p = arg;
 	if (!in_window(p->q, ms, seq))
 		return 0;
-	if (p->n == REC_SEARCH_MAX_CANDIDATES) {
+	if (p->n == p->q->max_candidates) {
 		p->overflow = 1;
 		return 1;
 	}
@@ -179,8 +180,10 @@ static int by_terms(struct page *p)
 				driver = q->words.t[i];
 	}
 	int r = cat_each_term(p->t, driver, exact, add_cand, p);
-	if (r < 0 || p->overflow)
+	if (r < 0)
 		return r;
+	if (p->overflow)
+		return 0; /* the caller walks the time index instead */
 	qsort(p->c, p->n, sizeof *p->c, newest_first);
 	for (size_t i = 0; i < p->n; i++) {
 		if (i && p->c[i].ms == p->c[i - 1].ms && p->c[i].seq == p->c[i - 1].seq)

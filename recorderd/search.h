@@ -28,6 +28,7 @@ struct rec_search_q {
 	int has_cursor;
 	int64_t cursor_ms;
 	uint64_t cursor_seq;
+	uint32_t max_candidates; /* REC_SEARCH_MAX_CANDIDATES (prepare sets it; tests lower it) */
 };
 
 /* Builds q from an EventSearch; -EINVAL (bad limit, range, too many words) or

@@ -1,7 +1,8 @@
 /* Live fan-out: ingestd's access units per camera stream, a GOP cache per stream (the
  * access units since the last keyframe, bounded in bytes per stream and overall) so a
- * joining viewer starts at once, and the subscribed sessions. Sending never queues: a
- * viewer whose socket is full skips to the next keyframe (session.c). */
+ * joining viewer starts at once, the paced replay of that cache to a joining viewer
+ * (or after a PLI), and the subscribed sessions. Sending never queues: a viewer whose
+ * socket is full skips to the next keyframe (session.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 struct cached_au {
 	struct cached_au *next;
+	uint64_t seq;
 	struct rtc_au au;
 	uint8_t data[];
 };
@@ -29,12 +31,15 @@ struct live_stream {
 	size_t bytes;
 	unsigned count;
 	bool overflow; /* the GOP outgrew the cache: wait for the next keyframe */
+	uint64_t next_seq;
 	struct rtc_session *subs;
 };
 
 static struct live_stream *streams[LIVE_MAX_STREAMS];
 static unsigned nstreams;
 static size_t total_bytes;
+static uv_timer_t replay_timer;
+static bool replay_timer_init, replay_timer_on;
 
 static struct live_stream *find(const char *camera, unsigned stream)
 {
@@ -80,6 +85,7 @@ static void cache_add(struct live_stream *ls, const struct rtc_au *au)
 		return;
 	}
 	c->next = NULL;
+	c->seq = ++ls->next_seq;
 	c->au = *au;
 	memcpy(c->data, au->data, au->len);
 	c->au.data = c->data;
@@ -131,7 +137,8 @@ void rtc_live_on_au(const kp_AccessUnit *m, const uint8_t *data, size_t len)
 	struct rtc_session *s = ls->subs;
 	while (s) {
 		struct rtc_session *n = s->live_next;
-		rtc_session_send_au(s, &au, false);
+		if (!s->replaying)
+			rtc_session_send_au(s, &au, false);
 		s = n;
 	}
 }
@@ -173,6 +180,58 @@ void rtc_live_unsubscribe(struct rtc_session *s)
 		s->live_next->live_prev = s->live_prev;
 	s->live = NULL;
 	s->live_prev = s->live_next = NULL;
+	s->replaying = false;
+}
+
+/* Sends up to budget bytes of the cache from s->replay_next; ends the replay when it
+ * caught up, when the socket is full (the next keyframe then starts over) or when the
+ * cache has nothing to offer. */
+static void replay_step(struct rtc_session *s, size_t budget)
+{
+	struct live_stream *ls = s->live;
+	if (!ls || !ls->head || s->state != RTC_STREAMING) {
+		s->replaying = false;
+		s->need_keyframe = true;
+		return;
+	}
+	if (s->replay_next < ls->head->seq)
+		s->replay_next = ls->head->seq; /* a new GOP began: continue at its keyframe */
+	size_t sent = 0;
+	for (struct cached_au *c = ls->head; c; c = c->next) {
+		if (c->seq < s->replay_next)
+			continue;
+		if (sent >= budget)
+			return;
+		if (c->seq == ls->head->seq)
+			s->need_keyframe = false;
+		rtc_session_send_au(s, &c->au, true);
+		s->replay_next = c->seq + 1;
+		sent += c->au.len;
+		if (s->need_keyframe || s->state != RTC_STREAMING) {
+			s->replaying = false;
+			return;
+		}
+	}
+	s->replaying = false;
+}
+
+static void on_replay_tick(uv_timer_t *t)
+{
+	bool any = false;
+	for (unsigned i = 0; i < nstreams; i++) {
+		struct rtc_session *s = streams[i]->subs;
+		while (s) {
+			struct rtc_session *n = s->live_next;
+			if (s->replaying)
+				replay_step(s, RTC_REPLAY_BYTES);
+			any |= s->replaying;
+			s = n;
+		}
+	}
+	if (!any) {
+		uv_timer_stop(t);
+		replay_timer_on = false;
+	}
 }
 
 bool rtc_live_replay(struct rtc_session *s)
@@ -180,11 +239,22 @@ bool rtc_live_replay(struct rtc_session *s)
 	struct live_stream *ls = s->live;
 	if (!ls || !ls->head || ls->codec != (s->rtp_codec == RTP_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264))
 		return false;
-	s->need_keyframe = false;
-	for (struct cached_au *c = ls->head; c && s->state == RTC_STREAMING; c = c->next) {
-		rtc_session_send_au(s, &c->au, true);
-		if (s->need_keyframe)
-			break; /* the socket filled up: the next keyframe starts over */
+	s->replaying = true;
+	s->replay_next = ls->head->seq;
+	replay_step(s, RTC_REPLAY_BYTES);
+	if (s->replaying && !replay_timer_on) {
+		if (!replay_timer_init) {
+			int r = uv_timer_init(kp_worker_loop(rtc_worker()), &replay_timer);
+			if (r < 0) {
+				kp_err("live: uv_timer_init failed: %s", uv_strerror(r));
+				s->replaying = false;
+				s->need_keyframe = true;
+				return false;
+			}
+			replay_timer_init = true;
+		}
+		uv_timer_start(&replay_timer, on_replay_tick, RTC_REPLAY_TICK_MS, RTC_REPLAY_TICK_MS);
+		replay_timer_on = true;
 	}
 	return true;
 }

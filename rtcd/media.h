@@ -33,9 +33,9 @@ struct rtc_cursor;
 struct rtc_cursor_state {
 	int64_t position_ms; /* wall-clock time of the last frame handed out */
 	bool playing;
-	unsigned rate;       /* 1, 2, 4, 8 */
-	bool ended;          /* nothing recorded after position */
-	const char *error;   /* non-NULL: the cursor failed (a sentence) */
+	unsigned rate;     /* 1, 2, 4, 8 */
+	bool ended;        /* nothing recorded after position */
+	const char *error; /* non-NULL: the cursor failed (a sentence) */
 };
 
 typedef void (*rtc_cursor_state_cb)(void *arg, const struct rtc_cursor_state *st);

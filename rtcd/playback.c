@@ -465,6 +465,11 @@ void rtc_cursor_play(struct rtc_cursor *c)
 		return;
 	c->playing = true;
 	rtc_pace_unanchor(&c->pace);
+	if (c->error) {
+		/* After a failure (recorderd restarted, say): open again where it stopped. */
+		rtc_cursor_seek(c, c->position_ms);
+		return;
+	}
 	if (c->ended) {
 		/* More may have been recorded since: ask again from where it ended. */
 		c->ended = c->no_more = false;

@@ -17,12 +17,14 @@
 #include "rtp_h26x.h"
 #include "sdp.h"
 
-#define RTC_MTU          1200
-#define RTC_RTX_SLOTS    512 /* per-session retransmission buffer, in packets */
-#define RTC_SID_MAX      32
-#define RTC_TICK_MS      100
-#define RTC_CONNECT_MS   30000 /* offer to SRTP keys, else the session is closed */
-#define RTC_KEYCACHE_MAX (4 * KP_MIB)
+#define RTC_MTU            1200
+#define RTC_RTX_SLOTS      512 /* per-session retransmission buffer, in packets */
+#define RTC_SID_MAX        32
+#define RTC_TICK_MS        100
+#define RTC_CONNECT_MS     30000 /* offer to SRTP keys, else the session is closed */
+#define RTC_KEYCACHE_MAX   (4 * KP_MIB)
+#define RTC_REPLAY_TICK_MS 5
+#define RTC_REPLAY_BYTES   (96 * KP_KIB) /* per tick: about 150 Mbit/s while catching up */
 
 enum rtc_state { RTC_GATHERING, RTC_CONNECTING, RTC_SECURING, RTC_STREAMING, RTC_CLOSED, RTC_NSTATES };
 
@@ -39,6 +41,8 @@ struct rtc_metrics {
 extern struct rtc_metrics rtc_metrics;
 
 struct rtc_conn;
+
+struct pre_au;
 
 struct rtx_slot {
 	uint16_t seq;
@@ -82,11 +86,16 @@ struct rtc_session {
 	struct rtc_cursor *cursor;
 	struct rtc_cursor_state cst;
 	int64_t start_at_ms;
+	struct pre_au *pre, *pre_tail; /* non-live source before SRTP is up: from its last keyframe */
+	size_t pre_bytes;
+	unsigned pre_count;
 	uint8_t *keycache; /* last keyframe sent, for PLI on sources without a GOP cache */
 	size_t keycache_len;
 	int64_t keycache_pts;
 
 	bool need_keyframe;
+	bool replaying;       /* catching up through the GOP cache, paced (live.c) */
+	uint64_t replay_next; /* cache sequence number of the next access unit to replay */
 	bool ts_init;
 	int64_t ts_base_pts;
 	uint32_t ts_base_rtp, last_ts;
@@ -128,10 +137,12 @@ extern char rtc_fingerprint[RTC_DTLS_FP_TEXT];
 struct live_stream;
 void rtc_live_on_au(const kp_AccessUnit *au, const uint8_t *data, size_t len);
 kp_Codec rtc_live_codec(const char *camera, unsigned stream);
-/* Subscribes the session and replays the cached GOP to it. */
+/* Subscribes the session and replays the cached GOP to it, paced: at most
+ * RTC_REPLAY_BYTES every RTC_REPLAY_TICK_MS; live access units wait in the cache
+ * meanwhile. */
 int rtc_live_subscribe(struct rtc_session *s, const char *camera, unsigned stream);
 void rtc_live_unsubscribe(struct rtc_session *s);
-/* Resends the cached GOP (PLI/FIR); false when there is none. */
+/* Replays the cached GOP again (PLI/FIR); false when there is none. */
 bool rtc_live_replay(struct rtc_session *s);
 void rtc_live_stats(unsigned *streams, size_t *bytes);
 

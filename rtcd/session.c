@@ -14,9 +14,19 @@
 #include "rtcd.h"
 #include "rtcp.h"
 
-#define PLI_MIN_INTERVAL_MS 300
+#define PLI_MIN_INTERVAL_MS 1000
 #define SR_INTERVAL_MS      1000
 #define STATE_INTERVAL_MS   500
+#define PRE_MAX_BYTES       (8 * KP_MIB)
+#define PRE_MAX_AUS         600
+
+/* An access unit of a transcode or playback source that arrived before the session
+ * could send: kept from the last keyframe and sent once SRTP is up. */
+struct pre_au {
+	struct pre_au *next;
+	struct rtc_au au;
+	uint8_t data[];
+};
 
 struct rtc_metrics rtc_metrics;
 static struct rtc_session *all;
@@ -64,6 +74,7 @@ unsigned rtc_sessions_count(unsigned *by_state)
 }
 
 static void on_tick(uv_timer_t *t);
+static void pre_clear(struct rtc_session *s);
 
 struct rtc_session *rtc_session_new(struct rtc_conn *conn, const char *sid)
 {
@@ -145,6 +156,7 @@ void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
 	free(s->rtx);
 	free(s->offer);
 	free(s->keycache);
+	pre_clear(s);
 	s->pk = NULL;
 	s->rtx = NULL;
 	s->offer = NULL;
@@ -232,13 +244,63 @@ static void keep_keyframe(struct rtc_session *s, const struct rtc_au *au)
 	s->keycache_pts = au->pts_90k;
 }
 
+static void pre_clear(struct rtc_session *s)
+{
+	while (s->pre) {
+		struct pre_au *n = s->pre->next;
+		free(s->pre);
+		s->pre = n;
+	}
+	s->pre_tail = NULL;
+	s->pre_bytes = 0;
+	s->pre_count = 0;
+}
+
+static void pre_keep(struct rtc_session *s, const struct rtc_au *au)
+{
+	if (au->keyframe)
+		pre_clear(s);
+	else if (!s->pre)
+		return;
+	if (s->pre_bytes + au->len > PRE_MAX_BYTES || s->pre_count >= PRE_MAX_AUS) {
+		pre_clear(s);
+		return;
+	}
+	struct pre_au *p = malloc(sizeof *p + au->len);
+	if (!p) {
+		pre_clear(s);
+		return;
+	}
+	p->next = NULL;
+	p->au = *au;
+	memcpy(p->data, au->data, au->len);
+	p->au.data = p->data;
+	if (s->pre_tail)
+		s->pre_tail->next = p;
+	else
+		s->pre = p;
+	s->pre_tail = p;
+	s->pre_bytes += au->len;
+	s->pre_count++;
+}
+
+static void pre_flush(struct rtc_session *s)
+{
+	for (struct pre_au *p = s->pre; p && s->state == RTC_STREAMING; p = p->next)
+		rtc_session_send_au(s, &p->au, true);
+	pre_clear(s);
+}
+
 void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress)
 {
-	if (s->state != RTC_STREAMING)
-		return;
 	kp_Codec want = s->rtp_codec == RTP_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264;
 	if (au->codec != want)
 		return;
+	if (s->state != RTC_STREAMING) {
+		if (s->state != RTC_CLOSED && !s->live)
+			pre_keep(s, au);
+		return;
+	}
 	if (s->need_keyframe && !au->keyframe)
 		return;
 	s->need_keyframe = false;
@@ -355,6 +417,7 @@ static void secured(struct rtc_session *s)
 		rtc_session_close(s, "the video source could not be started", true);
 		return;
 	}
+	pre_flush(s);
 	rtc_session_send_state(s);
 }
 

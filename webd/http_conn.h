@@ -46,6 +46,7 @@ struct web_req {
 	bool keep_alive;
 	uint8_t *body;
 	size_t body_len, body_need;
+	uint64_t body_start_ms;
 	const struct web_route *route;
 	struct web_principal principal;
 	bool have_principal;

@@ -121,7 +121,10 @@ static int head(char *buf, size_t cap, const struct web_req *r, int status, cons
 			 "HTTP/1.%u %d %s\r\nDate: %s\r\n%s%s%s%s%s"
 			 "X-Content-Type-Options: nosniff\r\nReferrer-Policy: same-origin\r\n%s%s\r\n",
 			 r->minor, status, http_status_text(status), date, ctype ? "Content-Type: " : "",
-			 ctype ? ctype : "", ctype ? "\r\n" : "", len_hdr, r->keep_alive ? "" : "Connection: close\r\n",
+			 ctype ? ctype : "", ctype ? "\r\n" : "", len_hdr,
+			 !r->keep_alive  ? "Connection: close\r\n"
+			 : r->minor == 0 ? "Connection: keep-alive\r\n"
+					 : "",
 			 has_cache ? "" : "Cache-Control: no-store\r\n", extra ? extra : "");
 	return n > 0 && (size_t)n < cap ? n : -1;
 }

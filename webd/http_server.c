@@ -17,6 +17,8 @@
  * per request: 64 handlers x a 16 MiB JPEG would not fit webd's address-space limit). */
 #define BODY_MEMORY_MAX (256u * KP_MIB)
 #define DRAIN_MS        2000
+/* Bodies must keep this average rate (bytes per second) once 30 s have passed. */
+#define BODY_MIN_RATE (16 * 1024)
 
 struct webd_counters webd_counters;
 const char *const web_limit_names[WEB_LIMIT_COUNT] = {
@@ -393,7 +395,9 @@ static const struct web_route *route_find(const struct web_req *r, unsigned *all
 		for (const struct web_route *rt = route_tables[t]; rt->path; rt++) {
 			if (!path_matches(r->path, rt->path, rt->flags))
 				continue;
-			if (rt->methods & r->method)
+			/* HEAD is answered wherever GET is (the body is left out). */
+			unsigned m = r->method == WEB_HEAD ? WEB_HEAD | WEB_GET : r->method;
+			if (rt->methods & m)
 				return rt;
 			*allowed |= rt->methods;
 		}
@@ -432,7 +436,8 @@ static void start_body(struct conn *c)
 			return;
 	}
 	c->state = CONN_BODY;
-	c->read_deadline_ms = web_now_ms() + KP_HTTP_TIMEOUT_SECS * 1000u;
+	r->body_start_ms = web_now_ms();
+	c->read_deadline_ms = r->body_start_ms + KP_HTTP_TIMEOUT_SECS * 1000u;
 }
 
 static void auth_done(struct web_req *r, int status)
@@ -646,8 +651,10 @@ void conn_process(struct conn *c)
 			r->body_len += take;
 			memmove(c->in, c->in + take, c->in_len - take);
 			c->in_len -= take;
-			if (take)
-				c->read_deadline_ms = web_now_ms() + KP_HTTP_TIMEOUT_SECS * 1000u;
+			/* 30 s, plus one second for every BODY_MIN_RATE bytes that arrived: a body
+			 * trickled byte by byte cannot hold its handler slot for long. */
+			c->read_deadline_ms = r->body_start_ms + KP_HTTP_TIMEOUT_SECS * 1000u +
+					      (uint64_t)r->body_len * 1000u / BODY_MIN_RATE;
 			if (r->body_len < r->body_need)
 				break;
 			c->read_deadline_ms = 0;

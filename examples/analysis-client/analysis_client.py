@@ -204,7 +204,7 @@ def main():
     else:
         token = os.environ.get("KEEPPEEK_TOKEN", "").strip()
     if not token:
-        ap.error("no API token: --token-file or KEEPPEEK_TOKEN (keeppeekctl token create --name N --role admin)")
+        ap.error("no API token: --token-file or KEEPPEEK_TOKEN (keeppeekctl token create --name N --role viewer)")
 
     def log(msg):
         print(time.strftime("%H:%M:%S ") + msg, flush=True)

@@ -30,11 +30,9 @@ def camera_config(cams):
     return cfg
 
 
-def api_token(kp, k, name="perf"):
-    """An admin API token (`keeppeekctl token create --name N --role admin` prints only
-    the token); kp.Keeppeek.token() when the helper has it."""
-    if hasattr(k, "token"):
-        return k.token()
+def api_token(k, name="perf"):
+    """An admin API token: `keeppeekctl token create --name N --role admin` prints only
+    the token (SPEC section 8a)."""
     rc, out, err = k.ctl("token", "create", "--name", name, "--role", "admin")
     if rc != 0 or not out.strip():
         raise AssertionError(f"keeppeekctl token create failed (rc {rc}): {err.strip()}")

@@ -120,7 +120,7 @@ def run(kp, kp_ws, a, report):
                 kp.TestCamera(work, "cam265", "h265", "baichuan", "aes")]
         k = kp.Keeppeek(config=eb.camera_config(cams))
         k.wait_running(timeout=30)
-        token = eb.api_token(kp, k)
+        token = eb.api_token(k)
         report["data_fs"] = pc.fs_type(k.dir)
 
         # 1. server start through first durable commit.

@@ -109,7 +109,10 @@ export async function staticServer() {
 		res.end();
 	});
 	await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-	atExit(() => new Promise((ok) => server.close(ok)));
+	atExit(() => new Promise((ok) => {
+		server.close(ok);
+		server.closeAllConnections(); // chromium's keep-alive connections
+	}));
 	return `http://127.0.0.1:${server.address().port}`;
 }
 

@@ -1,8 +1,8 @@
 // Stored playback over WebRTC: a camera records for a while, then a peer connection opens
 // in playback mode at a time recorded about 15 s earlier and plays within 3 s (video time
 // advancing, framesDecoded increasing); state messages report the position near the
-// requested time and moving; a seek within the recording plays again within 3 s; "live"
-// returns to the live stream.
+// requested time and moving; a seek within the recording plays again within 3 s; pause,
+// play at 2x; "live" returns to the live stream.
 import { check } from './helpers.mjs';
 import { rtcSetup, waitLive, withLog } from './rtc_helpers.mjs';
 
@@ -32,6 +32,17 @@ export default async function () {
 		await page.waitForTimeout(1200);
 		const s2 = (await page.evaluate(() => window.kp.states('pb'))).pop();
 		check(Math.abs(s2.position_ms - seekTo) < 10000, `state: position near the seek target (${s2.position_ms - seekTo} ms off)`);
+
+		await page.evaluate(() => window.kp.control('pb', { op: 'pause' }));
+		await page.waitForTimeout(600);
+		const paused = (await page.evaluate(() => window.kp.states('pb'))).pop();
+		check(paused.playing === false, 'pause: the state says paused');
+		await page.evaluate(() => window.kp.control('pb', { op: 'rate', rate: 2 }));
+		const t4 = await page.evaluate(() => window.kp.control('pb', { op: 'play' }));
+		const r4 = await page.evaluate((since) => window.kp.plays('pb', 3000, since), t4);
+		await page.waitForTimeout(600);
+		const fast = (await page.evaluate(() => window.kp.states('pb'))).pop();
+		check(r4.ok && fast.rate === 2 && fast.playing === true, `play at 2x: plays, state rate ${fast.rate}`);
 
 		await page.evaluate(() => window.kp.control('pb', { op: 'live' }));
 		await page.waitForTimeout(1000);

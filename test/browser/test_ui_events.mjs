@@ -62,7 +62,10 @@ export default async function () {
 	await shoot(page, 'events-detail-desktop');
 	await waitFor(() => page.evaluate(() => { const v = document.querySelector('dialog.detail video'); return v && v.readyState >= 2 && v.videoWidth > 0 && v.currentTime > 0; }), 20000, 'the recording around the event plays in the detail');
 	check(true, 'the detail plays the recording around the event');
-	await page.keyboard.press('Escape');
+	await Promise.all([page.waitForURL(/timeline\.html/), page.click('dialog.detail >> text=Timeline')]);
+	await page.waitForSelector('.tl .tl-handle:not([hidden])', { timeout: 15000 });
+	const t = await page.$eval('.tl', (x) => ({ from: +x.dataset.from, to: +x.dataset.to, at: +x.querySelector('.tl-handle').getAttribute('aria-valuenow') }));
+	check(t.to - t.from === 30 * 60000 && Math.abs(t.at - (now - 4000)) < 1000, 'the detail links to the timeline at the event (half an hour around it, playhead on it)');
 
 	s.guard.assertClean('the events page');
 }

@@ -38,6 +38,7 @@ export default async function () {
 	await page.click('button[aria-label="3 by 3 grid"]');
 	check(await page.$eval('.grid', (g) => g.style.getPropertyValue('--cols')) === '3', 'layout 3x3 applies');
 	await page.click('button[aria-label="2 by 2 grid"]');
+	await playing(page, `.tile[data-camera="${tiles[0]}"] video`, 'the same tile keeps playing across layout changes');
 	await shoot(page, 'live-desktop');
 
 	await page.click(`.tile[data-camera="${tiles[0]}"]`);
@@ -50,6 +51,20 @@ export default async function () {
 	await page.keyboard.press('Escape');
 	await page.waitForSelector('.live-enlarged', { state: 'detached', timeout: 5000 }).catch(() => {});
 	check(!(await page.$('body.live-enlarged')), 'Escape returns to the grid');
+
+	// Automatic reconnect: restart rtcd; the tile shows it lost the stream, then plays again.
+	await page.evaluate((cam) => {
+		const b = document.querySelector(`.tile[data-camera="${cam}"] .badge`);
+		window.badgeStates = [];
+		new MutationObserver(() => window.badgeStates.push(b.dataset.state)).observe(b, { attributes: true });
+	}, tiles[0]);
+	const stop = s.guard.allow(/WebSocket|rtc/);
+	await s.kp.ctl(['restart', 'rtcd']);
+	await waitFor(() => page.evaluate(() => window.badgeStates.some((x) => x !== 'live')), 20000, 'the tile leaves the Live state after rtcd restarts');
+	await waitFor(() => page.evaluate((cam) => document.querySelector(`.tile[data-camera="${cam}"] .badge`).dataset.state === 'live', tiles[0]), 30000, 'the tile is Live again');
+	await playing(page, `.tile[data-camera="${tiles[0]}"] video`, 'after rtcd restarted, the tile reconnected by itself');
+	stop();
+	check(true, `states seen during the restart: ${[...new Set(await page.evaluate(() => window.badgeStates))].join(' -> ')}`);
 	s.guard.assertClean('the live page');
 
 	const m = await s.mobile();

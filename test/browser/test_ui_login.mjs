@@ -1,6 +1,7 @@
 // Login and sign-out against the real supervisor: an unauthenticated visit lands on the
 // login page, a wrong password is refused with a message, the right one opens the live
-// page, sign-out ends the session. Screenshots of the login page (desktop, mobile).
+// page, the settings page lists the cameras, sign-out ends the session. Screenshots of
+// the login and settings pages (desktop, mobile).
 import { startKeeppeek, launch, guard, check, shoot, DESKTOP, MOBILE } from './helpers.mjs';
 
 export default async function () {
@@ -32,11 +33,23 @@ export default async function () {
 	check(cookies.some((c) => c.httpOnly && c.name !== 'kp_csrf'), 'the session cookie is HttpOnly');
 	g.assertClean('the login flow');
 
+	await page.goto(kp.url + '/settings.html');
+	await page.waitForSelector('.settings tr[data-camera]', { timeout: 15000 });
+	const cams = await page.$$eval('.settings tr[data-camera]', (r) => [...new Set(r.map((x) => x.dataset.camera))]);
+	check(cams.length === 2, `the settings page lists the demo cameras (${cams.join(', ')})`);
+	await page.waitForFunction(() => [...document.querySelectorAll('.settings td')].some((td) => td.textContent === 'H264'), null, { timeout: 20000 });
+	check(true, 'the settings page refreshes and shows the codecs once frames arrive');
+	await shoot(page, 'settings-desktop');
+	g.assertClean('the settings page');
+
 	const mobile = await browser.newPage(MOBILE);
 	const gm = guard(mobile, 'login mobile');
 	await mobile.goto(kp.url + '/login.html');
 	await shoot(mobile, 'login-mobile');
-	gm.assertClean('the mobile login page');
+	await mobile.goto(kp.url + '/settings.html');
+	await mobile.waitForSelector('.settings tr[data-camera]', { timeout: 15000 });
+	await shoot(mobile, 'settings-mobile');
+	gm.assertClean('the mobile login and settings pages');
 
 	stop = g.allow(/401|Unauthorized/);
 	await Promise.all([page.waitForURL(/\/login\.html/, { timeout: 15000 }), page.click('text=Sign out')]);

@@ -21,10 +21,11 @@ export default async function () {
 	const auth = { headers: { Authorization: `Bearer ${s.token}` } };
 	await waitFor(async () => {
 		const to = Date.now() + 3600000;
-		const r = await fetch(`${s.kp.url}/api/v1/coverage?from=${to - 86400000}&to=${to}&bucket=3600000&limit=1`, auth);
+		const r = await fetch(`${s.kp.url}/api/v1/coverage?from=${to - 86400000}&to=${to}&bucket=3600000`, auth);
 		const j = await r.json();
-		return j.total_cameras >= N;
-	}, 60000, `${N} cameras recorded in /api/v1/coverage`);
+		const main = (c) => c.streams.find((x) => x.name === 'main');
+		return j.total_cameras >= N && j.cameras.every((c) => main(c).buckets.some((b) => b > 0));
+	}, 90000, `${N} cameras with main-stream recording in /api/v1/coverage`);
 
 	await page.goto(s.kp.url + '/recordings.html');
 	await page.waitForSelector('.cov tr[data-camera]', { timeout: 15000 });

@@ -76,9 +76,19 @@ export default async function () {
 
 	// Click in the middle of the newest recorded range: stored playback starts there.
 	const target = await page.$$eval('.tl [data-prim=range]', (rs) => { const r = rs[rs.length - 1].getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; });
+	await page.evaluate(() => {
+		const t = document.querySelector('.tl');
+		window.seekSeen = null;
+		new MutationObserver(() => {
+			if (t.classList.contains('tl-seeking') && !window.seekSeen)
+				window.seekSeen = +document.querySelector('.tl-handle').getAttribute('aria-valuenow');
+		}).observe(t, { attributes: true, subtree: true });
+	});
 	await page.mouse.click(target.x, target.y);
-	check(await page.$eval('.tl', (t) => t.classList.contains('tl-seeking')), 'the playhead jumps at once and shows it is seeking');
-	const seekAt = +(await page.getAttribute('.tl-handle', 'aria-valuenow'));
+	const seekAt = await page.evaluate(() => window.seekSeen);
+	const vs = await view(page);
+	const wantAt = vs.from + ((target.x - box.x) / box.w) * (vs.to - vs.from);
+	check(seekAt && Math.abs(seekAt - wantAt) < 2000, 'the playhead jumps at once to the click and shows it is seeking');
 	await page.waitForFunction(() => !document.querySelector('.tl').classList.contains('tl-seeking'), null, { timeout: 20000 });
 	check(true, 'a playback state message arrived (seeking ended)');
 	await waitFor(() => page.evaluate(() => { const x = document.querySelector('.player video'); return x.readyState >= 2 && x.videoWidth > 0 && x.currentTime > 0; }), 20000, 'the stored recording plays in the player');
@@ -86,6 +96,7 @@ export default async function () {
 	await page.waitForTimeout(2000);
 	const p2 = +(await page.getAttribute('.tl-handle', 'aria-valuenow'));
 	check(p2 > p1 && Math.abs(p1 - seekAt) < 15000, `the playhead follows playback (${new Date(p1).toISOString()} -> +${p2 - p1} ms)`);
+	await shoot(page, 'timeline-playback-desktop');
 
 	// Drag the playhead 60 px back and release: a seek to where it was dropped.
 	const h = await page.$eval('.tl-handle', (e) => { const r = e.getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; });
@@ -99,6 +110,16 @@ export default async function () {
 	const want = vv.from + ((h.x - 60 - box.x) / box.w) * (vv.to - vv.from);
 	check(Math.abs(dropped - want) < (vv.to - vv.from) / box.w * 3 + 1500, 'the playhead drags and seeks where it is dropped');
 	await page.waitForFunction(() => !document.querySelector('.tl').classList.contains('tl-seeking'), null, { timeout: 20000 });
+
+	// Keyboard: Home shows the day, + zooms in, arrows pan.
+	await page.focus('.tl');
+	await page.keyboard.press('Home');
+	let k = await view(page);
+	check(k.to - k.from === 86400000, 'Home shows the whole day');
+	await page.keyboard.press('+');
+	await page.keyboard.press('ArrowRight');
+	k = await view(page);
+	check(k.to - k.from === 43200000 && k.from > from, `+ zooms in and ArrowRight pans (${new Date(k.from).toISOString()})`);
 
 	// Filters: unchecking every type removes every marker.
 	for (const b of await page.$$('.tl-filters input'))

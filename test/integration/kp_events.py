@@ -2,6 +2,7 @@
 with one test camera and an admin token, and the three encodings of
 POST /api/v1/events (JSON, multipart/form-data, application/x-protobuf with the
 PublishEvent of proto/analysis.proto, encoded here by hand: stdlib only)."""
+import atexit
 import base64
 import json
 import os
@@ -34,6 +35,7 @@ def start(make, camera=True, codec="h264"):
     cam = None
     if camera:
         cam = TestCamera(work, CAMERA, codec, "baichuan", "aes")
+        atexit.register(cam.kill)  # also when the test fails before its own cam.kill()
         config += f'[camera "{CAMERA}"]\nurl = {cam.url()}\n'
     kp = make(config=config)
     kp.wait_running()

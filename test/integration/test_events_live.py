@@ -74,7 +74,8 @@ def events_of(msgs):
 
 def test(make):
     kp, tok, cam = E.start(make)
-    jpeg = noise_jpeg(os.path.join(tempfile.mkdtemp(prefix="kp-live-"), "noise.jpg"))
+    with tempfile.TemporaryDirectory(prefix="kp-live-") as tmp:
+        jpeg = noise_jpeg(os.path.join(tmp, "noise.jpg"))
     check(len(jpeg) > 300000, f"a large JPEG ({len(jpeg)} bytes)")
 
     active = connect(kp, tok)

@@ -4,6 +4,8 @@ Content-Length and as an attachment, that plays in ffprobe/ffmpeg with a duratio
 one GOP (1 s for the test camera) of 60 s; nothing recorded -> 404; bad parameters -> 400."""
 import json
 import os
+import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -57,6 +59,26 @@ def test(make):
     p = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-"], capture_output=True,
                        text=True)
     check(p.returncode == 0 and not p.stderr.strip(), f"ffmpeg decodes it without a message: {p.stderr[:500]}")
+    shutil.rmtree(os.path.dirname(path))
+
+    # Two exports at a time: a third waits for one of them to finish (503 + Retry-After).
+    path = f"/api/v1/export?camera={E.CAMERA}&stream=main&from={frm}&to={to}"
+    slow = []
+    for _ in range(2):
+        s = socket.create_connection(("127.0.0.1", kp.web_port))
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tok}\r\n\r\n".encode())
+        s.recv(1)  # the answer has begun; the rest is left unread
+        slow.append(s)
+    st, h, b = kp.http("GET", path, None, E.auth(tok))
+    check(st == 503 and E.error_of(b)[0] == "busy" and h.get("retry-after"),
+          f"a third concurrent export -> 503 busy with Retry-After ({st} {b[:200]!r})")
+    for s in slow:
+        s.close()
+
+    def served():
+        st, h, b = kp.http("GET", path, None, E.auth(tok), timeout=60)
+        return st == 200 and len(b) == len(body)
+    check(wait_for(served, 10.0, 0.2), "once they are gone, exports are served again")
 
     st, h, b = kp.http("GET", f"/api/v1/export?camera={E.CAMERA}&stream=main&from=1000&to=2000", None, E.auth(tok))
     check(st == 404 and E.error_of(b)[0] == "nothing_recorded", f"nothing recorded -> 404 ({st} {b!r})")

@@ -11,13 +11,20 @@ over real sockets against a running keeppeekd (demo cameras):
 - a client sending one byte of a request head every 10 s is cut 30 s after it connected;
 - a client that sends requests without reading the answers is cut once nothing could be
   written to it for 30 s (the write_timeout counter of /metrics counts it);
+- a WebSocket message of 65536 bytes is taken, one of 65537 bytes closes the socket with
+  1009 (also when it comes as two fragments);
+- 64 requests in progress (here: authenticated publications waiting for their body)
+  take every handler: the 65th request gets 503 with Retry-After, and is served again
+  once they are gone;
 - /metrics and /api/v1/cameras need authentication (401 {"code":"unauthenticated"});
 - after all of this /healthz still answers 200 in under a second."""
 import json
+import os
 import socket
 import threading
 import time
 
+import kp_ws
 from kp import check, run, wait_for
 
 MAX_CONN = 256
@@ -180,6 +187,66 @@ def test(make):
     check(st == 401, f"POST /delete of 16384 bytes passes the size check (401 without credentials: {st})")
     st, body = post_delete(DELETE_MAX + 1)
     check(st == 413 and json.loads(body)["code"] == "body_too_large", f"POST /delete of 16385 bytes gets 413 ({st})")
+
+    # ---- handlers: 64 requests in progress ----
+    waiting = []
+    for _ in range(64):
+        w = socket.create_connection(("127.0.0.1", k.web_port), timeout=10)
+        w.sendall(b"POST /api/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token.encode() +
+                  b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+        waiting.append(w)
+    time.sleep(0.5)
+    st, hdrs, body = k.http("GET", "/healthz")
+    check(st == 503 and hdrs.get("retry-after") == "1" and json.loads(body)["code"] == "busy",
+          f"with 64 requests in progress the 65th gets 503 with Retry-After ({st})")
+    for w in waiting:
+        w.close()
+    check(wait_for(lambda: k.http("GET", "/healthz")[0] == 200, 5, 0.1), "once they are gone it is served again")
+
+    # ---- WebSocket message ceiling ----
+    def ws_after(frames):
+        """Sends masked frames (opcode, fin, payload) and a ping; the first pong or close."""
+        ws = kp_ws.connect("127.0.0.1", k.web_port, "/api/v1/live", {"Authorization": "Bearer " + token})
+        s = ws.sock
+        buf = bytearray(ws.buf)
+        try:
+            for opcode, fin, payload in frames + [(9, True, b"still there?")]:
+                n = len(payload)
+                head = bytes([(0x80 if fin else 0) | opcode])
+                head += bytes([0x80 | n]) if n < 126 else (bytes([0x80 | 126]) + n.to_bytes(2, "big") if n < 65536
+                                                          else bytes([0x80 | 127]) + n.to_bytes(8, "big"))
+                mask = os.urandom(4)
+                s.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+            s.settimeout(5)
+            while True:
+                while len(buf) < 2 or len(buf) < 2 + (buf[1] & 0x7f if buf[1] & 0x7f < 126 else 0):
+                    d = s.recv(65536)
+                    if not d:
+                        return "eof", None
+                    buf += d
+                op, n = buf[0] & 0x0f, buf[1] & 0x7f
+                h = 2
+                if n == 126:
+                    while len(buf) < 4:
+                        buf += s.recv(65536)
+                    n, h = int.from_bytes(buf[2:4], "big"), 4
+                while len(buf) < h + n:
+                    buf += s.recv(65536)
+                payload, buf = bytes(buf[h:h + n]), buf[h + n:]
+                if op == 10:
+                    return "pong", payload
+                if op == 8:
+                    return "close", int.from_bytes(payload[:2], "big")
+        except (OSError, socket.timeout) as e:
+            return "error", str(e)
+        finally:
+            s.close()
+    kind, data = ws_after([(2, True, b"x" * 65536)])
+    check(kind == "pong", f"a WebSocket message of 65536 bytes is taken ({kind} {data})")
+    kind, data = ws_after([(2, True, b"x" * 65537)])
+    check(kind == "close" and data == 1009, f"a WebSocket message of 65537 bytes: closed 1009 ({kind} {data})")
+    kind, data = ws_after([(2, False, b"x" * 40000), (0, True, b"x" * 25537)])
+    check(kind == "close" and data == 1009, f"65537 bytes in two fragments: closed 1009 ({kind} {data})")
 
     # ---- authentication needed ----
     for path in ("/metrics", "/api/v1/cameras"):

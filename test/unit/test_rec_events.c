@@ -4,6 +4,7 @@
  * delete jobs on the commit path with their JPEG files, event->keyframe links against a
  * recorded fixture, input checks (ids, times, JPEG headers, cursors) and thumbnails. */
 #include <errno.h>
+#include <lmdb.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,10 @@
 #include <unistd.h>
 
 #include "catalog_events.h"
+#include "check.h"
 #include "catalog_keys.h"
 #include "event_check.h"
+#include "event_sweep.h"
 #include "event_terms.h"
 #include "jobs.h"
 #include "keyframe.h"
@@ -62,6 +65,8 @@ static int put(struct rec_setup *rs, uint32_t cam, const kp_EventRecord *e)
 	return r;
 }
 
+static uint32_t max_candidates; /* 0: the default */
+
 /* Runs a search and returns the ids in answer order, space-separated, and the cursor. */
 static void run_search(struct rec_setup *rs, const kp_EventSearch *s, char *ids, size_t cap, char *cursor)
 {
@@ -72,6 +77,8 @@ static void run_search(struct rec_setup *rs, const kp_EventSearch *s, char *ids,
 	jb_init(&b, 1 << 20);
 	CHECK_EQ(cat_begin(rs->cat, 0, &t), 0);
 	CHECK_EQ(rec_search_prepare(t, s, &q, why, sizeof why), 0);
+	if (max_candidates)
+		q.max_candidates = max_candidates;
 	CHECK_EQ(rec_search(t, &q, &b), 0);
 	cat_abort(t);
 	ids[0] = '\0';
@@ -246,6 +253,15 @@ static void test_search(void)
 	run_search(&rs, &s, ids, sizeof ids, cur);
 	CHECK(!strcmp(ids, "e03 e00"));
 	CHECK_EQ(cur[0], '\0');
+	/* More candidates than the term path takes: the time index gives the same pages. */
+	max_candidates = 3;
+	s.cursor[0] = '\0';
+	run_search(&rs, &s, ids, sizeof ids, cur);
+	CHECK(!strcmp(ids, "e27 e24 e21 e18"));
+	snprintf(s.cursor, sizeof s.cursor, "%s", cur);
+	run_search(&rs, &s, ids, sizeof ids, cur);
+	CHECK(!strcmp(ids, "e15 e12 e09 e06"));
+	max_candidates = 0;
 	s = (kp_EventSearch)kp_EventSearch_init_zero;
 	snprintf(s.q, sizeof s.q, "volvo driver");
 	run_search(&rs, &s, ids, sizeof ids, cur);
@@ -455,6 +471,38 @@ static void test_jobs_and_links(void)
 	struct rec_keyframe k;
 	CHECK_EQ(rec_keyframe_find_event(rs.cat, "early", 0, &k), -ENOENT);
 
+	/* keeppeekctl check: clean; a JPEG gone is a problem; repair keeps the event without
+	 * its JPEG, and the check is clean again. */
+	struct rec_check_opts co = {0};
+	struct rec_check_result cr;
+	CHECK_EQ(rec_check(rs.cat, rs.dirfd, &co, &cr), 0);
+	CHECK_EQ(cr.problems, 0);
+	CHECK_EQ(cr.events, 2);
+	char moved[CAT_PATH_MAX + 8];
+	snprintf(moved, sizeof moved, "%s.away", p2);
+	CHECK_EQ(renameat(rs.dirfd, p2, rs.dirfd, moved), 0);
+	CHECK_EQ(rec_check(rs.cat, rs.dirfd, &co, &cr), 0);
+	CHECK_EQ(cr.problems, 1);
+	co.repair = 1;
+	CHECK_EQ(rec_check(rs.cat, rs.dirfd, &co, &cr), 0);
+	CHECK_EQ(cr.repaired, 1);
+	CHECK_EQ(cr.remaining, 0);
+	CHECK_EQ(cat_begin(rs.cat, 0, &t), 0);
+	struct cat_event_row er;
+	CHECK_EQ(cat_event_get(t, "pub.1", &er, NULL), 0);
+	CHECK_EQ(er.jpeg_len, 0);
+	CHECK_EQ(er.revision, 2);
+	cat_abort(t);
+	CHECK_EQ(renameat(rs.dirfd, moved, rs.dirfd, p2), 0); /* an orphan now: the sweep's */
+	e = mk("pub.1", 3, "cam", T0 + 2300, "person", NULL);
+	a = job(rs.camera_id, &e, jpeg, len);
+	rec_jobs_run(rs.cat, rs.dirfd, a);
+	CHECK_EQ(a->status, 200);
+	free_list(a);
+	char p3[CAT_PATH_MAX];
+	rec_event_jpeg_path("pub.1", 3, p3, sizeof p3);
+	CHECK(exists(&rs, p3));
+
 	/* Delete: one event (its JPEG goes), one recording, unknown ids listed. */
 	struct cat_recording rec;
 	CHECK_EQ(cat_begin(rs.cat, 0, &t), 0);
@@ -475,7 +523,7 @@ static void test_jobs_and_links(void)
 		CHECK(!strcmp(a->body, "{\"deleted_recordings\":1,\"deleted_events\":1,\"missing_recordings\":[999],"
 				       "\"missing_events\":[\"nope\"],\"busy_recordings\":[]}"));
 	free_list(a);
-	CHECK(!exists(&rs, p2));
+	CHECK(!exists(&rs, p3));
 	CHECK(!exists(&rs, rec.path));
 	CHECK_EQ(cat_begin(rs.cat, 0, &t), 0);
 	CHECK_EQ(cat_get_recording(t, 1, &rec), -ENOENT);
@@ -618,6 +666,24 @@ static void test_event_retention(void)
 	char old_path[CAT_PATH_MAX];
 	rec_event_jpeg_path("old", 1, old_path, sizeof old_path);
 	CHECK(exists(&rs, old_path));
+	/* Start-up sweep: a JPEG no row names (a crash before its commit) and a stale
+	 * thumbnail go; the stored revision's JPEG stays. */
+	char ghost[CAT_PATH_MAX], stale[CAT_PATH_MAX], keep[CAT_PATH_MAX];
+	rec_event_jpeg_path("ghost", 1, ghost, sizeof ghost);
+	rec_event_thumb_path("new", 7, stale, sizeof stale);
+	rec_event_jpeg_path("new", 1, keep, sizeof keep);
+	char dir[CAT_PATH_MAX];
+	snprintf(dir, sizeof dir, "%.9s", ghost);
+	mkdirat(rs.dirfd, dir, 0750);
+	snprintf(dir, sizeof dir, "%.9s", stale);
+	mkdirat(rs.dirfd, dir, 0750);
+	close(openat(rs.dirfd, ghost, O_WRONLY | O_CREAT, 0600));
+	close(openat(rs.dirfd, stale, O_WRONLY | O_CREAT, 0600));
+	struct rec_sweep_result sw;
+	CHECK_EQ(rec_events_sweep(rs.cat, rs.dirfd, &sw), 0);
+	CHECK_EQ(sw.files_removed, 2);
+	CHECK(!exists(&rs, ghost) && !exists(&rs, stale) && exists(&rs, keep) && exists(&rs, old_path));
+
 	struct rec_retention_policy p = {.now_ms = now, .events = 1};
 	struct rec_retention_result res;
 	CHECK_EQ(rec_retention_run(rs.cat, rs.dirfd, &p, &res), 0);
@@ -674,6 +740,48 @@ static void test_record_events(void)
 	rec_setup_close(&rs);
 }
 
+/* A version 1 catalog (camera alarms keyed by number) opens as version 2 with its old
+ * event rows gone and everything else kept. */
+static void test_migration(void)
+{
+	struct rec_setup rs;
+	CHECK_EQ(rec_setup_open(&rs, "cam"), 0);
+	rec_commit_free(rs.env.commit);
+	rs.env.commit = NULL;
+	cat_close(rs.cat);
+	char dir[300];
+	snprintf(dir, sizeof dir, "%s/catalog", rs.dir);
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi meta, events;
+	CHECK_EQ(mdb_env_create(&env), 0);
+	CHECK_EQ(mdb_env_set_maxdbs(env, 16), 0);
+	CHECK_EQ(mdb_env_open(env, dir, 0, 0600), 0);
+	CHECK_EQ(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	CHECK_EQ(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+	CHECK_EQ(mdb_dbi_open(txn, "events", 0, &events), 0);
+	uint64_t one = 1;
+	uint8_t old_key[8] = {0, 0, 0, 0, 0, 0, 0, 1}, old_val[168] = {0};
+	MDB_val k = {7, "version"}, v = {sizeof one, &one}, ek = {8, old_key}, ev = {sizeof old_val, old_val};
+	CHECK_EQ(mdb_put(txn, meta, &k, &v, 0), 0);
+	CHECK_EQ(mdb_put(txn, events, &ek, &ev, 0), 0);
+	CHECK_EQ(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+
+	CHECK_EQ(cat_open(dir, 1ull << 30, &rs.cat), 0);
+	struct cat_txn *t;
+	uint64_t n = 99;
+	uint32_t id;
+	CHECK_EQ(cat_begin(rs.cat, 0, &t), 0);
+	CHECK_EQ(cat_event_count(t, &n), 0);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(cat_camera_lookup(t, "cam", &id, NULL), 0);
+	CHECK_EQ(id, rs.camera_id);
+	cat_abort(t);
+	CHECK_EQ(rec_commit_new(rs.cat, rs.dirfd, &rs.env.commit), 0);
+	rec_setup_close(&rs);
+}
+
 int main(void)
 {
 	if (fixture_load("main.h264", &fx[0]) < 0 || fixture_load("sub.h265", &fx[1]) < 0)
@@ -688,6 +796,7 @@ int main(void)
 	RUN(test_media);
 	RUN(test_event_retention);
 	RUN(test_record_events);
+	RUN(test_migration);
 	fixture_free(&fx[0]);
 	fixture_free(&fx[1]);
 	return TEST_EXIT();

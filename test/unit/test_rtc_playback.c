@@ -1,26 +1,29 @@
 /* Stored playback end to end over real IPC, without a browser: this program forks a
  * worker built like rtcd (common/worker.c runtime, rtcd's confinement: seccomp NET, no
  * file system) that runs playback.c, while the parent plays its supervisor and its
- * recorderd, answering MediaOpen with MediaPiece frames and the descriptors of a real
- * recording (fixture sub.h264, 12 s, a new file every second). The worker's script checks:
- * opening at 3.5 s starts at the keyframe at 3 s with SPS/PPS; frames follow 40 ms apart
- * in recorded order across files and across answers (a cursor
- * queues the pieces of at most 3 files and asks for the rest later); pause stops them and play resumes where it
- * stopped; a seek to 8.2 s resumes at the keyframe at 8 s; 8x hands out keyframes only
- * and the cursor reports it ended after the last one; a server holds 1,024 cursors and
- * refuses the 1,025th with EMFILE; a cursor whose request recorderd leaves unanswered
- * reports an error after 10 s. */
+ * recorderd, answering MediaOpen with recorderd's own span logic (recorderd/media.c) as
+ * MediaPiece frames with the descriptors of a real recording (fixture sub.h264, 12 s, a
+ * new file every second). The worker's script checks: opening at 3.5 s starts at the
+ * keyframe at 3 s with SPS/PPS; frames follow 40 ms apart in recorded order across files
+ * and across answers (a cursor queues the pieces of at most 3 files and asks for the
+ * rest later); pause stops them and play resumes where it stopped; a seek to 8.2 s
+ * resumes at the keyframe at 8 s; 8x hands out keyframes only and the cursor reports it
+ * ended after the last one; a server holds 1,024 cursors and refuses the 1,025th with
+ * EMFILE; a cursor whose request recorderd leaves unanswered reports an error after 10
+ * s. */
 #include <errno.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "../../rtcd/media.h"
+#include "catalog_keys.h"
 #include "ipc.h"
 #include "kp_limits.h"
-#include "media.h"
 #include "sandbox.h"
 #include "test.h"
 #include "test_rtc_playback_fixture.h"
 #include "worker.h"
+#include "../../recorderd/media.h" /* recorderd's span logic (both are media.h) */
 
 static struct recorded rec;
 
@@ -43,6 +46,7 @@ static struct {
 	struct rtc_cursor *silent;
 	uint64_t silent_ns;
 	bool script_done;
+	unsigned base_fds;
 } ws;
 
 static int64_t at(int64_t ms)
@@ -55,12 +59,31 @@ static bool starts_with_sps(const struct rtc_au *au)
 	return au->len > 5 && !memcmp(au->data, "\0\0\0\1", 4) && (au->data[4] & 0x1f) == 7;
 }
 
+/* Open descriptors (Landlock hides /proc: probe them). */
+static unsigned count_fds(void)
+{
+	unsigned n = 0;
+	for (int fd = 0; fd < 4096; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+static void exit_worker(uv_timer_t *t)
+{
+	(void)t;
+	/* Every recording descriptor received was closed: kept ones with their cursors,
+	 * the others (late answers to closed cursors) by the link. */
+	CHECK_EQ(count_fds(), ws.base_fds);
+	fprintf(stderr, "worker: %u access units handed out; %u descriptors open at the end, %u before\n", ws.aus,
+		count_fds(), ws.base_fds);
+	exit(TEST_EXIT());
+}
+
 static void finish(void)
 {
 	if (ws.silent)
-		return; /* the unanswered cursor has not failed yet */
-	fprintf(stderr, "worker: %u access units handed out\n", ws.aus);
-	exit(TEST_EXIT());
+		return;                                 /* the unanswered cursor has not failed yet */
+	uv_timer_start(&ws.timer, exit_worker, 500, 0); /* late answers arrive meanwhile */
 }
 
 static void open_many(uv_timer_t *t);
@@ -198,6 +221,7 @@ static void on_timeout(uv_timer_t *t)
 	(void)t;
 	fprintf(stderr, "worker: script stuck in phase %d after %u access units\n", ws.phase, ws.aus);
 	CHECK(0);
+	ws.silent = NULL;
 	finish();
 }
 
@@ -225,6 +249,7 @@ static void worker_configured(struct kp_worker *w, uint32_t generation)
 	uv_timer_start(&deadline, on_timeout, 60000, 0);
 	ws.c = rtc_cursor_open(w, "cam-1", 0, at(3500), on_au, on_state, NULL);
 	CHECK(ws.c != NULL);
+	ws.base_fds = count_fds(); /* the loop's, the links' */
 	ws.silent_ns = uv_hrtime();
 	ws.silent = rtc_cursor_open(w, "silent-cam", 0, at(0), on_au, on_silent_state, NULL);
 	CHECK(ws.silent != NULL);
@@ -256,33 +281,35 @@ static const struct kp_worker_def worker_def = {
 static struct kp_ipc *sup, *peer;
 static unsigned opens;
 
-static void send_piece(const kp_MediaOpen *m, unsigned *index, unsigned file, bool init, unsigned frag, bool done)
+static void send_piece(const kp_MediaOpen *m, const struct rec_span *sp, unsigned i)
 {
+	const struct rec_piece *p = &sp->p[i];
+	unsigned file = 0;
+	while (file < rec.nfiles && rec.files[file].id != sp->recs[p->rec].id)
+		file++;
+	CHECK(file < rec.nfiles);
+	if (file == rec.nfiles)
+		return;
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = kp_Envelope_media_piece_tag;
-	kp_MediaPiece *p = &env.msg.media_piece;
-	p->id = m->id;
-	p->index = (*index)++;
-	p->done = done;
-	p->status = 200;
-	p->recording_id = rec.files[file].id;
-	p->init = init;
-	p->codec = kp_Codec_CODEC_H264;
-	p->width = 640;
-	p->height = 360;
-	if (init) {
-		p->length = rec.files[file].init_len;
-	} else {
-		const struct cat_fragment *f = &rec.frags[frag];
-		p->offset = f->offset;
-		p->length = f->length;
-		p->start_ms = f->start_ms;
-		p->duration_ms = (uint32_t)(f->end_ms - f->start_ms);
-	}
+	kp_MediaPiece *mp = &env.msg.media_piece;
+	mp->id = m->id;
+	mp->index = i;
+	mp->done = i + 1 == sp->n;
+	mp->status = 200;
+	mp->recording_id = sp->recs[p->rec].id;
+	mp->init = p->init;
+	mp->offset = p->off;
+	mp->length = p->len;
+	mp->start_ms = p->start_ms;
+	mp->duration_ms = (uint32_t)(p->end_ms - p->start_ms);
+	mp->codec = kp_Codec_CODEC_H264;
+	mp->width = 640;
+	mp->height = 360;
 	CHECK_EQ(kp_ipc_send(peer, &env, NULL, 0, &rec.files[file].fd, 1), 0);
 }
 
-/* What recorderd answers: from the keyframe (fragment) at or before from_ms to to_ms. */
+/* recorderd's answer, from its own span logic (recorderd/media.c) over the catalog. */
 static void answer(const kp_MediaOpen *m)
 {
 	CHECK(!m->for_export);
@@ -290,31 +317,28 @@ static void answer(const kp_MediaOpen *m)
 		return; /* a recorderd that never answers */
 	opens++;
 	CHECK(!strcmp(m->camera, "cam-1"));
-	int first = -1;
-	for (unsigned i = 0; i < rec.nfrags; i++)
-		if (rec.frags[i].start_ms <= m->from_ms || (first < 0 && rec.frags[i].end_ms > m->from_ms))
-			first = (int)i;
-	unsigned last = first < 0 ? 0 : (unsigned)first;
-	while (first >= 0 && last + 1 < rec.nfrags && (!m->to_ms || rec.frags[last + 1].start_ms < m->to_ms))
-		last++;
-	if (first < 0 || (m->to_ms && rec.frags[first].start_ms >= m->to_ms) || rec.frags[first].end_ms <= m->from_ms) {
+	static struct rec_span sp;
+	memset(&sp, 0, sizeof sp);
+	struct cat_txn *t;
+	int r = cat_begin(rec.rs.cat, 0, &t);
+	CHECK_EQ(r, 0);
+	if (r == 0) {
+		r = rec_media_span(t, cat_stream_id(rec.rs.camera_id, m->stream), m->from_ms, m->to_ms, 0, &sp);
+		cat_abort(t);
+	}
+	if (r < 0) {
+		CHECK_EQ(r, -ENOENT);
 		kp_Envelope env = kp_Envelope_init_zero;
 		env.which_msg = kp_Envelope_media_piece_tag;
 		env.msg.media_piece.id = m->id;
 		env.msg.media_piece.done = true;
 		env.msg.media_piece.status = 404;
-		snprintf(env.msg.media_piece.error_code, sizeof env.msg.media_piece.error_code, "not_recorded");
+		snprintf(env.msg.media_piece.error_code, sizeof env.msg.media_piece.error_code, "nothing_recorded");
 		CHECK_EQ(kp_ipc_send(peer, &env, NULL, 0, NULL, 0), 0);
 		return;
 	}
-	unsigned index = 0, file = REC_MAX_FILES;
-	for (unsigned i = (unsigned)first; i <= last; i++) {
-		if (rec.frag_file[i] != file) {
-			file = rec.frag_file[i];
-			send_piece(m, &index, file, true, 0, false);
-		}
-		send_piece(m, &index, file, false, i, i == last);
-	}
+	for (unsigned i = 0; i < sp.n; i++)
+		send_piece(m, &sp, i);
 }
 
 static void on_peer(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)

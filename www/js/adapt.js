@@ -102,7 +102,10 @@ export async function cameras() {
 	return (j.cameras || []).map((c) => ({
 		name: c.name,
 		state: c.state,
-		streams: (c.streams || []).map((s) => ({ name: s.name, codec: s.codec, width: s.width, height: s.height, state: s.state })),
+		streams: (c.streams || []).map((s) => ({
+			name: s.name, codec: s.codec, width: s.width, height: s.height, state: s.state, fps: s.fps,
+			frames: s.frames, bytes: s.bytes, reconnects: s.reconnects, recording: s.recording ? s.recording.state : '',
+		})),
 	}));
 }
 

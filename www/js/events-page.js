@@ -101,7 +101,7 @@ let detailView = null;
 function openDetail(ev) {
 	const d = ui.dialog;
 	const video = el('video', { autoplay: true, muted: true, playsinline: true, controls: false });
-	const state = el('p', { class: 'who', role: 'status', text: 'Connecting to the recording…' });
+	const state = el('span', { class: 'pos', role: 'status', text: 'Connecting to the recording…' });
 	const attrs = el('dl', {},
 		el('dt', { text: 'Camera' }), el('dd', { text: `${ev.camera} (${ev.stream})` }),
 		el('dt', { text: 'Time' }), el('dd', { text: `${dateTime(ev.start)}${ev.end > ev.start ? ` · ${duration(ev.end - ev.start)}` : ''}` }),
@@ -111,7 +111,7 @@ function openDetail(ev) {
 	d.replaceChildren(
 		el('div', { class: 'detail-head' },
 			el('h2', { text: `${ev.label} · ${ev.camera}` }),
-			el('a', { class: 'btn', href: `/timeline.html?camera=${encodeURIComponent(ev.camera)}&day=${ymd(ev.start)}`, text: 'Timeline' }),
+			el('a', { class: 'btn', href: `/timeline.html?camera=${encodeURIComponent(ev.camera)}&day=${ymd(ev.start)}&t=${ev.start}`, text: 'Timeline' }),
 			el('button', { class: 'btn', type: 'button', text: 'Close', onclick: () => d.close() })),
 		el('div', { class: 'detail-body' },
 			ev.hasJpeg ? el('img', { src: snapshotUrl(ev.id), alt: `Snapshot of ${ev.label} on ${ev.camera}` }) : el('p', { class: 'notice', text: 'This event has no picture.' }),
@@ -128,7 +128,7 @@ function openDetail(ev) {
 			state.textContent = s === 'live' ? 'Recording' : text;
 		},
 		onState: (s) => {
-			if (Number.isFinite(s.position_ms))
+			if (s.position_ms > 0)
 				state.textContent = `${dateTime(s.position_ms)}${s.ended ? ' · end of recording' : ''}`;
 		},
 	});

@@ -42,7 +42,6 @@ function tile(cam, streamName) {
 		role: 'button',
 		tabindex: '0',
 		'data-camera': cam.name,
-		'aria-label': `${cam.name}, ${streamName} stream. ${enlarged ? 'Press Escape to return to the grid' : 'Activate to enlarge'}`,
 	}, video, el('div', { class: 'ov top' }, el('span', { class: 'name', text: cam.name }), badge), msg, fallback, el('div', { class: 'ov bottom' }, clock, el('span', { style: 'flex:1' }), info));
 	const toggle = () => {
 		enlarged = enlarged ? null : cam.name;
@@ -81,8 +80,8 @@ function tile(cam, streamName) {
 }
 
 function render() {
-	for (const t of tiles)
-		t.view.close();
+	// Tiles that stay (same camera and stream) keep their connection.
+	const old = new Map(tiles.map((t) => [t.key, t]));
 	tiles = [];
 	const per = cols * cols;
 	const pages = Math.max(1, Math.ceil(cams.length / per));
@@ -128,10 +127,15 @@ function render() {
 
 	const grid = el('div', { class: 'grid', style: `--cols:${enlarged ? 1 : cols}` });
 	for (const c of shown) {
-		const t = tile(c, streamName);
+		const key = `${c.name}\n${streamName}`;
+		const t = old.get(key) || { ...tile(c, streamName), key };
+		old.delete(key);
+		t.node.setAttribute('aria-label', `${c.name}, ${streamName} stream. ${enlarged ? 'Press Escape to return to the grid' : 'Activate to enlarge'}`);
 		tiles.push(t);
 		grid.append(t.node);
 	}
+	for (const t of old.values())
+		t.view.close();
 	main.replaceChildren(bar, cams.length ? grid : el('p', { class: 'empty', text: 'No cameras are configured.' }));
 	if (enlarged && tiles[0])
 		tiles[0].node.focus();

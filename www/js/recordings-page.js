@@ -28,7 +28,7 @@ function strip(s, name, now) {
 			span += len;
 			rec += Math.min(b.covered, len);
 			const f = b.covered / len;
-			if (f <= 0.001) {
+			if (b.covered <= 0) {
 				c.classList.add('gap');
 				gaps++;
 			} else if (f < 0.99) {

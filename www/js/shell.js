@@ -8,6 +8,7 @@ const PAGES = [
 	['timeline', '/timeline.html', 'Timeline'],
 	['events', '/events.html', 'Events'],
 	['recordings', '/recordings.html', 'Recordings'],
+	['settings', '/settings.html', 'Settings'],
 ];
 
 export async function startShell(page) {

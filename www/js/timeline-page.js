@@ -1,4 +1,4 @@
-// Timeline page: one camera and one day. Loads coverage ranges and the day's events,
+// Timeline page: one camera and one day (?camera=&day=YYYY-MM-DD[&t=MS]). Loads coverage ranges and the day's events,
 // mounts the timeline component (horizontal on desktop, vertical on phones), and plays
 // stored recordings over WebRTC from wherever the user seeks, the playhead following
 // the server's state messages.
@@ -6,7 +6,7 @@ import { startShell, showError } from './shell.js';
 import { cameras as listCameras, coverage, allEvents } from './adapt.js';
 import { createTimeline } from './timeline.js';
 import { RtcView } from './rtc.js';
-import { el, dateTime, ymd, parseDay, localDayStart, DAY, HOUR } from './format.js';
+import { el, dateTime, ymd, parseDay, localDayStart, DAY, HOUR, MIN } from './format.js';
 
 const main = document.getElementById('app');
 const params = new URLSearchParams(location.search);
@@ -14,11 +14,14 @@ const narrow = matchMedia('(max-width: 720px)');
 let cams = [];
 let camera = params.get('camera') || '';
 let day = parseDay(params.get('day'));
+let focusAt = +(params.get('t') || NaN);
 let data = { segments: [], events: [] };
 let tl = null;
 let view = null;
 let filter = null;
 let ui = {};
+let seekTarget = null;
+const SEEK_NEAR_MS = 30000;
 
 const LABEL_COLORS = { person: '--ev-person', vehicle: '--ev-vehicle', car: '--ev-vehicle', animal: '--ev-animal', dog: '--ev-animal', cat: '--ev-animal', motion: '--ev-motion' };
 
@@ -55,6 +58,7 @@ function stopPlayback() {
 }
 
 function seek(ms) {
+	seekTarget = { at: ms, t: performance.now() };
 	ui.empty.hidden = true;
 	status(`Seeking to ${dateTime(ms)}…`);
 	if (view) {
@@ -74,8 +78,13 @@ function seek(ms) {
 				status(text);
 		},
 		onState(s) {
-			if (!Number.isFinite(s.position_ms))
+			if (!(s.position_ms > 0))
 				return;
+			// Until the server reports a position near the seek target (or 5 s passed),
+			// states describe the old position: the playhead stays where the user put it.
+			if (seekTarget !== null && Math.abs(s.position_ms - seekTarget.at) > SEEK_NEAR_MS && performance.now() - seekTarget.t < 5000 && !s.ended)
+				return;
+			seekTarget = null;
 			tl.setPlayhead(s.position_ms);
 			ui.play.disabled = false;
 			ui.play.textContent = s.playing ? 'Pause' : 'Play';
@@ -143,6 +152,12 @@ async function load() {
 	filter = null;
 	mountTimeline();
 	renderFilters();
+	// ?t=MS (from an event): show the half hour around it with the playhead there.
+	if (focusAt >= day && focusAt < day + DAY) {
+		tl.setView(focusAt - 15 * MIN, focusAt + 15 * MIN);
+		tl.setPlayhead(focusAt);
+		focusAt = NaN;
+	}
 	const recorded = data.segments.reduce((n, s) => n + Math.max(0, Math.min(s[1], day + DAY) - Math.max(s[0], day)), 0);
 	status(`${data.events.length} events · ${Math.round((recorded / DAY) * 100)} % recorded · click the timeline to play`);
 }
@@ -220,7 +235,7 @@ try {
 		if (!cams.some((c) => c.name === camera))
 			camera = cams[0].name;
 		if (!Number.isFinite(day))
-			day = localDayStart(Date.now());
+			day = localDayStart(Number.isFinite(focusAt) ? focusAt : Date.now());
 		build();
 		await load();
 	}

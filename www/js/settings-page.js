@@ -1,0 +1,57 @@
+// Settings page: the configured cameras and their streams as the server sees them
+// (state, codec, resolution, frame rate, counters, recording state), refreshed every
+// 5 s. The configuration plan/apply flow (SPEC section 10) needs a webd route that does
+// not exist yet.
+import { startShell, showError } from './shell.js';
+import { cameras as listCameras } from './adapt.js';
+import { el } from './format.js';
+
+const main = document.getElementById('app');
+const STATE = { streaming: 'live', connecting: 'connecting', 'auth-failed': 'error', failed: 'error', stopped: 'offline' };
+
+function bytes(n) {
+	if (!Number.isFinite(n))
+		return '—';
+	const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+	let i = 0;
+	for (; n >= 1024 && i < u.length - 1; i++)
+		n /= 1024;
+	return `${n.toFixed(i ? 1 : 0)} ${u[i]}`;
+}
+
+function table(cams) {
+	const t = el('table', {});
+	t.append(el('tr', {}, ...['Camera', 'Stream', 'State', 'Codec', 'Resolution', 'Frame rate', 'Frames', 'Received', 'Reconnects', 'Recording'].map((h) => el('th', { scope: 'col', text: h }))));
+	for (const c of cams)
+		for (const [i, s] of c.streams.entries())
+			t.append(el('tr', { 'data-camera': c.name },
+				i === 0 ? el('th', { scope: 'row', rowspan: String(c.streams.length) }, el('a', { href: `/timeline.html?camera=${encodeURIComponent(c.name)}`, text: c.name })) : null,
+				el('td', { text: s.name }),
+				el('td', {}, el('span', { class: 'badge', 'data-state': STATE[s.state] || 'offline', text: s.state || '—' })),
+				el('td', { text: (s.codec || '—').toUpperCase() }),
+				el('td', { text: s.width ? `${s.width}×${s.height}` : '—' }),
+				el('td', { class: 'num', text: Number.isFinite(s.fps) ? s.fps.toFixed(1) : '—' }),
+				el('td', { class: 'num', text: Number.isFinite(s.frames) ? s.frames.toLocaleString() : '—' }),
+				el('td', { class: 'num', text: bytes(s.bytes) }),
+				el('td', { class: 'num', text: String(s.reconnects ?? '—') }),
+				el('td', { text: s.recording || '—' })));
+	return t;
+}
+
+async function refresh(box) {
+	const cams = await listCameras();
+	box.replaceChildren(cams.length ? table(cams) : el('p', { class: 'empty', text: 'No cameras are configured.' }));
+}
+
+try {
+	await startShell('settings');
+	const box = el('div', { class: 'cov settings' });
+	main.replaceChildren(
+		el('div', { class: 'toolbar' }, el('h1', { text: 'Cameras' })),
+		el('div', { class: 'card' }, box),
+		el('p', { class: 'notice', text: 'Cameras are configured in keeppeek.conf; keeppeekctl config plan and config apply change several cameras at once.' }));
+	await refresh(box);
+	setInterval(() => refresh(box).catch((err) => showError(box, err)), 5000);
+} catch (err) {
+	showError(main, err);
+}
