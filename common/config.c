@@ -3,6 +3,7 @@
  * redacted rendering used by logs and `keeppeekctl config show`. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
@@ -221,6 +222,32 @@ static int valid_hostport(const char *s)
 	return *end == '\0' && colon[1] && port > 0 && port < 65536;
 }
 
+/* [rtc] addresses: at most 8 IPv4/IPv6 literals separated by commas (the worker
+ * message carries 512 bytes). */
+static int check_addresses(struct parse_ctx *p, const char *v)
+{
+	char copy[KP_CONF_STR];
+	snprintf(copy, sizeof copy, "%s", v);
+	if (strlen(v) >= 512) {
+		add_error(p, p->line, "addresses is longer than 511 characters");
+		return -1;
+	}
+	char *save = NULL;
+	unsigned n = 0;
+	for (char *ip = strtok_r(copy, ", ", &save); ip; ip = strtok_r(NULL, ", ", &save)) {
+		unsigned char buf[sizeof(struct in6_addr)];
+		if (inet_pton(AF_INET, ip, buf) != 1 && inet_pton(AF_INET6, ip, buf) != 1) {
+			add_error(p, p->line, "addresses: '%s' is not an IPv4 or IPv6 address", ip);
+			return -1;
+		}
+		if (++n > 8) {
+			add_error(p, p->line, "addresses: more than 8 addresses");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int kp_config_check_listen(const char *v, char *bad, size_t badlen)
 {
 	char copy[KP_CONF_STR];
@@ -434,7 +461,7 @@ static int handler(void *user, const char *section, const char *key, const char 
 	    {"keeppeek", "data_dir", &cfg->data_dir},  {"keeppeek", "run_dir", &cfg->run_dir},
 	    {"keeppeek", "user", &cfg->user},          {"web", "listen", &cfg->listen},
 	    {"web", "tls_cert", &cfg->tls_cert},       {"web", "tls_key", &cfg->tls_key},
-	    {"rtc", "stun_server", &cfg->stun_server},
+	    {"rtc", "stun_server", &cfg->stun_server}, {"rtc", "addresses", &cfg->rtc_addresses},
 	};
 	static const char *const sections[] = {"keeppeek", "web", "rtc", "retention"};
 	int known_section = 0;
@@ -461,6 +488,8 @@ static int handler(void *user, const char *section, const char *key, const char 
 			add_error(p, p->line, "stun_server must be HOST:PORT");
 			return 0;
 		}
+		if (strings[i].str == &cfg->rtc_addresses && check_addresses(p, cfg->rtc_addresses.val) < 0)
+			return 0;
 		if (strings[i].str == &cfg->user && !cfg->user.val[0]) {
 			add_error(p, p->line, "user must not be empty");
 			return 0;
@@ -603,13 +632,14 @@ int kp_config_render(const struct kp_config *cfg, char *buf, size_t len)
 	int n = snprintf(buf, len,
 			 "[keeppeek]\ndata_dir = %s\nrun_dir = %s\nuser = %s\n\n[web]\nlisten = %s\n"
 			 "tls_cert = %s\ntls_key = %s\n\n[rtc]\nudp_ports = %u-%u\nstun_server = %s\n"
-			 "max_transcodes = %u\n\n"
+			 "addresses = %s\nmax_transcodes = %u\n\n"
 			 "[retention]\nmax_disk_gb = %u.%03u\nmax_days = %u\n",
 			 shown(&cfg->data_dir, t[0], sizeof t[0]), shown(&cfg->run_dir, t[1], sizeof t[1]),
 			 shown(&cfg->user, t[2], sizeof t[2]), shown(&cfg->listen, t[3], sizeof t[3]),
 			 shown(&cfg->tls_cert, t[4], sizeof t[4]), shown(&cfg->tls_key, t[5], sizeof t[5]),
 			 cfg->udp_port_min, cfg->udp_port_max, shown(&cfg->stun_server, t[6], sizeof t[6]),
-			 cfg->max_transcodes, cfg->max_disk_mb / 1000, cfg->max_disk_mb % 1000, cfg->max_days);
+			 cfg->rtc_addresses.val, cfg->max_transcodes, cfg->max_disk_mb / 1000, cfg->max_disk_mb % 1000,
+			 cfg->max_days);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;

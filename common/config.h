@@ -46,8 +46,9 @@ struct kp_config {
 	struct kp_conf_str tls_key;
 	unsigned udp_port_min, udp_port_max;
 	struct kp_conf_str stun_server;
-	unsigned max_transcodes; /* [rtc] concurrent H.265 -> H.264 transcodes */
-	unsigned max_disk_mb;    /* [retention] max_disk_gb, in MB (10^6 bytes); 0: no quota */
+	struct kp_conf_str rtc_addresses; /* [rtc] addresses: IP literals; empty: every interface */
+	unsigned max_transcodes;          /* [rtc] concurrent H.265 -> H.264 transcodes */
+	unsigned max_disk_mb;             /* [retention] max_disk_gb, in MB (10^6 bytes); 0: no quota */
 	unsigned max_days;
 	unsigned ncameras;
 	struct kp_camera_conf cameras[KP_MAX_CAMERAS];

@@ -150,17 +150,28 @@ static void resolve_stun(const char *stun)
 		kp_info("ice: STUN server %s (%s:%u)", stun, g.stun_ip, g.stun_port);
 }
 
-static void list_interfaces(void)
+/* [rtc] addresses when set (validated by the configuration parser), else loopback and
+ * every interface address except link-local ones. */
+static void list_interfaces(const char *addresses)
 {
-	snprintf(g.local_ips[g.nlocal++], sizeof g.local_ips[0], "127.0.0.1");
-	GList *ips = nice_interfaces_get_local_ips(FALSE);
-	for (GList *l = ips; l; l = l->next) {
-		const char *ip = l->data;
-		if (g.nlocal < RTC_ICE_MAX_LOCAL && strncmp(ip, "fe80", 4) != 0)
+	if (addresses && addresses[0]) {
+		char copy[512];
+		snprintf(copy, sizeof copy, "%s", addresses);
+		char *save = NULL;
+		for (char *ip = strtok_r(copy, ", ", &save); ip && g.nlocal < RTC_ICE_MAX_LOCAL;
+		     ip = strtok_r(NULL, ", ", &save))
 			snprintf(g.local_ips[g.nlocal++], sizeof g.local_ips[0], "%s", ip);
-		g_free(l->data);
+	} else {
+		snprintf(g.local_ips[g.nlocal++], sizeof g.local_ips[0], "127.0.0.1");
+		GList *ips = nice_interfaces_get_local_ips(FALSE);
+		for (GList *l = ips; l; l = l->next) {
+			const char *ip = l->data;
+			if (g.nlocal < RTC_ICE_MAX_LOCAL && strncmp(ip, "fe80", 4) != 0)
+				snprintf(g.local_ips[g.nlocal++], sizeof g.local_ips[0], "%s", ip);
+			g_free(l->data);
+		}
+		g_list_free(ips);
 	}
-	g_list_free(ips);
 	char list[RTC_ICE_MAX_LOCAL * 66] = "";
 	for (unsigned i = 0; i < g.nlocal; i++) {
 		strcat(list, i ? ", " : "");
@@ -176,7 +187,7 @@ int rtc_ice_start(uv_loop_t *loop, const struct rtc_ice_config *cfg, rtc_ice_eve
 	g.port_max = cfg->port_max;
 	if (cfg->stun && cfg->stun[0])
 		resolve_stun(cfg->stun);
-	list_interfaces();
+	list_interfaces(cfg->addresses);
 	int r = uv_async_init(loop, &g.async, on_async);
 	if (r < 0) {
 		kp_err("ice: uv_async_init failed: %s", uv_strerror(r));

@@ -33,6 +33,7 @@ typedef void (*rtc_ice_event_cb)(const struct rtc_ice_event *ev);
 struct rtc_ice_config {
 	unsigned port_min, port_max; /* 0: any */
 	const char *stun;            /* "HOST[:PORT]" or empty */
+	const char *addresses;       /* "IP,IP,..." host candidates; empty: every interface */
 };
 
 /* Before confinement: resolves the STUN server, lists the interfaces and starts the

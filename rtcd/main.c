@@ -31,6 +31,7 @@ static int before_confine(struct kp_worker *w)
 	    .port_min = cfg->rtc_udp_port_min,
 	    .port_max = cfg->rtc_udp_port_max,
 	    .stun = cfg->rtc_stun_server,
+	    .addresses = cfg->rtc_addresses,
 	};
 	int r = rtc_ice_start(kp_worker_loop(w), &ice, on_ice_event);
 	if (r < 0)

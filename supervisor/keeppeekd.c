@@ -208,6 +208,10 @@ int main(int argc, char **argv)
 		snprintf(s.cfg.listen.val, sizeof s.cfg.listen.val, "%s", listen);
 		snprintf(s.cfg.listen.raw, sizeof s.cfg.listen.raw, "%s", listen);
 	}
+	/* The demo's UI on a loopback address means the browser runs on this machine: offer
+	 * WebRTC host candidates on loopback only (keeppeekd(8)). */
+	if (s.demo && !strncmp(s.cfg.listen.val, "127.", 4) && !strchr(s.cfg.listen.val, ','))
+		snprintf(s.cfg.rtc_addresses.val, sizeof s.cfg.rtc_addresses.val, "127.0.0.1");
 	if (s.demo && (size_t)snprintf(s.cfg.run_dir.val, sizeof s.cfg.run_dir.val, "%s/run", s.cfg.data_dir.val) >=
 			  sizeof s.cfg.run_dir.val) {
 		fprintf(stderr, "keeppeekd: data directory path too long\n");

@@ -162,6 +162,7 @@ static void send_config(struct proc *p)
 	wc->rtc_udp_port_max = s->cfg.udp_port_max;
 	snprintf(wc->rtc_stun_server, sizeof wc->rtc_stun_server, "%s", s->cfg.stun_server.val);
 	wc->rtc_max_transcodes = s->cfg.max_transcodes;
+	snprintf(wc->rtc_addresses, sizeof wc->rtc_addresses, "%s", s->cfg.rtc_addresses.val);
 	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
 	if (r == 0)
 		r = send_cameras(p);

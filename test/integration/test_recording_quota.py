@@ -79,6 +79,8 @@ def test(make):
             kept = sorted((p for p in left if os.path.dirname(p) == stream), key=start_of)
             print(f"{stream}: {len(all_files)} files seen, {len(kept)} kept")
             check(len(kept) < len(all_files), f"{stream}: old recordings were deleted")
+            if kept != all_files[-len(kept):]:
+                print("all:", [os.path.basename(p) for p in all_files], "kept:", [os.path.basename(p) for p in kept])
             check(kept and kept == all_files[-len(kept):],
                   f"{stream}: what remains is the newest files, oldest deleted first")
         check(kp.stop() is not None, "keeppeekd stops")
