@@ -72,10 +72,13 @@ def first_commit(api_port, token, camera, eid, timeout, form):
             c.request("POST", eb.EVENTS_PATH, body=body,
                       headers={"Authorization": "Bearer " + token, "Content-Type": ctype})
             r = c.getresponse()
-            r.read()
+            data = r.read()
             if r.status == 200:
                 return time.monotonic(), attempts, t_conn, outcomes
-            key = f"HTTP {r.status}"
+            try:
+                key = f"HTTP {r.status} {json.loads(data).get('code', '')}".strip()
+            except (ValueError, AttributeError):
+                key = f"HTTP {r.status}"
         except (OSError, http.client.HTTPException) as e:
             key = type(e).__name__
         finally:

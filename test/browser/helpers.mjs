@@ -272,7 +272,11 @@ export async function startKeeppeek(opts = {}) {
 		url, dir, sock, user: 'admin', password: '', log: () => log,
 		ctl: (cmdArgs, input) => new Promise((ok, bad) => {
 			const c = execFile(ctlBin, ['-s', sock, ...cmdArgs], { timeout: 30000 }, (err, out, errOut) => (err ? bad(new Error(`keeppeekctl ${cmdArgs.join(' ')}: ${errOut || err.message}`)) : ok(out)));
-			c.stdin.end(input || '');
+			c.stdin.on('error', () => {}); // keeppeekctl may exit without reading stdin
+			if (input)
+				c.stdin.end(input);
+			else
+				c.stdin.end();
 		}),
 	};
 	if (opts.config) {

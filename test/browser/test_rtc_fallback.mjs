@@ -15,6 +15,8 @@ export default async function () {
 		const h265 = await page.evaluate(() => RTCRtpReceiver.getCapabilities('video').codecs.some((c) => /h265|hevc/i.test(c.mimeType)));
 		console.log(`     this browser ${h265 ? 'offers' : 'does not offer'} H.265 in WebRTC`);
 		await waitLive(page, 'h265-with-h264-sub');
+		// rtcd learns a stream's codec from its first access unit: the fallback needs the sub's.
+		await waitLive(page, 'h265-with-h264-sub', 'sub');
 		await waitLive(page, 'h265-only');
 
 		await page.evaluate(() => window.kp.watch('sub', { camera: 'h265-with-h264-sub' }));

