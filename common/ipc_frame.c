@@ -52,6 +52,7 @@ static const struct {
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_check_request_tag},
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_coverage_request_tag},
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_keyframe_request_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_event_search_tag},
     {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_recorder_reply_tag},
     {KP_LINK_PEER, kp_Envelope_query_reply_tag},
     {KP_LINK_PEER, kp_Envelope_coverage_query_tag},

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "keyframe.h"
 #include "log.h"
+#include "requests_events.h"
 #include "snapshot.h"
 
 #define TRAILER_RESERVE 1024 /* the check's summary after its problem lines */
@@ -326,6 +327,7 @@ void rec_request(struct kp_worker *w, const kp_Envelope *env)
 	uint32_t id = env->which_msg == kp_Envelope_check_request_tag      ? env->msg.check_request.id
 		      : env->which_msg == kp_Envelope_coverage_request_tag ? env->msg.coverage_request.id
 		      : env->which_msg == kp_Envelope_keyframe_request_tag ? env->msg.keyframe_request.id
+		      : env->which_msg == kp_Envelope_event_search_tag     ? env->msg.event_search.id
 									   : 0;
 	if (!id)
 		return;
@@ -335,6 +337,8 @@ void rec_request(struct kp_worker *w, const kp_Envelope *env)
 	}
 	if (env->which_msg == kp_Envelope_check_request_tag)
 		check(w, &env->msg.check_request);
+	else if (env->which_msg == kp_Envelope_event_search_tag)
+		rec_request_event_search(w, Q.cat, &env->msg.event_search);
 	else if (env->which_msg == kp_Envelope_coverage_request_tag)
 		coverage(w, &env->msg.coverage_request);
 	else

@@ -184,7 +184,8 @@ static int by_terms(struct page *p)
 		return r;
 	if (p->overflow)
 		return 0; /* the caller walks the time index instead */
-	qsort(p->c, p->n, sizeof *p->c, newest_first);
+	if (p->n)
+		qsort(p->c, p->n, sizeof *p->c, newest_first);
 	for (size_t i = 0; i < p->n; i++) {
 		if (i && p->c[i].ms == p->c[i - 1].ms && p->c[i].seq == p->c[i - 1].seq)
 			continue;

@@ -1,7 +1,7 @@
 /* What keeppeekctl can ask the supervisor: status (table or JSON), restart WORKER,
- * reload, config show (redacted) and version, answered here; check, coverage and
- * keyframe, relayed to recorderd (which owns the catalog) and answered when its
- * RecorderReply pieces are complete. Each answer is text (or the keyframe's bytes) with
+ * reload, config show (redacted) and version, answered here; check, coverage, keyframe
+ * and events search, relayed to recorderd (which owns the catalog) and answered when
+ * its RecorderReply pieces are complete. Each answer is text (or the keyframe's bytes) with
  * keeppeekctl's exit code (0 ok, 1 failure, 2 usage). */
 #include <errno.h>
 #include <stdio.h>
@@ -275,6 +275,32 @@ static int keyframe(struct supervisor *s, const kp_ControlRequest *req, uint64_t
 	return relay(s, &env, &q->id, ticket, o);
 }
 
+/* events-search CAMERA FROM_MS TO_MS LABEL LIMIT CURSOR TERMS: keeppeekctl parsed the
+ * options and times; empty strings are filters not given. recorderd answers with the
+ * search's JSON. */
+static int events_search(struct supervisor *s, const kp_ControlRequest *req, uint64_t ticket, struct kp_out *o)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_event_search_tag;
+	kp_EventSearch *q = &env.msg.event_search;
+	int64_t limit = 0;
+	const char(*a)[sizeof req->args[0]] = req->args;
+	int bad = req->args_count != 7 || strlen(a[0]) >= sizeof q->camera || strlen(a[3]) >= sizeof q->label ||
+		  strlen(a[5]) >= sizeof q->cursor || strlen(a[6]) >= sizeof q->q;
+	bad = bad || (a[1][0] && parse_ms(a[1], &q->from_ms) < 0) || (a[2][0] && parse_ms(a[2], &q->to_ms) < 0) ||
+	      (a[4][0] && (parse_ms(a[4], &limit) < 0 || limit < 1 || limit > UINT32_MAX));
+	if (bad) {
+		kp_out_put(o, "usage: events-search CAMERA FROM_MS TO_MS LABEL LIMIT CURSOR TERMS (empty: any)\n");
+		return 2;
+	}
+	q->limit = (uint32_t)limit;
+	snprintf(q->camera, sizeof q->camera, "%s", a[0]);
+	snprintf(q->label, sizeof q->label, "%s", a[3]);
+	snprintf(q->cursor, sizeof q->cursor, "%s", a[5]);
+	snprintf(q->q, sizeof q->q, "%s", a[6]);
+	return relay(s, &env, &q->id, ticket, o);
+}
+
 int control_run(struct supervisor *s, const kp_ControlRequest *req, char *buf, size_t len, uint64_t ticket)
 {
 	struct kp_out o = {.buf = buf, .len = len};
@@ -285,6 +311,8 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, char *buf, s
 		return coverage(s, req, ticket, &o);
 	if (!strcmp(req->command, "keyframe"))
 		return keyframe(s, req, ticket, &o);
+	if (!strcmp(req->command, "events-search"))
+		return events_search(s, req, ticket, &o);
 	if (!strncmp(req->command, "user-", 5) || !strncmp(req->command, "token-", 6))
 		return auth_control(s, req, &o, ticket);
 	if (!strcmp(req->command, "status") && req->args_count == 0) {

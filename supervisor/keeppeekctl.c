@@ -14,12 +14,12 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "ctl.h"
 #include "ipc_frame.h"
 #include "kp_build_config.h"
 #include "kp_limits.h"
 
 #define DEFAULT_SOCKET     "/run/keeppeek/control.sock"
-#define REPLY_TIMEOUT_SECS 15
 #define CHECK_TIMEOUT_SECS 3600 /* a check reads every catalogued file */
 
 enum out_mode {
@@ -42,6 +42,9 @@ static void usage(FILE *f)
 		   "                         recorded time of a stream (exact ranges and buckets)\n"
 		   "  keyframe CAMERA STREAM TIME_MS\n"
 		   "                         the recorded keyframe at that time, Annex-B, to stdout\n"
+		   "  events search [--camera C] [--from T] [--to T] [--label L] [--limit N]\n"
+		   "                [--cursor X] [TERMS...]\n"
+		   "                         events, newest first; T: Unix ms, ISO 8601 or -1h/-30m\n"
 		   "  version                client and daemon versions\n"
 		   "  user add NAME --role admin|viewer [--password-file FILE]\n"
 		   "  user passwd NAME [--password-file FILE]\n"
@@ -84,8 +87,8 @@ static int write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int call_with(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect,
-		     int timeout_secs, enum out_mode mode)
+int ctl_exchange(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect,
+		 int timeout_secs, int *ret_code, char **ret_text, size_t *ret_len)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(sock) >= sizeof sa.sun_path) {
@@ -147,16 +150,30 @@ static int call_with(const char *sock, const char *command, char **args, int nar
 		free(text);
 		return 1;
 	}
+	*ret_code = reply.msg.control_reply.exit_code;
+	*ret_text = text;
+	*ret_len = text ? reply.tail_len : 0;
+	return 0;
+}
+
+static int call_with(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect,
+		     int timeout_secs, enum out_mode mode)
+{
+	int code;
+	char *text;
+	size_t len;
+	int r = ctl_exchange(sock, command, args, nargs, json, quiet_connect, timeout_secs, &code, &text, &len);
+	if (r)
+		return r;
 	if (text)
-		fwrite(text, 1, reply.tail_len,
-		       reply.msg.control_reply.exit_code && mode == OUT_BY_CODE ? stderr : stdout);
+		fwrite(text, 1, len, code && mode == OUT_BY_CODE ? stderr : stdout);
 	free(text);
-	return reply.msg.control_reply.exit_code;
+	return code;
 }
 
 static int call(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect)
 {
-	return call_with(sock, command, args, nargs, json, quiet_connect, REPLY_TIMEOUT_SECS, OUT_BY_CODE);
+	return call_with(sock, command, args, nargs, json, quiet_connect, CTL_REPLY_TIMEOUT_SECS, OUT_BY_CODE);
 }
 
 /* One line (without its newline) from path, or from stdin, prompting with echo off when
@@ -294,11 +311,11 @@ int main(int argc, char **argv)
 	}
 	/* --json may also follow the command. */
 	int n = 0;
-	char *rest[16];
+	char *rest[32];
 	for (int i = optind; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = true;
-		else if (n < 16)
+		else if (n < 32)
 			rest[n++] = argv[i];
 		else {
 			usage(stderr);
@@ -359,6 +376,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "user") || !strcmp(cmd, "token"))
 		return auth_command(sock, n, rest, json);
+	if (!strcmp(cmd, "events"))
+		return ctl_events(sock, n - 1, rest + 1, json);
 	if (!strcmp(cmd, "version")) {
 		if (n != 1) {
 			usage(stderr);

@@ -1,0 +1,20 @@
+/* What keeppeekctl's command modules share: one request over the control socket, and
+ * the commands that live in their own files (ctl_events.c). */
+#ifndef KP_CTL_H
+#define KP_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CTL_REPLY_TIMEOUT_SECS 15
+
+/* Sends command with args and reads the reply: 0 with *ret_code (the daemon's exit
+ * code) and *ret_text (malloc'ed, *ret_len bytes, not NUL-terminated; NULL when empty),
+ * or keeppeekctl's exit code after a message on stderr. */
+int ctl_exchange(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect,
+		 int timeout_secs, int *ret_code, char **ret_text, size_t *ret_len);
+
+/* `events search ...` (args after "events"). */
+int ctl_events(const char *sock, int n, char **args, bool json);
+
+#endif
