@@ -1,17 +1,24 @@
 // kill -9 of rtcd while two viewers watch: the supervisor has rtcd back within 1 s, webd
 // closes the signaling WebSocket with 1012, and a page that reconnects and offers again
-// (as the UI does) plays both streams again within 3 s of the new offers.
+// (as the UI does) plays both streams again within 3 s of the new offers; the other
+// workers keep their pids and the recording has no gap around the kill.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { check, waitFor, BUILD_ROOT } from './helpers.mjs';
 import { rtcSetup, waitLive, withLog } from './rtc_helpers.mjs';
 
-function rtcdPid(kp) {
-	const st = JSON.parse(execFileSync(join(BUILD_ROOT, 'supervisor', 'keeppeekctl'), ['-s', kp.sock, 'status', '--json'],
+function ctl(kp, ...args) {
+	return JSON.parse(execFileSync(join(BUILD_ROOT, 'supervisor', 'keeppeekctl'), ['-s', kp.sock, ...args],
 		{ stdio: ['ignore', 'pipe', 'pipe'], timeout: 30000 }).toString());
-	const w = st.workers.find((x) => x.name === 'rtcd');
+}
+
+function workerPid(kp, name) {
+	const w = ctl(kp, 'status', '--json').workers.find((x) => x.name === name);
 	return w && w.state === 'running' ? w.pid : 0;
 }
+
+const rtcdPid = (kp) => workerPid(kp, 'rtcd');
+const OTHERS = ['ingestd', 'recorderd', 'webd'];
 
 export default async function () {
 	await withLog(async (keep) => {
@@ -26,6 +33,7 @@ export default async function () {
 			check(r.ok, `viewer ${sid} plays before the crash`);
 		}
 
+		const before = OTHERS.map((w) => workerPid(kp, w));
 		const pid = rtcdPid(kp);
 		process.kill(pid, 'SIGKILL');
 		const t0 = Date.now();
@@ -46,5 +54,16 @@ export default async function () {
 			const r = await page.evaluate((s) => window.kp.plays(s, 3000), sid);
 			check(r.ok, `viewer ${sid} plays again within 3 s of its new offer: ${JSON.stringify(r)}`);
 		}
+		const after = OTHERS.map((w) => workerPid(kp, w));
+		check(after.join() === before.join(), `ingestd, recorderd and webd kept their pids (${before} -> ${after})`);
+		// Recording does not depend on rtcd: one recorded range covers the kill +-2 s.
+		// (Fragments are committed a GOP at a time: wait for the one after the kill.)
+		let ranges = [];
+		const covered = () => {
+			ranges = ctl(kp, 'coverage', 'cam', 'main', '--from', String(t0 - 60000), '--json').ranges || [];
+			return ranges.some(([a, b]) => a <= t0 - 2000 && b >= t0 + 2000);
+		};
+		await waitFor(covered, 20000, 'a fragment committed past the kill').catch(() => {});
+		check(covered(), `cam/main: one recorded range covers the kill +-2 s (${JSON.stringify(ranges)})`);
 	});
 }
