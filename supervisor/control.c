@@ -47,7 +47,8 @@ static const struct kp_ipc_limits client_limits = {
     .kind = KP_LINK_CONTROL_REQUEST,
     .max_tail = 0,
     .queue_items = 4,
-    .queue_bytes = CONTROL_OUT_MAX + 64 * 1024,
+    /* Relayed answers (check, events search) may be as large as the control tail. */
+    .queue_bytes = KP_IPC_TAIL_MAX_CONTROL + 64 * 1024,
 };
 
 static void on_client_error(struct kp_ipc *c, int err, const char *reason, void *arg)
