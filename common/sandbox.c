@@ -92,10 +92,23 @@ static int apply_landlock(const struct kp_sandbox *sb, int *ret_abi)
 	return r;
 }
 
+/* Sets soft and hard limit to value. A process that may not raise its hard limit gets
+ * that hard limit instead, when it is lower (a developer run under a small ulimit). */
 static int set_limit(int resource, uint64_t value)
 {
 	struct rlimit rl = {.rlim_cur = value, .rlim_max = value};
-	return setrlimit(resource, &rl) < 0 ? -errno : 0;
+	if (setrlimit(resource, &rl) == 0)
+		return 0;
+	int err = errno;
+	struct rlimit cur;
+	if (err != EPERM || getrlimit(resource, &cur) < 0 || cur.rlim_max >= value)
+		return -err;
+	rl.rlim_cur = rl.rlim_max = cur.rlim_max;
+	if (setrlimit(resource, &rl) < 0)
+		return -errno;
+	kp_warn("resource limit %d lowered to the hard limit %llu (wanted %llu)", resource,
+		(unsigned long long)cur.rlim_max, (unsigned long long)value);
+	return 0;
 }
 
 static void on_sigsys(int sig, siginfo_t *info, void *uctx)

@@ -91,7 +91,9 @@ static const struct kp_worker_def rtcd = {
     .npeers = 3,
     .fs = KP_WORKER_FS_NONE,
     .rlimit_as = 2048ull * KP_MIB,
-    .rlimit_nofile = 4096,
+    /* 1,024 cursors x up to 3 recording descriptors, plus one UDP socket per session and
+     * host address exceed 4,096 in the worst case (test_rtc_cursors holds 2,673). */
+    .rlimit_nofile = 8192,
     .syscalls = KP_SYSCALLS_NET,
     .on_before_confine = before_confine,
     .on_configured = on_configured,

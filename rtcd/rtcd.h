@@ -117,6 +117,11 @@ struct rtc_session *rtc_session_by_key(uint64_t key);
 void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress);
 void rtc_session_au_cb(void *arg, const struct rtc_au *au);
 void rtc_session_send_state(struct rtc_session *s);
+/* At the offer: a playback session's cursor is opened paused (counted against the
+ * server's 1,024 from then on; recorderd's lookup and the first read overlap ICE/DTLS).
+ * 0, or -errno with the error already sent (EMFILE: "admission"). */
+int rtc_session_prepare_source(struct rtc_session *s);
+/* Once SRTP is up, or on a live/seek control: subscribes, or opens or plays the cursor. */
 int rtc_session_start_source(struct rtc_session *s);
 void rtc_session_stop_source(struct rtc_session *s);
 unsigned rtc_sessions_count(unsigned *by_state);

@@ -340,8 +340,34 @@ static void on_cursor_state(void *arg, const struct rtc_cursor_state *st)
 		rtc_signal_error(s->conn, s->sid, "playback", st->error);
 		s->cst.error = NULL;
 	}
-	if (changed)
+	if (changed && s->state == RTC_STREAMING)
 		rtc_session_send_state(s);
+}
+
+static int open_cursor(struct rtc_session *s)
+{
+	s->cursor = rtc_cursor_open(rtc_worker(), s->camera, s->src_stream, s->start_at_ms, rtc_session_au_cb,
+				    on_cursor_state, s);
+	if (s->cursor)
+		return 0;
+	int e = errno;
+	rtc_metrics.cursor_rejected++;
+	if (e == EMFILE)
+		rtc_signal_error(s->conn, s->sid, "admission",
+				 "The server already plays back 1,024 recordings; try again later.");
+	else
+		rtc_signal_error(s->conn, s->sid, "playback", "The recording could not be opened.");
+	return -e;
+}
+
+int rtc_session_prepare_source(struct rtc_session *s)
+{
+	if (s->mode != RTC_PLAYBACK)
+		return 0;
+	int r = open_cursor(s);
+	if (r == 0)
+		rtc_cursor_pause(s->cursor);
+	return r;
 }
 
 int rtc_session_start_source(struct rtc_session *s)
@@ -360,23 +386,18 @@ int rtc_session_start_source(struct rtc_session *s)
 		}
 		return 0;
 	}
+	if (s->cursor) {
+		/* Opened paused at the offer (rtc_session_prepare_source): play it now. */
+		s->cst.playing = true;
+		s->cst.rate = 1;
+		rtc_cursor_play(s->cursor);
+		return 0;
+	}
 	s->cst.position_ms = s->start_at_ms;
 	s->cst.playing = true;
 	s->cst.rate = 1;
 	s->cst.ended = false;
-	s->cursor = rtc_cursor_open(rtc_worker(), s->camera, s->src_stream, s->start_at_ms, rtc_session_au_cb,
-				    on_cursor_state, s);
-	if (!s->cursor) {
-		int e = errno;
-		rtc_metrics.cursor_rejected++;
-		if (e == EMFILE)
-			rtc_signal_error(s->conn, s->sid, "admission",
-					 "The server already plays back 1,024 recordings; try again later.");
-		else
-			rtc_signal_error(s->conn, s->sid, "playback", "The recording could not be opened.");
-		return -e;
-	}
-	return 0;
+	return open_cursor(s);
 }
 
 static int srtp_session(srtp_t *ret, const uint8_t *key, const uint8_t *salt, bool outbound)

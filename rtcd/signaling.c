@@ -280,6 +280,14 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 		rtc_signal_error(c, sid, "bad_request", "A playback offer needs \"at_ms\" (Unix milliseconds).");
 		return;
 	}
+	if (playback && rtc_cursors_open_count() >= KP_RTC_CURSORS_PER_SERVER) {
+		rtc_metrics.cursor_rejected++;
+		kp_notice("signaling: %s (%s) refused a playback session: %u cursors open on this server", c->principal,
+			  c->addr, rtc_cursors_open_count());
+		rtc_signal_error(c, sid, "admission",
+				 "The server already plays back 1,024 recordings; try again later.");
+		return;
+	}
 	struct sdp_offer *offer = malloc(sizeof *offer);
 	if (!offer) {
 		rtc_signal_error(c, sid, "unavailable", "The server is out of memory.");
@@ -326,6 +334,10 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 				 r == -EADDRNOTAVAIL ? "The server could not open a network port for the video."
 						     : "The server could not set up the secure connection.");
 		session_end(s, "ICE or DTLS setup failed", false);
+		return;
+	}
+	if (rtc_session_prepare_source(s) < 0) {
+		session_end(s, "refused", false);
 		return;
 	}
 	for (unsigned i = 0; i < offer->ncandidates; i++)

@@ -1,0 +1,20 @@
+/* The last answer recorderd's query code gave through rec_reply (reply_capture.c). */
+#ifndef KP_PERF_REPLY_CAPTURE_H
+#define KP_PERF_REPLY_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct capture {
+	char *body;
+	size_t len, cap;
+	uint32_t id;
+	unsigned status;
+	char code[32];
+	char content_type[64];
+};
+
+const struct capture *capture_last(void);
+void capture_free(void);
+
+#endif
