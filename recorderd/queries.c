@@ -99,7 +99,7 @@ static void coverage(kp_Peer from, const kp_CoverageQuery *q)
 	}
 	static struct cams cs;
 	static struct rec_snapshot snap;
-	struct cat_txn *t;
+	struct cat_txn *t = NULL;
 	int r = cat_begin(Q.cat, 0, &t);
 	if (r == 0)
 		r = cameras(t, q->camera, &cs);
@@ -206,7 +206,7 @@ static void recordings(kp_Peer from, const kp_RecordingsQuery *q)
 	}
 	static struct cams cs;
 	struct rec_list l = {.from_ms = q->from_ms};
-	struct cat_txn *t;
+	struct cat_txn *t = NULL;
 	int r = cat_begin(Q.cat, 0, &t);
 	if (r == 0)
 		r = cameras(t, q->camera, &cs);
@@ -265,7 +265,7 @@ static void search(kp_Peer from, const kp_EventSearch *s)
 {
 	static struct rec_search_q q;
 	char why[160];
-	struct cat_txn *t;
+	struct cat_txn *t = NULL;
 	int r = cat_begin(Q.cat, 0, &t);
 	if (r < 0) {
 		catalog_error(from, s->id, "event search", r);
@@ -418,7 +418,7 @@ static void event_keyframe(kp_Peer from, const kp_EventGet *g)
 
 static void event_get(kp_Peer from, const kp_EventGet *g)
 {
-	struct cat_txn *t;
+	struct cat_txn *t = NULL;
 	struct cat_event_row row;
 	struct jbuf b;
 	jb_init(&b, REC_ANSWER_JSON_MAX);
@@ -493,7 +493,7 @@ static void media(kp_Peer from, const kp_MediaOpen *m)
 	}
 	static struct rec_span s;
 	memset(&s, 0, sizeof s);
-	struct cat_txn *t;
+	struct cat_txn *t = NULL;
 	uint32_t cam;
 	int r = cat_begin(Q.cat, 0, &t);
 	if (r == 0) {

@@ -26,7 +26,7 @@ int rec_snapshot(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t
 	if (from_ms >= to_ms || bucket_ms <= 0 || bucket_ms % REC_COV_BUCKET_MS)
 		return -EINVAL;
 	int64_t first = floor_to(from_ms, bucket_ms);
-	if ((to_ms - first) / bucket_ms >= REC_SNAPSHOT_MAX_BUCKETS)
+	if ((to_ms - first + bucket_ms - 1) / bucket_ms > REC_SNAPSHOT_MAX_BUCKETS) /* buckets needed */
 		return -E2BIG;
 	ret->from_ms = from_ms;
 	ret->to_ms = to_ms;
