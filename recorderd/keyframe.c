@@ -69,7 +69,7 @@ int rec_keyframe_find_event(struct cat *cat, const char *event_id, uint32_t stre
 	int r = cat_begin(cat, 0, &t);
 	if (r < 0)
 		return r;
-	struct cat_event_row e;
+	struct cat_event_row e = {0};
 	struct cat_event_link l;
 	r = cat_event_get(t, event_id, &e, NULL);
 	int linked = r == 0 ? cat_event_link_get(t, e.seq, stream, &l) : r;
