@@ -33,6 +33,10 @@ export default async function () {
 			check(r.ok, `viewer ${sid} plays before the crash`);
 		}
 
+		// Let the recording run 3 s first, so that "no gap around the kill" has a before.
+		const coverage = (from) => ctl(kp, 'coverage', 'cam', 'main', '--from', String(from), '--json').ranges || [];
+		await waitFor(() => coverage(Date.now() - 60000).some(([a, b]) => b - a >= 3000), 30000,
+			'three seconds of recording before the kill');
 		const before = OTHERS.map((w) => workerPid(kp, w));
 		const pid = rtcdPid(kp);
 		process.kill(pid, 'SIGKILL');
@@ -60,7 +64,7 @@ export default async function () {
 		// (Fragments are committed a GOP at a time: wait for the one after the kill.)
 		let ranges = [];
 		const covered = () => {
-			ranges = ctl(kp, 'coverage', 'cam', 'main', '--from', String(t0 - 60000), '--json').ranges || [];
+			ranges = coverage(t0 - 60000);
 			return ranges.some(([a, b]) => a <= t0 - 2000 && b >= t0 + 2000);
 		};
 		await waitFor(covered, 20000, 'a fragment committed past the kill').catch(() => {});
