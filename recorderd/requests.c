@@ -80,7 +80,7 @@ static void put_json_string(struct answer *a, const char *s)
 	put(a, "\"");
 }
 
-static void send_answer(struct kp_worker *w, uint32_t id, int code, const void *data, size_t len)
+void rec_send_answer(struct kp_worker *w, uint32_t id, int code, const void *data, size_t len)
 {
 	size_t off = 0;
 	do {
@@ -99,16 +99,14 @@ static void send_answer(struct kp_worker *w, uint32_t id, int code, const void *
 	} while (off < len);
 }
 
-static void send_text(struct kp_worker *w, uint32_t id, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void send_text(struct kp_worker *w, uint32_t id, int code, const char *fmt, ...)
+void rec_send_text(struct kp_worker *w, uint32_t id, int code, const char *fmt, ...)
 {
 	char text[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
-	send_answer(w, id, code, text, strlen(text));
+	rec_send_answer(w, id, code, text, strlen(text));
 }
 
 /* check thread */
@@ -166,7 +164,7 @@ static void on_check_done(uv_async_t *h)
 	}
 	kp_info("check: %u problems, %u repaired, %u remain%s%s", r->problems, r->repaired, r->remaining,
 		Q.err < 0 ? "; failed: " : "", Q.err < 0 ? strerror(-Q.err) : "");
-	send_answer(Q.w, Q.id, code, Q.out.buf, Q.out.len);
+	rec_send_answer(Q.w, Q.id, code, Q.out.buf, Q.out.len);
 	free(Q.out.buf);
 	Q.out.buf = NULL;
 }
@@ -174,11 +172,11 @@ static void on_check_done(uv_async_t *h)
 static void check(struct kp_worker *w, const kp_CheckRequest *q)
 {
 	if (Q.running) {
-		send_text(w, q->id, 1, "a check is already running; try again when it is done\n");
+		rec_send_text(w, q->id, 1, "a check is already running; try again when it is done\n");
 		return;
 	}
 	if (answer_init(&Q.out) < 0) {
-		send_text(w, q->id, 1, "check: out of memory\n");
+		rec_send_text(w, q->id, 1, "check: out of memory\n");
 		return;
 	}
 	static struct rec_check_opts o;
@@ -194,7 +192,7 @@ static void check(struct kp_worker *w, const kp_CheckRequest *q)
 	if (r < 0) {
 		free(Q.out.buf);
 		Q.out.buf = NULL;
-		send_text(w, q->id, 1, "check: cannot start its thread: %s\n", strerror(-r));
+		rec_send_text(w, q->id, 1, "check: cannot start its thread: %s\n", strerror(-r));
 		return;
 	}
 	Q.running = 1;
@@ -204,7 +202,7 @@ static void check(struct kp_worker *w, const kp_CheckRequest *q)
 static int stream_of(uint32_t id, const char *camera, uint32_t stream, uint32_t *ret)
 {
 	if (stream > 1) {
-		send_text(Q.w, id, 2, "stream must be main or sub\n");
+		rec_send_text(Q.w, id, 2, "stream must be main or sub\n");
 		return -EINVAL;
 	}
 	struct cat_txn *t;
@@ -215,9 +213,9 @@ static int stream_of(uint32_t id, const char *camera, uint32_t stream, uint32_t 
 		cat_abort(t);
 	}
 	if (r == -ENOENT)
-		send_text(Q.w, id, 1, "no recordings of camera '%s'\n", camera);
+		rec_send_text(Q.w, id, 1, "no recordings of camera '%s'\n", camera);
 	else if (r < 0)
-		send_text(Q.w, id, 1, "catalog: %s\n", strerror(-r));
+		rec_send_text(Q.w, id, 1, "catalog: %s\n", strerror(-r));
 	else
 		*ret = cat_stream_id(camera_id, stream);
 	return r;
@@ -273,23 +271,23 @@ static void coverage(struct kp_worker *w, const kp_CoverageRequest *q)
 		cat_abort(t);
 	}
 	if (r == -EINVAL || r == -E2BIG) {
-		send_text(w, q->id, 2,
-			  "coverage: the range must be non-empty, the bucket a multiple of one hour, and at most "
-			  "%d buckets\n",
-			  REC_SNAPSHOT_MAX_BUCKETS);
+		rec_send_text(w, q->id, 2,
+			      "coverage: the range must be non-empty, the bucket a multiple of one hour, and at most "
+			      "%d buckets\n",
+			      REC_SNAPSHOT_MAX_BUCKETS);
 		return;
 	}
 	if (r < 0) {
-		send_text(w, q->id, 1, "coverage: catalog: %s\n", strerror(-r));
+		rec_send_text(w, q->id, 1, "coverage: catalog: %s\n", strerror(-r));
 		return;
 	}
 	struct answer a;
 	if (answer_init(&a) < 0) {
-		send_text(w, q->id, 1, "coverage: out of memory\n");
+		rec_send_text(w, q->id, 1, "coverage: out of memory\n");
 		return;
 	}
 	render_snapshot(&a, q, &snap);
-	send_answer(w, q->id, 0, a.buf, a.len);
+	rec_send_answer(w, q->id, 0, a.buf, a.len);
 	free(a.buf);
 }
 
@@ -301,8 +299,8 @@ static void keyframe(struct kp_worker *w, const kp_KeyframeRequest *q)
 	struct rec_keyframe k;
 	int r = rec_keyframe_find(Q.cat, stream_id, q->time_ms, &k);
 	if (r == -ENOENT) {
-		send_text(w, q->id, 1, "no recording of %s/%s covers %lld ms\n", q->camera, q->stream ? "sub" : "main",
-			  (long long)q->time_ms);
+		rec_send_text(w, q->id, 1, "no recording of %s/%s covers %lld ms\n", q->camera,
+			      q->stream ? "sub" : "main", (long long)q->time_ms);
 		return;
 	}
 	if (r == 0 && k.length > REC_ANSWER_MAX)
@@ -315,10 +313,10 @@ static void keyframe(struct kp_worker *w, const kp_KeyframeRequest *q)
 	if (r == 0)
 		r = rec_sample_to_annexb(buf, k.length);
 	if (r < 0)
-		send_text(w, q->id, 1, "keyframe of %s/%s at %lld ms: %s\n", q->camera, q->stream ? "sub" : "main",
-			  (long long)q->time_ms, strerror(-r));
+		rec_send_text(w, q->id, 1, "keyframe of %s/%s at %lld ms: %s\n", q->camera, q->stream ? "sub" : "main",
+			      (long long)q->time_ms, strerror(-r));
 	else
-		send_answer(w, q->id, 0, buf, k.length);
+		rec_send_answer(w, q->id, 0, buf, k.length);
 	free(buf);
 }
 
@@ -332,7 +330,7 @@ void rec_request(struct kp_worker *w, const kp_Envelope *env)
 	if (!id)
 		return;
 	if (!Q.open) {
-		send_text(w, id, 1, "recorderd has no catalog open (see its log)\n");
+		rec_send_text(w, id, 1, "recorderd has no catalog open (see its log)\n");
 		return;
 	}
 	if (env->which_msg == kp_Envelope_check_request_tag)

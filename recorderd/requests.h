@@ -18,6 +18,10 @@ struct cat;
 /* The catalog is open: questions get answers from now on. */
 void rec_requests_open(struct kp_worker *w, struct cat *cat, int data_dirfd);
 void rec_request(struct kp_worker *w, const kp_Envelope *env);
+/* An answer to the supervisor's request id: RecorderReply pieces, the last with done. */
+void rec_send_answer(struct kp_worker *w, uint32_t id, int code, const void *data, size_t len);
+void rec_send_text(struct kp_worker *w, uint32_t id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Cancels a running check and waits for it; before the catalog closes. */
 void rec_requests_close(void);
 
