@@ -247,7 +247,14 @@ struct sink {
 	struct result *res;
 };
 
-static int sink_write(void *opaque, uint8_t *buf, int len, enum AVIODataMarkerType type, int64_t time)
+/* libavformat 61 (FFmpeg 7) made the buffer of AVIO write callbacks const. */
+#if LIBAVFORMAT_VERSION_MAJOR >= 61
+typedef const uint8_t avio_wbuf;
+#else
+typedef uint8_t avio_wbuf;
+#endif
+
+static int sink_write(void *opaque, avio_wbuf *buf, int len, enum AVIODataMarkerType type, int64_t time)
 {
 	(void)time;
 	struct sink *s = opaque;
