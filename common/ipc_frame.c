@@ -49,6 +49,7 @@ static const struct {
     {KP_LINK_CONTROL_REQUEST, kp_Envelope_control_request_tag},
     {KP_LINK_CONTROL_REPLY, kp_Envelope_control_reply_tag},
     {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_recording_status_tag},
+    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_catalog_status_tag},
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_check_request_tag},
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_coverage_request_tag},
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_keyframe_request_tag},

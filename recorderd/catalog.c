@@ -12,10 +12,6 @@
 #include "catalog_keys.h"
 #include "catalog_int.h"
 
-/* 2: events keyed by their publisher's id, with revisions, terms and keyframe links
- * (version 1 stored camera alarms only; migrating empties those two sub-databases). */
-#define CAT_VERSION 2
-
 static const char *const db_names[DB_COUNT] = {
     "meta",   "cameras",        "streams",  "recordings",       "rec_by_stream", "fragments",       "keyframes",
     "events", "events_by_time", "coverage", "events_by_camera", "event_terms",   "event_keyframes",
@@ -92,8 +88,34 @@ static int set_meta_u64(struct cat_txn *t, const char *name, uint64_t v)
 	return cat_db_put(t, DB_META, name, strlen(name), &v, sizeof v);
 }
 
-int cat_open(const char *dir, size_t map_size, struct cat **ret)
+static int db_entries(MDB_txn *txn, MDB_dbi dbi, uint64_t *ret)
 {
+	MDB_stat st;
+	int r = cat_map_err(mdb_stat(txn, dbi, &st));
+	if (r == 0)
+		*ret = st.ms_entries;
+	return r;
+}
+
+/* Version 1 stored camera alarms keyed by number in events and events_by_time: a layout
+ * that cannot be converted, so those two sub-databases are emptied (and counted). */
+static int migrate_v1(MDB_txn *txn, struct cat *c, struct cat_open_report *rep)
+{
+	int r = db_entries(txn, c->dbi[DB_EVENTS], &rep->dropped_events);
+	if (r == 0)
+		r = db_entries(txn, c->dbi[DB_EVENTS_BY_TIME], &rep->dropped_event_times);
+	if (r == 0)
+		r = cat_map_err(mdb_drop(txn, c->dbi[DB_EVENTS], 0));
+	if (r == 0)
+		r = cat_map_err(mdb_drop(txn, c->dbi[DB_EVENTS_BY_TIME], 0));
+	if (r == 0)
+		rep->migrated = 1;
+	return r;
+}
+
+int cat_open_full(const char *dir, size_t map_size, struct cat_open_report *ret_report, struct cat **ret)
+{
+	struct cat_open_report rep = {.version = CAT_SCHEMA_VERSION};
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	struct cat *c = calloc(1, sizeof *c);
@@ -109,6 +131,8 @@ int cat_open(const char *dir, size_t map_size, struct cat **ret)
 		r = cat_map_err(mdb_env_open(c->env, dir, MDB_NOTLS, 0600));
 	if (r < 0)
 		goto out_env;
+	/* Everything below happens in one write transaction, committed only when the
+	 * version is one this build reads: a newer catalog is left exactly as it was. */
 	MDB_txn *txn;
 	r = cat_map_err(mdb_txn_begin(c->env, NULL, 0, &txn));
 	if (r < 0)
@@ -119,16 +143,15 @@ int cat_open(const char *dir, size_t map_size, struct cat **ret)
 	uint64_t version = 0;
 	if (r == 0)
 		r = meta_u64(&t, "version", &version);
-	if (r == 0 && version == 1) {
-		r = cat_map_err(mdb_drop(txn, c->dbi[DB_EVENTS], 0));
-		if (r == 0)
-			r = cat_map_err(mdb_drop(txn, c->dbi[DB_EVENTS_BY_TIME], 0));
-		version = 0;
-	}
+	rep.found_version = version;
+	if (r == 0 && version > CAT_SCHEMA_VERSION)
+		r = -EPROTONOSUPPORT;
+	if (r == 0 && version == 1)
+		r = migrate_v1(txn, c, &rep);
 	if (r == 0 && version == 0)
-		r = set_meta_u64(&t, "version", CAT_VERSION);
-	else if (r == 0 && version != CAT_VERSION)
-		r = -EPROTO;
+		rep.created = 1;
+	if (r == 0 && version != CAT_SCHEMA_VERSION)
+		r = set_meta_u64(&t, "version", CAT_SCHEMA_VERSION);
 	if (r < 0) {
 		mdb_txn_abort(txn);
 		goto out_env;
@@ -136,13 +159,22 @@ int cat_open(const char *dir, size_t map_size, struct cat **ret)
 	r = cat_map_err(mdb_txn_commit(txn));
 	if (r < 0)
 		goto out_env;
+	if (ret_report)
+		*ret_report = rep;
 	*ret = c;
 	return 0;
 out_env:
 	mdb_env_close(c->env);
 out_free:
 	free(c);
+	if (ret_report)
+		*ret_report = rep;
 	return r;
+}
+
+int cat_open(const char *dir, size_t map_size, struct cat **ret)
+{
+	return cat_open_full(dir, map_size, NULL, ret);
 }
 
 void cat_close(struct cat *c)

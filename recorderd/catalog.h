@@ -14,6 +14,11 @@
 
 #define CAT_PATH_MAX 160
 
+/* The layout version this build reads and writes (meta/version). 2: events keyed by
+ * their publisher's id, with revisions, terms and keyframe links; version 1 stored
+ * camera alarms only (see cat_open_full). */
+#define CAT_SCHEMA_VERSION 2
+
 struct cat;
 struct cat_txn;
 
@@ -55,7 +60,21 @@ struct cat_keyframe {
 	uint32_t seq;
 };
 
-/* Opens (creating) the environment in dir with a map of map_size bytes. */
+/* What opening the catalog found and changed. */
+struct cat_open_report {
+	uint64_t found_version; /* meta/version as found; 0: a new catalog */
+	uint32_t version;       /* CAT_SCHEMA_VERSION */
+	int created;            /* the catalog was empty and got CAT_SCHEMA_VERSION */
+	/* Migrated from version 1: the version 1 rows dropped (camera alarms and their time
+	 * index, a layout that cannot be converted); everything else is kept. */
+	int migrated;
+	uint64_t dropped_events, dropped_event_times;
+};
+
+/* Opens (creating) the environment in dir with a map of map_size bytes. A catalog of a
+ * newer version than CAT_SCHEMA_VERSION is not changed at all: -EPROTONOSUPPORT, with
+ * found_version set in ret_report (which may be NULL, and is also set on success). */
+int cat_open_full(const char *dir, size_t map_size, struct cat_open_report *ret_report, struct cat **ret);
 int cat_open(const char *dir, size_t map_size, struct cat **ret);
 void cat_close(struct cat *c);
 

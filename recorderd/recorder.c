@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "catalog.h"
 #include "catalog_events.h"
 #include "commit.h"
+#include "kp_build_config.h"
 #include "kp_limits.h"
 #include "log.h"
 #include "event_sweep.h"
@@ -42,9 +44,18 @@ static struct {
 	uv_timer_t retention_timer;
 	int started;
 	int failed;
+	/* Whether recording is possible, for CatalogStatus: "ok", "newer-schema" (the
+	 * catalog was written by a newer KeepPeek) or "failed" (error says why). */
+	const char *catalog_state;
+	uint64_t catalog_version;     /* in use; as found when unusable; 0 when not read */
+	const char *unrecorded_state; /* RecordingStatus.state of every stream meanwhile */
+	char error[160];
+	/* While failed, the configured cameras, reported as not recording. */
+	kp_CameraConfig unrecorded[KP_MAX_CAMERAS];
+	unsigned nunrecorded;
 	uint32_t max_days;
 	uint64_t max_bytes;
-} R = {.data_dirfd = -1};
+} R = {.data_dirfd = -1, .catalog_state = "failed"};
 
 static struct camera *camera(const char *name)
 {
@@ -81,25 +92,76 @@ static int valid_name(const char *s)
 	return 1;
 }
 
+/* Remembers why nothing is recorded: the catalog's state, the streams' state, and a
+ * sentence for the operator. */
+static int store_failed(int r, const char *catalog_state, const char *streams_state, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int store_failed(int r, const char *catalog_state, const char *streams_state, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(R.error, sizeof R.error, fmt, ap);
+	va_end(ap);
+	R.catalog_state = catalog_state;
+	R.unrecorded_state = streams_state;
+	return r;
+}
+
+/* Opens the catalog and says what it found: the versions when it cannot be used, what
+ * a migration changed. */
+static int open_catalog(const char *path)
+{
+	struct cat_open_report rep;
+	int r = cat_open_full(path, REC_CATALOG_MAP_SIZE, &rep, &R.cat);
+	R.catalog_version = rep.found_version;
+	if (r == -EPROTONOSUPPORT) {
+		kp_err("catalog %s has schema version %llu; this build of keeppeek-recorderd (%s) reads schema "
+		       "versions up to %u: it was written by a newer KeepPeek (a downgrade?). Not recording; the "
+		       "catalog is left untouched. Run the newer KeepPeek again, or restore a backup made with this "
+		       "version (keeppeek-recorderd(8), Upgrades and downgrades)",
+		       path, (unsigned long long)rep.found_version, KP_VERSION, (unsigned)rep.version);
+		return store_failed(r, "newer-schema", "catalog-unusable",
+				    "catalog schema %llu is newer than this build reads (up to %u); not recording",
+				    (unsigned long long)rep.found_version, (unsigned)rep.version);
+	}
+	if (r < 0) {
+		kp_err("catalog %s cannot be opened: %s; not recording", path, strerror(-r));
+		return store_failed(r, "failed", "catalog-unusable", "catalog cannot be opened: %s; not recording",
+				    strerror(-r));
+	}
+	R.catalog_version = rep.version;
+	if (rep.created)
+		kp_info("catalog %s created (schema version %u)", path, (unsigned)rep.version);
+	else if (rep.migrated)
+		kp_notice("catalog %s migrated from schema version %llu to %u: %llu events and %llu event time "
+			  "index rows of version 1 (camera alarms, in a layout that cannot be converted) dropped; "
+			  "cameras, recordings, fragments, keyframes and coverage kept",
+			  path, (unsigned long long)rep.found_version, (unsigned)rep.version,
+			  (unsigned long long)rep.dropped_events, (unsigned long long)rep.dropped_event_times);
+	else
+		kp_info("catalog %s opened (schema version %u)", path, (unsigned)rep.version);
+	return 0;
+}
+
 static int open_store(const kp_WorkerConfig *wc)
 {
 	R.data_dirfd = open(wc->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (R.data_dirfd < 0) {
-		kp_err("data directory %s cannot be opened: %s; not recording", wc->data_dir, strerror(errno));
-		return -errno;
+		int e = errno;
+		kp_err("data directory %s cannot be opened: %s; not recording", wc->data_dir, strerror(e));
+		return store_failed(-e, "failed", "failed", "data directory cannot be opened: %s; not recording",
+				    strerror(e));
 	}
 	char path[1100];
 	snprintf(path, sizeof path, "%s/catalog", wc->data_dir);
-	int r = cat_open(path, REC_CATALOG_MAP_SIZE, &R.cat);
-	if (r < 0) {
-		kp_err("catalog %s cannot be opened: %s; not recording", path, strerror(-r));
+	int r = open_catalog(path);
+	if (r < 0)
 		return r;
-	}
 	struct rec_recovery_result rr;
 	r = rec_recover(R.cat, R.data_dirfd, &rr);
 	if (r < 0) {
 		kp_err("start-up recovery failed: %s; not recording", strerror(-r));
-		return r;
+		return store_failed(r, "failed", "failed", "start-up recovery failed: %s; not recording", strerror(-r));
 	}
 	kp_info("recovery: %u files checked, %u fragments indexed, %u files truncated, %u removed, %u rows "
 		"without a file removed",
@@ -121,9 +183,12 @@ static int open_store(const kp_WorkerConfig *wc)
 		r = rec_commit_new(R.cat, R.data_dirfd, &R.env.commit);
 	if (r < 0) {
 		kp_err("starting the catalog committer failed: %s; not recording", strerror(-r));
-		return r;
+		return store_failed(r, "failed", "failed", "starting the catalog committer failed: %s; not recording",
+				    strerror(-r));
 	}
 	R.env.data_dirfd = R.data_dirfd;
+	R.catalog_state = "ok";
+	R.error[0] = '\0';
 	return 0;
 }
 
@@ -212,22 +277,29 @@ void rec_configured(struct kp_worker *w, uint32_t generation)
 	if (!R.started && !R.failed) {
 		if (open_store(wc) < 0) {
 			R.failed = 1;
-			return;
+		} else {
+			R.started = 1;
+			rec_requests_open(w, R.cat, R.data_dirfd);
+			rec_queries_open(w, R.cat, R.data_dirfd);
+			rec_events_open(w, R.cat, R.env.commit);
+			uv_timer_init(kp_worker_loop(w), &R.retention_timer);
+			uv_timer_start(&R.retention_timer, on_retention, 5000, REC_RETENTION_EVERY_MS);
 		}
-		R.started = 1;
-		rec_requests_open(w, R.cat, R.data_dirfd);
-		rec_queries_open(w, R.cat, R.data_dirfd);
-		rec_events_open(w, R.cat, R.env.commit);
-		uv_timer_init(kp_worker_loop(w), &R.retention_timer);
-		uv_timer_start(&R.retention_timer, on_retention, 5000, REC_RETENTION_EVERY_MS);
 	}
-	if (!R.started)
+	if (!R.started) {
+		/* Nothing is recorded; the cameras are remembered to say so. */
+		memcpy(R.unrecorded, R.incoming, R.nincoming * sizeof R.incoming[0]);
+		R.nunrecorded = R.nincoming;
+		R.nincoming = 0;
+		rec_report(w);
 		return;
+	}
 	R.env.rollover_ms = wc->record_rollover_secs ? wc->record_rollover_secs * 1000u : REC_DEFAULT_ROLLOVER_MS;
 	R.max_days = wc->retention_max_days;
 	R.max_bytes = (uint64_t)wc->retention_max_disk_mb * 1000000u;
 	rec_commit_quota(R.env.commit, R.max_bytes);
 	apply_cameras();
+	rec_report(w);
 }
 
 void rec_access_unit(const kp_AccessUnit *au, const uint8_t *data, size_t len)
@@ -274,8 +346,45 @@ static const char *state_name(const struct camera *c, const struct rec_stream *s
 	return rec_stream_state_name(st->state);
 }
 
+static void send_catalog_status(struct kp_worker *w)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_catalog_status_tag;
+	kp_CatalogStatus *cs = &env.msg.catalog_status;
+	snprintf(cs->state, sizeof cs->state, "%s", R.catalog_state);
+	cs->schema_version = R.catalog_version;
+	cs->supported_version = CAT_SCHEMA_VERSION;
+	snprintf(cs->error, sizeof cs->error, "%s", R.error);
+	kp_worker_send_supervisor(w, &env);
+}
+
+/* While nothing can be recorded, every configured stream says so. */
+static void report_unrecorded(struct kp_worker *w)
+{
+	const char *state = R.unrecorded_state ? R.unrecorded_state : "failed";
+	for (unsigned i = 0; i < R.nunrecorded; i++)
+		for (uint32_t s = 0; s < 2; s++) {
+			const kp_CameraConfig *cc = &R.unrecorded[i];
+			if (!(cc->streams & (1u << s)))
+				continue;
+			kp_Envelope env = kp_Envelope_init_zero;
+			env.which_msg = kp_Envelope_recording_status_tag;
+			kp_RecordingStatus *rs = &env.msg.recording_status;
+			snprintf(rs->camera, sizeof rs->camera, "%s", cc->name);
+			rs->stream = s;
+			snprintf(rs->state, sizeof rs->state, "%s", cc->record == 2 ? "off" : state);
+			snprintf(rs->last_error, sizeof rs->last_error, "%s", R.error);
+			kp_worker_send_supervisor(w, &env);
+		}
+}
+
 void rec_report(struct kp_worker *w)
 {
+	send_catalog_status(w);
+	if (!R.started) {
+		report_unrecorded(w);
+		return;
+	}
 	for (unsigned i = 0; i < R.ncams; i++)
 		for (uint32_t s = 0; s < 2; s++) {
 			const struct rec_stream *st = &R.cams[i].s[s];

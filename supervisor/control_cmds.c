@@ -85,8 +85,25 @@ static void status(struct supervisor *s, bool json, struct kp_out *o)
 		}
 		kp_out_put(o, "]}");
 	}
-	if (json)
-		kp_out_put(o, "]}\n");
+	if (!json) {
+		if (catalog_unusable(s))
+			kp_out_put(o, "\nNOT RECORDING: recorderd: %s\n",
+				   s->catalog.error[0] ? s->catalog.error : s->catalog.state);
+		return;
+	}
+	/* The catalog as recorderd last reported it; null before it has. */
+	kp_out_put(o, "],\"catalog\":");
+	if (!s->have_catalog) {
+		kp_out_put(o, "null}\n");
+		return;
+	}
+	kp_out_put(o, "{\"state\":");
+	kp_out_json_string(o, s->catalog.state);
+	kp_out_put(o, ",\"recording\":%s,\"schema_version\":%llu,\"supported_version\":%u,\"error\":",
+		   catalog_unusable(s) ? "false" : "true", (unsigned long long)s->catalog.schema_version,
+		   (unsigned)s->catalog.supported_version);
+	kp_out_json_string(o, s->catalog.error);
+	kp_out_put(o, "}}\n");
 }
 
 /* Questions waiting for recorderd: at most one per control client. */

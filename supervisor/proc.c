@@ -92,6 +92,11 @@ void proc_table_init(struct supervisor *s, const char *libexec_dir)
 	}
 }
 
+bool catalog_unusable(const struct supervisor *s)
+{
+	return s->have_catalog && strcmp(s->catalog.state, "ok") != 0;
+}
+
 struct proc *proc_by_name(struct supervisor *s, const char *name)
 {
 	for (unsigned i = 0; i < KP_NPROCS; i++)
@@ -214,6 +219,15 @@ static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	case kp_Envelope_recording_status_tag:
 		if (p->peer == kp_Peer_PEER_RECORDERD)
 			cameras_on_recording(s, &f->env->msg.recording_status);
+		break;
+	case kp_Envelope_catalog_status_tag:
+		if (p->peer == kp_Peer_PEER_RECORDERD) {
+			const kp_CatalogStatus *cs = &f->env->msg.catalog_status;
+			if (strcmp(cs->state, "ok") && (!s->have_catalog || strcmp(cs->state, s->catalog.state)))
+				kp_err("recorderd: nothing is recorded: %s", cs->error[0] ? cs->error : cs->state);
+			s->catalog = *cs;
+			s->have_catalog = true;
+		}
 		break;
 	case kp_Envelope_recorder_reply_tag:
 		if (p->peer == kp_Peer_PEER_RECORDERD)
@@ -365,6 +379,8 @@ int proc_spawn(struct proc *p)
 	}
 	p->handle_open = 1;
 	p->pid = p->handle.pid;
+	if (p->peer == kp_Peer_PEER_RECORDERD)
+		s->have_catalog = false;
 	p->state = PROC_STARTING;
 	p->spawned_ms = p->last_reply_ms = kp_now_ms();
 	p->ready_ms = 0;

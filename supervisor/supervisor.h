@@ -91,6 +91,9 @@ struct supervisor {
 	int exit_code;
 	struct camera_row camera_rows[KP_MAX_CAMERAS * 2];
 	unsigned ncamera_rows;
+	/* recorderd's last CatalogStatus; have_catalog is cleared when it is started. */
+	bool have_catalog;
+	kp_CatalogStatus catalog;
 };
 
 uint64_t kp_now_ms(void);
@@ -122,6 +125,9 @@ void cameras_on_state(struct supervisor *s, const kp_StreamState *st);
 void cameras_on_received(struct supervisor *s, const kp_StreamReceived *rec);
 void cameras_on_recording(struct supervisor *s, const kp_RecordingStatus *rs);
 void cameras_render(const struct supervisor *s, bool json, struct kp_out *o);
+
+/* The catalog cannot be used: nothing is recorded (recorderd's CatalogStatus). */
+bool catalog_unusable(const struct supervisor *s);
 
 /* topics.c: webd's TopicQuery (healthz, cameras, metrics), answered over p's channel. */
 void topics_answer(struct supervisor *s, struct proc *p, const kp_TopicQuery *q);

@@ -49,6 +49,9 @@ static void healthz(struct supervisor *s, struct kp_out *o, uint32_t *status)
 			continue;
 		kp_out_put(o, "%s%s %s", down++ ? ", " : "not running: ", p->name, proc_state_name(p->state));
 	}
+	if (catalog_unusable(s))
+		kp_out_put(o, "%snot recording: recorderd: %s", down++ ? "; " : "",
+			   s->catalog.error[0] ? s->catalog.error : s->catalog.state);
 	if (down) {
 		kp_out_put(o, "\n");
 		*status = 503;
@@ -101,6 +104,17 @@ static void worker_metrics(struct supervisor *s, struct kp_out *o)
 	for (int i = 0; i < KP_NPROCS; i++)
 		kp_out_put(o, "keeppeek_worker_restarts_total{worker=\"%s\"} %u\n", s->procs[i].name,
 			   s->procs[i].restarts);
+	family(o, "keeppeek_catalog_usable", "gauge",
+	       "1 when recorderd has its catalog open and can record, 0 when it cannot (see keeppeekctl status).");
+	if (s->have_catalog)
+		kp_out_put(o, "keeppeek_catalog_usable %d\n", !catalog_unusable(s));
+	family(o, "keeppeek_catalog_schema_version", "gauge",
+	       "The catalog's schema version (as found when it is too new), and the newest recorderd reads.");
+	if (s->have_catalog)
+		kp_out_put(o,
+			   "keeppeek_catalog_schema_version{of=\"catalog\"} %llu\n"
+			   "keeppeek_catalog_schema_version{of=\"recorderd\"} %u\n",
+			   (unsigned long long)s->catalog.schema_version, (unsigned)s->catalog.supported_version);
 	family(o, "keeppeek_worker_rss_bytes", "gauge", "Resident set size (VmRSS) of each process.");
 	kp_out_put(o, "keeppeek_worker_rss_bytes{worker=\"keeppeekd\"} %llu\n",
 		   (unsigned long long)rss_bytes(getpid()));

@@ -3,6 +3,7 @@
  * their coverage added and removed in one transaction. */
 #include <errno.h>
 #include <fcntl.h>
+#include <lmdb.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -193,6 +194,69 @@ static void test_catalog_rows(void)
 	CHECK_EQ(system(cmd), 0);
 }
 
+/* Sets meta/version of the catalog in dir to version, with LMDB directly. */
+static void set_version(const char *dir, uint64_t version)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi meta;
+	CHECK_EQ(mdb_env_create(&env), 0);
+	CHECK_EQ(mdb_env_set_maxdbs(env, 16), 0);
+	CHECK_EQ(mdb_env_open(env, dir, 0, 0600), 0);
+	CHECK_EQ(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	CHECK_EQ(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+	MDB_val k = {7, "version"}, v = {sizeof version, &version};
+	CHECK_EQ(mdb_put(txn, meta, &k, &v, 0), 0);
+	CHECK_EQ(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+static size_t last_txnid(const char *dir)
+{
+	MDB_env *env;
+	MDB_envinfo info = {0};
+	CHECK_EQ(mdb_env_create(&env), 0);
+	CHECK_EQ(mdb_env_open(env, dir, MDB_RDONLY, 0600), 0);
+	CHECK_EQ(mdb_env_info(env, &info), 0);
+	mdb_env_close(env);
+	return info.me_last_txnid;
+}
+
+/* A new catalog gets CAT_SCHEMA_VERSION; a catalog of a newer schema (a downgrade) is
+ * refused with both versions reported and is not written to at all. */
+static void test_schema_versions(void)
+{
+	char dir[] = "/tmp/kp-rec-cat-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	struct cat *cat = NULL;
+	struct cat_open_report rep;
+	CHECK_EQ(cat_open_full(dir, 64ull << 20, &rep, &cat), 0);
+	CHECK_EQ(rep.created, 1);
+	CHECK_EQ(rep.migrated, 0);
+	CHECK_EQ(rep.found_version, 0);
+	CHECK_EQ(rep.version, CAT_SCHEMA_VERSION);
+	cat_close(cat);
+	CHECK_EQ(cat_open_full(dir, 64ull << 20, &rep, &cat), 0);
+	CHECK_EQ(rep.created, 0);
+	CHECK_EQ(rep.found_version, CAT_SCHEMA_VERSION);
+	cat_close(cat);
+
+	set_version(dir, CAT_SCHEMA_VERSION + 1);
+	size_t txnid = last_txnid(dir);
+	cat = NULL;
+	CHECK_EQ(cat_open_full(dir, 64ull << 20, &rep, &cat), -EPROTONOSUPPORT);
+	CHECK(cat == NULL);
+	CHECK_EQ(rep.found_version, CAT_SCHEMA_VERSION + 1);
+	CHECK_EQ(rep.version, CAT_SCHEMA_VERSION);
+	CHECK_EQ(rep.created, 0);
+	CHECK_EQ(last_txnid(dir), txnid); /* nothing committed */
+	CHECK_EQ(cat_open(dir, 64ull << 20, &cat), -EPROTONOSUPPORT);
+	CHECK_EQ(last_txnid(dir), txnid);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+}
+
 int main(void)
 {
 	RUN(test_keys_order);
@@ -200,5 +264,6 @@ int main(void)
 	RUN(test_cov_overflow);
 	RUN(test_cov_buckets);
 	RUN(test_catalog_rows);
+	RUN(test_schema_versions);
 	return TEST_EXIT();
 }

@@ -768,7 +768,14 @@ static void test_migration(void)
 	CHECK_EQ(mdb_txn_commit(txn), 0);
 	mdb_env_close(env);
 
-	CHECK_EQ(cat_open(dir, 1ull << 30, &rs.cat), 0);
+	struct cat_open_report rep;
+	CHECK_EQ(cat_open_full(dir, 1ull << 30, &rep, &rs.cat), 0);
+	CHECK_EQ(rep.found_version, 1);
+	CHECK_EQ(rep.version, CAT_SCHEMA_VERSION);
+	CHECK_EQ(rep.migrated, 1);
+	CHECK_EQ(rep.created, 0);
+	CHECK_EQ(rep.dropped_events, 1); /* what recorderd logs */
+	CHECK_EQ(rep.dropped_event_times, 0);
 	struct cat_txn *t;
 	uint64_t n = 99;
 	uint32_t id;
