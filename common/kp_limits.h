@@ -61,5 +61,9 @@
 #define KP_HEALTH_INTERVAL_MS 2000
 #define KP_HEALTH_DEADLINE_MS 15000
 #define KP_STOP_GRACE_MS      4000
+/* Readiness (sd_notify): checked this often from the start; READY=1 at the latest after
+ * the deadline, degraded, so that recording never waits for a worker that cannot start. */
+#define KP_READY_POLL_MS     50
+#define KP_READY_DEADLINE_MS 30000
 
 #endif

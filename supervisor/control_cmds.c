@@ -347,6 +347,12 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, char *buf, s
 			return 2;
 		}
 		int r = proc_restart(p);
+		if (r == -EPERM) {
+			kp_out_put(
+			    &o, "restart %s failed: keeppeekd may not signal it (%s): it lacks CAP_KILL; see its log\n",
+			    p->name, strerror(-r));
+			return 1;
+		}
 		if (r < 0) {
 			kp_out_put(&o, "restart %s failed: %s\n", p->name, strerror(-r));
 			return 1;

@@ -223,6 +223,9 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
+	if (notify_init() < 0)
+		kp_warn("NOTIFY_SOCKET is not an AF_UNIX path or @name; the service manager is not told when "
+			"keeppeekd is ready");
 	s.loop = uv_default_loop();
 	if (resolve_user(&s) < 0)
 		return 1;
@@ -260,6 +263,7 @@ int main(int argc, char **argv)
 	links_init(&s);
 	proc_table_init(&s, libexec_dir);
 	proc_start_all(&s);
+	service_start(&s);
 	if (s.demo)
 		demo_start(&s);
 	uv_run(s.loop, UV_RUN_DEFAULT);

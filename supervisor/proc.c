@@ -180,6 +180,37 @@ static void send_config(struct proc *p)
 		kp_err("%s: sending configuration failed: %s", p->name, strerror(-r));
 }
 
+static void reload_complete(struct supervisor *s)
+{
+	kp_info("reload to generation %u complete", (unsigned)s->generation);
+	service_reloaded(s);
+}
+
+/* kill(2) to a worker. A failure is logged with what it means: keeppeekd runs as root
+ * and the workers under their own uid, so signalling them needs CAP_KILL; without it a
+ * worker that must be restarted or stopped would be left as it is without a word.
+ * EPERM is said once per worker until a signal goes through again. */
+static int proc_signal(struct proc *p, int sig, const char *why)
+{
+	if (p->pid <= 0)
+		return -ESRCH;
+	if (kill(p->pid, sig) == 0) {
+		p->kill_denied = false;
+		return 0;
+	}
+	int e = errno;
+	if (e == EPERM && !p->kill_denied)
+		kp_err("%s (pid %d): cannot send it %s to %s: %s; keeppeekd lacks CAP_KILL over the workers' uid %u "
+		       "(the service's CapabilityBoundingSet must keep CAP_KILL), so it cannot stop or restart "
+		       "workers",
+		       p->name, (int)p->pid, sigabbrev_np(sig), why, strerror(e), (unsigned)p->s->uid);
+	else if (e != EPERM && e != ESRCH)
+		kp_err("%s (pid %d): cannot send it %s to %s: %s", p->name, (int)p->pid, sigabbrev_np(sig), why,
+		       strerror(e));
+	p->kill_denied = e == EPERM;
+	return -e;
+}
+
 static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 {
 	struct proc *p = arg;
@@ -198,7 +229,7 @@ static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 			   p->config_generation != s->generation) {
 			p->config_generation = s->generation;
 			if (s->reload_waiting && --s->reload_waiting == 0)
-				kp_info("reload to generation %u complete", (unsigned)s->generation);
+				reload_complete(s);
 		}
 		break;
 	case kp_Envelope_health_reply_tag:
@@ -257,7 +288,7 @@ static void on_worker_error(struct kp_ipc *c, int err, const char *reason, void 
 	 * A worker that is stopping closes its channel on its way out. Either way it is
 	 * going, and no new link is made to it. */
 	if (p->pid > 0 && p->state != PROC_STOPPING && !p->s->stopping && !p->restart_now)
-		kill(p->pid, SIGKILL);
+		proc_signal(p, SIGKILL, "replace it (its channel broke)");
 	if (p->pid > 0)
 		p->state = PROC_STOPPING;
 }
@@ -285,8 +316,8 @@ static void on_exit_cb(uv_process_t *h, int64_t status, int term_signal)
 	uint64_t now = kp_now_ms();
 	describe_exit(p->last_exit, sizeof p->last_exit, status, term_signal);
 	bool was_running = p->ready_ms != 0;
-	if (was_running && p->config_generation != s->generation && s->reload_waiting)
-		s->reload_waiting--;
+	if (was_running && p->config_generation != s->generation && s->reload_waiting && --s->reload_waiting == 0)
+		reload_complete(s);
 	kp_ipc_destroy(p->ipc);
 	p->ipc = NULL;
 	uv_close((uv_handle_t *)h, on_handle_closed);
@@ -389,7 +420,7 @@ int proc_spawn(struct proc *p)
 	if (r < 0) {
 		close(sv[0]);
 		kp_err("%s: opening its channel failed: %s", p->name, strerror(-r));
-		kill(p->pid, SIGKILL);
+		proc_signal(p, SIGKILL, "replace it (no channel)");
 		return 0;
 	}
 	kp_info("%s started (pid %d)", p->name, (int)p->pid);
@@ -406,9 +437,10 @@ static void on_health_timer(uv_timer_t *t)
 		if ((p->state != PROC_RUNNING && p->state != PROC_STARTING) || p->pid <= 0)
 			continue;
 		if (now - p->last_reply_ms > KP_HEALTH_DEADLINE_MS) {
-			kp_err("%s (pid %d): no reply for %llu ms; killing it", p->name, (int)p->pid,
-			       (unsigned long long)(now - p->last_reply_ms));
-			kill(p->pid, SIGKILL);
+			if (!p->kill_denied)
+				kp_err("%s (pid %d): no reply for %llu ms; killing it", p->name, (int)p->pid,
+				       (unsigned long long)(now - p->last_reply_ms));
+			proc_signal(p, SIGKILL, "restart it (no health reply)");
 			continue;
 		}
 		if (p->state == PROC_RUNNING && p->ipc) {
@@ -441,10 +473,12 @@ int proc_restart(struct proc *p)
 	}
 	if (p->pid <= 0)
 		return -ESRCH;
+	kp_info("%s (pid %d): restart requested", p->name, (int)p->pid);
+	int r = proc_signal(p, SIGTERM, "restart it as asked");
+	if (r < 0)
+		return r;
 	p->restart_now = true;
 	p->state = PROC_STOPPING;
-	kp_info("%s (pid %d): restart requested", p->name, (int)p->pid);
-	kill(p->pid, SIGTERM);
 	return 0;
 }
 
@@ -456,7 +490,7 @@ static void on_stop_timer(uv_timer_t *t)
 		if (p->pid > 0) {
 			kp_warn("%s (pid %d) did not stop in %d ms; killing it", p->name, (int)p->pid,
 				KP_STOP_GRACE_MS);
-			kill(p->pid, SIGKILL);
+			proc_signal(p, SIGKILL, "stop it");
 		}
 	}
 	if (s->demo)
@@ -472,6 +506,7 @@ static void close_all_handles(struct supervisor *s)
 	uv_close((uv_handle_t *)&s->sig_hup, NULL);
 	for (unsigned i = 0; i < KP_NPROCS; i++)
 		uv_close((uv_handle_t *)&s->procs[i].timer, NULL);
+	service_close(s);
 	control_close(s);
 }
 
@@ -481,6 +516,7 @@ void proc_stop_all(struct supervisor *s)
 	if (!s->stopping) {
 		s->stopping = true;
 		kp_info("stopping all workers");
+		service_stopping(s);
 		uv_timer_init(s->loop, &s->stop_timer);
 		s->stop_timer.data = s;
 		uv_timer_start(&s->stop_timer, on_stop_timer, KP_STOP_GRACE_MS, 0);
@@ -496,7 +532,7 @@ void proc_stop_all(struct supervisor *s)
 			env.which_msg = kp_Envelope_shutdown_tag;
 			snprintf(env.msg.shutdown.reason, sizeof env.msg.shutdown.reason, "supervisor is stopping");
 			if (!p->ipc || kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) < 0)
-				kill(p->pid, SIGTERM);
+				proc_signal(p, SIGTERM, "stop it");
 		}
 	}
 	if (s->demo && demo_stop(s, SIGTERM))
@@ -554,6 +590,9 @@ int supervisor_reload(struct supervisor *s, char *msg, size_t len)
 			s->reload_waiting++;
 	}
 	kp_info("reload to generation %u sent to %u workers", (unsigned)s->generation, s->reload_waiting);
+	service_reloading(s);
+	if (!s->reload_waiting)
+		service_reloaded(s);
 	snprintf(msg, len, "reload to generation %u sent to %u workers\n", (unsigned)s->generation, s->reload_waiting);
 	return 0;
 }

@@ -38,6 +38,7 @@ struct proc {
 	uint64_t health_seq;
 	uint32_t config_generation;
 	bool restart_now; /* asked for by keeppeekctl restart: no backoff */
+	bool kill_denied; /* the last kill(2) failed with EPERM (logged once) */
 	char last_exit[64];
 	kp_HealthReply health;
 	uv_timer_t timer;
@@ -91,6 +92,10 @@ struct supervisor {
 	int exit_code;
 	struct camera_row camera_rows[KP_MAX_CAMERAS * 2];
 	unsigned ncamera_rows;
+	/* Readiness for the service manager (notify.c). */
+	uv_timer_t ready_timer;
+	uint64_t started_ms;
+	bool ready_sent;
 	/* recorderd's last CatalogStatus; have_catalog is cleared when it is started. */
 	bool have_catalog;
 	kp_CatalogStatus catalog;
@@ -114,6 +119,20 @@ void links_init(struct supervisor *s);
 void links_on_ready(struct supervisor *s, struct proc *p);
 void links_on_lost(struct supervisor *s, struct proc *p, const kp_LinkLost *lost);
 const struct link *links_between(const struct supervisor *s, kp_Peer a, kp_Peer b);
+
+/* notify.c: sd_notify(3)'s protocol on $NOTIFY_SOCKET (read, then unset, by
+ * notify_init; -EINVAL when it names no usable address) and when to use it. */
+int notify_init(void);
+bool notify_enabled(void);
+int notify_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t notify_monotonic_usec(void);
+/* READY=1 once every worker runs and every link is up (or, degraded, after
+ * KP_READY_DEADLINE_MS); STOPPING=1; RELOADING=1 and READY=1 around a reload. */
+void service_start(struct supervisor *s);
+void service_close(struct supervisor *s);
+void service_stopping(struct supervisor *s);
+void service_reloading(struct supervisor *s);
+void service_reloaded(struct supervisor *s);
 
 /* demo.c */
 int demo_config(char *buf, size_t len);
