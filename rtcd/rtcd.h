@@ -136,6 +136,9 @@ void rtc_signal_error(struct rtc_conn *c, const char *sid, const char *code, con
 void rtc_signal_announce_start(struct kp_worker *w);
 const char *rtc_conn_principal(const struct rtc_conn *c);
 const char *rtc_conn_addr(const struct rtc_conn *c);
+/* Unlinks a session from its connection's list; rtc_session_close calls it, so a session
+ * ended from any side (ICE, DTLS, timer, bye, page) is never reachable from its page. */
+void rtc_conn_forget(struct rtc_conn *c, struct rtc_session *s);
 extern char rtc_fingerprint[RTC_DTLS_FP_TEXT];
 
 /* ---- live.c ---- */

@@ -141,6 +141,7 @@ void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
 	}
 	kp_info("session %s of %s (%s) closed: %s", s->sid, rtc_conn_principal(s->conn), rtc_conn_addr(s->conn),
 		reason);
+	rtc_conn_forget(s->conn, s);
 	rtc_session_stop_source(s);
 	s->state = RTC_CLOSED;
 	rtc_ice_free(s->ice);

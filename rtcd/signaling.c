@@ -101,27 +101,21 @@ static struct rtc_conn *conn_get(const kp_RtcSignal *s)
 	return c;
 }
 
-static void conn_unlink_session(struct rtc_session *s)
+void rtc_conn_forget(struct rtc_conn *c, struct rtc_session *s)
 {
-	struct rtc_conn *c = s->conn;
 	for (struct rtc_session **p = &c->sessions; *p; p = &(*p)->conn_next) {
 		if (*p == s) {
 			*p = s->conn_next;
+			s->conn_next = NULL;
 			return;
 		}
 	}
 }
 
-static void session_end(struct rtc_session *s, const char *reason, bool tell)
-{
-	conn_unlink_session(s);
-	rtc_session_close(s, reason, tell);
-}
-
 static void conn_free(struct rtc_conn *c)
 {
 	while (c->sessions)
-		session_end(c->sessions, "the page closed its signaling connection", false);
+		rtc_session_close(c->sessions, "the page closed its signaling connection", false);
 	for (struct rtc_conn **p = &conns; *p; p = &(*p)->next) {
 		if (*p == c) {
 			*p = c->next;
@@ -237,7 +231,7 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 	}
 	struct rtc_session *old = session_find(c, sid);
 	if (old)
-		session_end(old, "replaced by a new offer", false);
+		rtc_session_close(old, "replaced by a new offer", false);
 	unsigned by_principal, by_addr;
 	count_sessions(c, &by_principal, &by_addr);
 	if (by_principal >= KP_RTC_SESSIONS_PER_PRINCIPAL) {
@@ -316,7 +310,7 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 	s->stream = stream;
 	s->start_at_ms = (int64_t)at;
 	if (choose_source(c, s, sid) < 0) {
-		session_end(s, "refused", false);
+		rtc_session_close(s, "refused", false);
 		return;
 	}
 	const struct sdp_media *m = &offer->media[s->media];
@@ -325,7 +319,7 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 		rtc_metrics.bad_sdp++;
 		rtc_signal_error(c, sid, "bad_sdp",
 				 "The offer lacks ICE credentials, a fingerprint, rtcp-mux or a=setup:actpass/active.");
-		session_end(s, "refused", false);
+		rtc_session_close(s, "refused", false);
 		return;
 	}
 	int r = rtc_session_setup(s, m);
@@ -333,11 +327,11 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 		rtc_signal_error(c, sid, "unavailable",
 				 r == -EADDRNOTAVAIL ? "The server could not open a network port for the video."
 						     : "The server could not set up the secure connection.");
-		session_end(s, "ICE or DTLS setup failed", false);
+		rtc_session_close(s, "ICE or DTLS setup failed", false);
 		return;
 	}
 	if (rtc_session_prepare_source(s) < 0) {
-		session_end(s, "refused", false);
+		rtc_session_close(s, "refused", false);
 		return;
 	}
 	for (unsigned i = 0; i < offer->ncandidates; i++)
@@ -457,7 +451,7 @@ static void on_message(struct rtc_conn *c, const uint8_t *data, size_t len)
 	struct rtc_session *s = session_find(c, sid);
 	if (strcmp(type, "bye") == 0) {
 		if (s)
-			session_end(s, "the browser said bye", false);
+			rtc_session_close(s, "the browser said bye", false);
 		return;
 	}
 	if (!s) {
