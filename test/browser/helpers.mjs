@@ -270,6 +270,9 @@ export async function startKeeppeek(opts = {}) {
 	});
 	const kp = {
 		url, dir, sock, user: 'admin', password: '', log: () => log,
+		allowed: new Set(),
+		// This test kills or restarts these workers on purpose; any other restart fails it.
+		expectRestarts: (...names) => names.forEach((n) => kp.allowed.add(n)),
 		ctl: (cmdArgs, input) => new Promise((ok, bad) => {
 			const c = execFile(ctlBin, ['-s', sock, ...cmdArgs], { timeout: 30000 }, (err, out, errOut) => (err ? bad(new Error(`keeppeekctl ${cmdArgs.join(' ')}: ${errOut || err.message}`)) : ok(out)));
 			c.stdin.on('error', () => {}); // keeppeekctl may exit without reading stdin
@@ -279,6 +282,7 @@ export async function startKeeppeek(opts = {}) {
 				c.stdin.end();
 		}),
 	};
+	started.push(kp);
 	if (opts.config) {
 		kp.password = 'browser-test-pass';
 		await kp.ctl(['user', 'add', 'admin', '--role', 'admin'], kp.password + '\n');
@@ -292,6 +296,19 @@ export async function startKeeppeek(opts = {}) {
 		kp.password = m[2];
 	}
 	return kp;
+}
+
+const started = [];
+
+// Workers that restarted without the test asking, per keeppeekd this test started: from
+// keeppeekd's own log lines ("NAME (restart N) ...", "NAME ...; restarting as asked", or
+// a crash while stopping), so nothing a test did not mean goes unnoticed.
+export function assertNoRestarts() {
+	const re = /keeppeekd\[\d+\]: \w+: (ingestd|recorderd|webd|rtcd) (\(restart \d+\) .*|.*; restarting as asked|stopped: killed by signal (?!15 ).*)$/gm;
+	for (const kp of started) {
+		const bad = [...kp.log().matchAll(re)].filter((m) => !kp.allowed.has(m[1])).map((m) => `${m[1]} ${m[2]}`);
+		check(bad.length === 0, `no worker restarted unless the test meant it (${bad.join('; ') || 'none did'})`);
+	}
 }
 
 export async function adminToken(kp) {

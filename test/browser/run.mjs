@@ -3,7 +3,7 @@
 // supervisor). Exit 0 pass, 1 fail.
 import { resolve, dirname, basename } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { runCleanups, failureShots } from './helpers.mjs';
+import { runCleanups, failureShots, assertNoRestarts } from './helpers.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const file = process.argv[2];
@@ -22,6 +22,7 @@ for (const sig of ['SIGTERM', 'SIGINT'])
 try {
 	const mod = await import(pathToFileURL(resolve(here, file)).href);
 	await mod.default();
+	assertNoRestarts();
 	console.log(`PASS ${name}`);
 } catch (err) {
 	console.error(err && err.stack ? err.stack : String(err));

@@ -39,6 +39,7 @@ export default async function () {
 			'three seconds of recording before the kill');
 		const before = OTHERS.map((w) => workerPid(kp, w));
 		const pid = rtcdPid(kp);
+		kp.expectRestarts('rtcd');
 		process.kill(pid, 'SIGKILL');
 		const t0 = Date.now();
 		await waitFor(() => {

@@ -59,6 +59,7 @@ export default async function () {
 		new MutationObserver(() => window.badgeStates.push(b.dataset.state)).observe(b, { attributes: true });
 	}, tiles[0]);
 	const stop = s.guard.allow(/WebSocket|rtc/);
+	s.kp.expectRestarts('rtcd');
 	await s.kp.ctl(['restart', 'rtcd']);
 	await waitFor(() => page.evaluate(() => window.badgeStates.some((x) => x !== 'live')), 20000, 'the tile leaves the Live state after rtcd restarts');
 	await waitFor(() => page.evaluate((cam) => document.querySelector(`.tile[data-camera="${cam}"] .badge`).dataset.state === 'live', tiles[0]), 30000, 'the tile is Live again');

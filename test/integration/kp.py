@@ -90,6 +90,23 @@ class Keeppeek:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir,
                                      env=dict(os.environ, **(env or {})), start_new_session=True)
         self.known_pids = {self.proc.pid}
+        self.allowed_restarts = set()
+
+    def expect_restarts(self, *workers):
+        """This test kills or restarts these workers on purpose; any other restart fails it."""
+        self.allowed_restarts |= set(workers)
+
+    def unexpected_restarts(self):
+        """Workers that restarted without the test asking: from keeppeekd's own log lines
+        ("NAME (restart N) ...", "NAME ...; restarting as asked" and a crash while stopping,
+        "NAME stopped: killed by signal ..."), which outlive the supervisor."""
+        import re
+        seen = {}
+        for m in re.finditer(r"keeppeekd\[\d+\]: \w+: (\w+) (\(restart \d+\) .*|.*; restarting as asked|stopped: killed by signal (?!15 ).*)$",
+                             self.log_text(), re.M):
+            if m.group(1) in WORKERS and m.group(1) not in self.allowed_restarts:
+                seen.setdefault(m.group(1), m.group(2))
+        return seen
 
     def ctl(self, *args):
         r = subprocess.run([KEEPPEEKCTL, "-s", self.sock, *args], capture_output=True, text=True, timeout=30)
@@ -208,6 +225,10 @@ def run(test):
         return k
     try:
         test(make)
+        for k in made:
+            k.stop()
+            bad = k.unexpected_restarts()
+            check(not bad, f"no worker restarted unless the test meant it ({bad or 'none did'})")
     except AssertionError:
         for k in made:
             print("---- keeppeekd log ----\n" + k.log_text()[-6000:], file=sys.stderr)

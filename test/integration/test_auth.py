@@ -236,6 +236,7 @@ def test(make):
 
     # ---- sessions survive a webd restart ----
     old_pid = k.status()["webd"]["pid"]
+    k.expect_restarts("webd")
     check(k.ctl("restart", "webd")[0] == 0, "keeppeekctl restart webd")
     wait_for(lambda: (k.status() or {}).get("webd", {}).get("pid") not in (None, 0, old_pid)
              and k.status()["webd"]["state"] == "running", 10, 0.05)

@@ -18,6 +18,7 @@ def test(make):
         else:
             os.symlink(os.path.join(BUILD, w, f"keeppeek-{w}"), path)
     kp = make(args=["--libexec-dir", libexec])
+    kp.expect_restarts("rtcd")
     time.sleep(4.0)
     st = kp.status()
     r = st["rtcd"]

@@ -105,6 +105,7 @@ def test(make):
     rec = kp.status()["recorderd"]["pid"]
     st, h, b = E.publish_json(kp, tok, E.event("durable-1", 1, start_ms=now - 200), jpeg)
     check(st == 200, f"publish before the kill ({st})")
+    kp.expect_restarts("recorderd")
     os.kill(rec, signal.SIGKILL)
 
     def back():

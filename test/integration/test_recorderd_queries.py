@@ -116,6 +116,7 @@ def test(make):
         s, h, b = publish(ev2)
         check(s == 200, f"revision 2 acknowledged ({s})")
         pid = kp.status()["recorderd"]["pid"]
+        kp.expect_restarts("recorderd")
         os.kill(pid, signal.SIGKILL)
         check(wait_for(lambda: (st := kp.status()) and st["recorderd"]["pid"] not in (0, pid)
                        and st["recorderd"]["state"] == "running", 10.0, 0.05), "recorderd is back")

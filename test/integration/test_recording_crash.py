@@ -42,6 +42,7 @@ def kill_recorderd(kp):
     """SIGKILL to recorderd; returns (kill time in ms, seconds until it runs again)."""
     old = kp.status()["recorderd"]["pid"]
     t0 = time.time()
+    kp.expect_restarts("recorderd")
     os.kill(old, signal.SIGKILL)
 
     def back():

@@ -10,6 +10,7 @@ from kp import WORKERS, check, run, wait_for
 
 def test(make):
     kp = make()
+    kp.expect_restarts(*WORKERS)
     st = kp.wait_running()
     for victim in WORKERS:
         before = {w: st[w]["pid"] for w in WORKERS}

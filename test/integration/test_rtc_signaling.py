@@ -130,6 +130,7 @@ def test(make):
 
         # kill -9 rtcd: back within 1 s; the signaling WebSockets are closed so pages reconnect.
         pid = kp.status()["rtcd"]["pid"]
+        kp.expect_restarts("rtcd")
         os.kill(pid, signal.SIGKILL)
         t0 = time.monotonic()
         st = wait_for(lambda: (s := kp.status()) and s["rtcd"]["pid"] != pid and s["rtcd"]["state"] == "running"

@@ -46,6 +46,7 @@ def test(make):
     time.sleep(3)
     kill_ms = time.time() * 1000
     t0 = time.monotonic()
+    k.expect_restarts("webd")
     os.kill(old_webd, signal.SIGKILL)
     back = wait_for(lambda: healthz_ok(k.web_port), 10, 0.01)
     dt = time.monotonic() - t0
