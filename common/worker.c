@@ -52,7 +52,7 @@ static const struct kp_ipc_limits peer_limits = {
     .queue_bytes = KP_IPC_QUEUE_BYTES_PEER,
 };
 
-#if KP_SANITIZED
+#if KP_SANDBOX_SANITIZED
 /* LeakSanitizer stops the world with a ptrace-ing helper task that the seccomp filter
  * kills, leaving the exiting worker spinning. Workers therefore skip the leak check in
  * sanitizer builds; ASan and UBSan stay on, and the unit tests and the (unsandboxed)
@@ -368,6 +368,11 @@ int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv)
 		kp_err("supervisor is gone; exiting");
 		return 1;
 	}
+	int r = kp_sandbox_early();
+	if (r < 0) {
+		kp_err("confinement failed at the early seccomp filter: %s", strerror(-r));
+		return 1;
+	}
 	static struct kp_worker w;
 	w.def = def;
 	w.parent = getppid();
@@ -376,7 +381,7 @@ int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv)
 		w.links[i].w = &w;
 		w.links[i].peer = def->peers[i];
 	}
-	int r = kp_ipc_open(w.loop, KP_WORKER_CHANNEL_FD, &supervisor_limits, on_sup_frame, on_sup_error, &w, &w.sup);
+	r = kp_ipc_open(w.loop, KP_WORKER_CHANNEL_FD, &supervisor_limits, on_sup_frame, on_sup_error, &w, &w.sup);
 	if (r < 0) {
 		kp_err("opening the supervisor channel failed: %s", strerror(-r));
 		return 1;
