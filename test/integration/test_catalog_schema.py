@@ -127,6 +127,7 @@ def test(make):
 
         # Back at a schema this build reads (the newer KeepPeek reinstalled, say).
         set_meta_version(catalog, SUPPORTED)
+        kp.expect_restarts("recorderd")
         rc, out, err = kp.ctl("restart", "recorderd")
         check(rc == 0, f"restart recorderd: {out}{err}")
         check(wait_for(lambda: kp.http("GET", "/healthz")[0] == 200, 15.0, 0.2), "/healthz is 200 again")
