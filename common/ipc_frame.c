@@ -55,6 +55,7 @@ static const struct {
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_keyframe_request_tag},
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_event_search_tag},
     {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_recorder_reply_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_backup_request_tag},
     {KP_LINK_PEER, kp_Envelope_query_reply_tag},
     {KP_LINK_PEER, kp_Envelope_coverage_query_tag},
     {KP_LINK_PEER, kp_Envelope_recordings_query_tag},
@@ -82,12 +83,14 @@ static int allowed(enum kp_link_kind kind, pb_size_t which)
 }
 
 /* A MediaPiece carries its file's descriptor, except a piece that only reports done or
- * an error. */
+ * an error; a control request at most one (backup's directory). */
 static int fds_match(const kp_Envelope *env)
 {
 	switch (env->which_msg) {
 	case kp_Envelope_link_new_tag:
+	case kp_Envelope_backup_request_tag:
 		return env->fd_count == 1;
+	case kp_Envelope_control_request_tag:
 	case kp_Envelope_media_piece_tag:
 		return env->fd_count <= 1;
 	default:

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "catalog_keys.h"
 #include "catalog_int.h"
@@ -966,5 +967,22 @@ int cat_size(struct cat *c, uint64_t *ret_bytes)
 		r = cat_map_err(mdb_env_stat(c->env, &st));
 	if (r == 0)
 		*ret_bytes = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+	return r;
+}
+
+int cat_copy_to(struct cat *c, int fd)
+{
+	int r = cat_map_err(mdb_env_copyfd2(c->env, fd, MDB_CP_COMPACT));
+	if (r == 0 && fdatasync(fd) < 0)
+		r = -errno;
+	return r;
+}
+
+int cat_recording_count(struct cat_txn *t, uint64_t *ret)
+{
+	MDB_stat st;
+	int r = cat_map_err(mdb_stat(t->txn, t->c->dbi[DB_RECORDINGS], &st));
+	if (r == 0)
+		*ret = st.ms_entries;
 	return r;
 }

@@ -122,6 +122,11 @@ int cat_keyframe_from(struct cat_txn *t, uint32_t stream_id, int64_t ms, int64_t
 int cat_stream_recording_before(struct cat_txn *t, uint32_t stream_id, int64_t ms, struct cat_recording *ret);
 /* Bytes of the catalog's data file in use. */
 int cat_size(struct cat *c, uint64_t *ret_bytes);
+/* A consistent, compacted copy of the whole environment's data file written to fd, from
+ * one read transaction of its own (writers go on); the file is synced. */
+int cat_copy_to(struct cat *c, int fd);
+/* How many recordings the catalog holds. */
+int cat_recording_count(struct cat_txn *t, uint64_t *ret);
 
 int cat_coverage(struct cat_txn *t, uint32_t stream_id, struct rec_cov *ret);
 /* Covered milliseconds of the stored bucket starting at bucket_ms (0 when none). */

@@ -20,7 +20,7 @@ static const struct kp_worker_def recorderd = {
     .on_configured = rec_configured,
     .on_peer_frame = rec_intake_frame,
     .on_health = rec_intake_report,
-    .on_supervisor_request = rec_request,
+    .on_supervisor_frame = rec_request_frame,
     .on_stop = rec_stop,
 };
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backup.h"
 #include "catalog.h"
 #include "catalog_keys.h"
 #include "check.h"
@@ -343,8 +344,48 @@ void rec_request(struct kp_worker *w, const kp_Envelope *env)
 		keyframe(w, &env->msg.keyframe_request);
 }
 
+void rec_request_frame(struct kp_worker *w, struct kp_ipc_frame *f)
+{
+	const kp_Envelope *env = f->env;
+	if (env->which_msg != kp_Envelope_backup_request_tag) {
+		rec_request(w, env);
+		return;
+	}
+	uint32_t id = env->msg.backup_request.id;
+	if (!id || f->nfds != 1)
+		return;
+	if (!Q.open) {
+		rec_send_text(w, id, 1, "recorderd has no catalog open (see its log); nothing to back up\n");
+		return;
+	}
+	int r = rec_backup_start(id, f->fds[0]);
+	f->fds[0] = -1; /* taken */
+	if (r == -EBUSY)
+		rec_send_text(w, id, 1, "a backup is already running; try again when it is done\n");
+	else if (r < 0)
+		rec_send_text(w, id, 1, "backup: cannot start copying the catalog: %s\n", strerror(-r));
+	else
+		kp_info("backup: copying the catalog");
+}
+
+static void on_backup_done(uint32_t id, int err, const struct rec_backup_result *res)
+{
+	if (err < 0) {
+		kp_err("backup: copying the catalog failed: %s", strerror(-err));
+		rec_send_text(Q.w, id, 1, "backup: copying the catalog failed: %s\n", strerror(-err));
+		return;
+	}
+	kp_info("backup: catalog copied in %llu ms: %llu bytes, %llu recordings, %llu events",
+		(unsigned long long)res->ms, (unsigned long long)res->catalog_bytes,
+		(unsigned long long)res->recordings, (unsigned long long)res->events);
+	rec_send_text(Q.w, id, 0, "catalog_schema=%u\ncatalog_bytes=%llu\nrecordings=%llu\nevents=%llu\n",
+		      (unsigned)CAT_SCHEMA_VERSION, (unsigned long long)res->catalog_bytes,
+		      (unsigned long long)res->recordings, (unsigned long long)res->events);
+}
+
 void rec_requests_open(struct kp_worker *w, struct cat *cat, int data_dirfd)
 {
+	rec_backup_open(kp_worker_loop(w), cat, on_backup_done);
 	Q.w = w;
 	Q.cat = cat;
 	Q.dirfd = data_dirfd;
@@ -364,5 +405,6 @@ void rec_requests_close(void)
 		Q.out.buf = NULL;
 	}
 	uv_close((uv_handle_t *)&Q.done, NULL);
+	rec_backup_close();
 	Q.open = 0;
 }

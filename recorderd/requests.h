@@ -18,6 +18,9 @@ struct cat;
 /* The catalog is open: questions get answers from now on. */
 void rec_requests_open(struct kp_worker *w, struct cat *cat, int data_dirfd);
 void rec_request(struct kp_worker *w, const kp_Envelope *env);
+/* Every frame from the supervisor that the worker runtime does not handle: a
+ * BackupRequest with its file, or rec_request's questions. */
+void rec_request_frame(struct kp_worker *w, struct kp_ipc_frame *f);
 /* An answer to the supervisor's request id: RecorderReply pieces, the last with done. */
 void rec_send_answer(struct kp_worker *w, uint32_t id, int code, const void *data, size_t len);
 void rec_send_text(struct kp_worker *w, uint32_t id, int code, const char *fmt, ...)

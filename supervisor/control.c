@@ -23,6 +23,7 @@ struct control_client {
 	struct control *ctl;
 	struct kp_ipc *ipc;
 	uint64_t serial; /* which connection holds this slot: tickets name it */
+	struct ucred cred;
 };
 
 struct control {
@@ -66,7 +67,8 @@ static void on_client_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	static char out[CONTROL_OUT_MAX];
 	out[0] = '\0';
 	uint64_t ticket = cl->serial * KP_CONTROL_MAX_CLIENTS + (uint64_t)(cl - cl->ctl->clients);
-	int code = control_run(cl->ctl->s, &f->env->msg.control_request, out, sizeof out, ticket);
+	struct control_extra x = {.fds = f->fds, .nfds = f->nfds, .uid = cl->cred.uid, .gid = cl->cred.gid};
+	int code = control_run(cl->ctl->s, &f->env->msg.control_request, &x, out, sizeof out, ticket);
 	if (code == CONTROL_PENDING)
 		return;
 	int r = reply(c, code, out, strlen(out));
@@ -78,7 +80,7 @@ static void on_client_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
  * socket is group-accessible and Landlock does not govern connect(2), so a client whose
  * credentials are a worker's process or (when workers run as another user) a worker's
  * uid is refused. */
-static bool from_worker(const struct supervisor *s, int fd)
+static bool from_worker(const struct supervisor *s, int fd, struct ucred *ret_cred)
 {
 	struct ucred cred;
 	socklen_t len = sizeof cred;
@@ -86,6 +88,7 @@ static bool from_worker(const struct supervisor *s, int fd)
 		kp_warn("control socket: cannot read the client's credentials: %s", strerror(errno));
 		return true;
 	}
+	*ret_cred = cred;
 	if (s->change_uid && cred.uid == s->uid) {
 		kp_warn("control socket: refusing pid %d: it runs as the workers' uid %u", (int)cred.pid,
 			(unsigned)cred.uid);
@@ -113,7 +116,8 @@ static void on_accept(uv_poll_t *h, int status, int events)
 				kp_warn("control socket: accept failed: %s", strerror(errno));
 			return;
 		}
-		if (from_worker(ctl->s, fd)) {
+		struct ucred cred;
+		if (from_worker(ctl->s, fd, &cred)) {
 			ctl->refused++;
 			close(fd);
 			continue;
@@ -130,6 +134,7 @@ static void on_accept(uv_poll_t *h, int status, int events)
 		}
 		slot->ctl = ctl;
 		slot->serial = ++ctl->next_serial;
+		slot->cred = cred;
 		int r =
 		    kp_ipc_open(ctl->s->loop, fd, &client_limits, on_client_frame, on_client_error, slot, &slot->ipc);
 		if (r < 0) {

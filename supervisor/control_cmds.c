@@ -1,7 +1,7 @@
 /* What keeppeekctl can ask the supervisor: status (table or JSON), restart WORKER,
- * reload, config show (redacted) and version, answered here; check, coverage, keyframe
- * and events search, relayed to recorderd (which owns the catalog) and answered when
- * its RecorderReply pieces are complete. Each answer is text (or the keyframe's bytes) with
+ * reload, config show (redacted) and version, answered here; check, coverage, keyframe,
+ * events search and backup (backup.c), relayed to recorderd (which owns the catalog) and
+ * answered when its RecorderReply pieces are complete. Each answer is text (or the keyframe's bytes) with
  * keeppeekctl's exit code (0 ok, 1 failure, 2 usage). */
 #include <errno.h>
 #include <stdio.h>
@@ -130,8 +130,13 @@ static void relay_end(struct supervisor *s, struct relay *r, int code)
 	*r = (struct relay){0};
 }
 
-/* Sends env (its request id set here) to recorderd; CONTROL_PENDING or an exit code. */
 static int relay(struct supervisor *s, kp_Envelope *env, uint32_t *id, uint64_t ticket, struct kp_out *o)
+{
+	return control_relay(s, env, id, ticket, o, -1, NULL);
+}
+
+int control_relay(struct supervisor *s, kp_Envelope *env, uint32_t *id, uint64_t ticket, struct kp_out *o, int fd,
+		  const char *prefix)
 {
 	struct proc *p = proc_by_peer(s, kp_Peer_PEER_RECORDERD);
 	if (!p || p->state != PROC_RUNNING || !p->ipc) {
@@ -149,12 +154,18 @@ static int relay(struct supervisor *s, kp_Envelope *env, uint32_t *id, uint64_t 
 	if (++next_relay_id == 0)
 		next_relay_id = 1;
 	*id = next_relay_id;
-	int e = kp_ipc_send(p->ipc, env, NULL, 0, NULL, 0);
+	char *head = NULL;
+	if (prefix && !(head = strdup(prefix))) {
+		kp_out_put(o, "asking recorderd failed: %s\n", strerror(ENOMEM));
+		return 1;
+	}
+	int e = kp_ipc_send(p->ipc, env, NULL, 0, fd >= 0 ? &fd : NULL, fd >= 0);
 	if (e < 0) {
+		free(head);
 		kp_out_put(o, "asking recorderd failed: %s\n", strerror(-e));
 		return 1;
 	}
-	*r = (struct relay){.id = *id, .ticket = ticket};
+	*r = (struct relay){.id = *id, .ticket = ticket, .buf = head, .len = head ? strlen(head) : 0};
 	return CONTROL_PENDING;
 }
 
@@ -318,10 +329,17 @@ static int events_search(struct supervisor *s, const kp_ControlRequest *req, uin
 	return relay(s, &env, &q->id, ticket, o);
 }
 
-int control_run(struct supervisor *s, const kp_ControlRequest *req, char *buf, size_t len, uint64_t ticket)
+int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x, char *buf,
+		size_t len, uint64_t ticket)
 {
 	struct kp_out o = {.buf = buf, .len = len};
 	buf[0] = '\0';
+	if (!strcmp(req->command, "backup"))
+		return backup_start(s, req, x, ticket, &o);
+	if (x->nfds) {
+		kp_out_put(&o, "'%s' takes no descriptor\n", req->command);
+		return 2;
+	}
 	if (!strcmp(req->command, "check"))
 		return check(s, req, ticket, &o);
 	if (!strcmp(req->command, "coverage"))

@@ -14,6 +14,14 @@
 int ctl_exchange(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect,
 		 int timeout_secs, int *ret_code, char **ret_text, size_t *ret_len);
 
+/* The same with a descriptor passed along (SCM_RIGHTS), if pass_fd is not -1. */
+int ctl_exchange_fd(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect,
+		    int timeout_secs, int pass_fd, int *ret_code, char **ret_text, size_t *ret_len);
+
+/* `backup DIR [--media]` and `restore DIR ...` (args after the command; ctl_backup.c). */
+int ctl_backup(const char *sock, int n, char **args, bool json);
+int ctl_restore(const char *sock, int n, char **args, bool json);
+
 /* `events search ...` (args after "events"). */
 int ctl_events(const char *sock, int n, char **args, bool json);
 

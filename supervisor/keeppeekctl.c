@@ -54,7 +54,11 @@ static void usage(FILE *f)
 		   "  token create --name NAME --role admin|viewer\n"
 		   "                         a new API token, printed alone on stdout\n"
 		   "  token revoke NAME      revoke an API token at once\n"
-		   "  token list             token names, roles, creation times\n");
+		   "  token list             token names, roles, creation times\n"
+		   "  backup DIR [--media]   a consistent copy of the catalog, users, tokens and\n"
+		   "                         configuration (and recordings) into a new DIR, live\n"
+		   "  restore DIR [--data-dir DIR] [--config FILE | --no-config] [--force]\n"
+		   "                         put a backup back; keeppeekd must be stopped\n");
 }
 
 static int read_full(int fd, void *buf, size_t len)
@@ -87,8 +91,42 @@ static int write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* The request frame, with fd (if not -1) attached to its first byte. */
+static int send_request(int sock, const uint8_t *buf, size_t len, int fd)
+{
+	if (fd < 0)
+		return write_full(sock, buf, len);
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctrl;
+	memset(&ctrl, 0, sizeof ctrl);
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.buf, .msg_controllen = sizeof ctrl.buf};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	ssize_t n;
+	do
+		n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return write_full(sock, buf + n, len - (size_t)n);
+}
+
 int ctl_exchange(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect,
 		 int timeout_secs, int *ret_code, char **ret_text, size_t *ret_len)
+{
+	return ctl_exchange_fd(sock, command, args, nargs, json, quiet_connect, timeout_secs, -1, ret_code, ret_text,
+			       ret_len);
+}
+
+int ctl_exchange_fd(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect,
+		    int timeout_secs, int pass_fd, int *ret_code, char **ret_text, size_t *ret_len)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(sock) >= sizeof sa.sun_path) {
@@ -112,6 +150,7 @@ int ctl_exchange(const char *sock, const char *command, char **args, int nargs, 
 	kp_ControlRequest *req = &env.msg.control_request;
 	snprintf(req->command, sizeof req->command, "%s", command);
 	req->json = json;
+	env.fd_count = pass_fd >= 0;
 	for (int i = 0; i < nargs; i++) {
 		if (i >= 8 || strlen(args[i]) >= sizeof req->args[0]) {
 			fprintf(stderr, "keeppeekctl: too many or too long arguments\n");
@@ -126,7 +165,7 @@ int ctl_exchange(const char *sock, const char *command, char **args, int nargs, 
 	const char *reason = "?";
 	int r = kp_frame_encode(&env, buf, sizeof buf, &len);
 	if (r == 0)
-		r = write_full(fd, buf, len);
+		r = send_request(fd, buf, len, pass_fd);
 	uint32_t env_len = 0;
 	if (r == 0)
 		r = read_full(fd, buf, 4);
@@ -376,6 +415,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "user") || !strcmp(cmd, "token"))
 		return auth_command(sock, n, rest, json);
+	if (!strcmp(cmd, "backup"))
+		return ctl_backup(sock, n - 1, rest + 1, json);
+	if (!strcmp(cmd, "restore"))
+		return ctl_restore(sock, n - 1, rest + 1, json);
 	if (!strcmp(cmd, "events"))
 		return ctl_events(sock, n - 1, rest + 1, json);
 	if (!strcmp(cmd, "version")) {

@@ -162,10 +162,27 @@ void control_close(struct supervisor *s);
  * when that client has gone. */
 int control_answer(struct supervisor *s, uint64_t ticket, int code, const void *out, size_t len);
 
+/* What came with a control request besides the message. */
+struct control_extra {
+	int *fds; /* set an entry to -1 to keep it; the rest are closed after control_run */
+	unsigned nfds;
+	uid_t uid; /* the client's credentials (SO_PEERCRED) */
+	gid_t gid;
+};
+
 /* control_cmds.c: runs one request, writes the text answer, returns the exit code, or
  * CONTROL_PENDING when a worker answers later (control_answer with ticket). */
 #define CONTROL_PENDING (-1)
-int control_run(struct supervisor *s, const kp_ControlRequest *req, char *out, size_t outlen, uint64_t ticket);
+int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x, char *out,
+		size_t outlen, uint64_t ticket);
+/* Sends env (its request id set through id) to recorderd, with fd if not -1; the answer
+ * to the client is prefix (if any) followed by recorderd's text. CONTROL_PENDING or an
+ * exit code with a message in o. */
+int control_relay(struct supervisor *s, kp_Envelope *env, uint32_t *id, uint64_t ticket, struct kp_out *o, int fd,
+		  const char *prefix);
+/* backup.c: keeppeekctl backup DIR, with DIR's descriptor. */
+int backup_start(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x, uint64_t ticket,
+		 struct kp_out *o);
 /* A piece of recorderd's answer to a relayed question. */
 void control_relay_reply(struct supervisor *s, const kp_RecorderReply *rr, const uint8_t *tail, size_t len);
 /* recorderd is gone: questions waiting for it are answered with a failure. */

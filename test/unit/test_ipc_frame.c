@@ -107,6 +107,30 @@ static void test_tail_and_fds(void)
 	ln.fd_count = 1;
 	len = encode(&ln, buf);
 	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), 0);
+	/* A backup request carries exactly the catalog copy's file; only the supervisor sends it. */
+	kp_Envelope br = kp_Envelope_init_zero;
+	br.which_msg = kp_Envelope_backup_request_tag;
+	len = encode(&br, buf);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), -EBADMSG);
+	br.fd_count = 1;
+	len = encode(&br, buf);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), 0);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_PEER, 0, &out, &reason), -EPERM);
+	/* A control request at most one (backup's directory). */
+	kp_Envelope cr = kp_Envelope_init_zero;
+	cr.which_msg = kp_Envelope_control_request_tag;
+	cr.fd_count = 1;
+	len = encode(&cr, buf);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_CONTROL_REQUEST, 0, &out, &reason), 0);
+	cr.fd_count = 2;
+	len = encode(&cr, buf);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_CONTROL_REQUEST, 0, &out, &reason), -EBADMSG);
+	/* Recorderd reports its catalog to the supervisor, not to a peer. */
+	kp_Envelope cs = kp_Envelope_init_zero;
+	cs.which_msg = kp_Envelope_catalog_status_tag;
+	len = encode(&cs, buf);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_WORKER_TO_SUPERVISOR, 0, &out, &reason), 0);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_PEER, 0, &out, &reason), -EPERM);
 }
 
 static void test_malformed_envelopes(void)

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "catalog.h"
@@ -257,6 +259,57 @@ static void test_schema_versions(void)
 	CHECK_EQ(system(cmd), 0);
 }
 
+/* The backup copy: written to a descriptor while a write transaction is open (a
+ * recording going on), it opens as a catalog of the same schema with the committed rows
+ * only. */
+static void test_copy(void)
+{
+	char dir[] = "/tmp/kp-rec-cat-XXXXXX", copy[64];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(copy, sizeof copy, "%s/copy", dir);
+	CHECK_EQ(mkdir(copy, 0700), 0);
+	struct cat *cat;
+	CHECK_EQ(cat_open(dir, 64ull << 20, &cat), 0);
+	struct cat_txn *t;
+	uint32_t cam;
+	CHECK_EQ(cat_begin(cat, 1, &t), 0);
+	CHECK_EQ(cat_camera(t, "yard", 0, &cam), 0);
+	struct cat_recording rec = {.id = 1, .stream_id = cat_stream_id(cam, 0), .start_ms = 1000, .bytes = 100};
+	struct cat_fragment f = {
+	    .recording_id = 1, .seq = 1, .start_ms = 1000, .end_ms = 2000, .offset = 100, .length = 50};
+	CHECK_EQ(cat_add_fragment(t, &rec, &f), 0);
+	CHECK_EQ(cat_commit(t), 0);
+	CHECK_EQ(cat_begin(cat, 1, &t), 0); /* uncommitted: not in the copy */
+	CHECK_EQ(cat_camera(t, "porch", 0, &cam), 0);
+	char path[96];
+	snprintf(path, sizeof path, "%s/data.mdb", copy);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(cat_copy_to(cat, fd), 0);
+	close(fd);
+	cat_abort(t);
+	cat_close(cat);
+
+	struct cat_open_report rep;
+	CHECK_EQ(cat_open_full(copy, 64ull << 20, &rep, &cat), 0);
+	CHECK_EQ(rep.found_version, CAT_SCHEMA_VERSION);
+	CHECK_EQ(cat_begin(cat, 0, &t), 0);
+	uint64_t n = 0;
+	uint32_t id;
+	CHECK_EQ(cat_recording_count(t, &n), 0);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(cat_camera_lookup(t, "yard", &id, NULL), 0);
+	CHECK_EQ(cat_camera_lookup(t, "porch", &id, NULL), -ENOENT);
+	struct cat_fragment got;
+	CHECK_EQ(cat_get_fragment(t, 1, 1, &got), 0);
+	CHECK_EQ(got.end_ms, 2000);
+	cat_abort(t);
+	cat_close(cat);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+}
+
 int main(void)
 {
 	RUN(test_keys_order);
@@ -265,5 +318,6 @@ int main(void)
 	RUN(test_cov_buckets);
 	RUN(test_catalog_rows);
 	RUN(test_schema_versions);
+	RUN(test_copy);
 	return TEST_EXIT();
 }
