@@ -36,7 +36,7 @@ struct fixture {
 static int fixture_load(const char *name, struct fixture *fx)
 {
 	char path[1024];
-	snprintf(path, sizeof path, "%s/test/fixtures/%s", KP_BUILD_ROOT, name);
+	snprintf(path, sizeof path, "%s/test/fixtures/%s", KP_TEST_BUILD_ROOT, name);
 	AVFormatContext *ic = NULL;
 	if (avformat_open_input(&ic, path, NULL, NULL) < 0 || avformat_find_stream_info(ic, NULL) < 0) {
 		fprintf(stderr, "cannot read fixture %s (build it first)\n", path);

@@ -93,7 +93,7 @@ static uv_timer_t feeder;
 static int load(const char *name)
 {
 	char path[1024];
-	snprintf(path, sizeof path, "%s/test/fixtures/%s", KP_BUILD_ROOT, name);
+	snprintf(path, sizeof path, "%s/test/fixtures/%s", KP_TEST_BUILD_ROOT, name);
 	AVFormatContext *ic = NULL;
 	if (avformat_open_input(&ic, path, NULL, NULL) < 0 || avformat_find_stream_info(ic, NULL) < 0)
 		return -1;

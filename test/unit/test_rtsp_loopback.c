@@ -260,8 +260,8 @@ static void test_raw_protocol(void)
 int main(void)
 {
 	char main264[512], sub265[512];
-	snprintf(main264, sizeof main264, "%s/test/fixtures/sub.h264", KP_BUILD_ROOT);
-	snprintf(sub265, sizeof sub265, "%s/test/fixtures/sub.h265", KP_BUILD_ROOT);
+	snprintf(main264, sizeof main264, "%s/test/fixtures/sub.h264", KP_TEST_BUILD_ROOT);
+	snprintf(sub265, sizeof sub265, "%s/test/fixtures/sub.h265", KP_TEST_BUILD_ROOT);
 	uv_loop_init(&loop);
 	struct cam_source *src264, *src265;
 	int r = cam_source_open(&loop, main264, CAM_H264, 25, &src264);
