@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "fmp4.h"
-
 #include "keyframe.h"
+#include "kp_checked.h"
 
 static int first_offset(void *arg, const struct cat_fragment *f)
 {
@@ -107,8 +107,10 @@ int rec_media_span(struct cat_txn *t, uint32_t sid, int64_t from_ms, int64_t to_
 	s->to_ms = to_ms ? to_ms : INT64_MAX;
 	/* An export keeps its length: it starts at the keyframe up to one GOP before from, so
 	 * it ends as much before to (at the first fragment boundary at or after that). */
-	if (s->export && to_ms && k.ms < from_ms)
-		s->to_ms = to_ms - (from_ms - k.ms);
+	int64_t lead, end;
+	if (s->export && to_ms && k.ms < from_ms && kp_sub_i64(from_ms, k.ms, &lead) == 0 &&
+	    kp_sub_i64(to_ms, lead, &end) == 0)
+		s->to_ms = end;
 	r = add_recording(t, s, &rec, k.seq);
 	if (r == 0 && !s->export) {
 		struct next_recs nr = {.t = t, .s = s, .after_id = rec.id, .after_ms = rec.start_ms};

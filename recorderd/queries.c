@@ -112,7 +112,7 @@ static void coverage(kp_Peer from, const kp_CoverageQuery *q)
 	jb_init(&b, REC_ANSWER_JSON_MAX);
 	jb_printf(&b, "{\"from_ms\":%lld,\"to_ms\":%lld,\"bucket_ms\":%lld,\"total_cameras\":%u,\"cameras\":[",
 		  (long long)q->from_ms, (long long)q->to_ms, (long long)bucket, cs.n);
-	unsigned end = q->limit ? q->offset + q->limit : cs.n;
+	uint64_t end = q->limit ? (uint64_t)q->offset + q->limit : cs.n; /* both up to 2^32 - 1: no wrap */
 	for (unsigned i = q->offset; r == 0 && i < cs.n && i < end; i++) {
 		jb_printf(&b, "%s{\"name\":", i > q->offset ? "," : "");
 		jb_str(&b, cs.c[i].name);

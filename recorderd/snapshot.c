@@ -3,19 +3,16 @@
 
 #include <errno.h>
 
-static int64_t floor_to(int64_t v, int64_t step)
-{
-	int64_t q = v / step;
-	if (v % step != 0 && v < 0)
-		q--;
-	return q * step;
-}
+#include "kp_checked.h"
 
 static int add_bucket(void *arg, int64_t bucket_ms, int64_t covered_ms)
 {
 	struct rec_snapshot *s = arg;
-	int64_t i = (floor_to(bucket_ms, s->bucket_ms) - s->b[0].start_ms) / s->bucket_ms;
-	if (i >= 0 && i < (int64_t)s->nbuckets)
+	int64_t off;
+	if (kp_sub_i64(bucket_ms, s->b[0].start_ms, &off) < 0 || off < 0)
+		return 0;
+	int64_t i = off / s->bucket_ms; /* the bucket that holds bucket_ms */
+	if (i < (int64_t)s->nbuckets)
 		s->b[i].covered_ms += covered_ms;
 	return 0;
 }
@@ -25,15 +22,16 @@ int rec_snapshot(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t
 {
 	if (from_ms >= to_ms || bucket_ms <= 0 || bucket_ms % REC_COV_BUCKET_MS)
 		return -EINVAL;
-	int64_t first = floor_to(from_ms, bucket_ms);
-	if ((to_ms - first + bucket_ms - 1) / bucket_ms > REC_SNAPSHOT_MAX_BUCKETS) /* buckets needed */
-		return -E2BIG;
+	int64_t first, n;
+	if (kp_floor_i64(from_ms, bucket_ms, &first) < 0 || kp_steps_i64(first, to_ms, bucket_ms, &n) < 0 ||
+	    n > REC_SNAPSHOT_MAX_BUCKETS)
+		return -E2BIG; /* buckets needed: more than fit, or more than 64 bits count */
 	ret->from_ms = from_ms;
 	ret->to_ms = to_ms;
 	ret->bucket_ms = bucket_ms;
-	ret->nbuckets = 0;
-	for (int64_t b = first; b < to_ms; b += bucket_ms)
-		ret->b[ret->nbuckets++] = (struct rec_bucket){.start_ms = b};
+	ret->nbuckets = (uint32_t)n;
+	for (int64_t i = 0; i < n; i++) /* first + i * bucket_ms < to_ms: no overflow */
+		ret->b[i] = (struct rec_bucket){.start_ms = first + i * bucket_ms};
 	struct rec_cov cov;
 	int r = cat_coverage(t, stream_id, &cov);
 	if (r < 0)

@@ -171,6 +171,15 @@ static void test_clean_and_lookup(void)
 	CHECK_EQ(snap.r[0].end_ms, WALL0 + 3000);
 	CHECK_EQ(rec_snapshot(t, main_id, WALL0, WALL0 + 1000, 1000, &snap), -EINVAL);
 	CHECK_EQ(rec_snapshot(t, main_id, 0, WALL0, REC_COV_BUCKET_MS, &snap), -E2BIG);
+	/* Spans whose bucket count overflows 64 bits are refused, not wrapped into a small count. */
+	CHECK_EQ(rec_snapshot(t, main_id, 0, INT64_MAX, REC_COV_BUCKET_MS, &snap), -E2BIG);
+	CHECK_EQ(rec_snapshot(t, main_id, INT64_MIN, INT64_MAX, REC_COV_BUCKET_MS, &snap), -E2BIG);
+	CHECK_EQ(rec_snapshot(t, main_id, INT64_MIN, INT64_MIN + 1, REC_COV_BUCKET_MS, &snap), -E2BIG);
+	CHECK_EQ(rec_snapshot(t, main_id, INT64_MAX - 1, INT64_MAX, REC_COV_BUCKET_MS, &snap), 0);
+	CHECK_EQ(snap.nbuckets, 1);
+	CHECK_EQ(
+	    rec_snapshot(t, main_id, WALL0 - 1000, WALL0 + 20000, INT64_MAX - INT64_MAX % REC_COV_BUCKET_MS, &snap), 0);
+	CHECK_EQ(snap.nbuckets, 1);
 	cat_abort(t);
 	rec_setup_close(&rs);
 }
