@@ -12,6 +12,7 @@
 
 #include "catalog_keys.h"
 #include "catalog_int.h"
+#include "kp_limits.h"
 
 static const char *const db_names[DB_COUNT] = {
     "meta",   "cameras",        "streams",  "recordings",       "rec_by_stream", "fragments",       "keyframes",
@@ -219,7 +220,10 @@ void cat_abort(struct cat_txn *t)
 int cat_camera_lookup(struct cat_txn *t, const char *name, uint32_t *ret_id, uint32_t *ret_retention_days)
 {
 	struct camera_val cv;
-	int r = cat_db_get(t, DB_CAMERAS, name, strlen(name), &cv, sizeof cv);
+	size_t len = strlen(name);
+	if (len == 0 || len > KP_CAMERA_NAME_MAX)
+		return -ENOENT; /* no such key can exist (LMDB refuses an empty or oversized one) */
+	int r = cat_db_get(t, DB_CAMERAS, name, len, &cv, sizeof cv);
 	if (r < 0)
 		return r;
 	*ret_id = cv.id;

@@ -238,7 +238,8 @@ static void recordings(kp_Peer from, const kp_RecordingsQuery *q)
 		free(l.v);
 		return;
 	}
-	qsort(l.v, l.n, sizeof *l.v, by_start);
+	if (l.n)
+		qsort(l.v, l.n, sizeof *l.v, by_start);
 	struct jbuf b;
 	jb_init(&b, REC_ANSWER_JSON_MAX);
 	jb_printf(&b, "{\"recordings\":[");
@@ -452,7 +453,7 @@ static void media_error(kp_Peer to, uint32_t id, unsigned status, const char *co
 	env.msg.media_piece.done = 1;
 	env.msg.media_piece.status = status;
 	snprintf(env.msg.media_piece.error_code, sizeof env.msg.media_piece.error_code, "%s", code);
-	if (kp_worker_send_peer(rec_reply_worker(), to, &env, NULL, 0) < 0)
+	if (rec_reply_envelope(to, &env, NULL, 0) < 0)
 		kp_warn("media answer %u to %s lost", (unsigned)id, kp_peer_name(to));
 }
 
@@ -561,7 +562,7 @@ static void media(kp_Peer from, const kp_MediaOpen *m)
 		mp->codec = (kp_Codec)rec->codec;
 		mp->width = rec->width;
 		mp->height = rec->height;
-		r = kp_worker_send_peer_fds(rec_reply_worker(), from, &env, NULL, 0, p->hdr ? &hdr_fd : &fd, 1);
+		r = rec_reply_envelope(from, &env, p->hdr ? &hdr_fd : &fd, 1);
 		if (r < 0) {
 			kp_warn("media answer %u to %s cut after %u pieces: %s", (unsigned)m->id, kp_peer_name(from), i,
 				strerror(-r));

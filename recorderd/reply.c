@@ -16,11 +16,6 @@ void rec_reply_init(struct kp_worker *w)
 	W = w;
 }
 
-struct kp_worker *rec_reply_worker(void)
-{
-	return W;
-}
-
 uint64_t rec_reply_lost(void)
 {
 	return lost;
@@ -51,6 +46,15 @@ int rec_reply(kp_Peer to, uint32_t id, unsigned status, const char *code, const 
 		off += n;
 	} while (off < len);
 	return 0;
+}
+
+int rec_reply_envelope(kp_Peer to, const kp_Envelope *env, const int *fds, unsigned nfds)
+{
+	int r =
+	    nfds ? kp_worker_send_peer_fds(W, to, env, NULL, 0, fds, nfds) : kp_worker_send_peer(W, to, env, NULL, 0);
+	if (r < 0)
+		lost++;
+	return r;
 }
 
 int rec_reply_error(kp_Peer to, uint32_t id, unsigned status, const char *code, const char *fmt, ...)

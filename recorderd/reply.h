@@ -18,7 +18,9 @@ int rec_reply(kp_Peer to, uint32_t id, unsigned status, const char *code, const 
 	      size_t len);
 int rec_reply_error(kp_Peer to, uint32_t id, unsigned status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-struct kp_worker *rec_reply_worker(void);
+/* Any other message to a peer, with descriptors (duplicated; the caller keeps its own):
+ * MediaPiece frames. 0 or a negative errno. */
+int rec_reply_envelope(kp_Peer to, const kp_Envelope *env, const int *fds, unsigned nfds);
 /* Answers that could not be queued. */
 uint64_t rec_reply_lost(void);
 

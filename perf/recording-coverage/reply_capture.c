@@ -1,8 +1,8 @@
-/* recording-coverage-bench's side of recorderd/reply.h: instead of queueing QueryReply
- * frames on a peer link (there is no webd in the benchmark process), rec_reply copies the
- * body recorderd's query code built into one buffer that the benchmark then writes out and
- * checks. The answer's JSON is produced by recorderd's own code (queries.c); only the
- * transport is this file. */
+/* recorderd/reply.h for processes without peer links (the recording-coverage benchmark
+ * and the recorderd request fuzzer): instead of queueing QueryReply frames on a link to
+ * webd, rec_reply copies the body recorderd's query code built into one buffer that the
+ * caller then writes out and checks; MediaPiece frames are counted. The answers are
+ * produced by recorderd's own code (queries.c); only the transport is this file. */
 #include "reply_capture.h"
 
 #include <stdarg.h>
@@ -12,18 +12,12 @@
 
 #include "reply.h"
 
-static struct kp_worker *W;
 static struct capture Last;
 static uint64_t lost;
 
 void rec_reply_init(struct kp_worker *w)
 {
-	W = w;
-}
-
-struct kp_worker *rec_reply_worker(void)
-{
-	return W;
+	(void)w; /* no links here */
 }
 
 uint64_t rec_reply_lost(void)
@@ -51,6 +45,25 @@ int rec_reply(kp_Peer to, uint32_t id, unsigned status, const char *code, const 
 	snprintf(Last.code, sizeof Last.code, "%s", code ? code : "");
 	snprintf(Last.content_type, sizeof Last.content_type, "%s", content_type);
 	return 0;
+}
+
+/* MediaPiece frames: counted, their descriptors (never the caller's own) left alone. */
+static uint64_t envelopes;
+
+int rec_reply_envelope(kp_Peer to, const kp_Envelope *env, const int *fds, unsigned nfds)
+{
+	(void)to;
+	(void)fds;
+	(void)nfds;
+	envelopes++;
+	Last.id = env->which_msg == kp_Envelope_media_piece_tag ? env->msg.media_piece.id : 0;
+	Last.status = env->which_msg == kp_Envelope_media_piece_tag ? env->msg.media_piece.status : 0;
+	return 0;
+}
+
+uint64_t capture_envelopes(void)
+{
+	return envelopes;
 }
 
 int rec_reply_error(kp_Peer to, uint32_t id, unsigned status, const char *code, const char *fmt, ...)

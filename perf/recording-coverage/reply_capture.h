@@ -15,6 +15,8 @@ struct capture {
 };
 
 const struct capture *capture_last(void);
+/* MediaPiece frames handed to rec_reply_envelope. */
+uint64_t capture_envelopes(void);
 void capture_free(void);
 
 #endif
