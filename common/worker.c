@@ -210,9 +210,31 @@ static void install_link(struct kp_worker *w, const kp_LinkNew *ln, struct kp_ip
 		l->ipc ? kp_ipc_fd(l->ipc) : -1);
 }
 
+/* Threads of this process (/proc/self/status), or 0 when it cannot be read. */
+static unsigned thread_count(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned n = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Threads: %u", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
 static int confine(struct kp_worker *w)
 {
 	const struct kp_worker_def *d = w->def;
+	unsigned threads = thread_count();
+	if (threads > 1) {
+		kp_err("confinement refused: %u threads already run, and Landlock would bind only this one; "
+		       "start threads in on_confined",
+		       threads);
+		return -EBUSY;
+	}
 	struct kp_sandbox sb = {
 	    .name = d->name,
 	    .change_uid = w->config.change_uid,
@@ -297,6 +319,10 @@ static void on_sup_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 				return;
 			}
 			w->confined = 1;
+			if (w->def->on_confined && w->def->on_confined(w) < 0) {
+				stop(w, 1);
+				return;
+			}
 		}
 		if (w->def->on_configured)
 			w->def->on_configured(w, env->msg.config_done.generation);

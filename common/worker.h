@@ -39,6 +39,10 @@ struct kp_worker_def {
 	/* Once, with the WorkerConfig, just before confinement (listen sockets, TLS keys);
 	 * a negative return stops the worker. */
 	int (*on_before_confine)(struct kp_worker *w);
+	/* Once, right after confinement: where a worker starts its threads, so that every
+	 * thread is born confined (Landlock binds only the thread that asks for it). A
+	 * negative return stops the worker. */
+	int (*on_confined)(struct kp_worker *w);
 	/* Like on_supervisor_request with the whole frame (raw tail, descriptors); when set
 	 * it replaces on_supervisor_request. */
 	void (*on_supervisor_frame)(struct kp_worker *w, struct kp_ipc_frame *f);

@@ -180,14 +180,18 @@ static void list_interfaces(const char *addresses)
 	kp_info("ice: host candidates on %s, UDP ports %u-%u", list, g.port_min, g.port_max);
 }
 
-int rtc_ice_start(uv_loop_t *loop, const struct rtc_ice_config *cfg, rtc_ice_event_cb cb)
+void rtc_ice_prepare(const struct rtc_ice_config *cfg)
 {
-	g.cb = cb;
 	g.port_min = cfg->port_min;
 	g.port_max = cfg->port_max;
 	if (cfg->stun && cfg->stun[0])
 		resolve_stun(cfg->stun);
 	list_interfaces(cfg->addresses);
+}
+
+int rtc_ice_start(uv_loop_t *loop, rtc_ice_event_cb cb)
+{
+	g.cb = cb;
 	int r = uv_async_init(loop, &g.async, on_async);
 	if (r < 0) {
 		kp_err("ice: uv_async_init failed: %s", uv_strerror(r));

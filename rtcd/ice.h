@@ -36,9 +36,12 @@ struct rtc_ice_config {
 	const char *addresses;       /* "IP,IP,..." host candidates; empty: every interface */
 };
 
-/* Before confinement: resolves the STUN server, lists the interfaces and starts the
- * GLib thread. Events are delivered on loop's thread. */
-int rtc_ice_start(uv_loop_t *loop, const struct rtc_ice_config *cfg, rtc_ice_event_cb cb);
+/* Before confinement: resolves the STUN server and lists the interfaces (name service
+ * and netlink, which the sandbox does not allow later). */
+void rtc_ice_prepare(const struct rtc_ice_config *cfg);
+/* After confinement: starts the GLib thread, so that it is born confined. Events are
+ * delivered on loop's thread. 0 or a negative errno. */
+int rtc_ice_start(uv_loop_t *loop, rtc_ice_event_cb cb);
 void rtc_ice_stop(void);
 
 struct rtc_ice;

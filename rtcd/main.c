@@ -33,12 +33,16 @@ static int before_confine(struct kp_worker *w)
 	    .stun = cfg->rtc_stun_server,
 	    .addresses = cfg->rtc_addresses,
 	};
-	int r = rtc_ice_start(kp_worker_loop(w), &ice, on_ice_event);
-	if (r < 0)
-		return r;
+	rtc_ice_prepare(&ice);
 	rtc_transcode_set_max(cfg->rtc_max_transcodes);
 	kp_info("DTLS certificate sha-256 %s", rtc_fingerprint);
 	return 0;
+}
+
+/* libnice's thread reads every browser datagram: it starts confined like the rest. */
+static int confined(struct kp_worker *w)
+{
+	return rtc_ice_start(kp_worker_loop(w), on_ice_event);
 }
 
 static void on_configured(struct kp_worker *w, uint32_t generation)
@@ -96,6 +100,7 @@ static const struct kp_worker_def rtcd = {
     .rlimit_nofile = 8192,
     .syscalls = KP_SYSCALLS_NET,
     .on_before_confine = before_confine,
+    .on_confined = confined,
     .on_configured = on_configured,
     .on_peer_frame = on_peer_frame,
     .on_stop = on_stop,

@@ -18,6 +18,11 @@ def test(make):
             check(all(u != "0" for u in uids), f"{w} runs with a non-zero uid: {s['Uid']}")
         check(s["NoNewPrivs"] == "1", f"{w} has NoNewPrivs 1")
         check(s["Seccomp"] == "2", f"{w} has Seccomp 2 (filter)")
+        tasks = os.listdir(f"/proc/{st[w]['pid']}/task")
+        bad = [(t, ts.get("NoNewPrivs"), ts.get("Seccomp"), ts.get("Uid")) for t in tasks
+               if (ts := proc_status(f"{st[w]['pid']}/task/{t}")) and
+               (ts.get("NoNewPrivs") != "1" or ts.get("Seccomp") != "2" or ts.get("Uid") != s["Uid"])]
+        check(not bad, f"{w}: every one of its {len(tasks)} threads is confined like it (unconfined: {bad})")
         check(st[w]["rss_bytes"] > 0, f"{w} reports its RSS ({st[w]['rss_bytes']} bytes)")
         check(all(l["state"] == "up" for l in st[w]["links"]), f"{w}: every peer link is up")
     mode = os.stat(kp.sock).st_mode & 0o777
