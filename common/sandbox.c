@@ -226,8 +226,6 @@ static const int base_syscalls[] = {
     SCMP_SYS(umask),
     SCMP_SYS(sendfile),
     SCMP_SYS(membarrier),
-    SCMP_SYS(kill),
-    SCMP_SYS(tgkill),
     SCMP_SYS(getrusage),
     SCMP_SYS(times),
     SCMP_SYS(set_tid_address),
@@ -262,19 +260,19 @@ static const struct {
     /* glibc >= 2.34 creates threads with clone3 and falls back to clone(2), whose flags,
      * unlike clone3's (behind a pointer), a filter can read. */
     {"clone3", 435},
-    {"openat2", 437},             /* falls back to openat(2) */
-    {"preadv2", -1},              /* glibc falls back to preadv(2) */
-    {"pwritev2", -1},             /* and pwritev(2) */
-    {"copy_file_range", -1},      /* libuv's uv_fs_sendfile falls back to sendfile(2) */
-    {"pidfd_open", 434},          /* process helpers (glibc, GLib): kill(2), wait */
+    {"openat2", 437},        /* falls back to openat(2) */
+    {"preadv2", -1},         /* glibc falls back to preadv(2) */
+    {"pwritev2", -1},        /* and pwritev(2) */
+    {"copy_file_range", -1}, /* libuv's uv_fs_sendfile falls back to sendfile(2) */
+    {"pidfd_open", 434},     /* process helpers (glibc, GLib): kill(2), wait */
     {"pidfd_send_signal", 424},
     {"pidfd_getfd", 438},
-    {"futex_waitv", 449},         /* futex2: futex(2) is the fallback */
+    {"futex_waitv", 449}, /* futex2: futex(2) is the fallback */
     {"futex_wake", 454},
     {"futex_wait", 455},
     {"futex_requeue", 456},
-    {"map_shadow_stack", 453},    /* CET shadow stacks for makecontext(3) */
-    {"mseal", 462},               /* sealing mappings is an optional hardening */
+    {"map_shadow_stack", 453}, /* CET shadow stacks for makecontext(3) */
+    {"mseal", 462},            /* sealing mappings is an optional hardening */
 };
 
 static const int fs_write_syscalls[] = {
@@ -308,9 +306,7 @@ static void warm_symbolizer(void)
 	__sanitizer_symbolize_pc((void *)(uintptr_t)&kp_sandbox_early, "%p %F %L", buf, sizeof buf);
 }
 #else
-static void warm_symbolizer(void)
-{
-}
+static void warm_symbolizer(void) {}
 #endif
 
 static int allow_all(scmp_filter_ctx ctx, const int *list, size_t n)
@@ -367,7 +363,7 @@ static int apply_seccomp(const struct kp_sandbox *sb)
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
 	if (!ctx)
 		return -ENOMEM;
-	/* Every thread, also those started before confinement (rtcd's ICE thread). */
+	/* Every thread (workers start theirs after confinement; TSYNC makes sure). */
 	int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
 	if (r == 0)
 		r = allow_all(ctx, base_syscalls, sizeof base_syscalls / sizeof base_syscalls[0]);
@@ -377,8 +373,20 @@ static int apply_seccomp(const struct kp_sandbox *sb)
 	 * runtimes fork, allow all of it). */
 	if (r == 0 && !KP_SANDBOX_SANITIZED) {
 		const scmp_datum_t thread = CLONE_VM | CLONE_SIGHAND | CLONE_THREAD;
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, thread, thread));
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, thread, thread));
 	}
+	/* Signals to itself only (raise, abort, thread signals): all workers share a uid, and
+	 * one taken over must not stop or kill another. Sanitizer runtimes signal their
+	 * symbolizer child, so their builds allow any target. */
+	if (r == 0 && KP_SANDBOX_SANITIZED)
+		r = allow_all(ctx, (const int[]){SCMP_SYS(kill), SCMP_SYS(tgkill)}, 2);
+	if (r == 0 && !KP_SANDBOX_SANITIZED)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1,
+				     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+	if (r == 0 && !KP_SANDBOX_SANITIZED)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+				     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
 	if (r == 0 && (sb->syscalls & KP_SYSCALLS_FS_WRITE))
 		r = allow_all(ctx, fs_write_syscalls, sizeof fs_write_syscalls / sizeof fs_write_syscalls[0]);
 	if (r == 0 && (sb->syscalls & KP_SYSCALLS_NET))
@@ -406,8 +414,7 @@ static int apply_seccomp(const struct kp_sandbox *sb)
 	if (r == 0 && !KP_SANDBOX_SANITIZED)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
 	if (r == 0 && !KP_SANDBOX_SANITIZED)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(prctl), 1,
-				     SCMP_A0(SCMP_CMP_EQ, PR_SET_VMA));
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, PR_SET_VMA));
 	if (r == 0)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);

@@ -165,6 +165,41 @@ static void test_kill_default(void)
 	CHECK_STR_CONTAINS(out, "seccomp: blocked system call");
 }
 
+static volatile sig_atomic_t got_usr1;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	got_usr1 = 1;
+}
+
+/* Signals to itself pass (raise is tgkill on its own pid), then one to its parent. */
+static int child_signals(void)
+{
+	signal(SIGUSR1, on_usr1);
+	if (confine() < 0)
+		return 100;
+	if (raise(SIGUSR1) != 0 || kill(getpid(), SIGUSR1) != 0 || !got_usr1)
+		return 101;
+	fprintf(stderr, "own signals delivered\n");
+	kill(getppid(), 0);
+	return 1;
+}
+
+static void test_signals_to_itself_only(void)
+{
+	char out[4096];
+	int st = in_child(child_signals, out, sizeof out);
+	CHECK_STR_CONTAINS(out, "own signals delivered");
+#if KP_SANDBOX_SANITIZED
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1); /* sanitizer runtimes signal their symbolizer */
+#else
+	CHECK(WIFSIGNALED(st));
+	CHECK_EQ(WIFSIGNALED(st) ? WTERMSIG(st) : 0, SIGSYS);
+	CHECK_STR_CONTAINS(out, "seccomp: blocked system call 62");
+#endif
+}
+
 static int go;
 
 static void *early_thread(void *arg)
@@ -240,6 +275,7 @@ int main(void)
 	RUN(test_early_filter);
 	RUN(test_enosys_answers);
 	RUN(test_kill_default);
+	RUN(test_signals_to_itself_only);
 	RUN(test_thread_before_confinement);
 #if KP_SANDBOX_SANITIZED
 	RUN(test_sanitizer_report);
