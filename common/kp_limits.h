@@ -36,7 +36,8 @@
 #define KP_LIVE_QUEUE_BYTES    8454144u
 
 /* External analysis. */
-#define KP_ANALYSIS_JPEG_MAX (16 * KP_MIB)
+#define KP_ANALYSIS_JPEG_MAX       (16 * KP_MIB)
+#define KP_EVENT_REVISION_STEP_MAX (1u << 20) /* a revision is at most this above the stored one */
 
 /* Configuration. */
 #define KP_MAX_CAMERAS     128

@@ -9,6 +9,7 @@
 #include "catalog_events.h"
 #include "event_check.h"
 #include "event_terms.h"
+#include "kp_limits.h"
 #include "log.h"
 #include "recorder.h"
 #include "reply.h"
@@ -207,6 +208,14 @@ void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jp
 		snprintf(why, sizeof why, "event %s has revision %u; publish a higher one", ev->event_id,
 			 (unsigned)stored);
 		reject(from, p->id, 409, "revision_conflict", why);
+		return;
+	}
+	if (ev->revision - stored > KP_EVENT_REVISION_STEP_MAX) {
+		/* A jump to 4294967295 would leave the detector nothing higher to publish. */
+		char why[160];
+		snprintf(why, sizeof why, "event %s has revision %u; the next may be at most %u higher", ev->event_id,
+			 (unsigned)stored, (unsigned)KP_EVENT_REVISION_STEP_MAX);
+		reject(from, p->id, 400, "bad_revision", why);
 		return;
 	}
 	if (busy(len)) {

@@ -78,7 +78,7 @@ static int set_password(struct supervisor *s, const kp_ControlRequest *req, bool
 	pb_size_t want = add ? 3 : 2;
 	kp_Role role = kp_Role_ROLE_NONE;
 	if (req->args_count != want || !auth_name_valid(req->args[0]) ||
-	    (add && auth_role_parse(req->args[1], &role) < 0)) {
+	    (add && (auth_role_parse(req->args[1], &role) < 0 || role == kp_Role_ROLE_PUBLISHER))) {
 		kp_out_put(o, "usage: user %s (NAME: up to %d of A-Z a-z 0-9 . _ - @)\n",
 			   add ? "add NAME --role admin|viewer" : "passwd NAME", AUTH_NAME_MAX);
 		return 2;
@@ -168,9 +168,10 @@ static int token_create(const kp_ControlRequest *req, struct kp_out *o)
 	struct auth_store *st = auth_store_get();
 	kp_Role role;
 	if (req->args_count != 2 || !auth_name_valid(req->args[0]) || auth_role_parse(req->args[1], &role) < 0) {
-		kp_out_put(
-		    o, "usage: token create --name NAME --role admin|viewer (NAME: up to %d of A-Z a-z 0-9 . _ - @)\n",
-		    AUTH_NAME_MAX);
+		kp_out_put(o,
+			   "usage: token create --name NAME --role admin|viewer|publisher (NAME: up to %d of A-Z a-z "
+			   "0-9 . _ - @)\n",
+			   AUTH_NAME_MAX);
 		return 2;
 	}
 	char token[AUTH_SECRET_STRMAX];

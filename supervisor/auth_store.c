@@ -42,6 +42,8 @@ const char *auth_role_name(kp_Role role)
 		return "admin";
 	case kp_Role_ROLE_VIEWER:
 		return "viewer";
+	case kp_Role_ROLE_PUBLISHER:
+		return "publisher";
 	default:
 		return "none";
 	}
@@ -53,6 +55,8 @@ int auth_role_parse(const char *s, kp_Role *ret)
 		*ret = kp_Role_ROLE_ADMIN;
 	else if (!strcmp(s, "viewer"))
 		*ret = kp_Role_ROLE_VIEWER;
+	else if (!strcmp(s, "publisher"))
+		*ret = kp_Role_ROLE_PUBLISHER;
 	else
 		return -EINVAL;
 	return 0;
@@ -90,7 +94,7 @@ static int parse_users(struct auth_store *st, char *text, const char *path, char
 		char name[64], role[16], hash[AUTH_HASH_STR_MAX + 1];
 		kp_Role r;
 		if (sscanf(l, "%63s %15s %160s", name, role, hash) != 3 || !auth_name_valid(name) ||
-		    auth_role_parse(role, &r) < 0 || strlen(hash) >= AUTH_HASH_STR_MAX) {
+		    auth_role_parse(role, &r) < 0 || r == kp_Role_ROLE_PUBLISHER || strlen(hash) >= AUTH_HASH_STR_MAX) {
 			snprintf(err, errlen, "%s: entry %u is not NAME admin|viewer HASH", path, line);
 			return -EINVAL;
 		}
@@ -382,7 +386,8 @@ const struct auth_token *auth_store_token_match(const struct auth_store *st, con
 int auth_store_token_add(struct auth_store *st, const char *name, kp_Role role, const uint8_t *digest,
 			 int64_t created_ms)
 {
-	if (!auth_name_valid(name) || (role != kp_Role_ROLE_ADMIN && role != kp_Role_ROLE_VIEWER))
+	if (!auth_name_valid(name) ||
+	    (role != kp_Role_ROLE_ADMIN && role != kp_Role_ROLE_VIEWER && role != kp_Role_ROLE_PUBLISHER))
 		return -EINVAL;
 	for (unsigned i = 0; i < st->ntokens; i++)
 		if (!strcmp(st->tokens[i].name, name))

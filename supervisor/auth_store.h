@@ -44,7 +44,7 @@ int auth_store_open(struct auth_store *st, const char *data_dir, char *err, size
 
 bool auth_name_valid(const char *name);
 const char *auth_role_name(kp_Role role);
-/* "admin" or "viewer"; -EINVAL otherwise. */
+/* "admin", "viewer" or "publisher" (tokens only); -EINVAL otherwise. */
 int auth_role_parse(const char *s, kp_Role *ret);
 
 const struct auth_user *auth_store_user(const struct auth_store *st, const char *name);

@@ -51,7 +51,7 @@ static void usage(FILE *f)
 		   "                         password: first line of FILE, else one line of stdin\n"
 		   "  user del NAME          delete a user and end their sessions\n"
 		   "  user list              users and roles\n"
-		   "  token create --name NAME --role admin|viewer\n"
+		   "  token create --name NAME --role admin|viewer|publisher\n"
 		   "                         a new API token, printed alone on stdout\n"
 		   "  token revoke NAME      revoke an API token at once\n"
 		   "  token list             token names, roles, creation times\n"

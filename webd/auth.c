@@ -164,6 +164,14 @@ static void grant(struct pending *p, const struct web_principal *pr)
 		refuse(p, 403, "forbidden", "this needs the admin role", 0);
 		return;
 	}
+	if ((p->flags & WEB_PUBLISH) && pr->role != kp_Role_ROLE_ADMIN && pr->role != kp_Role_ROLE_PUBLISHER) {
+		refuse(p, 403, "forbidden", "publishing events needs a publisher or admin token", 0);
+		return;
+	}
+	if (!(p->flags & WEB_PUBLISH) && pr->role == kp_Role_ROLE_PUBLISHER) {
+		refuse(p, 403, "forbidden", "a publisher token may only publish events", 0);
+		return;
+	}
 	if (p->s.r) {
 		web_req_set_principal(p->s.r, pr);
 		p->done_req(p->s.r, 0);
@@ -305,7 +313,10 @@ void webd_auth_ws(struct web_ws *ws, unsigned route_flags, void (*done)(struct w
 
 static const char *role_name(kp_Role r)
 {
-	return r == kp_Role_ROLE_ADMIN ? "admin" : r == kp_Role_ROLE_VIEWER ? "viewer" : "none";
+	return r == kp_Role_ROLE_ADMIN       ? "admin"
+	       : r == kp_Role_ROLE_VIEWER    ? "viewer"
+	       : r == kp_Role_ROLE_PUBLISHER ? "publisher"
+					     : "none";
 }
 
 struct login {

@@ -105,7 +105,7 @@ const struct web_route webd_data_routes[] = {
     /* Two entries for one path: the server takes the first whose method matches, so
      * only the publication carries the CSRF check and the large body ceiling. */
     {WEB_GET | WEB_HEAD, "/api/v1/events", 0, 0, webd_route_events_search},
-    {WEB_POST, "/api/v1/events", WEB_CHANGES, WEBD_PUBLISH_MAX_BODY, webd_route_events_publish},
+    {WEB_POST, "/api/v1/events", WEB_PUBLISH | WEB_CHANGES, WEBD_PUBLISH_MAX_BODY, webd_route_events_publish},
     {WEB_GET | WEB_HEAD, "/api/v1/events/", WEB_PREFIX, 0, webd_route_event_get},
     {WEB_GET | WEB_HEAD, "/api/v1/export", 0, 0, webd_route_export},
     {WEB_GET | WEB_HEAD, "/api/v1/coverage", 0, 0, route_coverage},

@@ -204,7 +204,7 @@ def main():
     else:
         token = os.environ.get("KEEPPEEK_TOKEN", "").strip()
     if not token:
-        ap.error("no API token: --token-file or KEEPPEEK_TOKEN (keeppeekctl token create --name N --role viewer)")
+        ap.error("no API token: --token-file or KEEPPEEK_TOKEN (keeppeekctl token create --name N --role publisher)")
 
     def log(msg):
         print(time.strftime("%H:%M:%S ") + msg, flush=True)

@@ -224,6 +224,34 @@ def test(make):
     check(st == 403, f"a viewer token cannot POST /delete: 403 (got {st})")
     st, _, _ = k.http("POST", "/delete", delete_body, dict(bearer(admin_token), **{"Content-Type": "application/json"}))
     check(st not in (401, 403), f"an admin token may POST /delete (got {st})")
+    # A detector's publisher token publishes and does nothing else; viewers only watch and search.
+    rc, out, err = k.ctl("token", "create", "--name", "detector", "--role", "publisher")
+    check(rc == 0 and out.strip(), f"token create --role publisher ({rc} {err.strip()})")
+    pub = bearer(out.strip())
+    check(ctl_in(k, "long-enough-1", "user", "add", "pubuser", "--role", "publisher").returncode == 2,
+          "publisher is a token role: user add --role publisher is refused")
+    ev = '{"id":"role-1","revision":1,"camera":"demo-rtsp","stream":"sub","start_ms":%d,"end_ms":0,"labels":[]}'
+    now = int(time.time() * 1000)
+    json_h = {"Content-Type": "application/json"}
+    st, _, b = k.http("POST", "/api/v1/events", ev % now, dict(pub, **json_h))
+    check(st == 200, f"a publisher token publishes an event (got {st} {b[:120]!r})")
+    st, _, b = k.http("POST", "/api/v1/events", ev.replace("role-1", "role-2") % now, dict(bearer(viewer_token), **json_h))
+    check(st == 403, f"a viewer token cannot publish: 403 (got {st} {b[:120]!r})")
+    for method, path, body in PROTECTED:
+        if path == "/api/v1/events" and method == "POST":
+            continue
+        st, _, _ = k.http(method, path, body, dict(pub, **json_h))
+        check(st == 403, f"a publisher token is refused {method} {path}: 403 (got {st})")
+    for path in WEBSOCKETS:
+        st, close = ws_status(k, path, pub)
+        check(st == 403 or (st == 101 and close is not None and close[0] == 1008 and "403" in close[1]),
+              f"a publisher token opens no {path} WebSocket: 403 (got {st} {close})")
+    # Revisions move up by at most 2^20 at a time, so no one can publish the last one there is.
+    for eid, rev, want in (("role-1", 2 + (1 << 20), 400), ("role-3", 4294967295, 400), ("role-1", 1 + (1 << 20), 200)):
+        body = ev.replace('"role-1","revision":1', f'"{eid}","revision":{rev}') % now
+        st, _, b = k.http("POST", "/api/v1/events", body, dict(pub, **json_h))
+        check(st == want, f"event {eid} revision {rev}: {want} (got {st} {b[:140]!r})")
+    check(k.ctl("token", "revoke", "detector")[0] == 0, "the publisher token is revoked")
     st, _, _ = k.http("POST", "/delete", delete_body, dict(admin_cookie, **{"Origin": "http://evil.example",
                                                                            "Content-Type": "application/json"}))
     check(st == 403, f"a cross-site POST /delete with the admin's session cookie is refused: 403 (got {st})")
