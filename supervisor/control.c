@@ -1,4 +1,5 @@
-/* The control socket (run_dir/control.sock, mode 0660): accepts at most
+/* The control socket (run_dir/control.sock, mode 0660, group keeppeek; 0600 root-only
+ * when the workers fall back to nobody): accepts at most
  * KP_CONTROL_MAX_CLIENTS keeppeekctl connections, reads framed ControlRequests and
  * answers each with a ControlReply whose raw tail is the output: at once, or later
  * (control_answer) for questions relayed to a worker. */
@@ -204,7 +205,10 @@ int control_open(struct supervisor *s, const char *path, char *err, size_t errle
 		snprintf(err, errlen, "cannot bind %s: %s", path, strerror(-r));
 		goto out_close;
 	}
-	if (chmod(path, 0660) < 0 || (s->change_uid && chown(path, 0, s->gid) < 0)) {
+	/* Group access only for a dedicated group (the package's keeppeek): nogroup, which
+	 * the nobody fallback would give, is shared by unrelated daemons. */
+	bool group = !s->change_uid || s->control_group;
+	if (chmod(path, group ? 0660 : 0600) < 0 || (s->change_uid && s->control_group && chown(path, 0, s->gid) < 0)) {
 		r = -errno;
 		snprintf(err, errlen, "cannot set the mode of %s: %s", path, strerror(-r));
 		goto out_unlink;

@@ -173,6 +173,8 @@ void demo_start(struct supervisor *s)
 		snprintf(d->args[a++], sizeof d->args[0], "aes");
 		snprintf(d->args[a++], sizeof d->args[0], "--motion-interval");
 		snprintf(d->args[a++], sizeof d->args[0], "30");
+		snprintf(d->args[a++], sizeof d->args[0], "--parent");
+		snprintf(d->args[a++], sizeof d->args[0], "%d", (int)getpid());
 		uv_timer_init(s->loop, &d->timer);
 		d->timer.data = d;
 		spawn(d);

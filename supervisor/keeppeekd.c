@@ -1,8 +1,11 @@
 /* keeppeekd: the supervisor. Parses the configuration (or the embedded demo one),
  * prepares data and run directories, opens the control socket, starts the four workers
  * and keeps them running; SIGHUP reloads, SIGTERM/SIGINT stops everything. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <linux/close_range.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -54,8 +57,10 @@ static int resolve_user(struct supervisor *s)
 		return 0;
 	}
 	struct passwd *pw = getpwnam(s->cfg.user.val);
+	s->control_group = pw != NULL;
 	if (!pw) {
-		kp_warn("user '%s' does not exist; workers run as nobody", s->cfg.user.val);
+		kp_warn("user '%s' does not exist; workers run as nobody and only root may use the control socket",
+			s->cfg.user.val);
 		pw = getpwnam("nobody");
 	}
 	if (!pw || pw->pw_uid == 0) {
@@ -127,9 +132,28 @@ static void www_dir(struct supervisor *s)
 	snprintf(s->www_dir, sizeof s->www_dir, "%s", in_tree && stat(tree, &st) == 0 ? tree : KP_WWWDIR);
 }
 
+/* Descriptors the launching shell or service manager left open reach no worker: every
+ * one from 3 up is made close-on-exec before anything else is opened. */
+static void seal_inherited_fds(void)
+{
+	if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) == 0)
+		return;
+	DIR *d = opendir("/proc/self/fd"); /* kernels before 5.11 */
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		int fd = atoi(e->d_name);
+		if (fd >= 3 && fd != dirfd(d))
+			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	}
+	closedir(d);
+}
+
 int main(int argc, char **argv)
 {
 	static struct supervisor s;
+	seal_inherited_fds();
 	static struct kp_config_errors errs;
 	const char *config_path = KP_SYSCONFDIR "/keeppeek.conf";
 	const char *data_dir = NULL, *listen = NULL, *libexec_dir = NULL;

@@ -78,6 +78,7 @@ struct supervisor {
 	char demo_data_dir[4096];
 	char www_dir[4096];
 	bool change_uid;
+	bool control_group; /* the workers' group is a dedicated one: it may use the control socket */
 	uid_t uid;
 	gid_t gid;
 	uint32_t generation;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "camera.h"
@@ -22,7 +23,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: keeppeek-test-camera --main FILE --sub FILE [--fps N] [--host ADDR]\n"
 		   "         [--baichuan-port N] [--bcudp-port N] [--rtsp-port N]\n"
 		   "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
-		   "         [--motion-interval S] [--snapshot FILE.jpg] [--stats FILE]\n"
+		   "         [--motion-interval S] [--snapshot FILE.jpg] [--stats FILE] [--parent PID]\n"
 		   "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder]...\n"
 		   "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n");
 }
@@ -109,6 +110,7 @@ int main(int argc, char **argv)
 	const char *main_path = NULL, *sub_path = NULL, *host = "127.0.0.1";
 	unsigned fps = 25;
 	long bc_port = -1, udp_port = -1, rtsp_port = -1;
+	pid_t parent = 0;
 	enum {
 		O_MAIN = 256,
 		O_SUB,
@@ -123,7 +125,8 @@ int main(int argc, char **argv)
 		O_MOTION,
 		O_SNAP,
 		O_STATS,
-		O_FAULT
+		O_FAULT,
+		O_PARENT
 	};
 	static const struct option opts[] = {
 	    {"main", required_argument, NULL, O_MAIN},
@@ -140,6 +143,7 @@ int main(int argc, char **argv)
 	    {"snapshot", required_argument, NULL, O_SNAP},
 	    {"stats", required_argument, NULL, O_STATS},
 	    {"fault", required_argument, NULL, O_FAULT},
+	    {"parent", required_argument, NULL, O_PARENT},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -202,6 +206,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case O_PARENT:
+			parent = (pid_t)atol(optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -215,6 +222,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* A demo camera dies with the keeppeekd that started it, even by SIGKILL. */
+	if (parent > 0 && (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent))
+		return 0;
 	signal(SIGPIPE, SIG_IGN);
 	uv_loop_t *loop = uv_default_loop();
 	int r = cam_source_open(loop, main_path, codec_of(main_path), fps, &cfg.main);

@@ -64,7 +64,7 @@ def alive(pid):
 
 
 class Keeppeek:
-    def __init__(self, args=None, config=None, env=None):
+    def __init__(self, args=None, config=None, env=None, pass_fds=()):
         self.dir = tempfile.mkdtemp(prefix="kp-it-")
         os.chmod(self.dir, 0o755)
         self.data = os.path.join(self.dir, "data")
@@ -88,7 +88,8 @@ class Keeppeek:
         self.log_path = os.path.join(self.dir, "keeppeekd.log")
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir,
-                                     env=dict(os.environ, **(env or {})), start_new_session=True)
+                                     env=dict(os.environ, **(env or {})), start_new_session=True,
+                                     pass_fds=pass_fds)
         self.known_pids = {self.proc.pid}
         self.allowed_restarts = set()
 
