@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct parse_ctx {
 	const char *name;
@@ -83,6 +84,13 @@ static char *reader(char *str, int num, void *stream)
 	const char *first = line + strspn(line, " \t");
 	if (*first == '[')
 		p->section_line = p->line;
+	if (*first == '[' && !strchr(first, ']')) {
+		add_error(p, p->line, "section header %.*s has no closing ']'", (int)strcspn(first, "\r\n"), first);
+		p->err_line = p->line;
+		str[0] = '\n';
+		str[1] = '\0';
+		return str;
+	}
 	if (n >= (size_t)num - 1 || (n == sizeof line - 1 && line[n - 1] != '\n')) {
 		add_error(p, p->line, "line longer than %d characters", num - 3);
 		str[0] = '\n';
@@ -318,6 +326,63 @@ static int valid_camera_url(const char *url)
 	return 0;
 }
 
+/* The authority of a camera URL (after "scheme://"): [user[:password]@]host[:port], host
+ * a name, an IPv4 literal or a bracketed IPv6 literal, port 1 to 65535. NULL when it is
+ * well formed, else what is wrong. */
+static const char *url_authority_error(const char *url)
+{
+	const char *a = strstr(url, "://");
+	if (!a)
+		return "it has no scheme";
+	a += 3;
+	size_t alen = strcspn(a, "/?#");
+	const char *host = a, *end = a + alen;
+	for (const char *q = a; q < end; q++)
+		if (*q == '@')
+			host = q + 1; /* the last '@': a password may hold one */
+	const char *port = NULL;
+	if (*host == '[') {
+		const char *close = memchr(host, ']', (size_t)(end - host));
+		if (!close)
+			return "its IPv6 address has no closing ']'";
+		char lit[INET6_ADDRSTRLEN + 1];
+		size_t n = (size_t)(close - host - 1);
+		struct in6_addr a6;
+		if (n >= sizeof lit)
+			return "its IPv6 address is not valid";
+		memcpy(lit, host + 1, n);
+		lit[n] = '\0';
+		if (inet_pton(AF_INET6, lit, &a6) != 1)
+			return "its IPv6 address is not valid";
+		if (close + 1 < end && close[1] != ':')
+			return "something follows its IPv6 address other than :port";
+		port = close + 1 < end ? close + 2 : NULL;
+	} else {
+		const char *colon = memchr(host, ':', (size_t)(end - host));
+		if ((colon ? colon : end) == host)
+			return "it has no host";
+		for (const char *q = host; q < (colon ? colon : end); q++)
+			if (*q == '[' || *q == ']')
+				return "its host has an unbalanced '[' or ']'";
+		port = colon ? colon + 1 : NULL;
+	}
+	if (port) {
+		unsigned long v = 0;
+		if (port == end)
+			return "its port is empty";
+		for (const char *q = port; q < end; q++) {
+			if (*q < '0' || *q > '9')
+				return "its port is not a number";
+			v = v * 10 + (unsigned long)(*q - '0');
+			if (v > 65535)
+				return "its port is above 65535";
+		}
+		if (v == 0)
+			return "its port is 0";
+	}
+	return NULL;
+}
+
 /* Returns 1 if the key was already set in this scope (and records it otherwise). */
 static int duplicate(struct parse_ctx *p, const char *section, const char *key)
 {
@@ -401,6 +466,11 @@ static int camera_key(struct parse_ctx *p, struct kp_camera_conf *cam, const cha
 				  cam->name);
 			return -1;
 		}
+		const char *why = url_authority_error(cam->url.val);
+		if (why) {
+			add_error(p, p->line, "camera '%s': url is not valid: %s", cam->name, why);
+			return -1;
+		}
 		return 0;
 	}
 	if (!strcmp(key, "sub_url")) {
@@ -408,6 +478,11 @@ static int camera_key(struct parse_ctx *p, struct kp_camera_conf *cam, const cha
 			return -1;
 		if (strncmp(cam->sub_url.val, "rtsp://", 7) && strncmp(cam->sub_url.val, "rtsps://", 8)) {
 			add_error(p, p->line, "camera '%s': sub_url must start with rtsp:// or rtsps://", cam->name);
+			return -1;
+		}
+		const char *why = url_authority_error(cam->sub_url.val);
+		if (why) {
+			add_error(p, p->line, "camera '%s': sub_url is not valid: %s", cam->name, why);
 			return -1;
 		}
 		return 0;
@@ -585,6 +660,21 @@ int kp_config_load_file(const char *path, struct kp_config *cfg, struct kp_confi
 		int err = errno;
 		add_error(&p, 0, "cannot open: %s", strerror(err));
 		return -err;
+	}
+	/* A directory reads as empty and a device (a link to /dev/zero) never ends. */
+	struct stat st;
+	int err = fstat(fileno(p.file), &st) < 0 ? errno : 0;
+	if (err)
+		add_error(&p, 0, "cannot read: %s", strerror(err));
+	else if (S_ISDIR(st.st_mode))
+		add_error(&p, 0, "is a directory, not a configuration file");
+	else if (!S_ISREG(st.st_mode))
+		add_error(&p, 0, "is not a regular file (a device, pipe or socket)");
+	else if (st.st_size > KP_CONFIG_FILE_MAX)
+		add_error(&p, 0, "is larger than %d bytes", KP_CONFIG_FILE_MAX);
+	if (err || !S_ISREG(st.st_mode) || st.st_size > KP_CONFIG_FILE_MAX) {
+		fclose(p.file);
+		return err ? -err : S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	}
 	int r = parse(&p);
 	fclose(p.file);

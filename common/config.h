@@ -10,6 +10,7 @@
 #include "kp_limits.h"
 
 #define KP_CONF_STR        1024
+#define KP_CONFIG_FILE_MAX (1024 * 1024) /* bytes of keeppeek.conf */
 #define KP_CONF_MAX_ERRORS 32
 
 enum kp_record_mode { KP_RECORD_CONTINUOUS, KP_RECORD_EVENTS, KP_RECORD_OFF };

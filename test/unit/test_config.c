@@ -222,6 +222,48 @@ static void test_missing_file(void)
 	CHECK_STR_CONTAINS(errs.text, "/nonexistent/keeppeek.conf: cannot open");
 }
 
+static void test_not_a_file(void)
+{
+	CHECK_EQ(kp_config_load_file("/tmp", &cfg, &errs), -EISDIR);
+	CHECK_STR_CONTAINS(errs.text, "/tmp: is a directory");
+	CHECK_EQ(kp_config_load_file("/dev/zero", &cfg, &errs), -EINVAL); /* would never end */
+	CHECK_STR_CONTAINS(errs.text, "/dev/zero: is not a regular file");
+}
+
+static void test_unclosed_section(void)
+{
+	CHECK_EQ(load("[keeppeek]\n[web\nlisten = 127.0.0.1:1\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "t.conf:2: section header [web has no closing ']'");
+}
+
+static void test_url_authority(void)
+{
+	static const struct {
+		const char *url, *why;
+	} bad[] = {
+	    {"rtsp://u:p@cam:99999/x", "its port is above 65535"},
+	    {"rtsp://cam:0/x", "its port is 0"},
+	    {"rtsp://cam:/x", "its port is empty"},
+	    {"rtsp://cam:55a/x", "its port is not a number"},
+	    {"rtsp://[fe80::1/x", "its IPv6 address has no closing ']'"},
+	    {"rtsp://[fe80::zz]/x", "its IPv6 address is not valid"},
+	    {"rtsp://[::1]x/x", "something follows its IPv6 address"},
+	    {"rtsp://u:p@/x", "it has no host"},
+	    {"baichuan://cam]:9000/", "unbalanced"},
+	};
+	char text[256];
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(text, sizeof text, "[camera \"a\"]\nurl = %s\n", bad[i].url);
+		CHECK_EQ(load(text), -EINVAL);
+		CHECK_STR_CONTAINS(errs.text, bad[i].why);
+	}
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://u:p@[::1]:554/main\nsub_url = rtsp://u:p@h:65535/s\n"), 0);
+	CHECK_EQ(load("[camera \"a\"]\nurl = baichuan://u:p@ss@192.0.2.1:9000/?channel=0\n"),
+		 0); /* '@' in a password */
+	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://h/\nsub_url = rtsp://h:70000/s\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "sub_url is not valid: its port is above 65535");
+}
+
 int main(void)
 {
 	RUN(test_defaults_and_example);
@@ -235,5 +277,8 @@ int main(void)
 	RUN(test_sub_url);
 	RUN(test_quota_and_rollover);
 	RUN(test_missing_file);
+	RUN(test_not_a_file);
+	RUN(test_unclosed_section);
+	RUN(test_url_authority);
 	return TEST_EXIT();
 }
