@@ -24,8 +24,9 @@ enum web_method { WEB_GET = 1, WEB_HEAD = 2, WEB_POST = 4, WEB_DELETE = 8 };
 #define WEB_ADMIN   0x02u /* role admin required (403 otherwise) */
 #define WEB_CHANGES 0x04u /* changes state: cross-site requests refused (CSRF) */
 #define WEB_PREFIX  0x08u /* path matches as a prefix ("/api/v1/events/") */
-#define WEB_PUBLISH 0x20u /* publishes events: roles publisher and admin; every other route
-			   * that needs a principal is for viewers and admins */
+/* Publishes events: roles publisher and admin. Any other route needing a principal is
+ * for viewers and admins. */
+#define WEB_PUBLISH 0x20u
 
 struct web_principal {
 	char name[80]; /* user name or "token:NAME" */
