@@ -191,6 +191,11 @@ void ing_stream_access_unit(struct ing_camera *cam, enum kp_stream_index s, cons
 		return;
 	st->seq++;
 	st->frames++;
+	/* A driver declares the stream streaming just before its first access unit: tell the
+	 * supervisor the codec and size as soon as they are known (or change), rather than at
+	 * the next health request, so "streaming" never shows without them. */
+	bool changed = st->codec != au->codec ||
+		       (au->width && au->height && (st->width != au->width || st->height != au->height));
 	st->codec = au->codec;
 	if (au->width && au->height) {
 		st->width = au->width;
@@ -198,6 +203,8 @@ void ing_stream_access_unit(struct ing_camera *cam, enum kp_stream_index s, cons
 	}
 	if (st->state != ING_STREAMING)
 		set_state(cam, s, ING_STREAMING, "");
+	else if (changed)
+		report(cam, s);
 	send_au(cam, s, au);
 }
 
