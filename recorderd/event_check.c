@@ -28,10 +28,13 @@ static int reject(struct rec_reject *rej, unsigned status, const char *code, con
 	return err;
 }
 
-int rec_event_times_check(int64_t start_ms, int64_t end_ms, struct rec_reject *rej)
+int rec_event_times_check(int64_t start_ms, int64_t end_ms, int64_t now_ms, struct rec_reject *rej)
 {
-	if (start_ms <= 0)
-		return reject(rej, 400, "bad_times", "start_ms must be a positive Unix time in milliseconds", -EINVAL);
+	if (start_ms < REC_EVENT_EARLIEST_MS)
+		return reject(rej, 400, "bad_times", "start_ms must be a Unix time in milliseconds from 2000 on",
+			      -EINVAL);
+	if (start_ms > now_ms && start_ms - now_ms > REC_EVENT_AHEAD_MS)
+		return reject(rej, 400, "bad_times", "start_ms is more than a day in the future", -EINVAL);
 	if (end_ms && end_ms < start_ms)
 		return reject(rej, 400, "bad_times", "end_ms is before start_ms", -EINVAL);
 	if (end_ms && end_ms - start_ms > REC_EVENT_MAX_SPAN_MS)

@@ -10,6 +10,7 @@
 #include "event_check.h"
 #include "event_terms.h"
 #include "kp_limits.h"
+#include "kp_time.h"
 #include "log.h"
 #include "recorder.h"
 #include "reply.h"
@@ -175,7 +176,7 @@ void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jp
 		reject(from, p->id, 400, "bad_request", "scores and box coordinates must be numbers from 0 to 1");
 		return;
 	}
-	if (rec_event_times_check(ev->start_ms, ev->end_ms, &rej) < 0) {
+	if (rec_event_times_check(ev->start_ms, ev->end_ms, kp_wall_ms(), &rej) < 0) {
 		reject(from, p->id, rej.status, rej.code, rej.why);
 		return;
 	}

@@ -48,9 +48,28 @@ static int new_tok(struct parser *p, enum json_type type)
 	return i;
 }
 
+static unsigned hex4(const char *s);
+
 static int is_hex(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+	if (c < 0xc2 || c > 0xf4 || n < len)
+		return 0;
+	for (size_t k = 1; k < len; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+	    (c == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return len;
 }
 
 static int parse_string(struct parser *p)
@@ -69,6 +88,13 @@ static int parse_string(struct parser *p)
 		}
 		if (c < 0x20)
 			return fail(p, -EINVAL, "control character in string");
+		if (c >= 0x80) {
+			size_t n = utf8_len((const unsigned char *)s + p->pos, p->d->len - p->pos);
+			if (!n)
+				return fail(p, -EINVAL, "invalid UTF-8 in string");
+			p->pos += n;
+			continue;
+		}
 		if (c == '\\') {
 			if (p->pos + 1 >= p->d->len)
 				break;
@@ -79,7 +105,19 @@ static int parse_string(struct parser *p)
 				for (int k = 2; k < 6; k++)
 					if (!is_hex(s[p->pos + k]))
 						return fail(p, -EINVAL, "bad \\u escape");
+				unsigned cp = hex4(s + p->pos + 2);
 				p->pos += 6;
+				if (cp >= 0xdc00 && cp <= 0xdfff)
+					return fail(p, -EINVAL, "lone low surrogate in \\u escape");
+				if (cp >= 0xd800 && cp <= 0xdbff) {
+					if (p->pos + 6 > p->d->len || s[p->pos] != '\\' || s[p->pos + 1] != 'u' ||
+					    !is_hex(s[p->pos + 2]) || !is_hex(s[p->pos + 3]) ||
+					    !is_hex(s[p->pos + 4]) || !is_hex(s[p->pos + 5]) ||
+					    hex4(s + p->pos + 2) < 0xdc00 || hex4(s + p->pos + 2) > 0xdfff)
+						return fail(p, -EINVAL,
+							    "high surrogate without a low one in \\u escape");
+					p->pos += 6;
+				}
 				continue;
 			}
 			if (!strchr("\"\\/bfnrt", e) || e == 0)
@@ -146,6 +184,33 @@ static int parse_literal(struct parser *p, const char *word, enum json_type type
 
 static int parse_value(struct parser *p, unsigned depth);
 
+/* Whether the key at token key equals one of the earlier keys of the object at token obj
+ * (compared unescaped, so "a" and "\\u0061" are the same key). */
+static bool key_seen(const struct json_doc *d, int obj, int key)
+{
+	const struct json_tok *k = &d->toks[key];
+	int t = obj + 1;
+	for (uint32_t n = 0; n < d->toks[obj].size; n++) {
+		const struct json_tok *o = &d->toks[t];
+		bool raw = !memchr(d->s + o->start, '\\', o->end - o->start) &&
+			   !memchr(d->s + k->start, '\\', k->end - k->start);
+		if (raw) {
+			if (o->end - o->start == k->end - k->start &&
+			    !memcmp(d->s + o->start, d->s + k->start, k->end - k->start))
+				return true;
+		} else {
+			char a[256], b[256];
+			int la = json_get_str(d, t, a, sizeof a), lb = json_get_str(d, key, b, sizeof b);
+			if (la >= 0 && lb >= 0 ? la == lb && !memcmp(a, b, (size_t)la)
+					       : o->end - o->start == k->end - k->start &&
+						     !memcmp(d->s + o->start, d->s + k->start, k->end - k->start))
+				return true;
+		}
+		t = (int)d->toks[t + 1].next;
+	}
+	return false;
+}
+
 static int parse_container(struct parser *p, unsigned depth, bool object)
 {
 	if (depth >= JSON_MAX_DEPTH)
@@ -170,6 +235,8 @@ static int parse_container(struct parser *p, unsigned depth, bool object)
 			if (parse_string(p) < 0)
 				return -1;
 			p->d->toks[p->d->ntoks - 1].next = p->d->ntoks;
+			if (key_seen(p->d, i, (int)p->d->ntoks - 1))
+				return fail(p, -EINVAL, "duplicate key in object");
 			skip_ws(p);
 			if (p->pos >= p->d->len || p->d->s[p->pos] != ':')
 				return fail(p, -EINVAL, "expected ':'");

@@ -309,10 +309,16 @@ static void test_checks(void)
 	CHECK_EQ(rec_event_id_ok("0123456789012345678901234567890123456789012345678901234567890123"), 0);
 	CHECK_EQ(rec_event_id_ok("01234567890123456789012345678901234567890123456789012345678901234"), -EINVAL);
 	struct rec_reject rej;
-	CHECK_EQ(rec_event_times_check(T0, 0, &rej), 0);
-	CHECK_EQ(rec_event_times_check(T0, T0 - 1, &rej), -EINVAL);
+	CHECK_EQ(rec_event_times_check(T0, 0, T0, &rej), 0);
+	CHECK_EQ(rec_event_times_check(T0, T0 - 1, T0, &rej), -EINVAL);
 	CHECK(!strcmp(rej.code, "bad_times"));
-	CHECK_EQ(rec_event_times_check(0, 0, &rej), -EINVAL);
+	CHECK_EQ(rec_event_times_check(0, 0, T0, &rej), -EINVAL);
+	CHECK_EQ(rec_event_times_check(REC_EVENT_EARLIEST_MS - 1, 0, T0, &rej), -EINVAL);
+	CHECK_EQ(rec_event_times_check(REC_EVENT_EARLIEST_MS, 0, T0, &rej), 0);
+	CHECK_EQ(rec_event_times_check(T0 + REC_EVENT_AHEAD_MS, 0, T0, &rej), 0);
+	CHECK_EQ(rec_event_times_check(T0 + REC_EVENT_AHEAD_MS + 1, 0, T0, &rej), -EINVAL);
+	CHECK_EQ(rec_event_times_check(INT64_MAX, 0, T0, &rej), -EINVAL);
+	CHECK_EQ(rec_event_times_check(T0, T0 + REC_EVENT_MAX_SPAN_MS + 1, T0, &rej), -EINVAL);
 
 	size_t len;
 	uint8_t *j = make_jpeg(64, 48, &len);

@@ -74,8 +74,31 @@ static void test_reader_errors(void)
 	CHECK_EQ(parse(&d, "\"a\\u0000b\"", t2, 4), 0);
 	char buf[8];
 	CHECK_EQ(json_get_str(&d, 0, buf, sizeof(buf)), -EINVAL); /* NUL inside */
-	CHECK_EQ(parse(&d, "\"\\udc00\"", t2, 4), 0);
-	CHECK_EQ(json_get_str(&d, 0, buf, sizeof(buf)), -EINVAL); /* lone low surrogate */
+	CHECK_EQ(parse(&d, "\"\\udc00\"", t2, 4), -EINVAL);       /* lone low surrogate */
+	CHECK_EQ(parse(&d, "\"\\ud83d\"", t2, 4), -EINVAL);       /* high surrogate alone */
+	CHECK_EQ(parse(&d, "\"\\ud83d\\u0041\"", t2, 4), -EINVAL);
+	CHECK_EQ(parse(&d, "\"\\ud83d\\ude00\"", t2, 4), 0); /* a pair */
+	CHECK_EQ(json_get_str(&d, 0, buf, sizeof(buf)), 4);
+	/* Strict UTF-8 (RFC 3629): stray continuation, overlong, surrogate, above U+10FFFF, cut short. */
+	const char *bad_utf8[] = {"\"\x80\"",
+				  "\"\xc0\xaf\"",
+				  "\"\xe0\x80\xaf\"",
+				  "\"\xed\xa0\x80\"",
+				  "\"\xf4\x90\x80\x80\"",
+				  "\"\xf8\x88\x80\x80\x80\"",
+				  "\"\xe2\x82\"",
+				  "\"a\xff\""};
+	for (size_t i = 0; i < sizeof(bad_utf8) / sizeof(bad_utf8[0]); i++) {
+		CHECK_EQ(parse(&d, bad_utf8[i], t2, 4), -EINVAL);
+		CHECK(strstr(d.err_why, "UTF-8") != NULL);
+	}
+	CHECK_EQ(parse(&d, "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"", t2, 4), 0); /* é € 😀 */
+	/* Duplicate keys are refused, also when spelled with an escape; nested objects have their own. */
+	static struct json_tok t3[16];
+	CHECK_EQ(parse(&d, "{\"a\":1,\"b\":2,\"a\":3}", t3, 16), -EINVAL);
+	CHECK(strstr(d.err_why, "duplicate") != NULL);
+	CHECK_EQ(parse(&d, "{\"a\":1,\"\\u0061\":2}", t3, 16), -EINVAL);
+	CHECK_EQ(parse(&d, "{\"a\":{\"a\":1},\"b\":[{\"a\":2},{\"a\":3}]}", t3, 16), 0);
 	CHECK_EQ(parse(&d, "99999999999999999999", t2, 4), 0);
 	int64_t v;
 	CHECK_EQ(json_get_int(&d, 0, &v), -ERANGE);
