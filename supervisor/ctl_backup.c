@@ -613,7 +613,7 @@ int ctl_restore(const char *sock, int n, char **args, bool json)
 	struct stat st;
 	bool have_catalog = (snprintf(path, sizeof path, "%s/catalog/data.mdb", data_dir), stat(path, &st) == 0);
 	bool have_auth = (snprintf(path, sizeof path, "%s/auth", data_dir), stat(path, &st) == 0);
-	bool have_config = config && stat(config, &st) == 0;
+	bool have_config = conf_text && config && stat(config, &st) == 0;
 	if ((have_catalog || have_auth || have_config) && !force) {
 		fprintf(stderr, "keeppeekctl: restoring would replace");
 		const char *sep = " ";
