@@ -2,6 +2,7 @@
  * the configuration barrier, health checks, exit, restart alone with exponential
  * backoff (SPEC section 1), orderly stop of everything. */
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,6 +72,32 @@ static int built_tree(char *dir, size_t len)
 	return strcmp(self, KP_BUILD_ROOT "/supervisor") == 0;
 }
 
+/* Each worker its own uid where the package made one (keeppeek-ingestd, -webd, -rtcd), so
+ * that one taken over cannot read another's memory or files; recorderd runs as the
+ * configured user, which owns data_dir. Without those users (a build-tree run, the
+ * nobody fallback) every worker runs as the configured user. */
+static void assign_user(struct proc *p)
+{
+	struct supervisor *s = p->s;
+	p->uid = s->uid;
+	p->gid = s->gid;
+	if (!s->change_uid || !s->control_group || p->peer == kp_Peer_PEER_RECORDERD)
+		return;
+	char name[64];
+	snprintf(name, sizeof name, "%s-%s", s->cfg.user.val, p->name);
+	struct passwd *pw = getpwnam(name);
+	if (!pw) {
+		kp_notice("%s runs as %s: no user %s (the package creates it)", p->name, s->cfg.user.val, name);
+		return;
+	}
+	if (pw->pw_uid == 0 || pw->pw_gid == 0) {
+		kp_warn("%s runs as %s: user %s is privileged", p->name, s->cfg.user.val, name);
+		return;
+	}
+	p->uid = pw->pw_uid;
+	p->gid = pw->pw_gid;
+}
+
 void proc_table_init(struct supervisor *s, const char *libexec_dir)
 {
 	char dir[4096];
@@ -89,6 +116,7 @@ void proc_table_init(struct supervisor *s, const char *libexec_dir)
 			snprintf(p->path, sizeof p->path, "%s/keeppeek-%s", KP_LIBEXECDIR, p->name);
 		uv_timer_init(s->loop, &p->timer);
 		p->timer.data = p;
+		assign_user(p);
 	}
 }
 
@@ -158,8 +186,8 @@ static void send_config(struct proc *p)
 	wc->change_uid = s->change_uid;
 	wc->retention_max_days = s->cfg.max_days;
 	wc->retention_max_disk_mb = s->cfg.max_disk_mb;
-	wc->uid = (uint32_t)s->uid;
-	wc->gid = (uint32_t)s->gid;
+	wc->uid = (uint32_t)p->uid;
+	wc->gid = (uint32_t)p->gid;
 	snprintf(wc->web_listen, sizeof wc->web_listen, "%s", s->cfg.listen.val);
 	snprintf(wc->web_tls_cert, sizeof wc->web_tls_cert, "%s", s->cfg.tls_cert.val);
 	snprintf(wc->web_tls_key, sizeof wc->web_tls_key, "%s", s->cfg.tls_key.val);
@@ -203,7 +231,7 @@ static int proc_signal(struct proc *p, int sig, const char *why)
 		kp_err("%s (pid %d): cannot send it %s to %s: %s; keeppeekd lacks CAP_KILL over the workers' uid %u "
 		       "(the service's CapabilityBoundingSet must keep CAP_KILL), so it cannot stop or restart "
 		       "workers",
-		       p->name, (int)p->pid, sigabbrev_np(sig), why, strerror(e), (unsigned)p->s->uid);
+		       p->name, (int)p->pid, sigabbrev_np(sig), why, strerror(e), (unsigned)p->uid);
 	else if (e != EPERM && e != ESRCH)
 		kp_err("%s (pid %d): cannot send it %s to %s: %s", p->name, (int)p->pid, sigabbrev_np(sig), why,
 		       strerror(e));

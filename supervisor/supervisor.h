@@ -39,6 +39,8 @@ struct proc {
 	uint32_t config_generation;
 	bool restart_now; /* asked for by keeppeekctl restart: no backoff */
 	bool kill_denied; /* the last kill(2) failed with EPERM (logged once) */
+	uid_t uid;        /* what it runs as: keeppeek-NAME when that user exists, else the */
+	gid_t gid;        /* configured user (recorderd always: it owns data_dir) */
 	char last_exit[64];
 	kp_HealthReply health;
 	uv_timer_t timer;
