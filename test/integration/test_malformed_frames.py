@@ -56,6 +56,7 @@ def test(make):
     check("relinking" in kp.log_text() or "re-linking" in kp.log_text(), "the supervisor logs each re-link")
 
     # Garbage on a worker's own channel (fd 3) reaches the supervisor.
+    kp.expect_restarts("webd")  # garbage on its supervisor channel: restarted on purpose
     fd = steal_fd(pids["webd"], 3)
     os.write(fd, struct.pack("<I", 5) + bytes([0x82, 0x01, 0x20, 0x08, 0x01]))
     os.close(fd)
