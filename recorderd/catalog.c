@@ -12,6 +12,7 @@
 
 #include "catalog_keys.h"
 #include "catalog_int.h"
+#include "catalog_verify.h"
 #include "kp_limits.h"
 
 static const char *const db_names[DB_COUNT] = {
@@ -988,5 +989,24 @@ int cat_recording_count(struct cat_txn *t, uint64_t *ret)
 	int r = cat_map_err(mdb_stat(t->txn, t->c->dbi[DB_RECORDINGS], &st));
 	if (r == 0)
 		*ret = st.ms_entries;
+	return r;
+}
+
+int cat_verify(struct cat *c, struct cat_verify_report *ret)
+{
+	/* The snapshot of a read transaction: LMDB reuses none of its pages while it lives.
+	 * Its meta page is overwritten two commits later, then a new one is taken. */
+	int r = -EAGAIN;
+	for (int tries = 0; tries < 20 && r == -EAGAIN; tries++) {
+		MDB_txn *txn;
+		mdb_filehandle_t fd;
+		r = cat_map_err(mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn));
+		if (r < 0)
+			return r;
+		r = cat_map_err(mdb_env_get_fd(c->env, &fd));
+		if (r == 0)
+			r = cat_verify_fd(fd, mdb_txn_id(txn), ret);
+		mdb_txn_abort(txn);
+	}
 	return r;
 }

@@ -125,6 +125,10 @@ int cat_size(struct cat *c, uint64_t *ret_bytes);
 /* A consistent, compacted copy of the whole environment's data file written to fd, from
  * one read transaction of its own (writers go on); the file is synced. */
 int cat_copy_to(struct cat *c, int fd);
+/* The structure of the data file under a read transaction of its own (catalog_verify.h):
+ * 0 sound, -EBADMSG damaged (ret->why says where). Writers go on meanwhile. */
+struct cat_verify_report;
+int cat_verify(struct cat *c, struct cat_verify_report *ret);
 /* How many recordings the catalog holds. */
 int cat_recording_count(struct cat_txn *t, uint64_t *ret);
 
