@@ -533,7 +533,7 @@ static int move_aside(int dfd, const char *name, int64_t ms, bool *moved)
 	snprintf(to, sizeof to, "%s.pre-restore-%lld", name, (long long)ms);
 	if (renameat(dfd, name, dfd, to) == 0) {
 		*moved = true;
-		printf("moved %s aside to %s\n", name, to);
+		fprintf(stderr, "keeppeekctl: moved %s aside to %s\n", name, to);
 		return 0;
 	}
 	return errno == ENOENT ? 0 : -errno;
@@ -718,7 +718,7 @@ int ctl_restore(const char *sock, int n, char **args, bool json)
 			if (renameat(cfd, base, cfd, aside) < 0)
 				r = -errno;
 			else
-				printf("moved %s aside to %s\n", config, aside);
+				fprintf(stderr, "keeppeekctl: moved %s aside to %s\n", config, aside);
 		}
 		if (r == 0)
 			r = write_atomic(cfd, base, conf_text, 0600);
