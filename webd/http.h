@@ -24,6 +24,7 @@ enum web_method { WEB_GET = 1, WEB_HEAD = 2, WEB_POST = 4, WEB_DELETE = 8 };
 #define WEB_ADMIN   0x02u /* role admin required (403 otherwise) */
 #define WEB_CHANGES 0x04u /* changes state: cross-site requests refused (CSRF) */
 #define WEB_PREFIX  0x08u /* path matches as a prefix ("/api/v1/events/") */
+#define WEB_HEALTH  0x10u /* may take the handler slots kept for health checks (/healthz) */
 /* Publishes events: roles publisher and admin. Any other route needing a principal is
  * for viewers and admins. */
 #define WEB_PUBLISH 0x20u

@@ -17,6 +17,29 @@
 #define STREAM_HIGH_WATER (512 * 1024)
 #define STREAM_MAX_PIECES 1024
 
+/* webd's defences against slow and greedy clients, beyond SPEC section 12's ceilings
+ * (docs/decisions/0002-slow-clients.md, keeppeek-webd(8) LIMITS):
+ * - at most WEB_CONNECTIONS_PER_ADDRESS anonymous connections (not yet shown valid
+ *   credentials) per IPv4 address or IPv6 /64; more are accepted and closed at once;
+ * - when all KP_HTTP_MAX_CONNECTIONS are open, a new connection evicts the unfinished
+ *   anonymous connection that has waited longest; refused only when none is left;
+ * - a request head must be complete within WEB_HEAD_SECS of its first byte (of the
+ *   accept, on a new connection); an idle keep-alive connection waits
+ *   KP_HTTP_TIMEOUT_SECS for it;
+ * - a request body must average WEB_BODY_MIN_RATE bytes/s after WEB_BODY_GRACE_SECS;
+ * - a request takes a handler slot only once authenticated with its whole body read;
+ *   the last WEB_HANDLERS_RESERVE_SIGNED_IN slots are for requests with a principal,
+ *   the WEB_HANDLERS_RESERVE_HEALTH before them also for WEB_HEALTH routes (/healthz);
+ * - every refusal or cut is counted and logged at most once per WEB_LOG_INTERVAL_MS
+ *   per ceiling. */
+#define WEB_CONNECTIONS_PER_ADDRESS    64
+#define WEB_HEAD_SECS                  10
+#define WEB_BODY_GRACE_SECS            10
+#define WEB_BODY_MIN_RATE              (16 * 1024)
+#define WEB_HANDLERS_RESERVE_SIGNED_IN 8
+#define WEB_HANDLERS_RESERVE_HEALTH    8
+#define WEB_LOG_INTERVAL_MS            10000
+
 enum conn_state {
 	CONN_HEAD,    /* reading a request head (read deadline running) */
 	CONN_AUTH,    /* waiting for auth.c */
@@ -72,12 +95,23 @@ struct web_ws {
 	int msg_op; /* 0: none in progress */
 };
 
+/* The unit the per-address cap counts: an IPv4 address (also IPv4-mapped IPv6) or the
+ * first 64 bits of an IPv6 address. */
+struct addr_key {
+	uint8_t family; /* 4, 6, or 0 when unknown */
+	uint8_t b[8];
+};
+
 struct conn {
 	uv_tcp_t tcp;
 	uv_shutdown_t shut;
 	struct conn *prev, *next;
 	uint64_t id;
 	char addr[64];
+	struct addr_key key;
+	bool trusted;      /* a request on it was authenticated: never evicted, not capped */
+	bool head_started; /* the request head's deadline (WEB_HEAD_SECS) is running */
+	uint64_t since_ms; /* when the connection began waiting for its current request */
 	char *in;
 	size_t in_len;
 	struct http_head ph;
@@ -105,6 +139,9 @@ void conn_end(struct conn *c);
 /* Continues parsing/dispatching buffered input and resumes reading when appropriate. */
 void conn_process(struct conn *c);
 void conn_count_status(int status);
+/* Counts a refusal or cut of that ceiling and logs it, at most one line per ceiling every
+ * WEB_LOG_INTERVAL_MS (the line says how many were not logged since the last). */
+void web_limit_hit(enum web_limit l, const char *addr, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Gives back the request's handler slot and body memory. */
 void conn_release_body(struct web_req *r);
 

@@ -1,9 +1,13 @@
 /* webd's HTTP/1.1 listener and connections on the worker's libuv loop: accept (at most
- * KP_HTTP_MAX_CONNECTIONS), read deadlines and write stalls (KP_HTTP_TIMEOUT_SECS), the
- * request-head ceilings (through http_parse.c), body limits, the handler ceiling, route
- * lookup, authentication and dispatch. One request per connection is parsed and handled
- * at a time; pipelined requests wait in the socket until the previous is answered. */
+ * KP_HTTP_MAX_CONNECTIONS, at most WEB_CONNECTIONS_PER_ADDRESS anonymous ones per
+ * address, evicting an unfinished anonymous connection when they run out), read
+ * deadlines (idle, head, body rate) and write stalls, the request-head ceilings (through
+ * http_parse.c), body limits, the handler ceiling with its reserves, route lookup,
+ * authentication and dispatch. One request per connection is parsed and handled at a
+ * time; pipelined requests wait in the socket until the previous is answered. */
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +21,6 @@
  * per request: 64 handlers x a 16 MiB JPEG would not fit webd's address-space limit). */
 #define BODY_MEMORY_MAX (256u * KP_MIB)
 #define DRAIN_MS        2000
-/* Bodies must keep this average rate (bytes per second) once 30 s have passed. */
-#define BODY_MIN_RATE (16 * 1024)
 
 struct webd_counters webd_counters;
 const char *const web_limit_names[WEB_LIMIT_COUNT] = {
@@ -34,6 +36,10 @@ const char *const web_limit_names[WEB_LIMIT_COUNT] = {
     [WEB_LIMIT_BODY_MEMORY] = "body_memory",
     [WEB_LIMIT_WS_MESSAGE] = "websocket_message",
     [WEB_LIMIT_WS_QUEUE] = "websocket_queue",
+    [WEB_LIMIT_CONNECTIONS_PER_ADDRESS] = "connections_per_address",
+    [WEB_LIMIT_CONNECTIONS_EVICTED] = "connections_evicted",
+    [WEB_LIMIT_BODY_RATE] = "body_rate",
+    [WEB_LIMIT_HANDLERS_RESERVE] = "handlers_reserve",
 };
 
 struct listener {
@@ -62,6 +68,34 @@ void conn_count_status(int status)
 	int cls = status / 100;
 	if (cls >= 1 && cls <= 5)
 		webd_counters.responses[cls]++;
+}
+
+static struct {
+	uint64_t last_ms; /* 0: never logged */
+	uint64_t quiet;   /* hits since then that were not logged */
+} limit_log[WEB_LIMIT_COUNT];
+
+void web_limit_hit(enum web_limit l, const char *addr, const char *fmt, ...)
+{
+	webd_counters.limit_rejections[l]++;
+	uint64_t now = web_now_ms();
+	if (limit_log[l].last_ms && now - limit_log[l].last_ms < WEB_LOG_INTERVAL_MS) {
+		limit_log[l].quiet++;
+		return;
+	}
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (limit_log[l].quiet)
+		kp_notice("client %s: %s [%s; %llu more not logged in the last %llu s]", addr, msg, web_limit_names[l],
+			  (unsigned long long)limit_log[l].quiet,
+			  (unsigned long long)(now - limit_log[l].last_ms) / 1000u);
+	else
+		kp_notice("client %s: %s [%s]", addr, msg, web_limit_names[l]);
+	limit_log[l].last_ms = now;
+	limit_log[l].quiet = 0;
 }
 
 /* ---- writing ---- */
@@ -146,11 +180,6 @@ static void on_closed(uv_handle_t *h)
 	free(c);
 }
 
-static void on_reject_closed(uv_handle_t *h)
-{
-	free(h);
-}
-
 void conn_close(struct conn *c)
 {
 	if (c->closing)
@@ -167,6 +196,8 @@ void conn_close(struct conn *c)
 		ws_free(ws);
 	}
 	tls_conn_free(c);
+	if (!c->trusted)
+		webd_counters.connections_anonymous--;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -412,9 +443,45 @@ static const struct web_ws_route *ws_route_find(const char *path)
 	return NULL;
 }
 
+static const char *method_name(enum web_method m)
+{
+	return m == WEB_GET ? "GET" : m == WEB_HEAD ? "HEAD" : m == WEB_POST ? "POST" : "DELETE";
+}
+
+static void reply_now(struct conn *c, struct web_req *r, int status, const char *code, const char *msg,
+		      const char *extra)
+{
+	c->req = r;
+	r->keep_alive = false;
+	size_t n = strlen(msg);
+	char body[512];
+	int len =
+	    snprintf(body, sizeof body, "{\"error\":\"%.*s\",\"code\":\"%s\"}", (int)(n > 400 ? 400 : n), msg, code);
+	c->state = CONN_HANDLER;
+	web_reply(r, status, "application/json", body, (size_t)len, extra);
+}
+
+/* The request is complete (authenticated, body read): it takes a handler slot, if one
+ * is left for its kind, and its route runs. */
 static void run_handler(struct conn *c)
 {
 	struct web_req *r = c->req;
+	unsigned reserve = WEB_HANDLERS_RESERVE_SIGNED_IN + WEB_HANDLERS_RESERVE_HEALTH;
+	if (r->have_principal)
+		reserve = 0;
+	else if (r->route && (r->route->flags & WEB_HEALTH))
+		reserve = WEB_HANDLERS_RESERVE_SIGNED_IN;
+	if (webd_counters.handlers_active + reserve >= KP_HTTP_MAX_HANDLERS) {
+		bool all = webd_counters.handlers_active >= KP_HTTP_MAX_HANDLERS;
+		web_limit_hit(all ? WEB_LIMIT_HANDLERS : WEB_LIMIT_HANDLERS_RESERVE, c->addr,
+			      "%s %s refused: %u requests in progress%s", method_name(r->method), r->path,
+			      webd_counters.handlers_active,
+			      all ? "" : " (the rest are kept for signed-in users and health checks)");
+		reply_now(c, r, 503, "busy", "too many requests in progress", "Retry-After: 1\r\n");
+		return;
+	}
+	r->counted = true;
+	webd_counters.handlers_active++;
 	c->state = CONN_HANDLER;
 	if (r->route)
 		r->route->fn(r);
@@ -422,6 +489,7 @@ static void run_handler(struct conn *c)
 		webd_static_serve(r);
 }
 
+/* The request is authenticated (or public): its body, if any, is given memory and read. */
 static void start_body(struct conn *c)
 {
 	struct web_req *r = c->req;
@@ -429,6 +497,18 @@ static void start_body(struct conn *c)
 		run_handler(c);
 		return;
 	}
+	if (r->body_need > BODY_MEMORY_MAX - body_memory) {
+		webd_counters.limit_rejections[WEB_LIMIT_BODY_MEMORY]++;
+		reply_now(c, r, 503, "busy", "too many request bodies in memory", "Retry-After: 1\r\n");
+		return;
+	}
+	r->body = malloc(r->body_need);
+	if (!r->body) {
+		reply_now(c, r, 503, "busy", "no memory for the request body", "Retry-After: 1\r\n");
+		return;
+	}
+	r->body_reserved = r->body_need;
+	body_memory += r->body_need;
 	const char *expect = web_req_header(r, "expect");
 	if (expect && strcasecmp(expect, "100-continue") == 0 && c->in_len == 0) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -437,7 +517,7 @@ static void start_body(struct conn *c)
 	}
 	c->state = CONN_BODY;
 	r->body_start_ms = web_now_ms();
-	c->read_deadline_ms = r->body_start_ms + KP_HTTP_TIMEOUT_SECS * 1000u;
+	c->read_deadline_ms = r->body_start_ms + WEB_BODY_GRACE_SECS * 1000u;
 }
 
 static void auth_done(struct web_req *r, int status)
@@ -461,19 +541,6 @@ static void dispatch_ws(struct conn *c, struct web_req *r)
 	ws_start(c, r, wr);
 }
 
-static void reply_now(struct conn *c, struct web_req *r, int status, const char *code, const char *msg,
-		      const char *extra)
-{
-	c->req = r;
-	r->keep_alive = false;
-	size_t n = strlen(msg);
-	char body[512];
-	int len =
-	    snprintf(body, sizeof body, "{\"error\":\"%.*s\",\"code\":\"%s\"}", (int)(n > 400 ? 400 : n), msg, code);
-	c->state = CONN_HANDLER;
-	web_reply(r, status, "application/json", body, (size_t)len, extra);
-}
-
 static void dispatch(struct conn *c)
 {
 	int status;
@@ -484,6 +551,7 @@ static void dispatch(struct conn *c)
 	c->in_len -= used;
 	http_head_init(&c->ph);
 	c->read_deadline_ms = 0;
+	c->head_started = false;
 	if (!r) {
 		conn_reply_error_close(c, status, status == 501 ? "method" : "bad_request",
 				       status == 501 ? "method not implemented" : "malformed request target", NULL);
@@ -546,29 +614,10 @@ static void dispatch(struct conn *c)
 		reply_now(c, r, 413, "body_too_large", msg, NULL);
 		return;
 	}
-	if (webd_counters.handlers_active >= KP_HTTP_MAX_HANDLERS) {
-		webd_counters.limit_rejections[WEB_LIMIT_HANDLERS]++;
-		reply_now(c, r, 503, "busy", "too many requests in progress", "Retry-After: 1\r\n");
-		return;
-	}
-	if (length > BODY_MEMORY_MAX - body_memory) {
-		webd_counters.limit_rejections[WEB_LIMIT_BODY_MEMORY]++;
-		reply_now(c, r, 503, "busy", "too many request bodies in memory", "Retry-After: 1\r\n");
-		return;
-	}
-	if (length) {
-		r->body = malloc(length);
-		if (!r->body) {
-			reply_now(c, r, 503, "busy", "no memory for the request body", "Retry-After: 1\r\n");
-			return;
-		}
-		r->body_need = length;
-		r->body_reserved = length;
-		body_memory += length;
-	}
+	/* Neither memory for the body nor a handler slot yet: the body gets memory once the
+	 * request is authenticated, the slot once the body is read. */
+	r->body_need = (size_t)length;
 	r->route = rt;
-	r->counted = true;
-	webd_counters.handlers_active++;
 	c->req = r;
 	if (!rt || (rt->flags & WEB_PUBLIC)) {
 		start_body(c);
@@ -630,8 +679,17 @@ void conn_process(struct conn *c)
 			 * (and then meets the write timeout) instead of filling memory. */
 			if (c->out_pending > STREAM_HIGH_WATER)
 				break;
-			if (c->read_deadline_ms == 0)
-				c->read_deadline_ms = web_now_ms() + KP_HTTP_TIMEOUT_SECS * 1000u;
+			if (c->read_deadline_ms == 0) {
+				/* Idle (keep-alive) until the first byte of the next request. */
+				c->since_ms = web_now_ms();
+				c->read_deadline_ms = c->since_ms + KP_HTTP_TIMEOUT_SECS * 1000u;
+			}
+			if (c->in_len > 0 && !c->head_started) {
+				uint64_t d = web_now_ms() + WEB_HEAD_SECS * 1000u;
+				c->head_started = true;
+				if (d < c->read_deadline_ms)
+					c->read_deadline_ms = d;
+			}
 			enum http_parse_status st = http_parse_head(c->in, c->in_len, &c->ph);
 			if (st == HP_INCOMPLETE)
 				break;
@@ -651,10 +709,10 @@ void conn_process(struct conn *c)
 			r->body_len += take;
 			memmove(c->in, c->in + take, c->in_len - take);
 			c->in_len -= take;
-			/* 30 s, plus one second for every BODY_MIN_RATE bytes that arrived: a body
-			 * trickled byte by byte cannot hold its handler slot for long. */
-			c->read_deadline_ms = r->body_start_ms + KP_HTTP_TIMEOUT_SECS * 1000u +
-					      (uint64_t)r->body_len * 1000u / BODY_MIN_RATE;
+			/* The grace, plus one second for every WEB_BODY_MIN_RATE bytes that arrived:
+			 * the body must average that rate once the grace has passed. */
+			c->read_deadline_ms = r->body_start_ms + WEB_BODY_GRACE_SECS * 1000u +
+					      (uint64_t)r->body_len * 1000u / WEB_BODY_MIN_RATE;
 			if (r->body_len < r->body_need)
 				break;
 			c->read_deadline_ms = 0;
@@ -681,66 +739,165 @@ void conn_process(struct conn *c)
 
 /* ---- accepting ---- */
 
+static void addr_key_of(const struct sockaddr_storage *ss, struct addr_key *k)
+{
+	memset(k, 0, sizeof *k);
+	if (ss->ss_family == AF_INET) {
+		k->family = 4;
+		memcpy(k->b, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			k->family = 4;
+			memcpy(k->b, a->s6_addr + 12, 4);
+		} else {
+			k->family = 6;
+			memcpy(k->b, a->s6_addr, 8);
+		}
+	}
+}
+
+static unsigned anonymous_from(const struct addr_key *k)
+{
+	unsigned n = 0;
+	for (const struct conn *c = conn_list; c; c = c->next)
+		n += !c->trusted && memcmp(&c->key, k, sizeof *k) == 0;
+	return n;
+}
+
+/* The connection a new one may replace when all are taken: an anonymous one that holds
+ * no request in progress. First one that is only draining after its answer; then the
+ * one that has waited longest for a request head or body; last one whose answer the
+ * client does not take (the longest without write progress). NULL when none. */
+static struct conn *eviction_victim(void)
+{
+	struct conn *best = NULL;
+	int best_rank = 3;
+	uint64_t best_t = 0;
+	for (struct conn *c = conn_list; c; c = c->next) {
+		int rank;
+		uint64_t t;
+		if (c->trusted)
+			continue;
+		if (c->state == CONN_DRAIN) {
+			rank = 0;
+			t = 0;
+		} else if ((c->state == CONN_HEAD || c->state == CONN_BODY) && c->out_pending == 0) {
+			rank = 1;
+			t = c->since_ms;
+		} else if (c->state == CONN_HEAD || c->state == CONN_BODY || c->state == CONN_ENDING) {
+			rank = 2;
+			t = c->write_progress_ms;
+		} else {
+			continue; /* authenticating, in a handler, a WebSocket */
+		}
+		if (rank < best_rank || (rank == best_rank && t < best_t)) {
+			best = c;
+			best_rank = rank;
+			best_t = t;
+		}
+	}
+	return best;
+}
+
+static const char *conn_state_name(enum conn_state st)
+{
+	switch (st) {
+	case CONN_HEAD:
+		return "waiting for a request head";
+	case CONN_BODY:
+		return "reading a request body";
+	case CONN_ENDING:
+		return "writing its last answer";
+	case CONN_DRAIN:
+		return "draining";
+	default:
+		return "busy";
+	}
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	if (status < 0) {
 		kp_warn("accept failed: %s", uv_strerror(status));
 		return;
 	}
-	if (webd_counters.connections_active >= KP_HTTP_MAX_CONNECTIONS) {
-		/* The 257th is accepted and closed at once, before a byte is read or sent. */
-		uv_tcp_t *t = malloc(sizeof *t);
-		if (!t || uv_tcp_init(server->loop, t) < 0) {
-			free(t);
-			kp_err("no memory to refuse a connection");
-			return;
-		}
-		if (uv_accept(server, (uv_stream_t *)t) == 0)
-			webd_counters.limit_rejections[WEB_LIMIT_CONNECTIONS]++;
-		uv_close((uv_handle_t *)t, on_reject_closed);
-		return;
-	}
 	struct conn *c = calloc(1, sizeof *c);
-	char *in = malloc(CONN_IN_CAP);
-	if (!c || !in || uv_tcp_init(server->loop, &c->tcp) < 0) {
+	if (!c || uv_tcp_init(server->loop, &c->tcp) < 0) {
 		free(c);
-		free(in);
 		kp_err("no memory for a new connection");
 		return;
 	}
-	c->in = in;
 	c->tcp.data = c;
+	int r = uv_accept(server, (uv_stream_t *)&c->tcp);
+	if (r < 0) {
+		kp_warn("accept failed: %s", uv_strerror(r));
+		uv_close((uv_handle_t *)&c->tcp, on_closed);
+		return;
+	}
+	struct sockaddr_storage ss;
+	int sl = sizeof ss;
+	memset(&ss, 0, sizeof ss);
+	snprintf(c->addr, sizeof c->addr, "?");
+	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0)
+		uv_ip_name((struct sockaddr *)&ss, c->addr, sizeof c->addr);
+	addr_key_of(&ss, &c->key);
+	/* Refused connections are closed at once, before a byte is read or sent. */
+	if (anonymous_from(&c->key) >= WEB_CONNECTIONS_PER_ADDRESS) {
+		web_limit_hit(WEB_LIMIT_CONNECTIONS_PER_ADDRESS, c->addr,
+			      "connection refused: %d anonymous connections from this address are open",
+			      WEB_CONNECTIONS_PER_ADDRESS);
+		uv_close((uv_handle_t *)&c->tcp, on_closed);
+		return;
+	}
+	uint64_t now = web_now_ms();
+	if (webd_counters.connections_active >= KP_HTTP_MAX_CONNECTIONS) {
+		struct conn *v = eviction_victim();
+		if (!v) {
+			web_limit_hit(WEB_LIMIT_CONNECTIONS, c->addr,
+				      "connection refused: %d connections are open and none can be evicted",
+				      KP_HTTP_MAX_CONNECTIONS);
+			uv_close((uv_handle_t *)&c->tcp, on_closed);
+			return;
+		}
+		web_limit_hit(WEB_LIMIT_CONNECTIONS_EVICTED, v->addr,
+			      "cut: anonymous connection %s for %llu ms evicted for a new one from %s",
+			      conn_state_name(v->state), (unsigned long long)(now - v->since_ms), c->addr);
+		conn_close(v);
+	}
+	c->in = malloc(CONN_IN_CAP);
+	if (!c->in) {
+		kp_err("no memory for a new connection");
+		uv_close((uv_handle_t *)&c->tcp, on_closed);
+		return;
+	}
 	c->id = next_id++;
 	c->next = conn_list;
 	if (conn_list)
 		conn_list->prev = c;
 	conn_list = c;
 	webd_counters.connections_active++;
+	webd_counters.connections_anonymous++;
 	webd_counters.connections_accepted++;
 	http_head_init(&c->ph);
-	int r = uv_accept(server, (uv_stream_t *)&c->tcp);
-	if (r < 0) {
-		kp_warn("accept failed: %s", uv_strerror(r));
-		conn_close(c);
-		return;
-	}
 	uv_tcp_nodelay(&c->tcp, 1);
 	/* Idle WebSockets have no read timeout: TCP keep-alive finds peers that vanished. */
 	uv_tcp_keepalive(&c->tcp, 1, 60);
-	struct sockaddr_storage ss;
-	int sl = sizeof ss;
-	snprintf(c->addr, sizeof c->addr, "?");
-	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0)
-		uv_ip_name((struct sockaddr *)&ss, c->addr, sizeof c->addr);
 	if (tls_enabled() && tls_conn_init(c) < 0) {
 		conn_close(c);
 		return;
 	}
+	/* A new connection has WEB_HEAD_SECS for its first request head, TLS handshake
+	 * included. */
 	c->state = CONN_HEAD;
+	c->since_ms = now;
+	c->head_started = true;
+	c->read_deadline_ms = now + WEB_HEAD_SECS * 1000u;
 	conn_process(c);
 }
 
-/* Read deadlines (request head, body progress), write stalls, and draining closes. */
+/* Read deadlines (request head, body rate, idle keep-alive), write stalls, and draining
+ * closes. */
 static void on_sweep(uv_timer_t *t)
 {
 	(void)t;
@@ -752,21 +909,31 @@ static void on_sweep(uv_timer_t *t)
 			continue;
 		}
 		if (c->out_pending > 0 && now - c->write_progress_ms > KP_HTTP_TIMEOUT_SECS * 1000u) {
-			webd_counters.limit_rejections[WEB_LIMIT_WRITE_TIMEOUT]++;
-			kp_info("client %s: cut: no write progress for %d s", c->addr, KP_HTTP_TIMEOUT_SECS);
+			web_limit_hit(WEB_LIMIT_WRITE_TIMEOUT, c->addr, "cut: no write progress for %d s",
+				      KP_HTTP_TIMEOUT_SECS);
 			conn_close(c);
 			continue;
 		}
 		if (!c->read_deadline_ms || now < c->read_deadline_ms)
 			continue;
-		if (c->state == CONN_DRAIN) {
+		if (c->state == CONN_HEAD) {
+			/* A connection that never sent a byte of a request (a browser's spare
+			 * one, or idle keep-alive) is closed without counting. */
+			if (c->head_started && c->in_len > 0)
+				web_limit_hit(WEB_LIMIT_READ_TIMEOUT, c->addr,
+					      "cut: request head not complete within %d s (%zu bytes so far)",
+					      WEB_HEAD_SECS, c->in_len);
 			conn_close(c);
-		} else if (c->state == CONN_HEAD || c->state == CONN_BODY) {
-			if (c->state == CONN_BODY || c->in_len > 0) {
-				webd_counters.limit_rejections[WEB_LIMIT_READ_TIMEOUT]++;
-				kp_info("client %s: cut: request not complete within %d s", c->addr,
-					KP_HTTP_TIMEOUT_SECS);
-			}
+		} else if (c->state == CONN_BODY) {
+			const struct web_req *r = c->req;
+			web_limit_hit(
+			    WEB_LIMIT_BODY_RATE, c->addr,
+			    "cut: request body of %s at %zu of %zu bytes after %llu ms (below %d bytes/s after "
+			    "%d s)",
+			    r->path, r->body_len, r->body_need, (unsigned long long)(now - r->body_start_ms),
+			    WEB_BODY_MIN_RATE, WEB_BODY_GRACE_SECS);
+			conn_close(c);
+		} else if (c->state == CONN_DRAIN) {
 			conn_close(c);
 		}
 	}
@@ -961,4 +1128,8 @@ void web_req_set_principal(struct web_req *r, const struct web_principal *p)
 {
 	r->principal = *p;
 	r->have_principal = true;
+	if (!r->c->trusted) {
+		r->c->trusted = true;
+		webd_counters.connections_anonymous--;
+	}
 }

@@ -160,6 +160,10 @@ static void webd_counters_text(struct text *t)
 	ADD("# HELP keeppeek_http_connections Open HTTP connections (at most %d).\n"
 	    "# TYPE keeppeek_http_connections gauge\nkeeppeek_http_connections %u\n",
 	    KP_HTTP_MAX_CONNECTIONS, k->connections_active);
+	ADD("# HELP keeppeek_http_connections_anonymous Open HTTP connections not yet shown valid credentials "
+	    "(at most %d per address; evicted while unfinished when the connections run out).\n"
+	    "# TYPE keeppeek_http_connections_anonymous gauge\nkeeppeek_http_connections_anonymous %u\n",
+	    WEB_CONNECTIONS_PER_ADDRESS, k->connections_anonymous);
 	ADD("# HELP keeppeek_http_handlers Requests in progress (at most %d).\n"
 	    "# TYPE keeppeek_http_handlers gauge\nkeeppeek_http_handlers %u\n",
 	    KP_HTTP_MAX_HANDLERS, k->handlers_active);
@@ -297,7 +301,7 @@ static void route_metrics(struct web_req *r)
 }
 
 const struct web_route webd_core_routes[] = {
-    {WEB_GET | WEB_HEAD, "/healthz", WEB_PUBLIC, 0, route_healthz},
+    {WEB_GET | WEB_HEAD, "/healthz", WEB_PUBLIC | WEB_HEALTH, 0, route_healthz},
     {WEB_GET, "/metrics", 0, 0, route_metrics},
     {WEB_GET, "/api/v1/cameras", 0, 0, route_cameras},
     {0, NULL, 0, 0, NULL},

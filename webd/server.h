@@ -22,6 +22,10 @@ enum web_limit {
 	WEB_LIMIT_BODY_MEMORY,
 	WEB_LIMIT_WS_MESSAGE,
 	WEB_LIMIT_WS_QUEUE,
+	WEB_LIMIT_CONNECTIONS_PER_ADDRESS,
+	WEB_LIMIT_CONNECTIONS_EVICTED,
+	WEB_LIMIT_BODY_RATE,
+	WEB_LIMIT_HANDLERS_RESERVE,
 	WEB_LIMIT_COUNT
 };
 
@@ -29,6 +33,7 @@ struct webd_counters {
 	uint64_t responses[6]; /* by status class: [1] 1xx ... [5] 5xx */
 	uint64_t connections_accepted;
 	unsigned connections_active;
+	unsigned connections_anonymous; /* of those: not yet shown valid credentials */
 	unsigned handlers_active;
 	uint64_t limit_rejections[WEB_LIMIT_COUNT];
 	uint64_t ws_opened;
