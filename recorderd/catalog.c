@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <lmdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -116,6 +117,14 @@ static int migrate_v1(MDB_txn *txn, struct cat *c, struct cat_open_report *rep)
 	return r;
 }
 
+/* LMDB's return code as -errno, its own words for it kept in rep. */
+static int open_err(struct cat_open_report *rep, const char *call, int rc)
+{
+	if (rc && !rep->error[0])
+		snprintf(rep->error, sizeof rep->error, "%s: %s", call, mdb_strerror(rc));
+	return cat_map_err(rc);
+}
+
 int cat_open_full(const char *dir, size_t map_size, struct cat_open_report *ret_report, struct cat **ret)
 {
 	struct cat_open_report rep = {.version = CAT_SCHEMA_VERSION};
@@ -124,24 +133,24 @@ int cat_open_full(const char *dir, size_t map_size, struct cat_open_report *ret_
 	struct cat *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
-	int r = cat_map_err(mdb_env_create(&c->env));
+	int r = open_err(&rep, "mdb_env_create", mdb_env_create(&c->env));
 	if (r < 0)
 		goto out_free;
-	r = cat_map_err(mdb_env_set_maxdbs(c->env, DB_COUNT));
+	r = open_err(&rep, "mdb_env_set_maxdbs", mdb_env_set_maxdbs(c->env, DB_COUNT));
 	if (r == 0)
-		r = cat_map_err(mdb_env_set_mapsize(c->env, map_size));
+		r = open_err(&rep, "mdb_env_set_mapsize", mdb_env_set_mapsize(c->env, map_size));
 	if (r == 0)
-		r = cat_map_err(mdb_env_open(c->env, dir, MDB_NOTLS, 0600));
+		r = open_err(&rep, "mdb_env_open", mdb_env_open(c->env, dir, MDB_NOTLS, 0600));
 	if (r < 0)
 		goto out_env;
 	/* Everything below happens in one write transaction, committed only when the
 	 * version is one this build reads: a newer catalog is left exactly as it was. */
 	MDB_txn *txn;
-	r = cat_map_err(mdb_txn_begin(c->env, NULL, 0, &txn));
+	r = open_err(&rep, "mdb_txn_begin", mdb_txn_begin(c->env, NULL, 0, &txn));
 	if (r < 0)
 		goto out_env;
 	for (int i = 0; i < DB_COUNT && r == 0; i++)
-		r = cat_map_err(mdb_dbi_open(txn, db_names[i], MDB_CREATE, &c->dbi[i]));
+		r = open_err(&rep, "mdb_dbi_open", mdb_dbi_open(txn, db_names[i], MDB_CREATE, &c->dbi[i]));
 	struct cat_txn t = {.c = c, .txn = txn};
 	uint64_t version = 0;
 	if (r == 0)
@@ -159,7 +168,7 @@ int cat_open_full(const char *dir, size_t map_size, struct cat_open_report *ret_
 		mdb_txn_abort(txn);
 		goto out_env;
 	}
-	r = cat_map_err(mdb_txn_commit(txn));
+	r = open_err(&rep, "mdb_txn_commit", mdb_txn_commit(txn));
 	if (r < 0)
 		goto out_env;
 	if (ret_report)

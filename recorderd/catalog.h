@@ -69,6 +69,8 @@ struct cat_open_report {
 	 * index, a layout that cannot be converted); everything else is kept. */
 	int migrated;
 	uint64_t dropped_events, dropped_event_times;
+	/* When opening failed in LMDB: the call and LMDB's own words for it. */
+	char error[96];
 };
 
 /* Opens (creating) the environment in dir with a map of map_size bytes. A catalog of a

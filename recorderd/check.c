@@ -13,9 +13,11 @@
 #include "catalog.h"
 #include "catalog_events.h"
 #include "catalog_keys.h"
+#include "catalog_verify.h"
 #include "coverage.h"
 #include "jobs.h"
 #include "nal.h"
+#include "rebuild.h"
 
 #define CHECK_CAMERAS 1024
 #define KEYFRAME_NALS 64 /* units looked at for the picture of a keyframe */
@@ -564,12 +566,39 @@ static int apply(struct run *run)
 	return cat_commit(t);
 }
 
+/* The data file's structure first: LMDB trusts its pages, and a damaged one would abort
+ * the reads below (or crash the process). Nothing else is checked or repaired then. */
+static int check_structure(struct run *run)
+{
+	struct cat_verify_report rep;
+	int r = cat_verify(run->cat, &rep);
+	if (r == -EBADMSG) {
+		problem(run,
+			"catalog: %s/data.mdb is damaged: %s; nothing else was checked or repaired: rebuild it from "
+			"the files with keeppeekctl check --rebuild",
+			REC_CATALOG_DIR, rep.why);
+		return 1;
+	}
+	return r;
+}
+
 int rec_check(struct cat *cat, int data_dirfd, const struct rec_check_opts *o, struct rec_check_result *ret)
 {
 	struct run *run = calloc(1, sizeof *run);
 	if (!run)
 		return -ENOMEM;
 	*run = (struct run){.cat = cat, .dirfd = data_dirfd, .o = o, .prefix = ""};
+	int damaged = check_structure(run);
+	if (damaged) {
+		if (damaged > 0) {
+			memset(ret, 0, sizeof *ret);
+			ret->problems = ret->remaining = 1;
+			ret->damaged = 1;
+			damaged = 0;
+		}
+		free(run);
+		return damaged;
+	}
 	run->cams = calloc(CHECK_CAMERAS, sizeof *run->cams);
 	if (o->repair)
 		run->fixes = calloc(REC_CHECK_MAX_REPAIRS, sizeof *run->fixes);

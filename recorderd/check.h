@@ -4,7 +4,9 @@
  * NAL unit (after the 4-byte length, past parameter sets and SEI) is an IDR (H.264) or
  * IRAP (H.265) slice; every keyframe row names such a fragment; the coverage summaries
  * and the byte total agree with the rows; every event's JPEG file exists with the size
- * the catalog records (repair: the event keeps its row, without JPEG). With repair, the rows that point at missing or
+ * the catalog records (repair: the event keeps its row, without JPEG). Before all that,
+ * the structure of the catalog's data file (catalog_verify.h): a damaged one is one
+ * problem, and nothing else is read or repaired. With repair, the rows that point at missing or
  * wrong bytes are removed, coverage rebuilt and the byte total recounted in one
  * transaction, and the check runs again. Reads use one read transaction per stream, so
  * recording and group commits go on meanwhile. */
@@ -30,6 +32,7 @@ struct rec_check_result {
 	unsigned problems;  /* found by the (first) check */
 	unsigned repaired;  /* rows removed or rewritten by repair */
 	unsigned remaining; /* problems after repair; equal to problems without it */
+	int damaged;        /* the data file's structure is damaged: nothing else was checked */
 };
 
 int rec_check(struct cat *cat, int data_dirfd, const struct rec_check_opts *o, struct rec_check_result *ret);

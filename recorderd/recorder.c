@@ -19,6 +19,7 @@
 #include "event_sweep.h"
 #include "events.h"
 #include "queries.h"
+#include "rebuild.h"
 #include "recovery.h"
 #include "requests.h"
 #include "stream.h"
@@ -45,7 +46,9 @@ static struct {
 	int started;
 	int failed;
 	/* Whether recording is possible, for CatalogStatus: "ok", "newer-schema" (the
-	 * catalog was written by a newer KeepPeek) or "failed" (error says why). */
+	 * catalog was written by a newer KeepPeek), "error" (the catalog is damaged, or gone
+	 * while files are on disk: keeppeekctl check --rebuild) or "failed" (error says
+	 * why). */
 	const char *catalog_state;
 	uint64_t catalog_version;     /* in use; as found when unusable; 0 when not read */
 	const char *unrecorded_state; /* RecordingStatus.state of every stream meanwhile */
@@ -107,12 +110,30 @@ static int store_failed(int r, const char *catalog_state, const char *streams_st
 	return r;
 }
 
+/* The catalog cannot be used as it is: damaged, unopenable, or gone while recordings
+ * are on disk. Nothing in the data directory is touched (no recovery, no sweep) until
+ * the operator rebuilds it. */
+static int catalog_error(int r, const char *path, const char *why)
+{
+	static const char hint[] = " (keeppeekctl check --rebuild)";
+	kp_err("catalog %s cannot be used: %s. Not recording; nothing in the data directory is changed or "
+	       "removed. `keeppeekctl check --rebuild` rebuilds the catalog from the recording files and the "
+	       "event records (keeppeek-recorderd(8), Rebuilding the catalog)",
+	       path, why);
+	int room = (int)(sizeof R.error - sizeof "catalog: error: " - sizeof hint + 1);
+	return store_failed(r, "error", "catalog-error", "catalog: error: %.*s%s", room, why, hint);
+}
+
 /* Opens the catalog and says what it found: the versions when it cannot be used, what
  * a migration changed. */
 static int open_catalog(const char *path)
 {
+	char why[160];
+	int r = rec_catalog_assess(R.data_dirfd, why, sizeof why);
+	if (r < 0)
+		return catalog_error(r, path, why);
 	struct cat_open_report rep;
-	int r = cat_open_full(path, REC_CATALOG_MAP_SIZE, &rep, &R.cat);
+	r = cat_open_full(path, REC_CATALOG_MAP_SIZE, &rep, &R.cat);
 	R.catalog_version = rep.found_version;
 	if (r == -EPROTONOSUPPORT) {
 		kp_err("catalog %s has schema version %llu; this build of keeppeek-recorderd (%s) reads schema "
@@ -125,9 +146,9 @@ static int open_catalog(const char *path)
 				    (unsigned long long)rep.found_version, (unsigned)rep.version);
 	}
 	if (r < 0) {
-		kp_err("catalog %s cannot be opened: %s; not recording", path, strerror(-r));
-		return store_failed(r, "failed", "catalog-unusable", "catalog cannot be opened: %s; not recording",
-				    strerror(-r));
+		snprintf(why, sizeof why, "%s/data.mdb cannot be opened: %s", REC_CATALOG_DIR,
+			 rep.error[0] ? rep.error : strerror(-r));
+		return catalog_error(r, path, why);
 	}
 	R.catalog_version = rep.version;
 	if (rep.created)
@@ -153,7 +174,7 @@ static int open_store(const kp_WorkerConfig *wc)
 				    strerror(e));
 	}
 	char path[1100];
-	snprintf(path, sizeof path, "%s/catalog", wc->data_dir);
+	snprintf(path, sizeof path, "%s/%s", wc->data_dir, REC_CATALOG_DIR);
 	int r = open_catalog(path);
 	if (r < 0)
 		return r;
@@ -427,6 +448,11 @@ void rec_stop(struct kp_worker *w)
 	R.cat = NULL;
 	close(R.data_dirfd);
 	R.started = 0;
+}
+
+const char *rec_catalog_error(void)
+{
+	return R.error;
 }
 
 void rec_metrics(struct jbuf *b, struct cat *cat)

@@ -20,6 +20,8 @@ void rec_camera_event(const kp_CameraEvent *e);
 void rec_arm_camera(const char *name, int64_t event_end_ms);
 void rec_report(struct kp_worker *w);
 void rec_stop(struct kp_worker *w);
+/* Why nothing is recorded (the CatalogStatus error); empty while recording. */
+const char *rec_catalog_error(void);
 /* Prometheus lines: per-stream state and counters, commit latency, catalog size. */
 void rec_metrics(struct jbuf *b, struct cat *cat);
 

@@ -14,6 +14,7 @@
 #include "check.h"
 #include "keyframe.h"
 #include "log.h"
+#include "recorder.h"
 #include "requests_events.h"
 #include "snapshot.h"
 
@@ -150,10 +151,10 @@ static void on_check_done(uv_async_t *h)
 	else if (Q.json)
 		put(&Q.out,
 		    "],\"omitted\":%u,\"streams\":%u,\"recordings\":%u,\"fragments\":%u,\"keyframes\":%u,\"events\":%u,"
-		    "\"problem_count\":%u,\"repaired\":%u,\"remaining\":%u%s%s%s}\n",
+		    "\"problem_count\":%u,\"repaired\":%u,\"remaining\":%u,\"damaged\":%s%s%s%s}\n",
 		    Q.omitted, r->streams, r->recordings, r->fragments, r->keyframes, r->events, r->problems,
-		    r->repaired, r->remaining, Q.err < 0 ? ",\"error\":\"" : "", Q.err < 0 ? strerror(-Q.err) : "",
-		    Q.err < 0 ? "\"" : "");
+		    r->repaired, r->remaining, r->damaged ? "true" : "false", Q.err < 0 ? ",\"error\":\"" : "",
+		    Q.err < 0 ? strerror(-Q.err) : "", Q.err < 0 ? "\"" : "");
 	else {
 		if (Q.omitted)
 			put(&Q.out, "(%u more problems not shown)\n", Q.omitted);
@@ -331,7 +332,8 @@ void rec_request(struct kp_worker *w, const kp_Envelope *env)
 	if (!id)
 		return;
 	if (!Q.open) {
-		rec_send_text(w, id, 1, "recorderd has no catalog open (see its log)\n");
+		const char *why = rec_catalog_error();
+		rec_send_text(w, id, 1, "recorderd has no catalog open: %s\n", why[0] ? why : "see its log");
 		return;
 	}
 	if (env->which_msg == kp_Envelope_check_request_tag)

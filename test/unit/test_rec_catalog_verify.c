@@ -23,9 +23,11 @@
 #include "catalog_events.h"
 #include "catalog_keys.h"
 #include "catalog_verify.h"
+#include "check.h"
 #include "test.h"
 
 static char dir[256], copy_dir[300], src[320], dst[320];
+static uint64_t a_tree_page; /* a page of 'fragments', found by test_zero_every_page */
 
 static void fill(struct cat *cat)
 {
@@ -199,6 +201,8 @@ static void test_zero_every_page(void)
 			CHECK_EQ(r, -EBADMSG);
 			CHECK(r2.why[0] != '\0');
 			found++;
+			if (!a_tree_page && strstr(r2.why, "'fragments'")) /* untouched by test_live */
+				a_tree_page = pg;
 		}
 	}
 	/* Every page the trees reach (and both meta pages) is found but the overflow pages
@@ -291,6 +295,48 @@ static void test_live(void)
 	cat_close(cat);
 }
 
+static char problem_line[512];
+
+static void on_problem(void *arg, const char *line)
+{
+	(void)arg;
+	snprintf(problem_line, sizeof problem_line, "%s", line);
+}
+
+/* A page zeroed under an open catalog: keeppeekctl check reports the damage before it
+ * reads a row (reading the rows would abort), and repairs nothing. */
+static void test_check_reports_damage(void)
+{
+	char cat_dir[300];
+	snprintf(cat_dir, sizeof cat_dir, "%s/catalog", dir);
+	struct cat *cat;
+	CHECK_EQ(cat_open(cat_dir, 1ull << 30, &cat), 0);
+	struct cat_verify_report rep;
+	CHECK_EQ(cat_verify(cat, &rep), 0);
+	CHECK(a_tree_page > 1);
+	int fd = open(src, O_WRONLY | O_CLOEXEC);
+	uint8_t *zero = calloc(1, rep.page_size);
+	CHECK_EQ(pwrite(fd, zero, rep.page_size, (off_t)(a_tree_page * rep.page_size)), (ssize_t)rep.page_size);
+	free(zero);
+	close(fd);
+	CHECK_EQ(cat_verify(cat, &rep), -EBADMSG);
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int repair = 0; repair < 2; repair++) {
+		struct rec_check_opts o = {.repair = repair, .problem = on_problem};
+		struct rec_check_result res;
+		problem_line[0] = '\0';
+		CHECK_EQ(rec_check(cat, dirfd, &o, &res), 0);
+		CHECK_EQ(res.damaged, 1);
+		CHECK_EQ(res.problems, 1);
+		CHECK_EQ(res.remaining, 1);
+		CHECK_EQ(res.repaired, 0);
+		CHECK_STR_CONTAINS(problem_line, "catalog/data.mdb is damaged: page ");
+		CHECK_STR_CONTAINS(problem_line, "keeppeekctl check --rebuild");
+	}
+	close(dirfd);
+	cat_close(cat);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/kp-verify-test-XXXXXX");
@@ -313,6 +359,7 @@ int main(void)
 	RUN(test_truncate);
 	RUN(test_random_bytes);
 	RUN(test_live);
+	RUN(test_check_reports_damage);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
