@@ -430,8 +430,11 @@ int proc_spawn(struct proc *p)
 	int r = uv_spawn(s->loop, &p->handle, &opt);
 	close(sv[1]);
 	if (r < 0) {
+		/* The handle is initialised even so: closed like any other, and no new spawn
+		 * into it before the close has completed (libuv asserts). */
 		close(sv[0]);
-		uv_close((uv_handle_t *)&p->handle, NULL);
+		p->handle_open = 1;
+		uv_close((uv_handle_t *)&p->handle, on_handle_closed);
 		snprintf(p->last_exit, sizeof p->last_exit, "cannot start: %s", uv_strerror(r));
 		kp_err("%s: starting %s failed: %s", p->name, p->path, uv_strerror(r));
 		return r;

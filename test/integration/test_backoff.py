@@ -40,5 +40,18 @@ def test(make):
     log = kp.log_text()
     check("rtcd: restarting in" in log, "the log says when rtcd will be retried")
 
+    # A worker program that is not there at all: keeppeekd keeps retrying (it once
+    # aborted on the second failed spawn) and the other workers run on.
+    os.unlink(os.path.join(libexec, "keeppeek-rtcd"))
+    kp2 = make(args=["--libexec-dir", libexec])
+    kp2.expect_restarts("rtcd")
+    time.sleep(4.0)
+    check(kp2.proc.poll() is None, f"keeppeekd still runs after repeated failed starts (exit {kp2.proc.poll()})")
+    st = kp2.status()
+    check(st and "cannot start" in st["rtcd"]["last_exit"] and st["rtcd"]["consecutive_failures"] >= 2,
+          f"status says rtcd cannot be started ({st and st['rtcd']})")
+    for w in ("ingestd", "recorderd", "webd"):
+        check(st[w]["state"] == "running" and st[w]["restarts"] == 0, f"{w} keeps running beside it")
+
 
 run(test)
