@@ -72,6 +72,7 @@ static const struct {
     {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_auth_request_tag},
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_query_reply_tag},
     {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_auth_reply_tag},
+    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_auth_revoked_tag},
 };
 
 static int allowed(enum kp_link_kind kind, pb_size_t which)

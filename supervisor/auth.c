@@ -321,6 +321,20 @@ static void reply(struct supervisor *s, pid_t webd_pid, const kp_AuthReply *rep)
 		kp_warn("auth: reply %u to webd not sent: %s", (unsigned)rep->id, strerror(-r));
 }
 
+void auth_revoked(struct supervisor *s, const char *principal)
+{
+	struct proc *p = proc_by_peer(s, kp_Peer_PEER_WEBD);
+	if (!p || !p->ipc)
+		return; /* a webd that starts later has nothing cached */
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_auth_revoked_tag;
+	snprintf(env.msg.auth_revoked.principal, sizeof env.msg.auth_revoked.principal, "%s", principal);
+	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+	if (r < 0)
+		kp_warn("auth: revocation of %s not sent to webd: %s; its cached answers expire within 10 s", principal,
+			strerror(-r));
+}
+
 static void refuse(kp_AuthReply *rep, const char *error, uint32_t retry_after_ms)
 {
 	rep->ok = false;

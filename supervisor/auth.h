@@ -26,6 +26,9 @@ struct auth_store;
 struct auth_store *auth_store_get(void);
 /* Ends every session of user; returns how many. */
 unsigned auth_end_sessions(const char *user);
+/* Tells webd that principal's credentials are gone: it drops its cached answers and
+ * closes that principal's WebSockets (and with them its WebRTC sessions) at once. */
+void auth_revoked(struct supervisor *s, const char *principal);
 /* Hashes password on a libuv pool thread (at most a few at once, a bounded queue
  * beyond); done runs on the loop with 0 and the encoded hash, or a negative errno
  * (-EBUSY when the queue is full). */

@@ -62,6 +62,7 @@ static void hashed(struct supervisor *s, void *arg, int result, const char *hash
 			snprintf(out, sizeof out, "writing %s/users failed: %s\n", st->dir, strerror(-r));
 		} else {
 			unsigned n = auth_end_sessions(pd->name);
+			auth_revoked(s, pd->name);
 			kp_notice("auth: password of %s changed; %u sessions ended", pd->name, n);
 			snprintf(out, sizeof out, "password of %s changed; %u sessions ended\n", pd->name, n);
 			code = 0;
@@ -115,7 +116,7 @@ static int set_password(struct supervisor *s, const kp_ControlRequest *req, bool
 	return CONTROL_PENDING;
 }
 
-static int user_del(const kp_ControlRequest *req, struct kp_out *o)
+static int user_del(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o)
 {
 	struct auth_store *st = auth_store_get();
 	if (req->args_count != 1) {
@@ -133,6 +134,7 @@ static int user_del(const kp_ControlRequest *req, struct kp_out *o)
 		return 1;
 	}
 	unsigned n = auth_end_sessions(req->args[0]);
+	auth_revoked(s, req->args[0]);
 	kp_notice("auth: user %s deleted; %u sessions ended", req->args[0], n);
 	kp_out_put(o, "user %s deleted; %u sessions ended\n", req->args[0], n);
 	return 0;
@@ -196,7 +198,7 @@ static int token_create(const kp_ControlRequest *req, struct kp_out *o)
 	return r < 0 ? 1 : 0;
 }
 
-static int token_revoke(const kp_ControlRequest *req, struct kp_out *o)
+static int token_revoke(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o)
 {
 	struct auth_store *st = auth_store_get();
 	if (req->args_count != 1) {
@@ -213,6 +215,9 @@ static int token_revoke(const kp_ControlRequest *req, struct kp_out *o)
 		kp_out_put(o, "writing %s/tokens failed: %s\n", st->dir, strerror(-r));
 		return 1;
 	}
+	char principal[AUTH_NAME_MAX + 8];
+	snprintf(principal, sizeof principal, "token:%s", req->args[0]);
+	auth_revoked(s, principal);
 	kp_notice("auth: API token %s revoked", req->args[0]);
 	kp_out_put(o, "token %s revoked\n", req->args[0]);
 	return 0;
@@ -250,11 +255,11 @@ int auth_control(struct supervisor *s, const kp_ControlRequest *req, struct kp_o
 	if (!strcmp(c, "user-passwd"))
 		return set_password(s, req, false, o, ticket);
 	if (!strcmp(c, "user-del"))
-		return user_del(req, o);
+		return user_del(s, req, o);
 	if (!strcmp(c, "token-create"))
 		return token_create(req, o);
 	if (!strcmp(c, "token-revoke"))
-		return token_revoke(req, o);
+		return token_revoke(s, req, o);
 	if (req->args_count == 0 && !strcmp(c, "user-list")) {
 		user_list(req->json, o);
 		return 0;

@@ -84,6 +84,19 @@ static void cache_drop(const uint8_t key[SHA256_DIGEST_LENGTH])
 }
 
 /* The value of cookie name in a Cookie header, or 0 when absent or too long. */
+void webd_auth_revoked(const char *principal)
+{
+	unsigned dropped = 0;
+	for (unsigned i = 0; i < AUTH_CACHE_SIZE; i++)
+		if (cache[i].until_ms && !strcmp(cache[i].p.name, principal)) {
+			cache[i].until_ms = 0;
+			dropped++;
+		}
+	unsigned closed = web_ws_close_principal(principal, 1008, "credentials revoked");
+	kp_notice("credentials of %s revoked: %u cached answers dropped, %u WebSockets closed", principal, dropped,
+		  closed);
+}
+
 static int cookie(const char *hdr, const char *name, char *buf, size_t cap)
 {
 	size_t n = strlen(name);

@@ -120,6 +120,8 @@ int web_ws_send(struct web_ws *ws, bool binary, const void *data, size_t len, un
 void web_ws_queue_depth(const struct web_ws *ws, unsigned *items, size_t *bytes);
 /* Closes with a status code and reason; on_close follows. */
 void web_ws_close(struct web_ws *ws, int code, const char *reason);
+/* Closes every WebSocket signed in as principal name; returns how many. */
+unsigned web_ws_close_principal(const char *name, int code, const char *reason);
 
 /* ---- IPC answers (answers.c) ----
  * A question to recorderd, rtcd or the supervisor carries an id from webd_answer_expect;
@@ -144,6 +146,9 @@ void webd_auth_check(struct web_req *r, unsigned route_flags, void (*done)(struc
 /* The same for an accepted WebSocket, before on_open; messages that arrive earlier are
  * held (bounded). On failure the server closes it (1008) with done's status. */
 void webd_auth_ws(struct web_ws *ws, unsigned route_flags, void (*done)(struct web_ws *ws, int status));
+/* The supervisor revoked principal's credentials: forget cached answers for it and close
+ * its WebSockets (1008), so neither HTTP nor live video outlives the revocation. */
+void webd_auth_revoked(const char *principal);
 /* A header of the WebSocket's upgrade request (cookie, authorization, origin, ...). */
 const char *web_ws_header(const struct web_ws *ws, const char *name);
 

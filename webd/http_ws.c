@@ -189,6 +189,12 @@ void web_ws_close(struct web_ws *ws, int code, const char *reason)
 		memcpy(p + 2, reason, rl);
 	if (send_frame(ws, 8, p, rl + 2, false) < 0)
 		return;
+	/* The application is done with it now, not when the client has answered the close
+	 * (a revoked viewer's video stops at once): on_close runs here, once. */
+	if (ws->opened) {
+		ws->opened = false;
+		ws->route->on_close(ws);
+	}
 	conn_end(ws->c);
 }
 
@@ -313,6 +319,20 @@ struct web_ws *web_ws_find(uint64_t id)
 const struct web_principal *web_ws_principal(const struct web_ws *ws)
 {
 	return web_req_principal(ws->up);
+}
+
+unsigned web_ws_close_principal(const char *name, int code, const char *reason)
+{
+	unsigned n = 0;
+	for (struct conn *c = conn_list, *next; c; c = next) {
+		next = c->next;
+		const struct web_principal *p = c->ws && c->ws->authed ? web_ws_principal(c->ws) : NULL;
+		if (p && !c->closing && !strcmp(p->name, name)) {
+			web_ws_close(c->ws, code, reason);
+			n++;
+		}
+	}
+	return n;
 }
 
 const char *web_ws_client_addr(const struct web_ws *ws)

@@ -47,7 +47,11 @@ static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame
 static void on_supervisor_frame(struct kp_worker *w, struct kp_ipc_frame *f)
 {
 	(void)w;
-	if (!webd_answer_frame(f))
+	if (webd_answer_frame(f))
+		return;
+	if (f->env->which_msg == kp_Envelope_auth_revoked_tag)
+		webd_auth_revoked(f->env->msg.auth_revoked.principal);
+	else
 		kp_debug("unexpected message %u from the supervisor", (unsigned)f->env->which_msg);
 }
 
