@@ -92,6 +92,16 @@ static int set_meta_u64(struct cat_txn *t, const char *name, uint64_t v)
 	return cat_db_put(t, DB_META, name, strlen(name), &v, sizeof v);
 }
 
+int cat_meta_get(struct cat_txn *t, const char *name, uint64_t *ret)
+{
+	return meta_u64(t, name, ret);
+}
+
+int cat_meta_set(struct cat_txn *t, const char *name, uint64_t v)
+{
+	return set_meta_u64(t, name, v);
+}
+
 static int db_entries(MDB_txn *txn, MDB_dbi dbi, uint64_t *ret)
 {
 	MDB_stat st;
@@ -125,7 +135,8 @@ static int open_err(struct cat_open_report *rep, const char *call, int rc)
 	return cat_map_err(rc);
 }
 
-int cat_open_full(const char *dir, size_t map_size, struct cat_open_report *ret_report, struct cat **ret)
+static int open_env(const char *dir, size_t map_size, unsigned flags, struct cat_open_report *ret_report,
+		    struct cat **ret)
 {
 	struct cat_open_report rep = {.version = CAT_SCHEMA_VERSION};
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -140,7 +151,7 @@ int cat_open_full(const char *dir, size_t map_size, struct cat_open_report *ret_
 	if (r == 0)
 		r = open_err(&rep, "mdb_env_set_mapsize", mdb_env_set_mapsize(c->env, map_size));
 	if (r == 0)
-		r = open_err(&rep, "mdb_env_open", mdb_env_open(c->env, dir, MDB_NOTLS, 0600));
+		r = open_err(&rep, "mdb_env_open", mdb_env_open(c->env, dir, MDB_NOTLS | flags, 0600));
 	if (r < 0)
 		goto out_env;
 	/* Everything below happens in one write transaction, committed only when the
@@ -184,9 +195,24 @@ out_free:
 	return r;
 }
 
+int cat_open_full(const char *dir, size_t map_size, struct cat_open_report *ret_report, struct cat **ret)
+{
+	return open_env(dir, map_size, 0, ret_report, ret);
+}
+
 int cat_open(const char *dir, size_t map_size, struct cat **ret)
 {
 	return cat_open_full(dir, map_size, NULL, ret);
+}
+
+int cat_open_bulk(const char *dir, size_t map_size, struct cat **ret)
+{
+	return open_env(dir, map_size, MDB_NOSYNC, NULL, ret);
+}
+
+int cat_sync(struct cat *c)
+{
+	return cat_map_err(mdb_env_sync(c->env, 1));
 }
 
 void cat_close(struct cat *c)

@@ -78,6 +78,10 @@ struct cat_open_report {
  * found_version set in ret_report (which may be NULL, and is also set on success). */
 int cat_open_full(const char *dir, size_t map_size, struct cat_open_report *ret_report, struct cat **ret);
 int cat_open(const char *dir, size_t map_size, struct cat **ret);
+/* A catalog being built from scratch (a rebuild): commits are not synced, cat_sync makes
+ * everything committed durable at once. */
+int cat_open_bulk(const char *dir, size_t map_size, struct cat **ret);
+int cat_sync(struct cat *c);
 void cat_close(struct cat *c);
 
 int cat_begin(struct cat *c, int write, struct cat_txn **ret);
@@ -142,6 +146,10 @@ int cat_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t bucket_ms
 int cat_each_camera(struct cat_txn *t, int (*fn)(void *arg, const char *name, uint32_t id, uint32_t days), void *arg);
 /* The newest recording id of a stream (0 when none). */
 int cat_stream_last_recording(struct cat_txn *t, uint32_t stream_id, uint64_t *ret_id);
+
+/* A counter or flag in meta (0 when absent), and setting one. */
+int cat_meta_get(struct cat_txn *t, const char *name, uint64_t *ret);
+int cat_meta_set(struct cat_txn *t, const char *name, uint64_t v);
 
 /* Bytes of all indexed recordings. */
 int cat_total_bytes(struct cat_txn *t, uint64_t *ret);

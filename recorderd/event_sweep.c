@@ -22,11 +22,12 @@ static int ends_with(const char *s, const char *suffix, size_t *ret_stem)
 	return 1;
 }
 
-/* Whether events/<dir>/<name> is the JPEG or thumbnail of a stored revision. */
+/* Whether events/<dir>/<name> is the JPEG, thumbnail or record of a stored revision. */
 static int referenced(struct cat_txn *t, const char *dir, const char *name)
 {
 	size_t stem;
-	if (!ends_with(name, ".thumb.jpg", &stem) && !ends_with(name, ".jpg", &stem))
+	int record = ends_with(name, ".ev", &stem);
+	if (!record && !ends_with(name, ".thumb.jpg", &stem) && !ends_with(name, ".jpg", &stem))
 		return 0;
 	char id[CAT_EVENT_ID_MAX + 16];
 	if (stem >= sizeof id)
@@ -42,7 +43,7 @@ static int referenced(struct cat_txn *t, const char *dir, const char *name)
 	if (*end || !rev)
 		return 0;
 	struct cat_event_row row;
-	if (cat_event_get(t, id, &row, NULL) < 0 || row.revision != rev || !row.jpeg_len)
+	if (cat_event_get(t, id, &row, NULL) < 0 || row.revision != rev || (!row.jpeg_len && !record))
 		return 0;
 	char want[CAT_PATH_MAX];
 	rec_event_jpeg_path(id, (uint32_t)rev, want, sizeof want);

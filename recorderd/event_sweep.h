@@ -1,8 +1,8 @@
-/* Start-up sweep of data_dir/events/: a JPEG is written and synced before the catalog
- * transaction that names it, so a crash in between (or a failed transaction whose file
- * could not be removed) leaves a file no event row names. Such files, thumbnails of
- * revisions no longer stored and unfinished thumbnail temporaries are removed. Runs
- * before recorderd takes any publication. */
+/* Start-up sweep of data_dir/events/: a JPEG and its event record are written and
+ * synced before the catalog transaction that names them, so a crash in between (or a
+ * failed transaction whose files could not be removed) leaves files no event row names.
+ * Such files, thumbnails of revisions no longer stored and unfinished thumbnail
+ * temporaries are removed. Runs before recorderd takes any publication. */
 #ifndef KP_REC_EVENT_SWEEP_H
 #define KP_REC_EVENT_SWEEP_H
 

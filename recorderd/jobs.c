@@ -1,6 +1,7 @@
 /* Publications, camera alarms and deletes on the commit thread (see jobs.h): JPEG files
- * first (written, fdatasync'ed, their directories fsync'ed), then one transaction for
- * every job, then the files the transaction stopped referencing are unlinked. */
+ * and event records first (written, fdatasync'ed, their directories fsync'ed), then one
+ * transaction for every job, then the files the transaction stopped referencing are
+ * unlinked. */
 #include "jobs.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 
 #include "catalog_events.h"
 #include "catalog_keys.h"
+#include "event_record.h"
 #include "jbuf.h"
 #include "keyframe.h"
 #include "log.h"
@@ -37,6 +39,11 @@ void rec_event_jpeg_path(const char *id, uint32_t revision, char *out, size_t ca
 void rec_event_thumb_path(const char *id, uint32_t revision, char *out, size_t cap)
 {
 	snprintf(out, cap, "events/%02x/%s-%u.thumb.jpg", id_hash(id), id, (unsigned)revision);
+}
+
+void rec_event_record_path(const char *id, uint32_t revision, char *out, size_t cap)
+{
+	snprintf(out, cap, "events/%02x/%s-%u.ev", id_hash(id), id, (unsigned)revision);
 }
 
 void rec_job_free(struct rec_job *j)
@@ -125,6 +132,22 @@ static int write_jpeg(int data_dirfd, const struct rec_job *j, const char *path)
 	return r;
 }
 
+/* The revision's record (event_record.h), written and synced like its JPEG. */
+static int write_record(int data_dirfd, const kp_EventRecord *ev, const char *path)
+{
+	int r = make_dirs(data_dirfd, path);
+	int fd = -1;
+	if (r == 0)
+		r = rec_event_record_create(data_dirfd, path, ev, &fd);
+	if (r < 0)
+		return r;
+	r = fdatasync(fd) < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		unlinkat(data_dirfd, path, 0);
+	return r;
+}
+
 /* Before any file is written: the revision rule against the catalog and against the
  * jobs ahead in this batch (the commit thread is the only writer of events, so what
  * this read sees holds until the transaction below). */
@@ -195,11 +218,15 @@ static int run_event(struct cat_txn *t, struct rec_job *j, struct unlink_list *g
 	}
 	if (r < 0)
 		return r;
+	char p[CAT_PATH_MAX];
 	if (old.revision && old.jpeg_len) {
-		char p[CAT_PATH_MAX];
 		rec_event_jpeg_path(j->ev.event_id, old.revision, p, sizeof p);
 		later(gone, p);
 		rec_event_thumb_path(j->ev.event_id, old.revision, p, sizeof p);
+		later(gone, p);
+	}
+	if (old.revision) {
+		rec_event_record_path(j->ev.event_id, old.revision, p, sizeof p);
 		later(gone, p);
 	}
 	j->status = 200;
@@ -240,13 +267,15 @@ static int run_delete(struct cat_txn *t, struct rec_job *j, struct unlink_list *
 			r = 0;
 		} else if (r == 0) {
 			nev++;
+			char p[CAT_PATH_MAX];
 			if (row.jpeg_len) {
-				char p[CAT_PATH_MAX];
 				rec_event_jpeg_path(d->events[i], row.revision, p, sizeof p);
 				later(gone, p);
 				rec_event_thumb_path(d->events[i], row.revision, p, sizeof p);
 				later(gone, p);
 			}
+			rec_event_record_path(d->events[i], row.revision, p, sizeof p);
+			later(gone, p);
 		}
 	}
 	if (r == 0) {
@@ -280,20 +309,36 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 			continue;
 		j->ev.committed_ms = now;
 		j->ev.has_jpeg = j->jpeg != NULL;
-		if (!j->jpeg)
-			continue;
 		char path[CAT_PATH_MAX];
-		rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
-		int r = write_jpeg(data_dirfd, j, path);
-		if (r < 0) {
-			kp_err("%s: writing the event's JPEG failed: %s", path, strerror(-r));
-			fail(j, r == -ENOSPC ? 503 : 500, r == -ENOSPC ? "disk_full" : "catalog_error",
-			     "writing the JPEG failed: %s", strerror(-r));
+		int r = 0;
+		if (j->jpeg) {
+			rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+			r = write_jpeg(data_dirfd, j, path);
+			if (r < 0) {
+				kp_err("%s: writing the event's JPEG failed: %s", path, strerror(-r));
+				fail(j, r == -ENOSPC ? 503 : 500, r == -ENOSPC ? "disk_full" : "catalog_error",
+				     "writing the JPEG failed: %s", strerror(-r));
+				continue;
+			}
 		}
+		/* Its record too: what a rebuild of the catalog restores the event from. */
+		rec_event_record_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+		r = write_record(data_dirfd, &j->ev, path);
+		if (r < 0) {
+			kp_err("%s: writing the event's record failed: %s", path, strerror(-r));
+			fail(j, r == -ENOSPC ? 503 : 500, r == -ENOSPC ? "disk_full" : "catalog_error",
+			     "writing the event record failed: %s", strerror(-r));
+			if (j->jpeg) {
+				rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+				unlinkat(data_dirfd, path, 0);
+			}
+			continue;
+		}
+		j->wrote = 1;
 	}
 	/* Every file is durable (fdatasync + its directory's entry) before the transaction. */
 	for (struct rec_job *j = list; j; j = j->next)
-		if (j->kind == REC_JOB_EVENT && !j->status && j->jpeg) {
+		if (j->kind == REC_JOB_EVENT && !j->status) {
 			char path[CAT_PATH_MAX];
 			rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
 			path[9] = '\0';
@@ -314,16 +359,19 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 	else if (t)
 		cat_abort(t);
 	for (struct rec_job *j = list; j; j = j->next) {
-		int wrote = j->kind == REC_JOB_EVENT && j->jpeg && (j->status == 200 || j->status == 0);
 		if (r < 0 && (j->status == 200 || j->status == 0)) {
 			free(j->body);
 			j->body = NULL;
 			fail(j, r == -ENOSPC ? 503 : 500, r == -ENOSPC ? "disk_full" : "catalog_error",
 			     "the catalog transaction failed: %s", strerror(-r));
 		}
-		if (wrote && j->status != 200) {
+		if (j->wrote && j->status != 200) { /* not stored: its files go */
 			char path[CAT_PATH_MAX];
-			rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+			if (j->jpeg) {
+				rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+				unlinkat(data_dirfd, path, 0);
+			}
+			rec_event_record_path(j->ev.event_id, j->ev.revision, path, sizeof path);
 			unlinkat(data_dirfd, path, 0);
 		}
 	}

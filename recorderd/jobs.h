@@ -1,7 +1,8 @@
 /* Catalog work that webd (publish, delete) and cameras (motion alarms) ask for, run on
  * the commit thread (commit.c) so that it shares the group commit: every job waiting
  * when the thread wakes (at once, not after the commit interval) goes into one
- * transaction, after the JPEG files it references are written and fdatasync'ed. The
+ * transaction, after the JPEG files and event records it references are written and
+ * fdatasync'ed. The
  * finished jobs go back to the loop thread (events.c), which answers and fans out. */
 #ifndef KP_REC_JOBS_H
 #define KP_REC_JOBS_H
@@ -30,6 +31,7 @@ struct rec_job {
 	kp_DeleteRequest del;
 
 	/* the result, set by the commit thread */
+	int wrote;       /* its JPEG (if any) and record are on disk */
 	unsigned status; /* 200, 409, 500 */
 	char code[32];   /* error code when not 200 */
 	char why[200];   /* a sentence when not 200 */
@@ -44,6 +46,8 @@ struct rec_job {
 void rec_event_jpeg_path(const char *id, uint32_t revision, char *out, size_t cap);
 /* Its thumbnail cache file: the same with .thumb.jpg. */
 void rec_event_thumb_path(const char *id, uint32_t revision, char *out, size_t cap);
+/* Its record (event_record.h): the same with .ev. */
+void rec_event_record_path(const char *id, uint32_t revision, char *out, size_t cap);
 
 /* Commit thread: runs the jobs (a list), filling in each one's result. */
 void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list);

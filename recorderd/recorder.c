@@ -13,6 +13,7 @@
 #include "catalog.h"
 #include "catalog_events.h"
 #include "commit.h"
+#include "event_record.h"
 #include "kp_build_config.h"
 #include "kp_limits.h"
 #include "log.h"
@@ -43,6 +44,7 @@ static struct {
 	kp_CameraConfig incoming[KP_MAX_CAMERAS];
 	unsigned nincoming;
 	uv_timer_t retention_timer;
+	struct rec_backfill *backfill; /* event records for events stored before they existed */
 	int started;
 	int failed;
 	/* Whether recording is possible, for CatalogStatus: "ok", "newer-schema" (the
@@ -207,6 +209,11 @@ static int open_store(const kp_WorkerConfig *wc)
 		return store_failed(r, "failed", "failed", "starting the catalog committer failed: %s; not recording",
 				    strerror(-r));
 	}
+	r = rec_event_records_backfill_start(R.cat, R.data_dirfd, &R.backfill);
+	if (r < 0)
+		kp_err("event records: cannot start writing the records of stored events: %s; tried again at the "
+		       "next start",
+		       strerror(-r));
 	R.env.data_dirfd = R.data_dirfd;
 	R.catalog_state = "ok";
 	R.error[0] = '\0';
@@ -441,6 +448,8 @@ void rec_stop(struct kp_worker *w)
 		for (uint32_t s = 0; s < 2; s++)
 			rec_stream_close(&R.cams[i].s[s]);
 	rec_events_close();
+	rec_event_records_backfill_stop(R.backfill);
+	R.backfill = NULL;
 	rec_commit_free(R.env.commit);
 	R.env.commit = NULL;
 	uv_close((uv_handle_t *)&R.retention_timer, on_timer_closed);

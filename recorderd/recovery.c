@@ -38,10 +38,10 @@ static int read_at(int fd, uint8_t *buf, size_t len, uint64_t off, size_t *ret_n
 	return 0;
 }
 
-int rec_recover_file(struct cat_txn *t, int data_dirfd, const struct cat_recording *rec, unsigned *ret_fragments,
-		     int *ret_truncated)
+int rec_index_file(struct cat_txn *t, int data_dirfd, const struct cat_recording *rec, int truncate,
+		   unsigned *ret_fragments, int *ret_truncated)
 {
-	int fd = openat(data_dirfd, rec->path, O_RDWR | O_CLOEXEC);
+	int fd = openat(data_dirfd, rec->path, (truncate ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
@@ -87,7 +87,7 @@ int rec_recover_file(struct cat_txn *t, int data_dirfd, const struct cat_recordi
 		}
 	}
 	int truncated = 0;
-	if (r == 0 && off < (uint64_t)st.st_size) {
+	if (r == 0 && truncate && off < (uint64_t)st.st_size) {
 		r = ftruncate(fd, (off_t)off) < 0 ? -errno : 0;
 		truncated = 1;
 	}
@@ -102,6 +102,12 @@ int rec_recover_file(struct cat_txn *t, int data_dirfd, const struct cat_recordi
 	*ret_fragments = indexed;
 	*ret_truncated = truncated;
 	return 0;
+}
+
+int rec_recover_file(struct cat_txn *t, int data_dirfd, const struct cat_recording *rec, unsigned *ret_fragments,
+		     int *ret_truncated)
+{
+	return rec_index_file(t, data_dirfd, rec, 1, ret_fragments, ret_truncated);
 }
 
 struct open_list {

@@ -29,5 +29,9 @@ struct cat_txn;
 struct cat_recording;
 int rec_recover_file(struct cat_txn *t, int data_dirfd, const struct cat_recording *rec, unsigned *ret_fragments,
 		     int *ret_truncated);
+/* The same; without truncate the file is only read: indexing stops at the first bytes
+ * that are not a complete fragment, which stay (a rebuild of the catalog, rebuild.h). */
+int rec_index_file(struct cat_txn *t, int data_dirfd, const struct cat_recording *rec, int truncate,
+		   unsigned *ret_fragments, int *ret_truncated);
 
 #endif

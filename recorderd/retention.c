@@ -174,9 +174,11 @@ static int one_event_pass(struct cat *cat, int data_dirfd, const struct rec_rete
 		return e;
 	for (unsigned i = 0; i < ep.n; i++) {
 		res->events_deleted++;
+		char path[CAT_PATH_MAX];
+		rec_event_record_path(ep.ids[i], gone[i].revision, path, sizeof path);
+		unlinkat(data_dirfd, path, 0);
 		if (!gone[i].jpeg_len)
 			continue;
-		char path[CAT_PATH_MAX];
 		rec_event_thumb_path(ep.ids[i], gone[i].revision, path, sizeof path);
 		unlinkat(data_dirfd, path, 0);
 		rec_event_jpeg_path(ep.ids[i], gone[i].revision, path, sizeof path);
