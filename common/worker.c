@@ -113,6 +113,8 @@ static void on_peer_error(struct kp_ipc *c, int err, const char *reason, void *a
 	env.msg.link_lost.generation = l->generation;
 	snprintf(env.msg.link_lost.reason, sizeof env.msg.link_lost.reason, "%s", reason);
 	send_to_supervisor(w, &env);
+	if (w->def->on_peer_lost)
+		w->def->on_peer_lost(w, l->peer);
 }
 
 static void on_peer_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)

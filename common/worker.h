@@ -36,6 +36,8 @@ struct kp_worker_def {
 	/* Requests from the supervisor beyond the runtime's own (keeppeekctl questions). */
 	void (*on_supervisor_request)(struct kp_worker *w, const kp_Envelope *env);
 	void (*on_stop)(struct kp_worker *w); /* shutting down: release what you hold */
+	/* The link to peer dropped (the supervisor re-links it when the peer is back). */
+	void (*on_peer_lost)(struct kp_worker *w, kp_Peer peer);
 	/* Once, with the WorkerConfig, just before confinement (listen sockets, TLS keys);
 	 * a negative return stops the worker. */
 	int (*on_before_confine)(struct kp_worker *w);

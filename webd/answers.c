@@ -13,12 +13,14 @@
 
 struct answer {
 	uint32_t id; /* 0: free */
+	kp_Peer to;
 	webd_answer_cb cb;
 	void *arg;
 	uint64_t deadline_ms;
 };
 
 static struct answer answers[ANSWERS_MAX];
+static bool lost; /* the callbacks now running hear of a dropped link */
 static uint32_t next_id = 1;
 static unsigned nused;
 static uv_timer_t timer;
@@ -30,7 +32,7 @@ static struct answer *slot_of(uint32_t id)
 	return a->id == id && id ? a : NULL;
 }
 
-uint32_t webd_answer_expect(webd_answer_cb cb, void *arg)
+uint32_t webd_answer_expect(kp_Peer to, webd_answer_cb cb, void *arg)
 {
 	if (nused == ANSWERS_MAX) {
 		kp_warn("%d questions already waiting for answers: refusing another", ANSWERS_MAX);
@@ -44,6 +46,7 @@ uint32_t webd_answer_expect(webd_answer_cb cb, void *arg)
 		if (a->id)
 			continue;
 		a->id = id;
+		a->to = to;
 		a->cb = cb;
 		a->arg = arg;
 		a->deadline_ms = web_now_ms() + ANSWER_DEADLINE;
@@ -118,6 +121,30 @@ static void on_timer(uv_timer_t *t)
 		release(a);
 		cb(arg, NULL);
 	}
+}
+
+bool webd_answer_lost(void)
+{
+	return lost;
+}
+
+void webd_answers_peer_lost(kp_Peer peer)
+{
+	unsigned n = 0;
+	lost = true;
+	for (unsigned i = 0; i < ANSWERS_MAX && nused; i++) {
+		struct answer *a = &answers[i];
+		if (!a->id || a->to != peer)
+			continue;
+		webd_answer_cb cb = a->cb;
+		void *arg = a->arg;
+		release(a);
+		cb(arg, NULL);
+		n++;
+	}
+	lost = false;
+	if (n)
+		kp_notice("%u questions to %s ended: its link dropped", n, kp_peer_name(peer));
 }
 
 void webd_answers_init(uv_loop_t *loop)

@@ -271,7 +271,7 @@ static void check(struct pending *p, bool tls, const char *addr)
 		free(p);
 		return;
 	}
-	uint32_t id = webd_answer_expect(on_auth_reply, p);
+	uint32_t id = webd_answer_expect(kp_Peer_PEER_SUPERVISOR, on_auth_reply, p);
 	if (!id) {
 		refuse(p, 503, "busy", "too many credential checks in flight", 0);
 		free(p);
@@ -427,7 +427,7 @@ static void route_login(struct web_req *r)
 		return;
 	}
 	struct login *l = calloc(1, sizeof *l);
-	uint32_t id = l ? webd_answer_expect(on_login_reply, l) : 0;
+	uint32_t id = l ? webd_answer_expect(kp_Peer_PEER_SUPERVISOR, on_login_reply, l) : 0;
 	if (!id) {
 		free(l);
 		web_reply_error(r, 503, "busy", "too many sign-ins in flight");
@@ -463,7 +463,7 @@ static void route_logout(struct web_req *r)
 		cache_drop(key);
 		kp_Envelope env = kp_Envelope_init_zero;
 		env.which_msg = kp_Envelope_auth_request_tag;
-		env.msg.auth_request.id = webd_answer_expect(ignore_reply, NULL);
+		env.msg.auth_request.id = webd_answer_expect(kp_Peer_PEER_SUPERVISOR, ignore_reply, NULL);
 		env.msg.auth_request.kind = kp_AuthKind_AUTH_LOGOUT;
 		snprintf(env.msg.auth_request.secret, sizeof env.msg.auth_request.secret, "%s", secret);
 		snprintf(env.msg.auth_request.client_addr, sizeof env.msg.auth_request.client_addr, "%s",

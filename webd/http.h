@@ -124,15 +124,18 @@ void web_ws_close(struct web_ws *ws, int code, const char *reason);
 unsigned web_ws_close_principal(const char *name, int code, const char *reason);
 
 /* ---- IPC answers (answers.c) ----
- * A question to recorderd, rtcd or the supervisor carries an id from webd_answer_expect;
- * every QueryReply, MediaPiece or AuthReply with that id goes to cb (f->env, tail and
- * fds as received; descriptors are the callback's to keep or close). The registration
- * ends after a piece with done set (AuthReply: after the one reply), on cancel, or after
- * 30 s without an answer, when cb gets f == NULL once. webd_answer_expect returns 0 when
- * 4096 questions already wait (answer the request 503 then). */
+ * A question to recorderd, rtcd or the supervisor (to) carries an id from
+ * webd_answer_expect; every QueryReply, MediaPiece or AuthReply with that id goes to cb
+ * (f->env, tail and fds as received; descriptors are the callback's to keep or close).
+ * The registration ends after a piece with done set (AuthReply: after the one reply), on
+ * cancel, after 30 s without an answer, or at once when the link to `to` drops: then cb
+ * gets f == NULL once, and webd_answer_lost() tells which of the two it was.
+ * webd_answer_expect returns 0 when 4096 questions already wait (answer 503 then). */
 typedef void (*webd_answer_cb)(void *arg, struct kp_ipc_frame *f);
-uint32_t webd_answer_expect(webd_answer_cb cb, void *arg);
+uint32_t webd_answer_expect(kp_Peer to, webd_answer_cb cb, void *arg);
 void webd_answer_cancel(uint32_t id);
+/* In a callback with f == NULL: true when the link dropped, false when time ran out. */
+bool webd_answer_lost(void);
 
 /* Frames that are not answers, routed by main.c. */
 void webd_live_on_event(struct kp_ipc_frame *f); /* EventCommitted from recorderd */

@@ -55,6 +55,12 @@ static void on_supervisor_frame(struct kp_worker *w, struct kp_ipc_frame *f)
 		kp_debug("unexpected message %u from the supervisor", (unsigned)f->env->which_msg);
 }
 
+static void on_peer_lost(struct kp_worker *w, kp_Peer peer)
+{
+	(void)w;
+	webd_answers_peer_lost(peer);
+}
+
 static void on_stop(struct kp_worker *w)
 {
 	(void)w;
@@ -76,6 +82,7 @@ static const struct kp_worker_def webd = {
     .on_supervisor_frame = on_supervisor_frame,
     .on_before_confine = before_confine,
     .on_stop = on_stop,
+    .on_peer_lost = on_peer_lost,
 };
 
 int main(int argc, char **argv)

@@ -29,7 +29,10 @@ static void relay_cb(void *arg, struct kp_ipc_frame *f)
 	struct relay *st = arg;
 	struct web_req *r = web_req_find(st->req);
 	if (!f) {
-		if (r && !st->begun)
+		if (r && !st->begun && webd_answer_lost())
+			web_reply_error(r, 503, "recorderd_unavailable",
+					"recorderd stopped while answering; it is being restarted, retry shortly");
+		else if (r && !st->begun)
 			web_reply_error(r, 504, "no_answer", "recorderd did not answer in time");
 		else if (r)
 			web_stream_end(r);
@@ -76,7 +79,7 @@ static void relay_cb(void *arg, struct kp_ipc_frame *f)
 uint32_t webd_relay_send(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const void *tail, size_t len,
 			 webd_answer_cb cb, void *arg)
 {
-	uint32_t id = webd_answer_expect(cb, arg);
+	uint32_t id = webd_answer_expect(kp_Peer_PEER_RECORDERD, cb, arg);
 	if (id == 0) {
 		web_reply_error(r, 503, "busy", "too many questions waiting for recorderd");
 		return 0;

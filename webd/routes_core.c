@@ -97,7 +97,7 @@ static void ask_supervisor(struct web_req *r, kp_SupervisorTopic topic)
 	}
 	x->req = web_req_id(r);
 	x->status = 500;
-	uint32_t id = webd_answer_expect(relay_answer, x);
+	uint32_t id = webd_answer_expect(kp_Peer_PEER_SUPERVISOR, relay_answer, x);
 	if (!id) {
 		free(x);
 		web_reply_error(r, 503, "busy", "too many questions in flight");
@@ -280,7 +280,7 @@ static void route_metrics(struct web_req *r)
 		struct metrics_piece *p = &j->piece[i];
 		p->job = j;
 		p->src = i;
-		uint32_t id = webd_answer_expect(metrics_answer, p);
+		uint32_t id = webd_answer_expect(src_peers[i], metrics_answer, p);
 		if (!id)
 			continue;
 		if (send_topic(src_peers[i], kp_SupervisorTopic_TOPIC_METRICS, id) < 0) {

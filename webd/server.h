@@ -59,6 +59,8 @@ void webd_static_serve(struct web_req *r);
 /* answers.c: frames from the supervisor or a peer that may be answers; 1 when taken. */
 int webd_answer_frame(struct kp_ipc_frame *f);
 void webd_answers_init(uv_loop_t *loop);
+/* The link to peer dropped: every question waiting for it ends now (f == NULL). */
+void webd_answers_peer_lost(kp_Peer peer);
 void webd_answers_close(void);
 
 #endif
