@@ -21,6 +21,12 @@
  * per request: 64 handlers x a 16 MiB JPEG would not fit webd's address-space limit). */
 #define BODY_MEMORY_MAX (256u * KP_MIB)
 #define DRAIN_MS        2000
+/* Connections the kernel may hold completed before webd accepts them (capped by
+ * net.core.somaxconn). A full queue drops new SYNs, and the client retries only after
+ * its 1 s retransmission timeout: under a connection flood (issue 12: thousands a
+ * second from one address, each refused at once) a short stall of the loop must not
+ * fill it. */
+#define LISTEN_BACKLOG 4096
 
 struct webd_counters webd_counters;
 const char *const web_limit_names[WEB_LIMIT_COUNT] = {
@@ -990,7 +996,7 @@ static int listen_one(uv_loop_t *loop, const char *spec)
 	nlisteners++;
 	r = uv_tcp_bind(&l->tcp, (struct sockaddr *)&ss, 0);
 	if (r == 0)
-		r = uv_listen((uv_stream_t *)&l->tcp, 511, on_connection);
+		r = uv_listen((uv_stream_t *)&l->tcp, LISTEN_BACKLOG, on_connection);
 	if (r < 0) {
 		kp_err("listening on %s failed: %s", spec, uv_strerror(r));
 		return r;
