@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""rtcd's per-session ceilings of SPEC 12 (keeppeek-rtcd(8) LIMITS), with an independent
+WebRTC peer (Debian's python3-aiortc) and the real supervisor, one H.264 and one
+H.265-only test camera:
+- stored-media cursors, at most KP_RTC_CURSORS_PER_SESSION (16) per session: one
+  connected session switches from playback to live and seeks back 17 times (each seek
+  from live opens a cursor, one past the 16) and then seeks 17 times within playback;
+  rtcd holds none for it while live and never more than one (keeppeek_rtc_cursors), refuses none
+  (keeppeek_rtc_cursor_rejected_total) and the session goes on decoding frames;
+- threads, 4 MiB of stack each "if sessions use threads": sessions do not have threads
+  (17 more sessions add no thread to rtcd), and the
+  one thread a transcode adds (an H.265 camera watched by a peer without H.265) runs
+  on a KP_RTC_THREAD_STACK stack (4 MiB) with a guard page below it."""
+import asyncio
+import json
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+
+try:
+    import aioice.ice
+    from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+except ImportError:
+    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])  # Debian's python3-aiortc
+    raise
+
+import kp_ws
+from kp import TestCamera, cameras, check, run, wait_for
+
+CONFIG = """[keeppeek]
+data_dir = {dir}/data
+run_dir = {dir}/run
+[web]
+listen = 127.0.0.1:{port}
+[rtc]
+udp_ports = 44000-44499
+"""
+MIB = 1024 * 1024
+
+aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"] if use_ipv4 else []
+NO_STUN = RTCConfiguration(iceServers=[])
+
+
+def limit(name):
+    with open(os.path.join(os.environ["KP_SOURCE_ROOT"], "common", "kp_limits.h")) as f:
+        m = re.search(r"^#define " + name + r"\s+\(?(\d+)(?: \* KP_MIB\))?", f.read(), re.M)
+    return int(m.group(1)) * (MIB if "KP_MIB" in m.group(0) else 1)
+
+
+PER_SESSION = limit("KP_RTC_CURSORS_PER_SESSION")
+STACK = limit("KP_RTC_THREAD_STACK")
+
+
+class Signaling:
+    """webd's /api/v1/rtc WebSocket; a reader thread hands messages to the asyncio loop."""
+
+    def __init__(self, kp, token, loop):
+        self.ws = kp_ws.connect("127.0.0.1", kp.web_port, "/api/v1/rtc", {"Authorization": "Bearer " + token})
+        self.loop = loop
+        self.queues = {}
+        self.closed = False
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _queue(self, sid):
+        return self.queues.setdefault(sid, asyncio.Queue())
+
+    def _read(self):
+        while not self.closed:
+            try:
+                kind, data = self.ws.recv(timeout=0.5)
+            except TimeoutError:
+                continue
+            except (ConnectionError, OSError, kp_ws.ProtocolError):
+                return
+            if kind != "text":
+                return
+            m = json.loads(data)
+            self.loop.call_soon_threadsafe(lambda m=m: self._queue(m.get("sid")).put_nowait(m))
+
+    def send(self, obj):
+        self.ws.send_text(json.dumps(obj))
+
+    async def next(self, sid, pred, timeout=15):
+        q = self._queue(sid)
+        end = time.monotonic() + timeout
+        while True:
+            m = await asyncio.wait_for(q.get(), max(0.1, end - time.monotonic()))
+            if pred(m):
+                return m
+
+    def close(self):
+        self.closed = True
+        try:
+            self.ws.close()
+        except OSError:
+            pass
+        self.thread.join(2)
+
+
+class Viewer:
+    """One aiortc RTCPeerConnection receiving one rtcd session; counts decoded frames."""
+
+    def __init__(self, sig, sid, camera, mode="live", at_ms=None):
+        self.sig, self.sid, self.camera, self.mode, self.at_ms = sig, sid, camera, mode, at_ms
+        self.pc = RTCPeerConnection(NO_STUN)
+        self.frames = 0
+        self.task = None
+
+        @self.pc.on("track")
+        def on_track(track):
+            self.task = asyncio.ensure_future(self._count(track))
+
+    async def _count(self, track):
+        try:
+            while True:
+                await track.recv()
+                self.frames += 1
+        except Exception:  # MediaStreamError when the connection ends
+            return
+
+    async def open(self):
+        self.pc.addTransceiver("video", direction="recvonly")
+        await self.pc.setLocalDescription(await self.pc.createOffer())
+        msg = {"type": "offer", "sid": self.sid, "sdp": self.pc.localDescription.sdp, "camera": self.camera,
+               "stream": "sub", "mode": self.mode}
+        if self.at_ms is not None:
+            msg["at_ms"] = self.at_ms
+        self.sig.send(msg)
+        m = await self.sig.next(self.sid, lambda m: m["type"] in ("answer", "error", "closed"))
+        if m["type"] != "answer":
+            check(False, f"session {self.sid} on {self.camera} answered: {m}")
+        await self.pc.setRemoteDescription(RTCSessionDescription(m["sdp"], "answer"))
+
+    async def playing(self, more_than=0, timeout=15):
+        end = time.monotonic() + timeout
+        while self.frames <= more_than and time.monotonic() < end:
+            await asyncio.sleep(0.05)
+        return self.frames > more_than
+
+    async def close(self):
+        try:
+            await asyncio.wait_for(self.pc.close(), 3)
+        except Exception:
+            pass
+        if self.task:
+            self.task.cancel()
+
+
+def metric(kp, token, name):
+    st, _, body = kp.http("GET", "/metrics", headers={"Authorization": "Bearer " + token})
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def stacks(pid):
+    """Stack mapping sizes of rtcd's threads other than the main one, by thread id, with
+    whether a guard page lies below; threads not blocked in a system call are left out."""
+    maps = []
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            a, b = (int(x, 16) for x in line.split()[0].split("-"))
+            maps.append((a, b, line.split()[1], "[stack]" in line))
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+                fields = f.read().split()
+        except FileNotFoundError:
+            continue
+        if len(fields) < 3:
+            continue
+        sp = int(fields[-2], 16)
+        for i, (a, b, perms, main) in enumerate(maps):
+            if a <= sp < b and not main:
+                out[int(tid)] = (b - a, i > 0 and maps[i - 1][1] == a and maps[i - 1][2] == "---p")
+    return out
+
+
+async def scenario(kp, token, admin):
+    loop = asyncio.get_running_loop()
+    rtcd = kp.status()["rtcd"]["pid"]
+    threads0 = set(int(t) for t in os.listdir(f"/proc/{rtcd}/task"))
+    sig = Signaling(kp, token, loop)
+    opened = []
+    try:
+        # ---- cursors per session ----
+        at_ms = int(time.time() * 1000) - 5000
+        pb = Viewer(sig, "pb", "avc", mode="playback", at_ms=at_ms)
+        opened.append(pb)
+        await pb.open()
+        check(await pb.playing(), "a playback session decodes frames")
+        check(metric(kp, admin, "keeppeek_rtc_cursors") == 1, "it holds one cursor")
+        most, least_after_seek, most_after_live, modes = 0, 99, 0, []
+        for i in range(PER_SESSION + 1):
+            sig.send({"type": "control", "sid": "pb", "op": "live"})
+            m = await sig.next("pb", lambda m: m["type"] in ("state", "error") and
+                               (m["type"] == "error" or m["mode"] == "live"))
+            modes.append(m.get("mode", m.get("code")))
+            most_after_live = max(most_after_live, metric(kp, admin, "keeppeek_rtc_cursors"))
+            sig.send({"type": "control", "sid": "pb", "op": "seek", "at_ms": at_ms + 100 * i})
+            m = await sig.next("pb", lambda m: m["type"] in ("state", "error") and
+                               (m["type"] == "error" or m["mode"] == "playback"))
+            modes.append(m.get("mode", m.get("code")))
+            n = metric(kp, admin, "keeppeek_rtc_cursors")
+            most, least_after_seek = max(most, n), min(least_after_seek, n)
+        check(modes == ["live", "playback"] * (PER_SESSION + 1),
+              f"{PER_SESSION + 1} times from playback to live and back by a seek, each opening a cursor "
+              f"(one past the {PER_SESSION} of a session): every switch done ({modes[-4:]} ...)")
+        check(most_after_live == 0, f"live closes the cursor, so that each seek opened a new one ({most_after_live})")
+        check(most == 1 and least_after_seek == 1,
+              f"the session never held more than one cursor (most {most}, after each seek {least_after_seek})")
+        for i in range(PER_SESSION + 1):
+            sig.send({"type": "control", "sid": "pb", "op": "seek", "at_ms": at_ms - 100 * i})
+            await sig.next("pb", lambda m: m["type"] in ("state", "error"))
+            most = max(most, metric(kp, admin, "keeppeek_rtc_cursors"))
+        check(most == 1, f"{PER_SESSION + 1} seeks within playback keep that one cursor (most {most})")
+        check(metric(kp, admin, "keeppeek_rtc_cursor_rejected_total") == 0, "no cursor was refused")
+        frames = pb.frames
+        check(await pb.playing(more_than=frames), f"the session still decodes frames ({frames} -> {pb.frames})")
+
+        # ---- threads ----
+        threads1 = set(int(t) for t in os.listdir(f"/proc/{rtcd}/task"))
+        more = []
+        for i in range(PER_SESSION + 1):
+            v = Viewer(sig, f"live{i}", "avc")
+            opened.append(v)
+            more.append(v)
+            await v.open()
+        playing = [await v.playing() for v in more]
+        check(all(playing), f"{len(more)} more live sessions decode frames ({playing.count(True)})")
+        check(metric(kp, admin, "keeppeek_rtc_sessions") == PER_SESSION + 2,
+              f"{PER_SESSION + 2} sessions open")
+        threads2 = set(int(t) for t in os.listdir(f"/proc/{rtcd}/task"))
+        check(threads2 == threads1, f"sessions have no threads: {len(threads1)} threads in rtcd before "
+              f"{PER_SESSION + 1} more sessions, {len(threads2)} after (new: {sorted(threads2 - threads1)})")
+        new = {t: s for t, s in stacks(rtcd).items() if t not in threads0}
+        check(not [t for t, (size, guard) in new.items() if size == STACK],
+              f"no {STACK // MIB} MiB stack since rtcd started (threads since, stacks in KiB: "
+              f"{ {t: s // 1024 for t, (s, g) in new.items()} }: libuv's pool)")
+        before = set(stacks(rtcd))
+        tc = Viewer(sig, "tc", "hevc")
+        opened.append(tc)
+        await tc.open()
+        check(await tc.playing(), "a peer without H.265 watching the H.265 camera decodes frames")
+        m = await sig.next("tc", lambda m: m["type"] == "state")
+        check(m["fallback"] == "transcode", f"through a transcode ({m['fallback']})")
+        added = wait_for(lambda: {t: s for t, s in stacks(rtcd).items() if t not in before and s[0] == STACK}, 5, 0.1)
+        check(len(added) == 1 and all(g for s, g in added.values()),
+              f"the transcode runs on one new thread with a {STACK // MIB} MiB stack and a guard page below it "
+              f"({ {t: (s // 1024, g) for t, (s, g) in added.items()} })")
+    finally:
+        for v in opened:
+            await v.close()
+        sig.close()
+
+
+def test(make):
+    work = tempfile.mkdtemp(prefix="kp-rtc-sl-")
+    avc = TestCamera(work, "avc", "h264", "rtsp")
+    hevc = TestCamera(work, "hevc", "h265", "rtsp")
+    try:
+        conf = CONFIG
+        for c in (avc, hevc):
+            conf += f'[camera "{c.name}"]\nurl = {c.url()}\nsub_url = {c.sub_url()}\n'
+        kp = make(config=conf)
+        kp.wait_running()
+        check(wait_for(lambda: (c := cameras(kp)) and all(c[n]["streams"][1]["state"] == "streaming"
+                                                         for n in ("avc", "hevc")), 20),
+              "both cameras' sub streams streaming")
+        token, admin = kp.token("viewer"), kp.token("admin")
+        time.sleep(7.0)  # a few seconds recorded, for the playback session
+        asyncio.run(scenario(kp, token, admin))
+    finally:
+        avc.kill()
+        hevc.kill()
+
+
+if __name__ == "__main__":
+    if os.geteuid() != 0:
+        print("skipped: reading rtcd's /proc/PID/task/TID/syscall needs root")
+        sys.exit(77)
+    run(test)

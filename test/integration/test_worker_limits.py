@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""The resource limits each worker declares in its kp_worker_def (ingestd/main.c,
+recorderd/main.c, webd/main.c, rtcd/main.c: .rlimit_nofile, .rlimit_as) are the ones it
+runs with, soft and hard, read from /proc/PID/limits of the running workers (demo
+cameras): RLIMIT_NOFILE always, RLIMIT_AS unless the build has sanitizers,
+RLIMIT_CORE 0, RLIMIT_NPROC 256 when the worker runs under another uid than keeppeekd.
+The kernel refuses the descriptor or the mapping one past them (EMFILE, ENOMEM).
+And rtcd's libnice thread runs on a stack of KP_RTC_THREAD_STACK (4 MiB) with a guard
+page below it, so one byte past the stack faults instead of running into other memory:
+found through the stack pointer of each thread (/proc/PID/task/TID/syscall) and the
+mapping that holds it (/proc/PID/maps)."""
+import json
+import os
+import re
+import sys
+
+from kp import WORKERS, check, proc_status, run, wait_for
+
+SRC = os.environ["KP_SOURCE_ROOT"]
+BUILD = os.environ["KP_BUILD_ROOT"]
+MIB = 1024 * 1024
+
+
+def c_value(expr, defines):
+    """A C constant expression of the worker definitions (1024ull * KP_MIB) in Python."""
+    e = re.sub(r"\b(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)\b", r"\1", expr)
+    return eval(e.replace("/", "//"), {"__builtins__": {}}, defines)
+
+
+def limits_h():
+    out = {}
+    with open(os.path.join(SRC, "common", "kp_limits.h")) as f:
+        for m in re.finditer(r"^#define (KP_\w+)\s+(.+?)\s*(?:/\*.*)?$", f.read(), re.M):
+            try:
+                out[m.group(1)] = c_value(m.group(2), out)
+            except (NameError, SyntaxError):
+                pass
+    return out
+
+
+def declared(worker, defines):
+    with open(os.path.join(SRC, worker, "main.c")) as f:
+        text = re.sub(r"/\*.*?\*/", " ", f.read(), flags=re.S)
+    body = re.search(r"struct kp_worker_def \w+ = \{(.*?)\n\};", text, re.S).group(1)
+    return {k: c_value(re.search(r"\." + k + r"\s*=\s*([^,]+),", body).group(1), defines)
+            for k in ("rlimit_nofile", "rlimit_as")}
+
+
+def proc_limits(pid):
+    """{"Max open files": (soft, hard), ...} with "unlimited" as None."""
+    out = {}
+    with open(f"/proc/{pid}/limits") as f:
+        for line in f.readlines()[1:]:
+            m = re.match(r"(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)", line)
+            if m:
+                out[m.group(1)] = tuple(None if v == "unlimited" else int(v) for v in m.group(2, 3))
+    return out
+
+
+def sanitized():
+    with open(os.path.join(BUILD, "meson-info", "intro-buildoptions.json")) as f:
+        return any(o["name"] == "b_sanitize" and o["value"] != "none" for o in json.load(f))
+
+
+def thread_stacks(pid):
+    """{tid: (stack mapping size, guard page below it)} for every thread blocked in a
+    system call (the stack pointer is the second to last field of .../syscall)."""
+    maps = []
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            a, b = (int(x, 16) for x in line.split()[0].split("-"))
+            maps.append((a, b, line.split()[1], line.rstrip()))
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+            fields = f.read().split()
+        if len(fields) < 3:  # "running": no stack pointer to read
+            continue
+        sp = int(fields[-2], 16)
+        for i, (a, b, perms, line) in enumerate(maps):
+            if a <= sp < b:
+                guard = i > 0 and maps[i - 1][1] == a and maps[i - 1][2] == "---p"
+                out[int(tid)] = (b - a, guard, "[stack]" in line)
+    return out
+
+
+def test(make):
+    defines = limits_h()
+    k = make()
+    st = k.wait_running(timeout=30)
+    me = os.getuid()
+    for w in WORKERS:
+        want = declared(w, defines)
+        pid = st[w]["pid"]
+        lim = proc_limits(pid)
+        check(lim["Max open files"] == (want["rlimit_nofile"],) * 2,
+              f"{w} runs with RLIMIT_NOFILE {want['rlimit_nofile']} as its kp_worker_def says "
+              f"(soft, hard: {lim['Max open files']})")
+        if sanitized():
+            print(f"note: sanitizer build: {w}'s RLIMIT_AS is not applied (common/sandbox.c)")
+        else:
+            check(lim["Max address space"] == (want["rlimit_as"],) * 2,
+                  f"{w} runs with RLIMIT_AS {want['rlimit_as'] // MIB} MiB as its kp_worker_def says "
+                  f"(soft, hard: {lim['Max address space']})")
+        check(lim["Max core file size"] == (0, 0), f"{w} runs with RLIMIT_CORE 0 ({lim['Max core file size']})")
+        uid = int(proc_status(pid)["Uid"].split()[0])
+        if uid != me:
+            check(lim["Max processes"] == (256, 256),
+                  f"{w} (uid {uid}) runs with RLIMIT_NPROC 256 ({lim['Max processes']})")
+
+    rtcd = st["rtcd"]["pid"]
+    want = defines["KP_RTC_THREAD_STACK"]
+
+    def libnice():
+        return [t for t, (size, guard, main) in thread_stacks(rtcd).items() if size == want and guard and not main]
+    found = wait_for(libnice, 5, 0.1)
+    sizes = {t: size // 1024 for t, (size, guard, main) in thread_stacks(rtcd).items()}
+    check(len(found) == 1, f"rtcd's libnice thread runs on a {want // MIB} MiB stack with a guard page below it "
+          f"(stack KiB by thread: {sizes})")
+
+if __name__ == "__main__":
+    if os.geteuid() != 0:
+        print("skipped: reading another user's /proc/PID/task/TID/syscall needs root")
+        sys.exit(77)
+    run(test)
