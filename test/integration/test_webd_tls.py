@@ -79,6 +79,7 @@ def test(make):
 
     _, other_key = make_cert(d, "other")
     k2 = make(config=CONFIG.format(cert=cert, key=other_key))
+    k2.expect_restarts("webd")  # it stops on the bad key and is retried with backoff, as meant
     found = wait_for(lambda: f"tls_key {other_key}: " in k2.log_text(), 15, 0.2)
     check(found, "a key that does not match the certificate: webd logs it and does not serve")
     try:
