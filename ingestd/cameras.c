@@ -194,8 +194,8 @@ void ing_stream_access_unit(struct ing_camera *cam, enum kp_stream_index s, cons
 	/* A driver declares the stream streaming just before its first access unit: tell the
 	 * supervisor the codec and size as soon as they are known (or change), rather than at
 	 * the next health request, so "streaming" never shows without them. */
-	bool changed = st->codec != au->codec ||
-		       (au->width && au->height && (st->width != au->width || st->height != au->height));
+	bool changed =
+	    st->codec != au->codec || (au->width && au->height && (st->width != au->width || st->height != au->height));
 	st->codec = au->codec;
 	if (au->width && au->height) {
 		st->width = au->width;
