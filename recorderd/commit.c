@@ -24,6 +24,7 @@ struct rec_committer {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	int stopping;
+	int joined;
 	struct batch open;    /* filled by the loop thread, under lock */
 	struct batch running; /* the commit thread's */
 	int retention_due;
@@ -324,9 +325,9 @@ int rec_commit_new(struct cat *cat, int data_dirfd, struct rec_committer **ret)
 	return 0;
 }
 
-void rec_commit_free(struct rec_committer *c)
+void rec_commit_stop(struct rec_committer *c)
 {
-	if (!c)
+	if (!c || c->joined)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->stopping = 1;
@@ -334,6 +335,14 @@ void rec_commit_free(struct rec_committer *c)
 	pthread_cond_signal(&c->wake);
 	pthread_mutex_unlock(&c->lock);
 	pthread_join(c->thread, NULL);
+	c->joined = 1;
+}
+
+void rec_commit_free(struct rec_committer *c)
+{
+	if (!c)
+		return;
+	rec_commit_stop(c);
 	if (c->open.n)
 		kp_err("catalog: %zu items left unindexed at shutdown; start-up recovery indexes their bytes",
 		       c->open.n);

@@ -36,7 +36,9 @@ struct rec_commit_stats {
 struct rec_committer;
 
 int rec_commit_new(struct cat *cat, int data_dirfd, struct rec_committer **ret);
-/* Commits what is pending, stops the thread and frees everything. */
+/* Commits what is pending and stops the thread; the finished jobs can still be taken. */
+void rec_commit_stop(struct rec_committer *c);
+/* Stops it (when not yet) and frees everything. */
 void rec_commit_free(struct rec_committer *c);
 
 /* Queues a copy of it; -ENOBUFS when REC_COMMIT_MAX_ITEMS wait already. */

@@ -112,9 +112,17 @@ void rec_events_open(struct kp_worker *w, struct cat *cat, struct rec_committer 
 	E.w = w;
 	E.cat = cat;
 	E.commit = commit;
+	E.inflight = 0; /* a new committer holds no job */
+	E.inflight_bytes = 0;
 	uv_async_init(kp_worker_loop(w), &E.done, on_done);
 	rec_commit_on_done(commit, wake, &E.done);
 	E.open = 1;
+}
+
+void rec_events_finish(void)
+{
+	if (E.open)
+		on_done(&E.done);
 }
 
 void rec_events_close(void)

@@ -17,7 +17,9 @@
 #define REC_EVENTS_INFLIGHT_BYTES (256ull * KP_MIB)
 
 void rec_events_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit);
-/* Before the committer stops: no more answers are sent. */
+/* The committer has stopped (rec_commit_stop): answers the jobs it finished. */
+void rec_events_finish(void);
+/* Before the committer is freed: no more answers are sent. */
 void rec_events_close(void);
 void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jpeg, size_t len);
 void rec_event_camera(const kp_CameraEvent *e);

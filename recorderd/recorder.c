@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,7 +169,8 @@ static int open_catalog(const char *path)
 
 static int open_store(const kp_WorkerConfig *wc)
 {
-	R.data_dirfd = open(wc->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (R.data_dirfd < 0)
+		R.data_dirfd = open(wc->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (R.data_dirfd < 0) {
 		int e = errno;
 		kp_err("data directory %s cannot be opened: %s; not recording", wc->data_dir, strerror(e));
@@ -298,35 +300,77 @@ static void apply_cameras(void)
 	R.nincoming = 0;
 }
 
-void rec_configured(struct kp_worker *w, uint32_t generation)
+/* The catalog is open and recovered: questions, publications and retention. */
+static void start_store(struct kp_worker *w)
 {
-	(void)generation;
+	R.started = 1;
+	rec_requests_open(w, R.cat, R.data_dirfd);
+	rec_queries_open(w, R.cat, R.data_dirfd);
+	rec_events_open(w, R.cat, R.env.commit);
+	uv_timer_init(kp_worker_loop(w), &R.retention_timer);
+	uv_timer_start(&R.retention_timer, on_retention, 5000, REC_RETENTION_EVERY_MS);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+/* Everything start_store and open_store began, in the order that answers what was
+ * asked: the streams write their GOPs, the committer commits them and the publications
+ * waiting, their askers get answers; then the catalog closes. The data directory stays. */
+static void close_store(void)
+{
+	rec_requests_close();
+	rec_queries_close();
+	for (unsigned i = 0; i < R.ncams; i++)
+		for (uint32_t s = 0; s < 2; s++)
+			rec_stream_close(&R.cams[i].s[s]);
+	R.ncams = 0;
+	rec_commit_stop(R.env.commit);
+	rec_events_finish();
+	rec_events_close();
+	rec_event_records_backfill_stop(R.backfill);
+	R.backfill = NULL;
+	rec_commit_free(R.env.commit);
+	R.env.commit = NULL;
+	uv_close((uv_handle_t *)&R.retention_timer, on_timer_closed);
+	cat_close(R.cat);
+	R.cat = NULL;
+	R.started = 0;
+}
+
+/* The worker configuration and the camera list of this batch. */
+static void apply_config(struct kp_worker *w)
+{
 	const kp_WorkerConfig *wc = kp_worker_config(w);
-	if (!R.started && !R.failed) {
-		if (open_store(wc) < 0) {
-			R.failed = 1;
-		} else {
-			R.started = 1;
-			rec_requests_open(w, R.cat, R.data_dirfd);
-			rec_queries_open(w, R.cat, R.data_dirfd);
-			rec_events_open(w, R.cat, R.env.commit);
-			uv_timer_init(kp_worker_loop(w), &R.retention_timer);
-			uv_timer_start(&R.retention_timer, on_retention, 5000, REC_RETENTION_EVERY_MS);
-		}
-	}
-	if (!R.started) {
-		/* Nothing is recorded; the cameras are remembered to say so. */
-		memcpy(R.unrecorded, R.incoming, R.nincoming * sizeof R.incoming[0]);
-		R.nunrecorded = R.nincoming;
-		R.nincoming = 0;
-		rec_report(w);
-		return;
-	}
 	R.env.rollover_ms = wc->record_rollover_secs ? wc->record_rollover_secs * 1000u : REC_DEFAULT_ROLLOVER_MS;
 	R.max_days = wc->retention_max_days;
 	R.max_bytes = (uint64_t)wc->retention_max_disk_mb * 1000000u;
 	rec_commit_quota(R.env.commit, R.max_bytes);
 	apply_cameras();
+}
+
+void rec_configured(struct kp_worker *w, uint32_t generation)
+{
+	(void)generation;
+	const kp_WorkerConfig *wc = kp_worker_config(w);
+	/* The cameras of this batch: reported as not recording while nothing is, recorded
+	 * again after a rebuild. */
+	memcpy(R.unrecorded, R.incoming, R.nincoming * sizeof R.incoming[0]);
+	R.nunrecorded = R.nincoming;
+	if (!R.started && !R.failed) {
+		if (open_store(wc) < 0)
+			R.failed = 1;
+		else
+			start_store(w);
+	}
+	if (!R.started) {
+		R.nincoming = 0;
+		rec_report(w);
+		return;
+	}
+	apply_config(w);
 	rec_report(w);
 }
 
@@ -432,31 +476,198 @@ void rec_report(struct kp_worker *w)
 		}
 }
 
-static void on_timer_closed(uv_handle_t *h)
+/* ---- keeppeekctl check --rebuild ---- */
+
+static struct {
+	struct kp_worker *w;
+	int running;
+	int async_open;
+	uv_async_t done;
+	pthread_t thread;
+	uint32_t id;
+	int json;
+	char tag[16];
+	char data_dir[sizeof(((kp_WorkerConfig *)0)->data_dir)];
+	struct timespec t0;
+	int err;
+	char why[200];
+	struct rec_rebuild_result res;
+} RB;
+
+static void *rebuild_thread(void *arg)
+{
+	(void)arg;
+	RB.err = rec_rebuild(R.data_dirfd, RB.data_dir, REC_CATALOG_MAP_SIZE, RB.tag, &RB.res, RB.why, sizeof RB.why);
+	uv_async_send(&RB.done);
+	return NULL;
+}
+
+/* After the rebuild (or its failure): open what is there, as at start. */
+static void on_rebuild_done(uv_async_t *h)
 {
 	(void)h;
+	if (!RB.running)
+		return;
+	pthread_join(RB.thread, NULL);
+	RB.running = 0;
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	long ms = (t1.tv_sec - RB.t0.tv_sec) * 1000 + (t1.tv_nsec - RB.t0.tv_nsec) / 1000000;
+	const struct rec_rebuild_result *res = &RB.res;
+	if (RB.err == 0)
+		kp_notice("rebuild: catalog rebuilt from the files in %ld ms: %u cameras; %u recordings (%llu "
+			  "fragments) from %u files, %u set aside; %u events from %u records (%u without their "
+			  "JPEG), %u event files set aside; old data file: %s",
+			  ms, res->cameras, res->recordings, (unsigned long long)res->fragments, res->files,
+			  res->files_set_aside, res->events, res->records, res->events_jpeg_gone,
+			  res->event_files_set_aside, res->moved_to[0] ? res->moved_to : "none");
+	else
+		kp_err("rebuild: failed: %s; the catalog is as it was", RB.why);
+	R.failed = 0;
+	const kp_WorkerConfig *wc = kp_worker_config(RB.w);
+	if (open_store(wc) < 0) {
+		R.failed = 1;
+	} else {
+		start_store(RB.w);
+		memcpy(R.incoming, R.unrecorded, R.nunrecorded * sizeof R.incoming[0]);
+		R.nincoming = R.nunrecorded;
+		apply_config(RB.w);
+	}
+	rec_report(RB.w);
+	struct jbuf b;
+	jb_init(&b, 16384);
+	int code = RB.err == 0 && R.started ? 0 : 1;
+	if (RB.json) {
+		jb_printf(&b, "{\"rebuilt\":%s,\"error\":", RB.err == 0 ? "true" : "false");
+		jb_str(&b, RB.err == 0 ? "" : RB.why);
+		jb_printf(&b,
+			  ",\"ms\":%ld,\"cameras\":%u,\"files\":%u,\"recordings\":%u,\"fragments\":%llu,"
+			  "\"files_set_aside\":%u,\"records\":%u,\"events\":%u,\"events_jpeg_gone\":%u,"
+			  "\"event_files_set_aside\":%u,\"moved_to\":",
+			  ms, res->cameras, res->files, res->recordings, (unsigned long long)res->fragments,
+			  res->files_set_aside, res->records, res->events, res->events_jpeg_gone,
+			  res->event_files_set_aside);
+		if (res->moved_to[0])
+			jb_printf(&b, "\"%s/%s\"", REC_CATALOG_DIR, res->moved_to);
+		else
+			jb_printf(&b, "null");
+		jb_printf(&b, ",\"recording\":%s,\"catalog_error\":", R.started ? "true" : "false");
+		jb_str(&b, R.started ? "" : R.error);
+		jb_printf(&b, "}\n");
+	} else if (RB.err == 0) {
+		jb_printf(&b,
+			  "catalog rebuilt from the files in %ld ms\n"
+			  "recordings: %u from %u files (%llu fragments); %u files set aside in %s/\n"
+			  "events: %u from %u records (%u without their JPEG, which is gone); %u event files set "
+			  "aside in %s/\n"
+			  "cameras: %u\n",
+			  ms, res->recordings, res->files, (unsigned long long)res->fragments, res->files_set_aside,
+			  REC_UNINDEXED_DIR, res->events, res->records, res->events_jpeg_gone,
+			  res->event_files_set_aside, REC_UNINDEXED_DIR, res->cameras);
+		if (res->moved_to[0])
+			jb_printf(&b, "the old data file is now %s/%s (kept: remove it when the catalog is good)\n",
+				  REC_CATALOG_DIR, res->moved_to);
+		jb_printf(&b, "%s%s\n", R.started ? "recording" : "still not recording: ", R.started ? "" : R.error);
+	} else {
+		jb_printf(&b, "rebuild failed: %s; the catalog is as it was\n%s%s\n", RB.why,
+			  R.started ? "recording" : "not recording: ", R.started ? "" : R.error);
+	}
+	if (b.failed)
+		rec_send_text(RB.w, RB.id, 1, "rebuild: %s; out of memory for the answer\n",
+			      RB.err == 0 ? "done" : "failed");
+	else
+		rec_send_answer(RB.w, RB.id, code, b.p, b.len);
+	jb_free(&b);
+}
+
+void rec_rebuild_request(struct kp_worker *w, uint32_t id, int json)
+{
+	if (RB.running) {
+		rec_send_text(w, id, 1, "a rebuild is already running\n");
+		return;
+	}
+	if (R.data_dirfd < 0) {
+		rec_send_text(w, id, 1, "recorderd cannot rebuild: %s\n", R.error);
+		return;
+	}
+	if (!strcmp(R.catalog_state, "newer-schema")) {
+		rec_send_text(w, id, 1,
+			      "not rebuilt: the catalog is not damaged, it was written by a newer KeepPeek (%s); run "
+			      "that again, or restore a backup (keeppeek-recorderd(8), Upgrades and downgrades)\n",
+			      R.error);
+		return;
+	}
+	if (R.started) {
+		/* A catalog in use is rebuilt only when every stored event has its record. */
+		uint64_t records = 0;
+		struct cat_txn *t;
+		int r = cat_begin(R.cat, 0, &t);
+		if (r == 0) {
+			r = cat_meta_get(t, "event_records", &records);
+			cat_abort(t);
+		}
+		if (r < 0 || !records) {
+			rec_send_text(
+			    w, id, 1,
+			    "not rebuilt: the records of the events stored before this version are still being "
+			    "written (see the log); try again when that is done\n");
+			return;
+		}
+	}
+	RB.w = w;
+	if (!RB.async_open) {
+		uv_async_init(kp_worker_loop(w), &RB.done, on_rebuild_done);
+		RB.async_open = 1;
+	}
+	snprintf(RB.tag, sizeof RB.tag, "%s", R.started ? "replaced" : "damaged");
+	snprintf(RB.data_dir, sizeof RB.data_dir, "%s", kp_worker_config(w)->data_dir);
+	RB.id = id;
+	RB.json = json;
+	memset(&RB.res, 0, sizeof RB.res);
+	RB.why[0] = '\0';
+	if (R.started) {
+		kp_notice("rebuild: recording stops while the catalog is rebuilt from the files");
+		close_store();
+	} else if (R.cat) { /* opened, then recovery or the committer failed */
+		cat_close(R.cat);
+		R.cat = NULL;
+	}
+	R.failed = 1; /* no opening at a reload meanwhile */
+	store_failed(0, "rebuilding", "catalog-rebuilding",
+		     "catalog: rebuilding from the files (keeppeekctl check --rebuild)");
+	clock_gettime(CLOCK_MONOTONIC, &RB.t0);
+	int r = -pthread_create(&RB.thread, NULL, rebuild_thread, NULL);
+	if (r < 0) {
+		snprintf(RB.why, sizeof RB.why, "cannot start its thread: %s", strerror(-r));
+		RB.err = r;
+		RB.running = 1;
+		uv_async_send(&RB.done);
+		return;
+	}
+	RB.running = 1;
+	kp_notice("rebuild: building a new catalog from the recording files and event records");
+	rec_report(w);
+}
+
+static void rebuild_stop(void)
+{
+	if (RB.running)
+		kp_warn("rebuild: stopping in the middle of it; data.mdb is refused at the next start until "
+			"keeppeekctl check --rebuild runs again");
+	if (RB.async_open)
+		uv_close((uv_handle_t *)&RB.done, NULL);
+	RB.async_open = 0;
 }
 
 void rec_stop(struct kp_worker *w)
 {
 	(void)w;
+	rebuild_stop();
 	if (!R.started)
 		return;
-	rec_requests_close();
-	rec_queries_close();
-	for (unsigned i = 0; i < R.ncams; i++)
-		for (uint32_t s = 0; s < 2; s++)
-			rec_stream_close(&R.cams[i].s[s]);
-	rec_events_close();
-	rec_event_records_backfill_stop(R.backfill);
-	R.backfill = NULL;
-	rec_commit_free(R.env.commit);
-	R.env.commit = NULL;
-	uv_close((uv_handle_t *)&R.retention_timer, on_timer_closed);
-	cat_close(R.cat);
-	R.cat = NULL;
+	close_store();
 	close(R.data_dirfd);
-	R.started = 0;
+	R.data_dirfd = -1;
 }
 
 const char *rec_catalog_error(void)

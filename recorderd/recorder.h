@@ -20,6 +20,12 @@ void rec_camera_event(const kp_CameraEvent *e);
 void rec_arm_camera(const char *name, int64_t event_end_ms);
 void rec_report(struct kp_worker *w);
 void rec_stop(struct kp_worker *w);
+/* keeppeekctl check --rebuild (docs/decisions/0002-catalog-rebuild.md): recording and
+ * the catalog stop (the maintenance state: catalog "rebuilding", streams
+ * "catalog-rebuilding"), a new catalog is built from the files on a thread of its own
+ * (rebuild.h), then opened as at start and recording resumes; the answer to request id
+ * says what was found. */
+void rec_rebuild_request(struct kp_worker *w, uint32_t id, int json);
 /* Why nothing is recorded (the CatalogStatus error); empty while recording. */
 const char *rec_catalog_error(void);
 /* Prometheus lines: per-stream state and counters, commit latency, catalog size. */

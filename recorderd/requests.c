@@ -42,6 +42,7 @@ static struct {
 	unsigned lines, omitted;
 	struct rec_check_result res;
 	int err;
+	uint32_t backup_id; /* the backup that runs, 0: none */
 } Q;
 
 static int answer_init(struct answer *a)
@@ -331,6 +332,16 @@ void rec_request(struct kp_worker *w, const kp_Envelope *env)
 									   : 0;
 	if (!id)
 		return;
+	if (env->which_msg == kp_Envelope_check_request_tag && env->msg.check_request.rebuild) {
+		/* Also, above all, without a usable catalog. */
+		if (Q.running)
+			rec_send_text(w, id, 1, "a check is running; rebuild when it is done\n");
+		else if (Q.backup_id)
+			rec_send_text(w, id, 1, "a backup is running; rebuild when it is done\n");
+		else
+			rec_rebuild_request(w, id, env->msg.check_request.json);
+		return;
+	}
 	if (!Q.open) {
 		const char *why = rec_catalog_error();
 		rec_send_text(w, id, 1, "recorderd has no catalog open: %s\n", why[0] ? why : "see its log");
@@ -366,12 +377,15 @@ void rec_request_frame(struct kp_worker *w, struct kp_ipc_frame *f)
 		rec_send_text(w, id, 1, "a backup is already running; try again when it is done\n");
 	else if (r < 0)
 		rec_send_text(w, id, 1, "backup: cannot start copying the catalog: %s\n", strerror(-r));
-	else
+	else {
+		Q.backup_id = id;
 		kp_info("backup: copying the catalog");
+	}
 }
 
 static void on_backup_done(uint32_t id, int err, const struct rec_backup_result *res)
 {
+	Q.backup_id = 0;
 	if (err < 0) {
 		kp_err("backup: copying the catalog failed: %s", strerror(-err));
 		rec_send_text(Q.w, id, 1, "backup: copying the catalog failed: %s\n", strerror(-err));
@@ -408,5 +422,6 @@ void rec_requests_close(void)
 	}
 	uv_close((uv_handle_t *)&Q.done, NULL);
 	rec_backup_close();
+	Q.backup_id = 0;
 	Q.open = 0;
 }

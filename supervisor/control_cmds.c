@@ -237,18 +237,20 @@ static int64_t wall_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* check [--repair] */
+/* check [--repair | --rebuild] */
 static int check(struct supervisor *s, const kp_ControlRequest *req, uint64_t ticket, struct kp_out *o)
 {
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = kp_Envelope_check_request_tag;
 	kp_CheckRequest *q = &env.msg.check_request;
 	q->json = req->json;
-	if (req->args_count > 1 || (req->args_count == 1 && strcmp(req->args[0], "--repair"))) {
-		kp_out_put(o, "usage: check [--repair] [--json]\n");
+	if (req->args_count > 1 ||
+	    (req->args_count == 1 && strcmp(req->args[0], "--repair") && strcmp(req->args[0], "--rebuild"))) {
+		kp_out_put(o, "usage: check [--repair | --rebuild] [--json]\n");
 		return 2;
 	}
-	q->repair = req->args_count == 1;
+	q->repair = req->args_count == 1 && !strcmp(req->args[0], "--repair");
+	q->rebuild = req->args_count == 1 && !strcmp(req->args[0], "--rebuild");
 	return relay(s, &env, &q->id, ticket, o);
 }
 

@@ -37,7 +37,9 @@ static void usage(FILE *f)
 		   "  reload                 re-read the configuration (like SIGHUP)\n"
 		   "  config check FILE      validate a configuration file; starts nothing\n"
 		   "  config show            the running configuration, secrets redacted\n"
-		   "  check [--repair]       verify the catalog against the recording files\n"
+		   "  check [--repair | --rebuild]\n"
+		   "                         verify the catalog against the recording files; --rebuild\n"
+		   "                         builds a new one from them (recording stops meanwhile)\n"
 		   "  coverage CAMERA STREAM [--from MS] [--to MS] [--bucket MS]\n"
 		   "                         recorded time of a stream (exact ranges and buckets)\n"
 		   "  keyframe CAMERA STREAM TIME_MS\n"
@@ -389,7 +391,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(cmd, "check")) {
-		if (n > 2 || (n == 2 && strcmp(rest[1], "--repair"))) {
+		if (n > 2 || (n == 2 && strcmp(rest[1], "--repair") && strcmp(rest[1], "--rebuild"))) {
 			usage(stderr);
 			return 2;
 		}
