@@ -15,6 +15,7 @@
 #include "catalog_keys.h"
 #include "catalog_verify.h"
 #include "coverage.h"
+#include "event_record.h"
 #include "jobs.h"
 #include "nal.h"
 #include "rebuild.h"
@@ -31,7 +32,8 @@ enum fix_kind {
 	FIX_KEYFRAME_ROW,
 	FIX_STREAM,
 	FIX_RECOUNT,
-	FIX_EVENT_JPEG
+	FIX_EVENT_JPEG,
+	FIX_EVENT_RECORD
 };
 
 struct fix {
@@ -40,7 +42,7 @@ struct fix {
 	uint32_t seq;                     /* FIX_TRUNCATE: the first fragment to drop */
 	uint64_t id;                      /* recording */
 	int64_t ms;                       /* FIX_KEYFRAME_ROW */
-	char event[CAT_EVENT_ID_MAX + 1]; /* FIX_EVENT_JPEG */
+	char event[CAT_EVENT_ID_MAX + 1]; /* FIX_EVENT_JPEG, FIX_EVENT_RECORD */
 };
 
 struct camera_name {
@@ -436,6 +438,18 @@ struct event_walk {
 	struct cat_txn *t;
 };
 
+/* Whether the event still has that revision, in a snapshot taken now. */
+static int still_stored(struct run *run, const char *id, uint32_t revision)
+{
+	struct cat_txn *t;
+	uint32_t now = 0;
+	if (cat_begin(run->cat, 0, &t) < 0)
+		return 1;
+	int r = cat_event_revision(t, id, &now);
+	cat_abort(t);
+	return r < 0 || now == revision;
+}
+
 static int check_event(void *arg, int64_t start_ms, uint64_t seq, const char *id)
 {
 	struct event_walk *w = arg;
@@ -447,9 +461,19 @@ static int check_event(void *arg, int64_t start_ms, uint64_t seq, const char *id
 	if (r < 0)
 		return r;
 	run->res.events++;
+	/* Its record: what a rebuild of the catalog restores it from. A revision replaced
+	 * since this snapshot took its record with it: not a problem. */
+	char path[CAT_PATH_MAX];
+	rec_event_record_path(id, row.revision, path, sizeof path);
+	if (faccessat(run->dirfd, path, F_OK, 0) < 0 && errno == ENOENT && still_stored(run, id, row.revision)) {
+		problem(run, "event %s: its record %s is missing (a rebuild of the catalog could not restore it)", id,
+			path);
+		struct fix f = {.kind = FIX_EVENT_RECORD};
+		snprintf(f.event, sizeof f.event, "%s", id);
+		fix(run, f);
+	}
 	if (!row.jpeg_len)
 		return cancelled(run) ? -ECANCELED : 0;
-	char path[CAT_PATH_MAX];
 	rec_event_jpeg_path(id, row.revision, path, sizeof path);
 	struct stat st;
 	if (fstatat(run->dirfd, path, &st, 0) < 0)
@@ -532,6 +556,19 @@ static int apply_one(struct cat_txn *t, int dirfd, const struct fix *f)
 	case FIX_EVENT_JPEG:
 		r = cat_event_drop_jpeg(t, f->event);
 		break;
+	case FIX_EVENT_RECORD: {
+		/* Inside the write transaction: the commit thread cannot replace the revision
+		 * meanwhile. */
+		static kp_EventRecord ev;
+		struct cat_event_row row;
+		char path[CAT_PATH_MAX];
+		r = cat_event_get(t, f->event, &row, &ev);
+		if (r == 0)
+			rec_event_record_path(f->event, row.revision, path, sizeof path);
+		if (r == 0 && faccessat(dirfd, path, F_OK, 0) < 0 && errno == ENOENT)
+			r = rec_event_record_store(dirfd, &ev);
+		break;
+	}
 	case FIX_STREAM:
 	case FIX_RECOUNT:
 		break; /* below, once per stream */
@@ -551,7 +588,7 @@ static int apply(struct run *run)
 		r = apply_one(t, run->dirfd, &run->fixes[i]);
 	for (unsigned i = 0; i < run->nfixes && r == 0; i++) {
 		const struct fix *f = &run->fixes[i];
-		int seen = f->kind == FIX_RECOUNT || f->kind == FIX_EVENT_JPEG;
+		int seen = f->kind == FIX_RECOUNT || f->kind == FIX_EVENT_JPEG || f->kind == FIX_EVENT_RECORD;
 		for (unsigned j = 0; j < i && !seen; j++)
 			seen = run->fixes[j].kind != FIX_RECOUNT && run->fixes[j].stream_id == f->stream_id;
 		if (!seen)

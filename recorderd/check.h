@@ -4,7 +4,8 @@
  * NAL unit (after the 4-byte length, past parameter sets and SEI) is an IDR (H.264) or
  * IRAP (H.265) slice; every keyframe row names such a fragment; the coverage summaries
  * and the byte total agree with the rows; every event's JPEG file exists with the size
- * the catalog records (repair: the event keeps its row, without JPEG). Before all that,
+ * the catalog records (repair: the event keeps its row, without JPEG) and its event
+ * record exists (repair: written again from the row). Before all that,
  * the structure of the catalog's data file (catalog_verify.h): a damaged one is one
  * problem, and nothing else is read or repaired. With repair, the rows that point at missing or
  * wrong bytes are removed, coverage rebuilt and the byte total recounted in one

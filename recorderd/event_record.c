@@ -127,6 +127,31 @@ int rec_event_record_read(int data_dirfd, const char *path, kp_EventRecord *ret)
 	return r < 0 ? r : rec_event_record_decode(buf, len, ret);
 }
 
+static int sync_dir(int dirfd, const char *path);
+static int make_dir(int dirfd, const char *path, const char *parent);
+
+int rec_event_record_store(int data_dirfd, const kp_EventRecord *ev)
+{
+	char path[CAT_PATH_MAX], dir[10];
+	rec_event_record_path(ev->event_id, ev->revision, path, sizeof path);
+	snprintf(dir, sizeof dir, "%.9s", path); /* events/hh */
+	int r = make_dir(data_dirfd, "events", ".");
+	if (r == 0)
+		r = make_dir(data_dirfd, dir, "events");
+	int fd = -1;
+	if (r == 0)
+		r = rec_event_record_create(data_dirfd, path, ev, &fd);
+	if (r < 0)
+		return r;
+	r = fdatasync(fd) < 0 ? -errno : 0;
+	close(fd);
+	if (r == 0)
+		r = sync_dir(data_dirfd, dir);
+	if (r < 0)
+		unlinkat(data_dirfd, path, 0);
+	return r;
+}
+
 /* ---- backfill ---- */
 
 struct rec_backfill {

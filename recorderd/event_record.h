@@ -26,6 +26,9 @@ int rec_event_record_decode(const uint8_t *buf, size_t len, kp_EventRecord *ret)
 /* Writes the record of ev to path (relative to data_dirfd; its directory exists)
  * without syncing; the descriptor is returned for the caller to fdatasync and close. */
 int rec_event_record_create(int data_dirfd, const char *path, const kp_EventRecord *ev, int *ret_fd);
+/* Writes and syncs the record of ev where rec_event_record_path puts it, with its
+ * directory entry (keeppeekctl check --repair, for a record that is missing). */
+int rec_event_record_store(int data_dirfd, const kp_EventRecord *ev);
 /* Reads and decodes the record at path. */
 int rec_event_record_read(int data_dirfd, const char *path, kp_EventRecord *ret);
 
