@@ -410,7 +410,9 @@ static void on_login_reply(void *arg, struct kp_ipc_frame *f)
 static void route_login(struct web_req *r)
 {
 	const char *origin = web_req_header(r, "origin");
-	if (origin && !same_origin(origin, NULL, web_req_header(r, "host"), web_req_tls(r))) {
+	const char *site = web_req_header(r, "sec-fetch-site");
+	if ((origin && !same_origin(origin, NULL, web_req_header(r, "host"), web_req_tls(r))) ||
+	    (site && strcmp(site, "cross-site") == 0)) {
 		web_reply_error(r, 403, "csrf", "cross-site sign-in refused");
 		return;
 	}

@@ -261,6 +261,15 @@ def test(make):
     st, _, _ = k.http("POST", "/delete", delete_body, dict(session_headers(admin), **{
         "Origin": k.web_url, "Content-Type": "application/json"}))
     check(st not in (401, 403), f"a same-origin POST /delete with the CSRF header passes (got {st})")
+    st, _, _ = k.http("POST", LOGIN, json.dumps({"user": "admin", "password": password}),
+                      {"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"})
+    check(st == 403, f"a sign-in a browser marks cross-site (no Origin) is refused: 403 (got {st})")
+    for page in ("/", "/login.html", "/events.html"):
+        st, h, _ = k.http("GET", page)
+        csp = h.get("content-security-policy", "")
+        check(st == 200 and "default-src 'self'" in csp and "frame-ancestors 'none'" in csp and
+              h.get("x-content-type-options") == "nosniff",
+              f"UI page {page}: CSP default-src 'self', frame-ancestors 'none', nosniff ({st} {csp!r})")
 
     # ---- sessions survive a webd restart ----
     old_pid = k.status()["webd"]["pid"]

@@ -68,6 +68,8 @@ export function el(tag, attrs, ...children) {
 			e.className = v;
 		else if (k === 'text')
 			e.textContent = v;
+		else if (k === 'style')
+			e.style.cssText = v; /* through the CSSOM: the pages' CSP refuses style attributes */
 		else if (k.startsWith('on'))
 			e.addEventListener(k.slice(2), v);
 		else
