@@ -261,8 +261,14 @@ static void test_sanitizer_report(void)
 #if defined(__SANITIZE_ADDRESS__) || (defined(__has_feature) && __has_feature(address_sanitizer))
 	CHECK_STR_CONTAINS(out, "ERROR: AddressSanitizer: heap-buffer-overflow");
 	CHECK_STR_CONTAINS(out, "#0 0x");
-	CHECK_STR_CONTAINS(out, "in child_report");
-	CHECK_STR_CONTAINS(out, "test_sandbox.c:");
+	/* Function and line when llvm-symbolizer is installed (install-deps brings it), else
+	 * module+offset for offline symbolization: either way, whole. */
+	if (strstr(out, "symbolizer!") == NULL) {
+		CHECK_STR_CONTAINS(out, "in child_report");
+		CHECK_STR_CONTAINS(out, "test_sandbox.c:");
+	} else {
+		CHECK_STR_CONTAINS(out, "test_sandbox+0x");
+	}
 	CHECK_STR_CONTAINS(out, "SUMMARY: AddressSanitizer");
 #endif
 	if (test_failures)
