@@ -2,6 +2,7 @@
 #include "http_parse.h"
 
 #include <string.h>
+#include <strings.h>
 
 void http_head_init(struct http_head *h)
 {
@@ -65,6 +66,18 @@ static enum http_parse_status header_line(const char *buf, size_t start, size_t 
 	h->value[h->nheaders] = (struct http_span){(uint32_t)i, (uint32_t)(vend - i)};
 	h->nheaders++;
 	return HP_INCOMPLETE;
+}
+
+enum http_parse_status http_head_check_host(const char *buf, const struct http_head *h)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < h->nheaders; i++)
+		if (h->name[i].len == 4 && !strncasecmp(buf + h->name[i].off, "host", 4)) {
+			if (h->value[i].len == 0)
+				return HP_BAD_HOST;
+			n++;
+		}
+	return n > 1 || (n == 0 && h->minor >= 1) ? HP_BAD_HOST : HP_DONE;
 }
 
 enum http_parse_status http_parse_head(const char *buf, size_t len, struct http_head *h)

@@ -22,6 +22,7 @@ enum http_parse_status {
 	HP_HEADER_LINE = -3,   /* 431: one header line over KP_HTTP_MAX_LINE */
 	HP_HEADER_BYTES = -4,  /* 431: header lines over KP_HTTP_MAX_HEADER_BYTES */
 	HP_HEADER_COUNT = -5,  /* 431: more than KP_HTTP_MAX_HEADERS */
+	HP_BAD_HOST = -6,      /* 400: HTTP/1.1 without Host, or Host twice (RFC 9112 3.2) */
 };
 
 struct http_span {
@@ -45,5 +46,8 @@ struct http_head {
 void http_head_init(struct http_head *h);
 /* Continues scanning buf[0..len) (the same buffer, grown since the last call). */
 enum http_parse_status http_parse_head(const char *buf, size_t len, struct http_head *h);
+/* On a complete head: HP_DONE, or HP_BAD_HOST when an HTTP/1.1 request has no Host
+ * header or any request has more than one (or an empty one). */
+enum http_parse_status http_head_check_host(const char *buf, const struct http_head *h);
 
 #endif

@@ -662,6 +662,9 @@ static void head_error(struct conn *c, enum http_parse_status st)
 		webd_counters.limit_rejections[WEB_LIMIT_HEADER_COUNT]++;
 		conn_reply_error_close(c, 431, "header_count", "more than 100 header lines", NULL);
 		break;
+	case HP_BAD_HOST:
+		conn_reply_error_close(c, 400, "bad_host", "an HTTP/1.1 request needs exactly one Host header", NULL);
+		break;
 	default:
 		conn_reply_error_close(c, 400, "bad_request", "malformed request head", NULL);
 		break;
@@ -699,6 +702,8 @@ void conn_process(struct conn *c)
 			enum http_parse_status st = http_parse_head(c->in, c->in_len, &c->ph);
 			if (st == HP_INCOMPLETE)
 				break;
+			if (st == HP_DONE)
+				st = http_head_check_host(c->in, &c->ph);
 			if (st != HP_DONE) {
 				head_error(c, st);
 				break;

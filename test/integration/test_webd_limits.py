@@ -361,6 +361,13 @@ def test(make):
     check(get_with(k, headers=many)[0] == 200, "100 headers (Host and 99 more) are served")
     st, body = get_with(k, headers=many + b"X-One-More: v\r\n")
     check(st == 431 and json.loads(body)["code"] == "header_count", f"101 headers get 431 ({st})")
+    # RFC 9112 3.2: an HTTP/1.1 request without Host, or with two, is answered 400.
+    st, body = raw(k, b"GET /healthz HTTP/1.1\r\n\r\n")
+    check(st == 400 and b"Host" in body, f"HTTP/1.1 without Host -> 400 ({st} {body[:80]!r})")
+    st, body = raw(k, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n")
+    check(st == 400 and b"Host" in body, f"two Host headers -> 400 ({st} {body[:80]!r})")
+    st, _ = raw(k, b"GET /healthz HTTP/1.0\r\n\r\n")
+    check(st == 200, f"HTTP/1.0 without Host is served ({st})")
     st, _ = raw(k, b"GET /healthz HTTP/1.1\r\n" + headers_totalling(HEADER_BYTES) + b"\r\n")
     check(st == 200, f"header lines of exactly 65536 bytes are served ({st})")
     st, body = raw(k, b"GET /healthz HTTP/1.1\r\n" + headers_totalling(HEADER_BYTES + 1) + b"\r\n")

@@ -27,6 +27,28 @@ static void test_simple(void)
 	CHECK(h.value[1].len == 3 && !memcmp(req + h.value[1].off, "v v", 3));
 }
 
+static void test_host(void)
+{
+	static const struct {
+		const char *req;
+		enum http_parse_status want;
+	} cases[] = {
+	    {"GET / HTTP/1.1\r\nHost: h\r\n\r\n", HP_DONE},
+	    {"GET / HTTP/1.1\r\nhOsT: h:8080\r\n\r\n", HP_DONE},
+	    {"GET / HTTP/1.0\r\n\r\n", HP_DONE}, /* HTTP/1.0 may leave it out */
+	    {"GET / HTTP/1.1\r\n\r\n", HP_BAD_HOST},
+	    {"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", HP_BAD_HOST},
+	    {"GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n", HP_BAD_HOST},
+	    {"GET / HTTP/1.1\r\nHost:\r\n\r\n", HP_BAD_HOST},
+	    {"GET / HTTP/1.1\r\nX-Host: h\r\n\r\n", HP_BAD_HOST},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct http_head h;
+		CHECK_EQ(parse_all(cases[i].req, strlen(cases[i].req), &h), HP_DONE);
+		CHECK_EQ(http_head_check_host(cases[i].req, &h), cases[i].want);
+	}
+}
+
 static void test_incremental(void)
 {
 	static const char req[] = "\r\nPOST /x HTTP/1.0\nContent-Length: 3\n\nabc";
@@ -133,6 +155,7 @@ static void test_malformed(void)
 int main(void)
 {
 	RUN(test_simple);
+	RUN(test_host);
 	RUN(test_incremental);
 	RUN(test_request_line);
 	RUN(test_header_line);
