@@ -36,13 +36,20 @@ struct camera {
 	struct rec_stream s[2];
 };
 
+/* The camera tables: megabytes, zero at start, so kept apart from R's initialised
+ * fields (an initialiser would put all of it in the binary's data section). */
+static struct {
+	struct camera cams[KP_MAX_CAMERAS];
+	kp_CameraConfig incoming[KP_MAX_CAMERAS];
+	/* While failed, the configured cameras, reported as not recording. */
+	kp_CameraConfig unrecorded[KP_MAX_CAMERAS];
+} T;
+
 static struct {
 	struct cat *cat;
 	int data_dirfd;
 	struct rec_env env;
-	struct camera cams[KP_MAX_CAMERAS];
 	unsigned ncams;
-	kp_CameraConfig incoming[KP_MAX_CAMERAS];
 	unsigned nincoming;
 	uv_timer_t retention_timer;
 	struct rec_backfill *backfill; /* event records for events stored before they existed */
@@ -56,8 +63,6 @@ static struct {
 	uint64_t catalog_version;     /* in use; as found when unusable; 0 when not read */
 	const char *unrecorded_state; /* RecordingStatus.state of every stream meanwhile */
 	char error[160];
-	/* While failed, the configured cameras, reported as not recording. */
-	kp_CameraConfig unrecorded[KP_MAX_CAMERAS];
 	unsigned nunrecorded;
 	uint32_t max_days;
 	uint64_t max_bytes;
@@ -66,8 +71,8 @@ static struct {
 static struct camera *camera(const char *name)
 {
 	for (unsigned i = 0; i < R.ncams; i++)
-		if (!strcmp(R.cams[i].name, name))
-			return &R.cams[i];
+		if (!strcmp(T.cams[i].name, name))
+			return &T.cams[i];
 	return NULL;
 }
 
@@ -84,7 +89,7 @@ void rec_config_item(struct kp_worker *w, const kp_Envelope *env)
 	if (env->which_msg != kp_Envelope_camera_config_tag)
 		return;
 	if (R.nincoming < KP_MAX_CAMERAS)
-		R.incoming[R.nincoming++] = env->msg.camera_config;
+		T.incoming[R.nincoming++] = env->msg.camera_config;
 }
 
 static int valid_name(const char *s)
@@ -228,7 +233,7 @@ static void on_retention(uv_timer_t *t)
 	if (!R.max_days && !R.max_bytes) {
 		int any = 0;
 		for (unsigned i = 0; i < R.ncams; i++)
-			any |= R.cams[i].retention_days != 0;
+			any |= T.cams[i].retention_days != 0;
 		if (!any)
 			return;
 	}
@@ -250,17 +255,17 @@ static void apply_cameras(void)
 	for (unsigned i = 0; i < R.ncams; i++) {
 		int kept = 0;
 		for (unsigned j = 0; j < R.nincoming; j++)
-			kept |= !strcmp(R.incoming[j].name, R.cams[i].name);
+			kept |= !strcmp(T.incoming[j].name, T.cams[i].name);
 		if (!kept) {
-			kp_info("%s: removed from the configuration; its recordings stay", R.cams[i].name);
-			rec_stream_close(&R.cams[i].s[0]);
-			rec_stream_close(&R.cams[i].s[1]);
-			R.cams[i] = R.cams[--R.ncams];
+			kp_info("%s: removed from the configuration; its recordings stay", T.cams[i].name);
+			rec_stream_close(&T.cams[i].s[0]);
+			rec_stream_close(&T.cams[i].s[1]);
+			T.cams[i] = T.cams[--R.ncams];
 			i--;
 		}
 	}
 	for (unsigned j = 0; j < R.nincoming && r == 0; j++) {
-		const kp_CameraConfig *cc = &R.incoming[j];
+		const kp_CameraConfig *cc = &T.incoming[j];
 		if (!valid_name(cc->name)) {
 			kp_err("camera name \"%s\" is not usable as a directory name; not recording it", cc->name);
 			continue;
@@ -271,7 +276,7 @@ static void apply_cameras(void)
 		if (r < 0)
 			break;
 		if (!c) {
-			c = &R.cams[R.ncams++];
+			c = &T.cams[R.ncams++];
 			memset(c, 0, sizeof *c);
 			_Static_assert(sizeof c->name == sizeof cc->name, "camera name sizes");
 			memcpy(c->name, cc->name, sizeof c->name);
@@ -325,7 +330,7 @@ static void close_store(void)
 	rec_queries_close();
 	for (unsigned i = 0; i < R.ncams; i++)
 		for (uint32_t s = 0; s < 2; s++)
-			rec_stream_close(&R.cams[i].s[s]);
+			rec_stream_close(&T.cams[i].s[s]);
 	R.ncams = 0;
 	rec_commit_stop(R.env.commit);
 	rec_events_finish();
@@ -357,7 +362,7 @@ void rec_configured(struct kp_worker *w, uint32_t generation)
 	const kp_WorkerConfig *wc = kp_worker_config(w);
 	/* The cameras of this batch: reported as not recording while nothing is, recorded
 	 * again after a rebuild. */
-	memcpy(R.unrecorded, R.incoming, R.nincoming * sizeof R.incoming[0]);
+	memcpy(T.unrecorded, T.incoming, R.nincoming * sizeof T.incoming[0]);
 	R.nunrecorded = R.nincoming;
 	if (!R.started && !R.failed) {
 		if (open_store(wc) < 0)
@@ -436,7 +441,7 @@ static void report_unrecorded(struct kp_worker *w)
 	const char *state = R.unrecorded_state ? R.unrecorded_state : "failed";
 	for (unsigned i = 0; i < R.nunrecorded; i++)
 		for (uint32_t s = 0; s < 2; s++) {
-			const kp_CameraConfig *cc = &R.unrecorded[i];
+			const kp_CameraConfig *cc = &T.unrecorded[i];
 			if (!(cc->streams & (1u << s)))
 				continue;
 			kp_Envelope env = kp_Envelope_init_zero;
@@ -459,15 +464,15 @@ void rec_report(struct kp_worker *w)
 	}
 	for (unsigned i = 0; i < R.ncams; i++)
 		for (uint32_t s = 0; s < 2; s++) {
-			const struct rec_stream *st = &R.cams[i].s[s];
-			if (!(R.cams[i].streams & (1u << s)))
+			const struct rec_stream *st = &T.cams[i].s[s];
+			if (!(T.cams[i].streams & (1u << s)))
 				continue;
 			kp_Envelope env = kp_Envelope_init_zero;
 			env.which_msg = kp_Envelope_recording_status_tag;
 			kp_RecordingStatus *rs = &env.msg.recording_status;
 			snprintf(rs->camera, sizeof rs->camera, "%s", st->camera);
 			rs->stream = s;
-			snprintf(rs->state, sizeof rs->state, "%s", state_name(&R.cams[i], st));
+			snprintf(rs->state, sizeof rs->state, "%s", state_name(&T.cams[i], st));
 			snprintf(rs->last_error, sizeof rs->last_error, "%s", st->last_error);
 			rs->fragments = st->fragments;
 			rs->bytes_written = st->bytes_written;
@@ -529,7 +534,7 @@ static void on_rebuild_done(uv_async_t *h)
 		R.failed = 1;
 	} else {
 		start_store(RB.w);
-		memcpy(R.incoming, R.unrecorded, R.nunrecorded * sizeof R.incoming[0]);
+		memcpy(T.incoming, T.unrecorded, R.nunrecorded * sizeof T.incoming[0]);
 		R.nincoming = R.nunrecorded;
 		apply_config(RB.w);
 	}
@@ -683,14 +688,14 @@ void rec_metrics(struct jbuf *b, struct cat *cat)
 		     "# TYPE keeppeek_recorderd_recording_state gauge\n");
 	for (unsigned i = 0; i < R.ncams; i++)
 		for (uint32_t s = 0; s < 2; s++) {
-			if (!(R.cams[i].streams & (1u << s)))
+			if (!(T.cams[i].streams & (1u << s)))
 				continue;
-			const char *now = state_name(&R.cams[i], &R.cams[i].s[s]);
+			const char *now = state_name(&T.cams[i], &T.cams[i].s[s]);
 			for (unsigned k = 0; k < sizeof states / sizeof states[0]; k++)
 				jb_printf(
 				    b,
 				    "keeppeek_recorderd_recording_state{camera=\"%s\",stream=\"%s\",state=\"%s\"} %d\n",
-				    R.cams[i].name, s ? "sub" : "main", states[k], !strcmp(now, states[k]));
+				    T.cams[i].name, s ? "sub" : "main", states[k], !strcmp(now, states[k]));
 		}
 	static const struct {
 		const char *name, *help;
@@ -706,15 +711,15 @@ void rec_metrics(struct jbuf *b, struct cat *cat)
 			  per[m].help, per[m].name, per[m].counter ? "counter" : "gauge");
 		for (unsigned i = 0; i < R.ncams; i++)
 			for (uint32_t s = 0; s < 2; s++) {
-				const struct rec_stream *st = &R.cams[i].s[s];
-				if (!(R.cams[i].streams & (1u << s)))
+				const struct rec_stream *st = &T.cams[i].s[s];
+				if (!(T.cams[i].streams & (1u << s)))
 					continue;
 				uint64_t v = m == 0   ? st->fragments
 					     : m == 1 ? st->bytes_written
 					     : m == 2 ? st->frames_dropped
 						      : st->state == REC_DISK_FULL;
 				jb_printf(b, "keeppeek_recorderd_%s{camera=\"%s\",stream=\"%s\"} %llu\n", per[m].name,
-					  R.cams[i].name, s ? "sub" : "main", (unsigned long long)v);
+					  T.cams[i].name, s ? "sub" : "main", (unsigned long long)v);
 			}
 	}
 	if (!R.env.commit)
