@@ -9,7 +9,7 @@
  * overflow runs fit and are reached once; the counts of branch, leaf and overflow pages
  * and of entries equal those the tree's record holds; free pages are in range and none
  * is also in use. The LMDB 0.9 on-disk format (data version 1, 64-bit) is read directly:
- * the layout is fixed by that version. Decision and numbers: docs/decisions/0002. */
+ * the layout is fixed by that version. Decision and numbers: docs/decisions/0003-catalog-rebuild.md. */
 #ifndef KP_REC_CATALOG_VERIFY_H
 #define KP_REC_CATALOG_VERIFY_H
 

@@ -5,7 +5,7 @@
  * revision (jobs.c); it goes with the revision's JPEG when the revision is replaced,
  * deleted or expires. Layout: "KPEV", format version, length and CRC-32 of what follows
  * (little-endian u32 each), then the EventRecord (nanopb). Decision:
- * docs/decisions/0002-catalog-rebuild.md. */
+ * docs/decisions/0003-catalog-rebuild.md. */
 #ifndef KP_REC_EVENT_RECORD_H
 #define KP_REC_EVENT_RECORD_H
 

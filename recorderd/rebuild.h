@@ -1,6 +1,6 @@
 /* The catalog against what is on disk: whether data_dir/catalog may be opened at all
  * (before LMDB maps it), and rebuilding it from the files when it may not. Decision:
- * docs/decisions/0002-catalog-rebuild.md. */
+ * docs/decisions/0003-catalog-rebuild.md. */
 #ifndef KP_REC_REBUILD_H
 #define KP_REC_REBUILD_H
 

@@ -20,7 +20,7 @@ void rec_camera_event(const kp_CameraEvent *e);
 void rec_arm_camera(const char *name, int64_t event_end_ms);
 void rec_report(struct kp_worker *w);
 void rec_stop(struct kp_worker *w);
-/* keeppeekctl check --rebuild (docs/decisions/0002-catalog-rebuild.md): recording and
+/* keeppeekctl check --rebuild (docs/decisions/0003-catalog-rebuild.md): recording and
  * the catalog stop (the maintenance state: catalog "rebuilding", streams
  * "catalog-rebuilding"), a new catalog is built from the files on a thread of its own
  * (rebuild.h), then opened as at start and recording resumes; the answer to request id
