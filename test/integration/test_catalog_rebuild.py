@@ -13,7 +13,8 @@ instead of aborting, and no recording or event file is removed. `keeppeekctl che
 start, end, bytes, fragments), every acknowledged event is back (same revision, labels,
 attributes, times, JPEG byte for byte), the damaged file is kept aside unchanged, check
 finds no problem, /healthz is 200 and recording goes on (new rows, an event published
-after the rebuild is stored too)."""
+after the rebuild is stored too). Last, the catalog in use is rebuilt on demand: the
+same recordings and events, the old file kept as data.mdb.replaced-*, recording resumes."""
 import hashlib
 import json
 import os
@@ -235,6 +236,26 @@ def test(make):
             check(rc == 0 and " 0 problems" in out, f"[{mode}] check finds no problem: {out.strip()[-200:]}")
             publish(E.event(f"after-{mode.split()[0]}", 1, start_ms=int(time.time() * 1000) - 500), True)
             time.sleep(4.0)
+
+        # A catalog in use, rebuilt on demand: recording stops for the rebuild and goes on.
+        evs_before = api_events(kp, tok)
+        recs_before = api_recordings(kp, tok)
+        r = subprocess.run([KEEPPEEKCTL, "-s", kp.sock, "--json", "check", "--rebuild"],
+                           capture_output=True, text=True, timeout=300)
+        res = json.loads(r.stdout) if r.returncode == 0 else {}
+        check(r.returncode == 0 and res["rebuilt"] and res["recording"] and res["events"] == len(acked)
+              and res["moved_to"].startswith("catalog/data.mdb.replaced-"),
+              f"a catalog in use is rebuilt, the old one kept as .replaced-: {r.stdout}{r.stderr}")
+        check(wait_for(lambda: recording(kp), 15.0, 0.2), f"both streams record again: {streams(kp)}")
+        recs = api_recordings(kp, tok)
+        check(all(k in recs and (recs[k]["end_ms"], recs[k]["fragments"]) == (v["end_ms"], v["fragments"])
+                  for k, v in recs_before.items() if not v["open"]),
+              "every closed recording is the same after it")
+        evs = api_events(kp, tok)
+        check({k: {f: v for f, v in e.items() if f != "keyframes"} for k, e in evs.items()} ==
+              {k: {f: v for f, v in e.items() if f != "keyframes"} for k, e in evs_before.items()},
+              "and every event")
+        time.sleep(3.0)
 
         # Recording went on after the last rebuild: new rows, the old ones as they were.
         before = rows
