@@ -32,7 +32,9 @@ struct cat_verify_report {
  * open it; otherwise the meta page of that transaction (a reader's snapshot, whose pages
  * LMDB does not reuse while the reader lives), -EAGAIN when neither meta page has it
  * any more. 0: sound; -EBADMSG: damaged (why says how); -ENODATA: the file is empty
- * (LMDB would silently start a new catalog in it); another -errno: reading failed. */
+ * (LMDB would silently start a new catalog in it); -ENOTSUP: not a 64-bit build (the
+ * layout read here is the 64-bit one; nothing was checked); another -errno: reading
+ * failed. */
 int cat_verify_fd(int fd, uint64_t want_txnid, struct cat_verify_report *ret);
 
 /* The same for a file by path; -ENOENT when it does not exist. */
