@@ -111,7 +111,6 @@ int rec_catalog_assess(int data_dirfd, char *why, size_t cap)
 /* ---- rebuild ---- */
 
 #define EVENT_BATCH 256 /* events per transaction */
-#define JPEG_MAX    (16u << 20)
 
 static int valid_camera(const char *s)
 {
@@ -559,7 +558,7 @@ static int store_event(struct cat_txn *t, int dirfd, const struct record_entry *
 	if (ev.has_jpeg) {
 		struct stat st;
 		rec_event_jpeg_path(e->id, e->revision, path, sizeof path);
-		if (fstatat(dirfd, path, &st, 0) == 0 && st.st_size > 0 && st.st_size <= JPEG_MAX) {
+		if (fstatat(dirfd, path, &st, 0) == 0 && st.st_size > 0 && st.st_size <= KP_ANALYSIS_JPEG_MAX) {
 			jpeg_len = (uint32_t)st.st_size;
 		} else {
 			kp_warn("rebuild: event %s revision %u: its JPEG %s is gone; stored without", e->id,
