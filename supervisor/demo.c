@@ -55,7 +55,7 @@ static bool in_build_tree(void)
 	if (n <= 0)
 		return false;
 	self[n] = '\0';
-	return !strncmp(self, KP_BUILD_ROOT "/", strlen(KP_BUILD_ROOT) + 1);
+	return KP_BUILD_TREE_RUNS && !strncmp(self, KP_BUILD_ROOT "/", strlen(KP_BUILD_ROOT) + 1);
 }
 
 int demo_config(char *buf, size_t len)

@@ -69,7 +69,7 @@ static int built_tree(char *dir, size_t len)
 		return 0;
 	*slash = '\0';
 	snprintf(dir, len, "%s", self);
-	return strcmp(self, KP_BUILD_ROOT "/supervisor") == 0;
+	return KP_BUILD_TREE_RUNS && strcmp(self, KP_BUILD_ROOT "/supervisor") == 0;
 }
 
 /* Each worker its own uid where the package made one (keeppeek-ingestd, -webd, -rtcd), so
