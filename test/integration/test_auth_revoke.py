@@ -27,13 +27,18 @@ def offer(sid):
 def open_sockets(k, headers, sid):
     headers = dict(headers, Origin=k.web_url)  # a page of the UI, as a browser sends it
     live = kp_ws.connect("127.0.0.1", k.web_port, "/api/v1/live", headers)
-    rtc = kp_ws.connect("127.0.0.1", k.web_port, "/api/v1/rtc", headers)
+    rtc = [kp_ws.connect("127.0.0.1", k.web_port, "/api/v1/rtc", headers)]
 
     def answered():
-        rtc.send_text(offer(sid))
+        rtc[0].send_text(offer(sid))
         end = time.monotonic() + 5
         while time.monotonic() < end:
-            kind, data = rtc.recv(timeout=5)
+            kind, data = rtc[0].recv(timeout=5)
+            if kind == "close" and data[0] == 1012:
+                # rtcd announced its start after this socket opened (keeppeekd just
+                # started): webd closes signaling sockets then, and a page reconnects.
+                rtc[0] = kp_ws.connect("127.0.0.1", k.web_port, "/api/v1/rtc", headers)
+                return False
             if kind != "text":
                 check(False, f"{sid}: the signaling WebSocket stays open ({kind} {data})")
             m = json.loads(data)
@@ -41,7 +46,7 @@ def open_sockets(k, headers, sid):
                 return m["type"] == "answer"
         return False
     check(wait_for(answered, 20, 0.5), f"{sid}: a WebRTC session is answered")
-    return live, rtc
+    return live, rtc[0]
 
 
 def closed_within(ws, seconds):
