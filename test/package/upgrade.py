@@ -407,6 +407,8 @@ def before(state_path):
         stopped = kp.stop()
         cam.stop()
     check(stopped, "keeppeekd and its workers stop on SIGTERM")
+    restarts = re.findall(r"(?m)^.*\(restart \d+\).*$", kp.text())
+    check(not restarts, "no worker restarted", "\n".join(restarts[:5]))
     files = media_files()
     nrec = len([p for p in files if p.startswith("recordings/")])
     check(nrec >= len(recs), "every recording row has its file", f"{nrec} files for {len(recs)} rows")
@@ -530,6 +532,8 @@ def after(state_path):
         if notes:
             log("# keeppeekd after the upgrade said:\n  " + "\n  ".join(notes[-30:]))
     check(stopped, "keeppeekd and its workers stop on SIGTERM after the upgrade")
+    restarts = re.findall(r"(?m)^.*\(restart \d+\).*$", text)
+    check(not restarts, "no worker restarted after the upgrade", "\n".join(restarts[:5]))
 
 
 def main():
