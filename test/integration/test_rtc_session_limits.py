@@ -12,24 +12,14 @@ H.265-only test camera:
   one thread a transcode adds (an H.265 camera watched by a peer without H.265) runs
   on a KP_RTC_THREAD_STACK stack (4 MiB) with a guard page below it."""
 import asyncio
-import json
 import os
 import re
 import sys
 import tempfile
-import threading
 import time
 
-try:
-    import aioice.ice
-    from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
-except ImportError:
-    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])  # Debian's python3-aiortc
-    raise
-
-import kp_ws
 from kp import TestCamera, cameras, check, run, wait_for
+from kp_rtc import Signaling, Viewer, close_all
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -41,10 +31,6 @@ udp_ports = 44000-44499
 """
 MIB = 1024 * 1024
 
-aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"] if use_ipv4 else []
-NO_STUN = RTCConfiguration(iceServers=[])
-
-
 def limit(name):
     with open(os.path.join(os.environ["KP_SOURCE_ROOT"], "common", "kp_limits.h")) as f:
         m = re.search(r"^#define " + name + r"\s+\(?(\d+)(?: \* KP_MIB\))?", f.read(), re.M)
@@ -53,102 +39,6 @@ def limit(name):
 
 PER_SESSION = limit("KP_RTC_CURSORS_PER_SESSION")
 STACK = limit("KP_RTC_THREAD_STACK")
-
-
-class Signaling:
-    """webd's /api/v1/rtc WebSocket; a reader thread hands messages to the asyncio loop."""
-
-    def __init__(self, kp, token, loop):
-        self.ws = kp_ws.connect("127.0.0.1", kp.web_port, "/api/v1/rtc", {"Authorization": "Bearer " + token})
-        self.loop = loop
-        self.queues = {}
-        self.closed = False
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _queue(self, sid):
-        return self.queues.setdefault(sid, asyncio.Queue())
-
-    def _read(self):
-        while not self.closed:
-            try:
-                kind, data = self.ws.recv(timeout=0.5)
-            except TimeoutError:
-                continue
-            except (ConnectionError, OSError, kp_ws.ProtocolError):
-                return
-            if kind != "text":
-                return
-            m = json.loads(data)
-            self.loop.call_soon_threadsafe(lambda m=m: self._queue(m.get("sid")).put_nowait(m))
-
-    def send(self, obj):
-        self.ws.send_text(json.dumps(obj))
-
-    async def next(self, sid, pred, timeout=15):
-        q = self._queue(sid)
-        end = time.monotonic() + timeout
-        while True:
-            m = await asyncio.wait_for(q.get(), max(0.1, end - time.monotonic()))
-            if pred(m):
-                return m
-
-    def close(self):
-        self.closed = True
-        try:
-            self.ws.close()
-        except OSError:
-            pass
-        self.thread.join(2)
-
-
-class Viewer:
-    """One aiortc RTCPeerConnection receiving one rtcd session; counts decoded frames."""
-
-    def __init__(self, sig, sid, camera, mode="live", at_ms=None):
-        self.sig, self.sid, self.camera, self.mode, self.at_ms = sig, sid, camera, mode, at_ms
-        self.pc = RTCPeerConnection(NO_STUN)
-        self.frames = 0
-        self.task = None
-
-        @self.pc.on("track")
-        def on_track(track):
-            self.task = asyncio.ensure_future(self._count(track))
-
-    async def _count(self, track):
-        try:
-            while True:
-                await track.recv()
-                self.frames += 1
-        except Exception:  # MediaStreamError when the connection ends
-            return
-
-    async def open(self):
-        self.pc.addTransceiver("video", direction="recvonly")
-        await self.pc.setLocalDescription(await self.pc.createOffer())
-        msg = {"type": "offer", "sid": self.sid, "sdp": self.pc.localDescription.sdp, "camera": self.camera,
-               "stream": "sub", "mode": self.mode}
-        if self.at_ms is not None:
-            msg["at_ms"] = self.at_ms
-        self.sig.send(msg)
-        m = await self.sig.next(self.sid, lambda m: m["type"] in ("answer", "error", "closed"))
-        if m["type"] != "answer":
-            check(False, f"session {self.sid} on {self.camera} answered: {m}")
-        await self.pc.setRemoteDescription(RTCSessionDescription(m["sdp"], "answer"))
-
-    async def playing(self, more_than=0, timeout=15):
-        end = time.monotonic() + timeout
-        while self.frames <= more_than and time.monotonic() < end:
-            await asyncio.sleep(0.05)
-        return self.frames > more_than
-
-    async def close(self):
-        try:
-            await asyncio.wait_for(self.pc.close(), 3)
-        except Exception:
-            pass
-        if self.task:
-            self.task.cancel()
 
 
 def metric(kp, token, name):
@@ -188,12 +78,10 @@ async def scenario(kp, token, admin):
     rtcd = kp.status()["rtcd"]["pid"]
     threads0 = set(int(t) for t in os.listdir(f"/proc/{rtcd}/task"))
     sig = Signaling(kp, token, loop)
-    opened = []
     try:
         # ---- cursors per session ----
         at_ms = int(time.time() * 1000) - 5000
         pb = Viewer(sig, "pb", "avc", mode="playback", at_ms=at_ms)
-        opened.append(pb)
         await pb.open()
         check(await pb.playing(), "a playback session decodes frames")
         check(metric(kp, admin, "keeppeek_rtc_cursors") == 1, "it holds one cursor")
@@ -230,7 +118,6 @@ async def scenario(kp, token, admin):
         more = []
         for i in range(PER_SESSION + 1):
             v = Viewer(sig, f"live{i}", "avc")
-            opened.append(v)
             more.append(v)
             await v.open()
         playing = [await v.playing() for v in more]
@@ -246,7 +133,6 @@ async def scenario(kp, token, admin):
               f"{ {t: s // 1024 for t, (s, g) in new.items()} }: libuv's pool)")
         before = set(stacks(rtcd))
         tc = Viewer(sig, "tc", "hevc")
-        opened.append(tc)
         await tc.open()
         check(await tc.playing(), "a peer without H.265 watching the H.265 camera decodes frames")
         m = await sig.next("tc", lambda m: m["type"] == "state")
@@ -256,9 +142,7 @@ async def scenario(kp, token, admin):
               f"the transcode runs on one new thread with a {STACK // MIB} MiB stack and a guard page below it "
               f"({ {t: (s // 1024, g) for t, (s, g) in added.items()} })")
     finally:
-        for v in opened:
-            await v.close()
-        sig.close()
+        await close_all()
 
 
 def test(make):

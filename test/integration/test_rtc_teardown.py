@@ -11,24 +11,11 @@ every round rtcd must not have restarted, and the steady viewers must keep decod
 (Issue: a session ended by DTLS stayed linked in its signaling connection and was read
 after it was freed when the connection closed.)"""
 import asyncio
-import json
-import os
-import queue
-import sys
 import tempfile
-import threading
 import time
 
-try:
-    import aioice.ice
-    from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
-except ImportError:
-    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])  # Debian's python3-aiortc
-    raise
-
-import kp_ws
 from kp import TestCamera, cameras, check, run, wait_for
+from kp_rtc import Signaling, Viewer, close_all
 
 ROUNDS = 50
 CONFIG = """[keeppeek]
@@ -39,119 +26,6 @@ listen = 127.0.0.1:{port}
 [rtc]
 udp_ports = 43000-43999
 """
-
-# Loopback only: aiortc would otherwise gather every interface's address, and asks a
-# public STUN server unless given an empty list.
-aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"] if use_ipv4 else []
-NO_STUN = RTCConfiguration(iceServers=[])
-
-
-class Signaling:
-    """webd's /api/v1/rtc WebSocket; a reader thread hands messages to the asyncio loop."""
-
-    def __init__(self, kp, token, loop):
-        OPEN.append(self)
-        self.ws = kp_ws.connect("127.0.0.1", kp.web_port, "/api/v1/rtc", {"Authorization": "Bearer " + token})
-        self.loop = loop
-        self.queues = {}
-        self.closed = False
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _queue(self, sid):
-        return self.queues.setdefault(sid, asyncio.Queue())
-
-    def _read(self):
-        while not self.closed:
-            try:
-                kind, data = self.ws.recv(timeout=0.5)
-            except TimeoutError:
-                continue
-            except (ConnectionError, OSError, kp_ws.ProtocolError):
-                return
-            if kind != "text":
-                return
-            m = json.loads(data)
-            self.loop.call_soon_threadsafe(lambda m=m: self._queue(m.get("sid")).put_nowait(m))
-
-    def send(self, obj):
-        self.ws.send_text(json.dumps(obj))
-
-    async def next(self, sid, types, timeout=15):
-        q = self._queue(sid)
-        end = time.monotonic() + timeout
-        while True:
-            m = await asyncio.wait_for(q.get(), max(0.1, end - time.monotonic()))
-            if m["type"] in types:
-                return m
-
-    async def close_quietly(self):
-        self.close()
-
-    def close(self):
-        self.closed = True
-        try:
-            self.ws.close()
-        except OSError:
-            pass
-        self.thread.join(2)
-
-
-OPEN = []  # every peer connection and signaling connection, closed on the way out
-
-
-class Viewer:
-    """One aiortc RTCPeerConnection receiving one rtcd session; counts decoded frames."""
-
-    def __init__(self, sig, sid, camera, stream="sub", mode="live", at_ms=None):
-        OPEN.append(self)
-        self.sig, self.sid, self.camera, self.stream, self.mode, self.at_ms = sig, sid, camera, stream, mode, at_ms
-        self.pc = RTCPeerConnection(NO_STUN)
-        self.frames = 0
-        self.task = None
-        self.state = None
-
-        @self.pc.on("track")
-        def on_track(track):
-            self.task = asyncio.ensure_future(self._count(track))
-
-    async def _count(self, track):
-        try:
-            while True:
-                await track.recv()
-                self.frames += 1
-        except Exception:  # MediaStreamError when the connection ends
-            return
-
-    async def open(self):
-        self.pc.addTransceiver("video", direction="recvonly")
-        await self.pc.setLocalDescription(await self.pc.createOffer())
-        msg = {"type": "offer", "sid": self.sid, "sdp": self.pc.localDescription.sdp, "camera": self.camera,
-               "stream": self.stream, "mode": self.mode}
-        if self.at_ms is not None:
-            msg["at_ms"] = self.at_ms
-        self.sig.send(msg)
-        m = await self.sig.next(self.sid, ("answer", "error", "closed"))
-        if m["type"] != "answer":
-            check(False, f"session {self.sid} on {self.camera} answered: {m}")
-        await self.pc.setRemoteDescription(RTCSessionDescription(m["sdp"], "answer"))
-
-    async def playing(self, timeout=15):
-        end = time.monotonic() + timeout
-        while self.frames == 0 and time.monotonic() < end:
-            await asyncio.sleep(0.05)
-        return self.frames > 0
-
-    async def close(self):
-        await self.pc.close()
-        if self.task:
-            self.task.cancel()
-
-    async def close_quietly(self):
-        try:
-            await asyncio.wait_for(self.close(), 3)
-        except Exception:
-            pass
 
 
 def check_quiet(cond, msg):
@@ -169,8 +43,7 @@ async def scenario(kp, tokens):
     try:
         await rounds(kp, tokens)
     finally:
-        for o in OPEN:
-            await o.close_quietly()
+        await close_all()
 
 
 async def rounds(kp, tokens):
@@ -203,9 +76,9 @@ async def rounds(kp, tokens):
             for v in vs:
                 await v.close()
             await asyncio.sleep(0.3)  # rtcd ends them on close_notify first
-            sig.close()
+            await sig.close()
         elif order == "socket-then-peers":
-            sig.close()
+            await sig.close()
             await asyncio.sleep(0.1)
             for v in vs:
                 await v.close()
@@ -215,7 +88,7 @@ async def rounds(kp, tokens):
             await asyncio.sleep(0.1)
             for v in vs:
                 await v.close()
-            sig.close()
+            await sig.close()
         elif order == "peers-then-bye":
             for v in vs:
                 await v.close()
@@ -223,7 +96,7 @@ async def rounds(kp, tokens):
             for v in vs:
                 sig.send({"type": "bye", "sid": v.sid})
             await asyncio.sleep(0.1)
-            sig.close()
+            await sig.close()
         elif order == "replace-after-peer-closed":
             await vs[0].close()
             m = await sig.next(vs[0].sid, ("closed",))
@@ -233,12 +106,12 @@ async def rounds(kp, tokens):
             check(await again.playing(), f"round {r}: a new offer for a closed sid plays")
             for v in [again] + vs[1:]:
                 await v.close()
-            sig.close()
+            await sig.close()
         else:  # the peers vanish without a word; the page's socket closes
             for v in vs:
                 if v.task:
                     v.task.cancel()
-            sig.close()
+            await sig.close()
             await asyncio.sleep(0.2)
             for v in vs:
                 await v.close()
@@ -256,7 +129,7 @@ async def rounds(kp, tokens):
     check(all(n > b for n, b in zip(now, before)), f"steady viewers still decode at the end ({now} frames)")
     for v in steady:
         await v.close()
-    steady_sig.close()
+    await steady_sig.close()
     await asyncio.sleep(0.3)
     check(rtcd_ok(kp, rtcd), "rtcd still the same process, 0 restarts")
     st = kp.status()
