@@ -24,7 +24,7 @@ except ImportError:
     raise
 
 import kp_ws
-from kp import check
+from kp import TestCamera, cameras, check, wait_for
 
 aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"] if use_ipv4 else []
 NO_STUN = RTCConfiguration(iceServers=[])
@@ -132,6 +132,29 @@ class Viewer:
             pass
         if self.task:
             self.task.cancel()
+
+
+def with_two_cameras(make, config, prefix, scenario):
+    """Runs scenario(kp) against keeppeekd with two RTSP test cameras, "avc" (H.264, sent
+    as is) and "hevc" (H.265 only, so transcoded for aiortc, which offers no H.265), once
+    both sub streams stream and a few seconds are recorded (for playback sessions)."""
+    import tempfile
+    work = tempfile.mkdtemp(prefix=prefix)
+    avc = TestCamera(work, "avc", "h264", "rtsp")
+    hevc = TestCamera(work, "hevc", "h265", "rtsp")
+    try:
+        for c in (avc, hevc):
+            config += f'[camera "{c.name}"]\nurl = {c.url()}\nsub_url = {c.sub_url()}\n'
+        kp = make(config=config)
+        kp.wait_running()
+        check(wait_for(lambda: (c := cameras(kp)) and all(c[n]["streams"][1]["state"] == "streaming"
+                                                         for n in ("avc", "hevc")), 20),
+              "both cameras' sub streams streaming")
+        time.sleep(7.0)
+        scenario(kp)
+    finally:
+        avc.kill()
+        hevc.kill()
 
 
 async def close_all():

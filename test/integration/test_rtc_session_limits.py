@@ -15,11 +15,10 @@ import asyncio
 import os
 import re
 import sys
-import tempfile
 import time
 
-from kp import TestCamera, cameras, check, run, wait_for
-from kp_rtc import Signaling, Viewer, close_all
+from kp import check, run, wait_for
+from kp_rtc import Signaling, Viewer, close_all, with_two_cameras
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -146,24 +145,8 @@ async def scenario(kp, token, admin):
 
 
 def test(make):
-    work = tempfile.mkdtemp(prefix="kp-rtc-sl-")
-    avc = TestCamera(work, "avc", "h264", "rtsp")
-    hevc = TestCamera(work, "hevc", "h265", "rtsp")
-    try:
-        conf = CONFIG
-        for c in (avc, hevc):
-            conf += f'[camera "{c.name}"]\nurl = {c.url()}\nsub_url = {c.sub_url()}\n'
-        kp = make(config=conf)
-        kp.wait_running()
-        check(wait_for(lambda: (c := cameras(kp)) and all(c[n]["streams"][1]["state"] == "streaming"
-                                                         for n in ("avc", "hevc")), 20),
-              "both cameras' sub streams streaming")
-        token, admin = kp.token("viewer"), kp.token("admin")
-        time.sleep(7.0)  # a few seconds recorded, for the playback session
-        asyncio.run(scenario(kp, token, admin))
-    finally:
-        avc.kill()
-        hevc.kill()
+    with_two_cameras(make, CONFIG, "kp-rtc-sl-",
+                     lambda kp: asyncio.run(scenario(kp, kp.token("viewer"), kp.token("admin"))))
 
 
 if __name__ == "__main__":

@@ -11,11 +11,10 @@ every round rtcd must not have restarted, and the steady viewers must keep decod
 (Issue: a session ended by DTLS stayed linked in its signaling connection and was read
 after it was freed when the connection closed.)"""
 import asyncio
-import tempfile
 import time
 
-from kp import TestCamera, cameras, check, run, wait_for
-from kp_rtc import Signaling, Viewer, close_all
+from kp import check, run
+from kp_rtc import Signaling, Viewer, close_all, with_two_cameras
 
 ROUNDS = 50
 CONFIG = """[keeppeek]
@@ -137,24 +136,8 @@ async def rounds(kp, tokens):
 
 
 def test(make):
-    work = tempfile.mkdtemp(prefix="kp-rtc-td-")
-    avc = TestCamera(work, "avc", "h264", "rtsp")
-    hevc = TestCamera(work, "hevc", "h265", "rtsp")
-    try:
-        conf = CONFIG
-        for c in (avc, hevc):
-            conf += f'[camera "{c.name}"]\nurl = {c.url()}\nsub_url = {c.sub_url()}\n'
-        kp = make(config=conf)
-        kp.wait_running()
-        check(wait_for(lambda: (c := cameras(kp)) and all(c[n]["streams"][1]["state"] == "streaming"
-                                                         for n in ("avc", "hevc")), 20),
-              "both cameras' sub streams streaming")
-        tokens = [kp.token("viewer") for _ in range(3)]
-        time.sleep(7.0)  # a few seconds recorded, for the playback sessions
-        asyncio.run(scenario(kp, tokens))
-    finally:
-        avc.kill()
-        hevc.kill()
+    with_two_cameras(make, CONFIG, "kp-rtc-td-",
+                     lambda kp: asyncio.run(scenario(kp, [kp.token("viewer") for _ in range(3)])))
 
 
 if __name__ == "__main__":
