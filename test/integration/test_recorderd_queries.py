@@ -129,11 +129,12 @@ def test(make):
         rc, out, err = kp.ctl("check")
         check(rc == 0 and out.rstrip().endswith(": 0 problems"), f"check is clean: {out.strip()}")
 
-        s, h, b = get("/metrics")
-        text = b.decode(errors="replace")
-        check(s == 200 and 'keeppeek_recorderd_recording_state{camera="front",stream="main",state="recording"} 1'
-              in text and "keeppeek_recorderd_commit_seconds_count" in text,
-              "recorderd's metrics are in /metrics")
+        def metrics_show_recording():  # the restarted recorderd resumes at its own pace
+            s, h, b = get("/metrics")
+            text = b.decode(errors="replace")
+            return s == 200 and 'keeppeek_recorderd_recording_state{camera="front",stream="main",' \
+                'state="recording"} 1' in text and "keeppeek_recorderd_commit_seconds_count" in text
+        check(wait_for(metrics_show_recording, 15, 0.2), "recorderd's metrics are in /metrics")
     finally:
         cam.kill()
 
