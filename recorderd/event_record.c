@@ -127,7 +127,6 @@ int rec_event_record_read(int data_dirfd, const char *path, kp_EventRecord *ret)
 	return r < 0 ? r : rec_event_record_decode(buf, len, ret);
 }
 
-static int sync_dir(int dirfd, const char *path);
 static int make_dir(int dirfd, const char *path, const char *parent);
 
 int rec_event_record_store(int data_dirfd, const kp_EventRecord *ev)
@@ -146,7 +145,7 @@ int rec_event_record_store(int data_dirfd, const kp_EventRecord *ev)
 	r = fdatasync(fd) < 0 ? -errno : 0;
 	close(fd);
 	if (r == 0)
-		r = sync_dir(data_dirfd, dir);
+		r = rec_fsync_dir(data_dirfd, dir);
 	if (r < 0)
 		unlinkat(data_dirfd, path, 0);
 	return r;
@@ -183,21 +182,11 @@ static int collect_id(void *arg, int64_t start_ms, uint64_t seq, const char *id)
 	return 0;
 }
 
-static int sync_dir(int dirfd, const char *path)
-{
-	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int r = fsync(fd) < 0 ? -errno : 0;
-	close(fd);
-	return r;
-}
-
 static int make_dir(int dirfd, const char *path, const char *parent)
 {
 	if (mkdirat(dirfd, path, 0750) < 0)
 		return errno == EEXIST ? 0 : -errno;
-	return sync_dir(dirfd, parent);
+	return rec_fsync_dir(dirfd, parent);
 }
 
 /* One batch: the records of the stored revisions that have none, written, then each
@@ -255,7 +244,7 @@ static int backfill_batch(struct rec_backfill *b, char (*ids)[CAT_EVENT_ID_MAX +
 		if (dirs[hh / 8] >> hh % 8 & 1) {
 			char dir[16];
 			snprintf(dir, sizeof dir, "events/%02x", hh);
-			r = sync_dir(b->dirfd, dir);
+			r = rec_fsync_dir(b->dirfd, dir);
 		}
 	if (r < 0 || !nfd)
 		return r;

@@ -88,7 +88,7 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static int fsync_dir(int data_dirfd, const char *dir)
+int rec_fsync_dir(int data_dirfd, const char *dir)
 {
 	int fd = openat(data_dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -105,11 +105,11 @@ static int make_dirs(int data_dirfd, const char *path)
 	snprintf(dir, sizeof dir, "%.9s", path); /* "events/hh" */
 	int r = 0;
 	if (mkdirat(data_dirfd, "events", 0750) == 0)
-		r = fsync_dir(data_dirfd, ".");
+		r = rec_fsync_dir(data_dirfd, ".");
 	else if (errno != EEXIST)
 		return -errno;
 	if (r == 0 && mkdirat(data_dirfd, dir, 0750) == 0)
-		r = fsync_dir(data_dirfd, "events");
+		r = rec_fsync_dir(data_dirfd, "events");
 	else if (r == 0 && errno != EEXIST)
 		r = -errno;
 	return r;
@@ -342,7 +342,7 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 			char path[CAT_PATH_MAX];
 			rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
 			path[9] = '\0';
-			int r = fsync_dir(data_dirfd, path);
+			int r = rec_fsync_dir(data_dirfd, path);
 			if (r < 0)
 				fail(j, 500, "catalog_error", "syncing %s failed: %s", path, strerror(-r));
 		}

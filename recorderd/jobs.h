@@ -50,6 +50,9 @@ void rec_event_thumb_path(const char *id, uint32_t revision, char *out, size_t c
 void rec_event_record_path(const char *id, uint32_t revision, char *out, size_t cap);
 
 /* Commit thread: runs the jobs (a list), filling in each one's result. */
+/* fsync(2) of the directory dir below data_dirfd (so that new or removed names in it
+ * are durable): 0 or a negative errno. */
+int rec_fsync_dir(int data_dirfd, const char *dir);
 void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list);
 void rec_job_free(struct rec_job *j);
 

@@ -652,16 +652,6 @@ int rec_rebuild_into(struct cat *cat, int data_dirfd, struct rec_rebuild_result 
 
 #define NEW_DIR "catalog.rebuild"
 
-static int sync_dir(int dirfd, const char *path)
-{
-	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int r = fsync(fd) < 0 ? -errno : 0;
-	close(fd);
-	return r;
-}
-
 /* What an interrupted rebuild left. */
 static int remove_new_dir(int dirfd)
 {
@@ -698,7 +688,7 @@ int rec_rebuild(int data_dirfd, const char *data_dir, size_t map_size, const cha
 	if (r == 0 && (r = cat_sync(cat)) < 0)
 		snprintf(why, cap, "syncing the new catalog failed: %s", strerror(-r));
 	cat_close(cat);
-	if (r == 0 && (r = sync_dir(data_dirfd, NEW_DIR)) < 0)
+	if (r == 0 && (r = rec_fsync_dir(data_dirfd, NEW_DIR)) < 0)
 		snprintf(why, cap, "syncing %s failed: %s", path, strerror(-r));
 	if (r < 0) {
 		remove_new_dir(data_dirfd);
@@ -729,14 +719,14 @@ int rec_rebuild(int data_dirfd, const char *data_dir, size_t map_size, const cha
 	if (r == 0 && renameat(data_dirfd, NEW_DIR "/data.mdb", data_dirfd, DATA_FILE) < 0)
 		r = -errno;
 	if (r == 0)
-		r = sync_dir(data_dirfd, REC_CATALOG_DIR);
+		r = rec_fsync_dir(data_dirfd, REC_CATALOG_DIR);
 	if (r < 0) {
 		snprintf(why, cap, "moving the new catalog into %s/%s failed: %s", data_dir, REC_CATALOG_DIR,
 			 strerror(-r));
 		return r;
 	}
 	remove_new_dir(data_dirfd);
-	sync_dir(data_dirfd, ".");
+	rec_fsync_dir(data_dirfd, ".");
 	*ret = res;
 	return 0;
 }
