@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LINE_MAX_BYTES 8192   /* request line and each header line, without CRLF */
-#define HEAD_MAX_BYTES 65536  /* all header lines, CRLF included */
-#define HEADERS_MAX 100
+#define LINE_MAX_BYTES 8192  /* request line and each header line, without CRLF */
+#define HEAD_MAX_BYTES 65536 /* all header lines, CRLF included */
+#define HEADERS_MAX    100
 
 struct pss {
 	char body[512];
@@ -34,13 +34,22 @@ static char fragbuf[HEAD_MAX_BYTES + 16];
 static int request_line_token(int t)
 {
 	switch (t) {
-	case WSI_TOKEN_GET_URI: case WSI_TOKEN_POST_URI: case WSI_TOKEN_OPTIONS_URI:
-	case WSI_TOKEN_PUT_URI: case WSI_TOKEN_PATCH_URI: case WSI_TOKEN_DELETE_URI:
-	case WSI_TOKEN_CONNECT: case WSI_TOKEN_HEAD_URI: case WSI_TOKEN_HTTP:
+	case WSI_TOKEN_GET_URI:
+	case WSI_TOKEN_POST_URI:
+	case WSI_TOKEN_OPTIONS_URI:
+	case WSI_TOKEN_PUT_URI:
+	case WSI_TOKEN_PATCH_URI:
+	case WSI_TOKEN_DELETE_URI:
+	case WSI_TOKEN_CONNECT:
+	case WSI_TOKEN_HEAD_URI:
+	case WSI_TOKEN_HTTP:
 	case WSI_TOKEN_HTTP_URI_ARGS:
-	case WSI_TOKEN_HTTP_COLON_AUTHORITY: case WSI_TOKEN_HTTP_COLON_METHOD:
-	case WSI_TOKEN_HTTP_COLON_PATH: case WSI_TOKEN_HTTP_COLON_SCHEME:
-	case WSI_TOKEN_HTTP_COLON_STATUS: case WSI_TOKEN_COLON_PROTOCOL:
+	case WSI_TOKEN_HTTP_COLON_AUTHORITY:
+	case WSI_TOKEN_HTTP_COLON_METHOD:
+	case WSI_TOKEN_HTTP_COLON_PATH:
+	case WSI_TOKEN_HTTP_COLON_SCHEME:
+	case WSI_TOKEN_HTTP_COLON_STATUS:
+	case WSI_TOKEN_COLON_PROTOCOL:
 		return 1;
 	}
 	return t >= _WSI_TOKEN_CLIENT_SENT_PROTOCOLS;
@@ -60,11 +69,10 @@ static int analyse(struct lws *wsi, struct pss *pss)
 		const unsigned char *name = lws_token_to_string((enum lws_token_indexes)t);
 		int nlen = name ? (int)strlen((const char *)name) : 0;
 		for (f = 0;; f++) {
-			n = lws_hdr_copy_fragment(wsi, fragbuf, sizeof fragbuf,
-						  (enum lws_token_indexes)t, f);
+			n = lws_hdr_copy_fragment(wsi, fragbuf, sizeof fragbuf, (enum lws_token_indexes)t, f);
 			if (n < 0)
 				break;
-			int line = nlen + 1 + n;   /* "name:" + " " + value */
+			int line = nlen + 1 + n; /* "name:" + " " + value */
 			lines++;
 			bytes += line + 2;
 			if (line > maxline)
@@ -86,35 +94,30 @@ static int analyse(struct lws *wsi, struct pss *pss)
 	else if (lines > HEADERS_MAX || maxline > LINE_MAX_BYTES || bytes > HEAD_MAX_BYTES)
 		pss->status = 431;
 
-	pss->len = lws_snprintf(pss->body, sizeof pss->body,
-		"verdict=%d known_lines=%d known_bytes=%ld max_known_line=%d request_line~%d "
-		"cookie_total=%d custom[x-pad:]=%d custom[x-a:]=%d custom[x-h0001:]=%d "
-		"custom[x-h0100:]=%d unknown_count=unavailable\n",
-		pss->status, lines, bytes, maxline, reqline,
-		lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE),
-		lws_hdr_custom_length(wsi, "x-pad:", 6),
-		lws_hdr_custom_length(wsi, "x-a:", 4),
-		lws_hdr_custom_length(wsi, "x-h0001:", 8),
-		lws_hdr_custom_length(wsi, "x-h0100:", 8));
+	pss->len =
+	    lws_snprintf(pss->body, sizeof pss->body,
+			 "verdict=%d known_lines=%d known_bytes=%ld max_known_line=%d request_line~%d "
+			 "cookie_total=%d custom[x-pad:]=%d custom[x-a:]=%d custom[x-h0001:]=%d "
+			 "custom[x-h0100:]=%d unknown_count=unavailable\n",
+			 pss->status, lines, bytes, maxline, reqline, lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE),
+			 lws_hdr_custom_length(wsi, "x-pad:", 6), lws_hdr_custom_length(wsi, "x-a:", 4),
+			 lws_hdr_custom_length(wsi, "x-h0001:", 8), lws_hdr_custom_length(wsi, "x-h0100:", 8));
 	return 0;
 }
 
-static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-			 void *in, size_t len)
+static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
 {
 	struct pss *pss = user;
-	uint8_t buf[LWS_PRE + 1024], *start = &buf[LWS_PRE], *p = start,
-		*end = &buf[sizeof(buf) - 1];
+	uint8_t buf[LWS_PRE + 1024], *start = &buf[LWS_PRE], *p = start, *end = &buf[sizeof(buf) - 1];
 
 	switch (reason) {
 	case LWS_CALLBACK_HTTP:
 		analyse(wsi, pss);
-		if (lws_add_http_common_headers(wsi, (unsigned int)pss->status, "text/plain",
-						(lws_filepos_t)pss->len, &p, end))
+		if (lws_add_http_common_headers(wsi, (unsigned int)pss->status, "text/plain", (lws_filepos_t)pss->len,
+						&p, end))
 			return 1;
 		if (pss->status != 200 &&
-		    lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION,
-						 (const unsigned char *)"close", 5, &p, end))
+		    lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION, (const unsigned char *)"close", 5, &p, end))
 			return 1;
 		if (lws_finalize_write_http_header(wsi, start, &p, end))
 			return 1;
@@ -126,7 +129,7 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
 		if (lws_write(wsi, start, (size_t)pss->len, LWS_WRITE_HTTP_FINAL) != pss->len)
 			return 1;
 		if (pss->status != 200)
-			return -1;   /* over a ceiling: answered, now close */
+			return -1; /* over a ceiling: answered, now close */
 		if (lws_http_transaction_completed(wsi))
 			return -1;
 		return 0;
@@ -137,10 +140,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
 	return lws_callback_http_dummy(wsi, reason, user, in, len);
 }
 
-static const struct lws_protocols protocols[] = {
-	{ "http", callback_http, sizeof(struct pss), 0, 0, NULL, 0 },
-	{ NULL, NULL, 0, 0, 0, NULL, 0 }
-};
+static const struct lws_protocols protocols[] = {{"http", callback_http, sizeof(struct pss), 0, 0, NULL, 0},
+						 {NULL, NULL, 0, 0, 0, NULL, 0}};
 
 static void sigint_handler(int sig)
 {
@@ -182,9 +183,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lws_create_context failed\n");
 		return 1;
 	}
-	fprintf(stderr, "lws %s listening on 127.0.0.1:%d, header buffer %u bytes "
-		"(WSI_TOKEN_COUNT=%d)\n", lws_get_library_version(), info.port,
-		info.max_http_header_data2, (int)WSI_TOKEN_COUNT);
+	fprintf(stderr,
+		"lws %s listening on 127.0.0.1:%d, header buffer %u bytes "
+		"(WSI_TOKEN_COUNT=%d)\n",
+		lws_get_library_version(), info.port, info.max_http_header_data2, (int)WSI_TOKEN_COUNT);
 
 	while (!interrupted)
 		if (lws_service(context, 0) < 0)
