@@ -18,10 +18,16 @@
 #define KP_HTTP_MAX_DELETE_BODY       (16 * KP_KIB)
 
 /* Cameras (ingestd). */
-#define KP_BAICHUAN_MAX_BODY   (16 * KP_MIB)
-#define KP_BCUDP_RECV_WINDOW   256
-#define KP_BCUDP_MAX_INFLIGHT  4096
-#define KP_BCUDP_CHANNEL_ITEMS 64
+#define KP_BAICHUAN_MAX_BODY (16 * KP_MIB)
+/* Packets buffered past the next one to deliver (wider than a camera's send window,
+ * so that a loss does not turn the packets behind it into retransmissions), and the
+ * longest SACK vector an ACK lists: real cameras hang up when it reaches about 205
+ * entries (BAICHUAN.md section 6); packets past it are covered by the cumulative id
+ * once the hole before them is filled. */
+#define KP_BCUDP_RECV_WINDOW    512
+#define KP_BCUDP_ACK_VECTOR_MAX 160
+#define KP_BCUDP_MAX_INFLIGHT   4096
+#define KP_BCUDP_CHANNEL_ITEMS  64
 
 /* WebRTC (rtcd). */
 #define KP_RTC_CURSORS_PER_SESSION    16

@@ -47,7 +47,7 @@ struct bcudp_conn {
 	struct bcudp_send send;
 	struct bcudp_chan chan;
 	uint8_t rxbuf[65536];
-	uint8_t txbuf[BCUDP_ACK_HEADER + BCUDP_DISCOVERY_MAX + KP_BCUDP_RECV_WINDOW];
+	uint8_t txbuf[BCUDP_ACK_HEADER + BCUDP_DISCOVERY_MAX + KP_BCUDP_ACK_VECTOR_MAX];
 };
 
 static void fail(struct bcudp_conn *c, int err, const char *reason)
@@ -100,7 +100,7 @@ static void send_c2d_c(struct bcudp_conn *c)
 
 static void send_ack(struct bcudp_conn *c)
 {
-	uint8_t sack[KP_BCUDP_RECV_WINDOW];
+	uint8_t sack[KP_BCUDP_ACK_VECTOR_MAX];
 	uint32_t group, last;
 	size_t n;
 	bcudp_recv_ack(&c->recv, &group, &last, sack, &n);

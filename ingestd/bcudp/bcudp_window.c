@@ -76,6 +76,10 @@ void bcudp_recv_ack(const struct bcudp_recv *r, uint32_t *ret_group, uint32_t *r
 		return;
 	}
 	size_t n = (size_t)id_diff(r->end_id, r->contig_id);
+	/* Packets past the vector stay buffered; the cumulative id covers them once the
+	 * hole before them is filled. */
+	if (n > KP_BCUDP_ACK_VECTOR_MAX)
+		n = KP_BCUDP_ACK_VECTOR_MAX;
 	for (size_t k = 0; k < n; k++)
 		sack[k] = r->have[(r->contig_id + k) % RW] ? 1 : 0;
 	*ret_group = 0;
@@ -86,6 +90,7 @@ void bcudp_recv_ack(const struct bcudp_recv *r, uint32_t *ret_group, uint32_t *r
 void bcudp_send_init(struct bcudp_send *s)
 {
 	memset(s, 0, sizeof *s);
+	s->window = BCUDP_SEND_WINDOW;
 }
 
 void bcudp_send_free(struct bcudp_send *s)
@@ -157,7 +162,7 @@ int bcudp_send_write(struct bcudp_send *s, const uint8_t *data, size_t len)
 /* End of the ids that may be on the wire now. */
 static uint32_t window_end(const struct bcudp_send *s)
 {
-	uint32_t end = s->base_id + BCUDP_SEND_WINDOW;
+	uint32_t end = s->base_id + s->window;
 	return id_diff(end, s->next_id) > 0 ? s->next_id : end;
 }
 

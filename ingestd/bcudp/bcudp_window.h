@@ -13,6 +13,12 @@
 #include "bcudp_packet.h"
 #include "kp_limits.h"
 
+/* Real cameras hang up when an ACK's SACK vector reaches about this many entries
+ * (BAICHUAN.md section 6, from neolink's dissector/udp.md); the test camera does. */
+#define BCUDP_CAMERA_ACK_LIMIT 205
+_Static_assert(KP_BCUDP_ACK_VECTOR_MAX < BCUDP_CAMERA_ACK_LIMIT,
+	       "the SACK vector must stay short of the cameras' limit");
+
 /* Packets past the oldest unacknowledged one that may be on the wire; kept well under
  * the ~205 ACK-vector entries at which cameras give up. */
 #define BCUDP_SEND_WINDOW    128
@@ -41,8 +47,8 @@ int bcudp_recv_input(struct bcudp_recv *r, uint32_t packet_id, const uint8_t *da
 		     const char **ret_reason);
 /* The next in-order payload (valid until the next call on r), or -EAGAIN. */
 int bcudp_recv_pop(struct bcudp_recv *r, const uint8_t **ret_data, size_t *ret_len);
-/* The ACK to send: group, last in-order id and the SACK vector (sack must hold
- * KP_BCUDP_RECV_WINDOW bytes). */
+/* The ACK to send: group, last in-order id and the SACK vector, at most
+ * KP_BCUDP_ACK_VECTOR_MAX entries (sack must hold that many bytes). */
 void bcudp_recv_ack(const struct bcudp_recv *r, uint32_t *ret_group, uint32_t *ret_last, uint8_t *sack,
 		    size_t *ret_sack_len);
 
@@ -57,6 +63,7 @@ struct bcudp_send_slot {
 };
 
 struct bcudp_send {
+	uint32_t window;  /* packets past base_id that may be on the wire (BCUDP_SEND_WINDOW) */
 	uint32_t base_id; /* oldest packet not yet acknowledged */
 	uint32_t next_id; /* id of the next packet queued */
 	uint64_t retransmits;
@@ -70,6 +77,9 @@ struct bcudp_tx {
 	bool retransmit;
 };
 
+/* An empty send side with a window of BCUDP_SEND_WINDOW packets; a peer that sends
+ * further ahead (the test camera modelling a real one) sets s->window after this, at
+ * most KP_BCUDP_MAX_INFLIGHT. */
 void bcudp_send_init(struct bcudp_send *s);
 void bcudp_send_free(struct bcudp_send *s);
 /* Packets queued and not yet acknowledged. */

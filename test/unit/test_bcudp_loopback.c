@@ -2,14 +2,18 @@
  * (bcudp_connect) talks to the test camera's BCUDP server through a loopback relay that
  * drops 5% of datagrams each way, with the server's own 5% first-transmission loss and
  * reordering on top. An echo stands in for the Baichuan session on the server side;
- * 5 MB go each way and are checked byte for byte. Also: the handshake timeout. */
+ * 5 MB go each way and are checked byte for byte. Also: the handshake timeout, silence,
+ * and a hole held open long enough to fill the client's receive window, which must
+ * keep its ACK vector short of the length at which the camera hangs up. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "bc_transport.h"
+#include "bcudp_packet.h"
 #include "bcudp_server.h"
+#include "bcudp_window.h"
 #include "test.h"
 
 #define TOTAL (5u * 1000u * 1000u)
@@ -24,9 +28,19 @@ struct relay {
 	uv_udp_t front, back;
 	struct sockaddr_storage client, server;
 	bool have_client, blackhole;
+	unsigned loss_percent;
 	uint32_t rng;
 	uint64_t dropped, forwarded;
+	/* The hole: every transmission of the camera's data packet hole_id is dropped for
+	 * hole_ms after its first one; the longest SACK vector the client sent is kept. */
+	bool hole;
+	uint32_t hole_id;
+	unsigned hole_ms;
+	uint64_t hole_until_ns, hole_drops;
+	size_t max_sack;
 };
+
+static struct bcudp_packet relay_pkt;
 
 static uint8_t relay_buf[65536];
 
@@ -42,7 +56,7 @@ static bool relay_drop(struct relay *r)
 	r->rng ^= r->rng << 13;
 	r->rng ^= r->rng >> 17;
 	r->rng ^= r->rng << 5;
-	return r->rng % 100 < 5;
+	return r->rng % 100 < r->loss_percent;
 }
 
 static void relay_forward(struct relay *r, uv_udp_t *via, const struct sockaddr_storage *to, const uv_buf_t *buf,
@@ -65,6 +79,10 @@ static void relay_front_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const 
 		return;
 	memcpy(&r->client, addr, sizeof(struct sockaddr_in));
 	r->have_client = true;
+	const char *reason;
+	if (r->hole && bcudp_parse((const uint8_t *)buf->base, (size_t)n, &relay_pkt, &reason) == 0 &&
+	    relay_pkt.kind == BCUDP_ACK && relay_pkt.ack.sack_len > r->max_sack)
+		r->max_sack = relay_pkt.ack.sack_len;
 	relay_forward(r, &r->back, &r->server, buf, n);
 }
 
@@ -75,6 +93,17 @@ static void relay_back_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const s
 	(void)addr;
 	if (n <= 0 || !r->have_client)
 		return;
+	const char *reason;
+	if (r->hole && bcudp_parse((const uint8_t *)buf->base, (size_t)n, &relay_pkt, &reason) == 0 &&
+	    relay_pkt.kind == BCUDP_DATA && relay_pkt.data.packet_id == r->hole_id) {
+		uint64_t now = uv_hrtime();
+		if (!r->hole_until_ns)
+			r->hole_until_ns = now + (uint64_t)r->hole_ms * 1000000u;
+		if (now < r->hole_until_ns) {
+			r->hole_drops++;
+			return;
+		}
+	}
 	relay_forward(r, &r->front, &r->client, buf, n);
 }
 
@@ -92,6 +121,7 @@ static void relay_start(uv_loop_t *loop, struct relay *r, uint16_t server_port)
 	uv_ip4_addr("127.0.0.1", 0, &any);
 	uv_ip4_addr("127.0.0.1", server_port, (struct sockaddr_in *)&r->server);
 	r->rng = 99991;
+	r->loss_percent = 5;
 	uv_udp_init(loop, &r->front);
 	uv_udp_init(loop, &r->back);
 	r->front.data = r->back.data = r;
@@ -229,32 +259,50 @@ static void on_deadline(uv_timer_t *t)
 
 static const struct bc_transport_cbs cbs = {.on_connected = on_connected, .on_data = on_data, .on_error = on_error};
 
-static void test_five_megabytes_each_way(void)
+/* 5 MB each way through the relay (set up by prepare, after relay_start); the client
+ * state is left in c for the caller's checks. */
+static void run_echo(const struct cam_faults *faults, struct relay *relay, void (*prepare)(struct relay *),
+		     struct client *c_out)
 {
 	uv_loop_t loop;
 	uv_loop_init(&loop);
-	struct cam_faults faults = {.udp_loss_percent = 5, .udp_reorder = true};
 	struct cam_bcudp_app app = {.open = echo_open, .input = echo_input, .free = echo_free};
 	struct cam_bcudp_server *srv;
-	CHECK_EQ(cam_bcudp_server_start(&loop, "127.0.0.1", 0, &faults, &app, &srv), 0);
-	static struct relay relay;
-	relay_start(&loop, &relay, cam_bcudp_server_port(srv));
+	CHECK_EQ(cam_bcudp_server_start(&loop, "127.0.0.1", 0, faults, &app, &srv), 0);
+	memset(relay, 0, sizeof *relay);
+	relay_start(&loop, relay, cam_bcudp_server_port(srv));
+	if (prepare)
+		prepare(relay);
+	memset(&echo_state, 0, sizeof echo_state);
+	echo_sessions = echo_frees = 0;
 
 	static struct client c;
+	memset(&c, 0, sizeof c);
 	c.loop = &loop;
 	c.srv = srv;
-	c.relay = &relay;
+	c.relay = relay;
 	uv_timer_init(&loop, &c.writer);
 	uv_timer_init(&loop, &c.deadline);
 	c.writer.data = c.deadline.data = &c;
 	uv_timer_start(&c.writer, on_writer, 5, 5);
 	uv_timer_start(&c.deadline, on_deadline, 60000, 0);
-	CHECK_EQ(bcudp_connect(&loop, "127.0.0.1", local_port(&relay.front), 5000, &cbs, &c, &c.t), 0);
+	CHECK_EQ(bcudp_connect(&loop, "127.0.0.1", local_port(&relay->front), 5000, &cbs, &c, &c.t), 0);
 
 	uint64_t start = uv_hrtime();
 	while (!c.done)
 		uv_run(&loop, UV_RUN_ONCE);
 	uv_run(&loop, UV_RUN_DEFAULT);
+	fprintf(stderr, "5 MB each way in %.2f s\n", (double)(uv_hrtime() - start) / 1e9);
+	CHECK_EQ(uv_loop_close(&loop), 0);
+	*c_out = c;
+}
+
+static void test_five_megabytes_each_way(void)
+{
+	static struct relay relay;
+	struct cam_faults faults = {.udp_loss_percent = 5, .udp_reorder = true};
+	struct client c;
+	run_echo(&faults, &relay, NULL, &c);
 	CHECK(!c.failed);
 	if (c.reason)
 		fprintf(stderr, "transport error %d: %s\n", c.err, c.reason);
@@ -272,12 +320,44 @@ static void test_five_megabytes_each_way(void)
 	CHECK(c.srv_stats.fault_reordered > 100);
 	CHECK(c.srv_stats.retransmits > 100);
 	fprintf(stderr,
-		"5 MB each way in %.2f s; relay dropped %llu of %llu datagrams; server: %llu fault drops, %llu swaps, "
-		"%llu retransmits\n",
-		(double)(uv_hrtime() - start) / 1e9, (unsigned long long)relay.dropped,
-		(unsigned long long)(relay.dropped + relay.forwarded), (unsigned long long)c.srv_stats.fault_dropped,
-		(unsigned long long)c.srv_stats.fault_reordered, (unsigned long long)c.srv_stats.retransmits);
-	CHECK_EQ(uv_loop_close(&loop), 0);
+		"relay dropped %llu of %llu datagrams; server: %llu fault drops, %llu swaps, %llu retransmits\n",
+		(unsigned long long)relay.dropped, (unsigned long long)(relay.dropped + relay.forwarded),
+		(unsigned long long)c.srv_stats.fault_dropped, (unsigned long long)c.srv_stats.fault_reordered,
+		(unsigned long long)c.srv_stats.retransmits);
+}
+
+static void open_hole(struct relay *r)
+{
+	r->loss_percent = 0;
+	r->hole = true;
+	r->hole_id = 40;
+	r->hole_ms = 1500;
+}
+
+/* One packet of the camera's is lost for 1.5 s while it keeps sending (its window is
+ * wider than the client's): the client's receive window fills, and its ACK vector stays
+ * at most KP_BCUDP_ACK_VECTOR_MAX entries, short of the ~205 at which the camera hangs up.
+ * Before the cap the vector reached 255 entries here and the camera hung up. */
+static void test_hole_fills_the_window(void)
+{
+	static struct relay relay;
+	struct cam_faults faults = {0};
+	struct client c;
+	run_echo(&faults, &relay, open_hole, &c);
+	if (c.reason)
+		fprintf(stderr, "transport error %d: %s\n", c.err, c.reason);
+	fprintf(stderr, "hole: %llu transmissions of packet 40 dropped; longest ACK vector %zu entries\n",
+		(unsigned long long)relay.hole_drops, relay.max_sack);
+	CHECK(!c.failed);
+	CHECK(relay.hole_drops >= 2);
+	CHECK(relay.max_sack == KP_BCUDP_ACK_VECTOR_MAX); /* the vector really reached its cap */
+	CHECK(relay.max_sack <= KP_BCUDP_ACK_VECTOR_MAX);
+	CHECK(relay.max_sack < BCUDP_CAMERA_ACK_LIMIT);
+	CHECK_EQ(c.srv_stats.ack_vector_hangups, 0);
+	CHECK_EQ(c.received, TOTAL);
+	CHECK_EQ(c.mismatches, 0);
+	CHECK_EQ(echo_state.received, TOTAL);
+	CHECK_EQ(echo_state.mismatches, 0);
 }
 
 /* Nothing answers: the handshake gives up after timeout_ms with a reason. */
@@ -374,6 +454,7 @@ int main(void)
 {
 	RUN(test_handshake_timeout);
 	RUN(test_five_megabytes_each_way);
+	RUN(test_hole_fills_the_window);
 	RUN(test_silence_timeouts);
 	return TEST_EXIT();
 }

@@ -16,6 +16,10 @@
 #define DRAIN_MS      2000
 #define SOCKET_BUFFER (1024 * 1024)
 #define FAULT_SEED    0x2545f491u
+/* How far past the oldest unacknowledged packet the camera sends: a real camera was
+ * seen to fill a client's 256-entry ACK vector (issue 13), so it sends at least that
+ * far ahead of a hole; ingestd's own send window is the smaller BCUDP_SEND_WINDOW. */
+#define CAMERA_SEND_WINDOW 256
 
 struct cam_bcudp_link {
 	struct cam_bcudp_server *srv;
@@ -45,7 +49,7 @@ struct cam_bcudp_server {
 	int32_t next_did;
 	struct cam_bcudp_link *links[CAM_BCUDP_MAX_CLIENTS];
 	uint8_t rxbuf[65536];
-	uint8_t txbuf[BCUDP_ACK_HEADER + BCUDP_DISCOVERY_MAX + KP_BCUDP_RECV_WINDOW];
+	uint8_t txbuf[BCUDP_ACK_HEADER + BCUDP_DISCOVERY_MAX + KP_BCUDP_ACK_VECTOR_MAX];
 };
 
 static uint32_t next_random(struct cam_bcudp_server *s)
@@ -93,7 +97,7 @@ static void send_ids(struct cam_bcudp_link *l, enum bcudp_disc_type type)
 
 static void send_ack(struct cam_bcudp_link *l)
 {
-	uint8_t sack[KP_BCUDP_RECV_WINDOW];
+	uint8_t sack[KP_BCUDP_ACK_VECTOR_MAX];
 	uint32_t group, last;
 	size_t n;
 	bcudp_recv_ack(&l->recv, &group, &last, sack, &n);
@@ -201,6 +205,7 @@ static void on_c2d_c(struct cam_bcudp_server *s, const struct sockaddr *addr, ui
 		l->last_rx_ms = uv_now(s->loop);
 		bcudp_recv_init(&l->recv);
 		bcudp_send_init(&l->send);
+		l->send.window = CAMERA_SEND_WINDOW;
 		bcudp_chan_init(&l->chan);
 		s->links[i] = l;
 		l->session = s->app.open(s->app.arg, l);
@@ -283,6 +288,13 @@ static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struc
 		deliver(l);
 	} else if (p.kind == BCUDP_ACK && p.ack.conn_id == l->did) {
 		l->last_rx_ms = uv_now(s->loop);
+		if (p.ack.sack_len >= BCUDP_CAMERA_ACK_LIMIT) {
+			/* What real cameras do with a long ACK vector (BAICHUAN.md section 6). */
+			s->stats.ack_vector_hangups++;
+			send_ids(l, BCUDP_D2C_DISC);
+			link_remove(s, i);
+			return;
+		}
 		if (bcudp_send_ack(&l->send, p.ack.group, p.ack.last_id, p.ack.sack, p.ack.sack_len, &reason) < 0) {
 			s->stats.malformed++;
 			return;

@@ -28,6 +28,7 @@ struct cam_bcudp_app {
 
 struct cam_bcudp_server_stats {
 	uint64_t clients, fault_dropped, fault_reordered, retransmits, malformed, idle_timeouts;
+	uint64_t ack_vector_hangups; /* ACKs listing BCUDP_CAMERA_ACK_LIMIT packets or more */
 };
 
 int cam_bcudp_server_start(uv_loop_t *loop, const char *host, uint16_t port, const struct cam_faults *faults,
