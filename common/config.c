@@ -327,8 +327,9 @@ static int valid_camera_url(const char *url)
 }
 
 /* The authority of a camera URL (after "scheme://"): [user[:password]@]host[:port], host
- * a name, an IPv4 literal or a bracketed IPv6 literal, port 1 to 65535. NULL when it is
- * well formed, else what is wrong. */
+ * a name, an IPv4 literal or a bracketed IPv6 literal, port 1 to 65535; a bcudp:// URL
+ * with uid= in its query may have no host. NULL when it is well formed, else what is
+ * wrong. */
 static const char *url_authority_error(const char *url)
 {
 	const char *a = strstr(url, "://");
@@ -359,6 +360,9 @@ static const char *url_authority_error(const char *url)
 		port = close + 1 < end ? close + 2 : NULL;
 	} else {
 		const char *colon = memchr(host, ':', (size_t)(end - host));
+		/* A BCUDP camera may be given by its UID alone (found by broadcast). */
+		if (host == end && !strncmp(url, "bcudp://", 8) && strstr(end, "uid="))
+			return NULL;
 		if ((colon ? colon : end) == host)
 			return "it has no host";
 		for (const char *q = host; q < (colon ? colon : end); q++)

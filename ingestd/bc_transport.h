@@ -4,6 +4,7 @@
 #ifndef KP_BC_TRANSPORT_H
 #define KP_BC_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -31,7 +32,19 @@ struct bc_transport {
 /* host is a name or an address; connect timeout in milliseconds. */
 int bc_tcp_connect(uv_loop_t *loop, const char *host, uint16_t port, unsigned timeout_ms,
 		   const struct bc_transport_cbs *cbs, void *arg, struct bc_transport **ret);
-int bcudp_connect(uv_loop_t *loop, const char *host, uint16_t port, unsigned timeout_ms,
+
+/* Where a BCUDP camera is: its UID (empty: asked with a C2D_S lookup first, which needs
+ * a host) and its address (empty: found by broadcasting C2D_C with the UID on the local
+ * segment). Discovery goes to port when port_given, else to 2015 and 2018. The UID is
+ * checked by the URL parser (bc_url.c). */
+struct bcudp_target {
+	const char *host;
+	uint16_t port;
+	bool port_given;
+	const char *uid;
+};
+
+int bcudp_connect(uv_loop_t *loop, const struct bcudp_target *target, unsigned timeout_ms,
 		  const struct bc_transport_cbs *cbs, void *arg, struct bc_transport **ret);
 
 #endif

@@ -429,8 +429,13 @@ static int bc_start(struct ing_camera *cam, uv_loop_t *loop, struct ing_driver *
 		bc_stream_init(&d->streams[i], cam, (enum kp_stream_index)i);
 	static const struct bc_transport_cbs cbs = {
 	    .on_connected = on_connected, .on_data = on_data, .on_error = on_transport_error};
-	err = (d->url.udp ? bcudp_connect : bc_tcp_connect)(loop, d->url.host, d->url.port, BC_CONNECT_TIMEOUT_MS, &cbs,
-							    d, &d->tr);
+	if (d->url.udp) {
+		struct bcudp_target target = {
+		    .host = d->url.host, .port = d->url.port, .port_given = d->url.port_given, .uid = d->url.uid};
+		err = bcudp_connect(loop, &target, BC_CONNECT_TIMEOUT_MS, &cbs, d, &d->tr);
+	} else {
+		err = bc_tcp_connect(loop, d->url.host, d->url.port, BC_CONNECT_TIMEOUT_MS, &cbs, d, &d->tr);
+	}
 	if (err < 0) {
 		free(d);
 		return err;

@@ -94,7 +94,7 @@ int bc_url_parse(const char *url, struct bc_url *ret, const char **ret_reason)
 		hend = c ? c : auth_end;
 		port = c ? c + 1 : NULL;
 	}
-	if (hend == h || (size_t)(hend - h) >= sizeof u.host) {
+	if ((hend == h && !u.udp) || (size_t)(hend - h) >= sizeof u.host) {
 		*ret_reason = "URL host is empty or too long";
 		return -EINVAL;
 	}
@@ -109,6 +109,7 @@ int bc_url_parse(const char *url, struct bc_url *ret, const char **ret_reason)
 			return -EINVAL;
 		}
 		u.port = (uint16_t)v;
+		u.port_given = true;
 	}
 	const char *query = strchr(auth_end, '?');
 	if (query) {
@@ -124,14 +125,28 @@ int bc_url_parse(const char *url, struct bc_url *ret, const char **ret_reason)
 					return -EINVAL;
 				}
 				u.channel = (uint8_t)v;
+			} else if (u.udp && n > 4 && strncmp(kv, "uid=", 4) == 0) {
+				size_t ok =
+				    strspn(kv + 4, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
+				if (n - 4 >= sizeof u.uid || ok < n - 4) {
+					*ret_reason = "URL uid is not 1..64 letters and digits";
+					return -EINVAL;
+				}
+				memcpy(u.uid, kv + 4, n - 4);
+				u.uid[n - 4] = '\0';
 			} else {
-				*ret_reason = "URL has an unknown query parameter (only channel=N)";
+				*ret_reason = u.udp ? "URL has an unknown query parameter (only channel=N and uid=UID)"
+						    : "URL has an unknown query parameter (only channel=N)";
 				return -EINVAL;
 			}
 			kv += n;
 			if (*kv == '&')
 				kv++;
 		}
+	}
+	if (u.udp && !u.host[0] && !u.uid[0]) {
+		*ret_reason = "URL has neither a host nor a uid= (a BCUDP camera is found by one of them)";
+		return -EINVAL;
 	}
 	*ret = u;
 	return 0;

@@ -1,6 +1,8 @@
 /* Camera URLs of the Baichuan driver: baichuan://user:pass@host[:port]/?channel=N
- * (TCP, port 9000 by default) and bcudp://user:pass@host[:port]/?channel=N (BCUDP,
- * port 2018 by default). User and password may be percent-encoded. Pure code. */
+ * (TCP, port 9000 by default) and bcudp://user:pass@[host[:port]]/?channel=N&uid=UID
+ * (BCUDP: discovery to ports 2015 and 2018 unless a port is given; without a host the
+ * camera is found by broadcasting its UID, so uid= is then required). User and
+ * password may be percent-encoded. Pure code. */
 #ifndef KP_BC_URL_H
 #define KP_BC_URL_H
 
@@ -16,7 +18,9 @@ struct bc_url {
 	char password[128];
 	char host[256];
 	uint16_t port;
+	bool port_given;
 	uint8_t channel;
+	char uid[64 + 1]; /* BCUDP, letters and digits: empty when not given (looked up from the host) */
 };
 
 /* Returns 0 or -EINVAL with a reason that never contains the password. */

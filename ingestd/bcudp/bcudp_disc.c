@@ -1,5 +1,5 @@
 /* BCUDP discovery XML: a bounded tag extractor (no nesting model, no allocation) and the
- * six connect/heartbeat/disconnect messages built and parsed with it. */
+ * eight lookup/connect/heartbeat/disconnect messages built and parsed with it. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,8 +13,8 @@ static const struct {
 	enum bcudp_disc_type type;
 	const char *tag;
 } types[] = {
-    {BCUDP_C2D_C, "C2D_C"},   {BCUDP_D2C_C_R, "D2C_C_R"},   {BCUDP_C2D_HB, "C2D_HB"},
-    {BCUDP_D2C_HB, "D2C_HB"}, {BCUDP_C2D_DISC, "C2D_DISC"}, {BCUDP_D2C_DISC, "D2C_DISC"},
+    {BCUDP_C2D_C, "C2D_C"},       {BCUDP_D2C_C_R, "D2C_C_R"},   {BCUDP_C2D_HB, "C2D_HB"}, {BCUDP_D2C_HB, "D2C_HB"},
+    {BCUDP_C2D_DISC, "C2D_DISC"}, {BCUDP_D2C_DISC, "D2C_DISC"}, {BCUDP_C2D_S, "C2D_S"},   {BCUDP_D2C_S_R, "D2C_S_R"},
 };
 
 int bcudp_xml_tag(const char *xml, size_t len, const char *tag, const char **ret_text, size_t *ret_len)
@@ -86,17 +86,30 @@ static int ids(const char *xml, size_t len, struct bcudp_disc *d, const char **r
 	return 0;
 }
 
+/* The <uid> of a C2D_C or D2C_S_R; a C2D_C may carry an empty one (a client that does
+ * not know it: real cameras do not answer that). */
+static int uid_field(const char *xml, size_t len, bool may_be_empty, struct bcudp_disc *d)
+{
+	const char *text;
+	size_t tlen;
+	if (bcudp_xml_tag(xml, len, "uid", &text, &tlen) < 0 || tlen > BCUDP_UID_MAX)
+		return -EBADMSG;
+	if (!(may_be_empty && tlen == 0) && (tlen == 0 || strspn(text, BCUDP_UID_CHARS) < tlen))
+		return -EBADMSG;
+	memcpy(d->uid, text, tlen);
+	d->uid[tlen] = '\0';
+	return 0;
+}
+
 static int parse_c2d_c(const char *xml, size_t len, struct bcudp_disc *d, const char **ret_reason)
 {
-	const char *text, *cli;
-	size_t tlen, clen;
+	const char *cli;
+	size_t clen;
 	long long port, cid, mtu;
-	if (bcudp_xml_tag(xml, len, "uid", &text, &tlen) < 0 || tlen > BCUDP_UID_MAX) {
+	if (uid_field(xml, len, true, d) < 0) {
 		*ret_reason = "C2D_C without a valid uid";
 		return -EBADMSG;
 	}
-	memcpy(d->uid, text, tlen);
-	d->uid[tlen] = '\0';
 	if (bcudp_xml_tag(xml, len, "cli", &cli, &clen) < 0 || field(cli, clen, "port", 0, 65535, &port) < 0) {
 		*ret_reason = "C2D_C without a valid cli port";
 		return -EBADMSG;
@@ -157,6 +170,24 @@ int bcudp_disc_parse(const char *xml, size_t len, struct bcudp_disc *ret, const 
 	case BCUDP_D2C_C_R:
 		r = parse_d2c_c_r(body, blen, &d, ret_reason);
 		break;
+	case BCUDP_C2D_S: {
+		const char *to;
+		size_t tolen;
+		long long port;
+		r = 0;
+		if (bcudp_xml_tag(body, blen, "to", &to, &tolen) < 0 || field(to, tolen, "port", 0, 65535, &port) < 0) {
+			*ret_reason = "C2D_S without a valid to/port";
+			r = -EBADMSG;
+		} else {
+			d.port = (uint16_t)port;
+		}
+		break;
+	}
+	case BCUDP_D2C_S_R:
+		r = uid_field(body, blen, false, &d);
+		if (r < 0)
+			*ret_reason = "D2C_S_R without a valid uid";
+		break;
 	default:
 		r = ids(body, blen, &d, ret_reason);
 		break;
@@ -183,6 +214,12 @@ int bcudp_disc_build(const struct bcudp_disc *d, char *out, size_t cap)
 			     "<cid>%d</cid><did>%d</did></D2C_C_R></P2P>",
 			     (unsigned)d->timer_def, (unsigned)d->timer_hb, (unsigned)d->timer_hbt, (int)d->rsp,
 			     (int)d->cid, (int)d->did);
+		break;
+	case BCUDP_C2D_S:
+		n = snprintf(out, cap, "<P2P><C2D_S><to><port>%u</port></to></C2D_S></P2P>", (unsigned)d->port);
+		break;
+	case BCUDP_D2C_S_R:
+		n = snprintf(out, cap, "<P2P><D2C_S_R><uid>%s</uid></D2C_S_R></P2P>", d->uid);
 		break;
 	default: {
 		const char *tag = NULL;

@@ -1,13 +1,16 @@
 /* The BCUDP discovery messages (BAICHUAN.md section 6) carried as <P2P> XML in
- * Discovery packets: C2D_C/D2C_C_R (connect), C2D_HB/D2C_HB (heartbeat) and
- * C2D_DISC/D2C_DISC (disconnect). Built and parsed with a small bounded tag extractor. */
+ * Discovery packets: C2D_S/D2C_S_R (UID lookup), C2D_C/D2C_C_R (connect), C2D_HB/D2C_HB
+ * (heartbeat) and C2D_DISC/D2C_DISC (disconnect). Built and parsed with a small bounded
+ * tag extractor. */
 #ifndef KP_BCUDP_DISC_H
 #define KP_BCUDP_DISC_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define BCUDP_UID_MAX 64
+/* A UID is 1..BCUDP_UID_MAX of BCUDP_UID_CHARS (Reolink's are 16, e.g. 95270000YGAKNWKJ). */
+#define BCUDP_UID_MAX   64
+#define BCUDP_UID_CHARS "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 enum bcudp_disc_type {
 	BCUDP_C2D_C = 1, /* uid, port, cid, mtu */
@@ -16,6 +19,8 @@ enum bcudp_disc_type {
 	BCUDP_D2C_HB,    /* cid, did */
 	BCUDP_C2D_DISC,  /* cid, did */
 	BCUDP_D2C_DISC,  /* cid, did */
+	BCUDP_C2D_S,     /* port (<to><port>): "which camera are you?" (reolink_aio) */
+	BCUDP_D2C_S_R,   /* uid: the camera's answer to C2D_S */
 };
 
 struct bcudp_disc {

@@ -1,10 +1,14 @@
-/* The BCUDP client transport (bc_transport.h) on libuv UDP: the unicast discovery
- * handshake (C2D_C every 500 ms until D2C_C_R), then Data/ACK exchange through the
- * reliability windows, an ACK on each data packet and every 10 ms while one is pending,
- * C2D_HB every second, and a hang-up after 10 s without a packet from the camera. */
+/* The BCUDP client transport (bc_transport.h) on libuv UDP: discovery (a C2D_S UID
+ * lookup to the host when the UID is not configured, then C2D_C naming the UID, every
+ * 500 ms until D2C_C_R: unicast to the host, or broadcast on the local segment when the
+ * camera is given by UID alone), then Data/ACK exchange through the reliability
+ * windows, an ACK on each data packet and every 10 ms while one is pending, C2D_HB
+ * every second, and a hang-up after 10 s without a packet from the camera. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +25,15 @@
 #define HEARTBEAT_MS   1000
 #define SILENCE_MS     10000
 #define SOCKET_BUFFER  (1024 * 1024)
+/* Where cameras listen for discovery: C2D_S goes to 2015 (reolink_aio, neolink's
+ * dissector/udp.md), C2D_C to 2015 and 2018 (neolink broadcasts it to both). */
+#define LOOKUP_PORT  2015
+#define CONNECT_PORT 2018
+/* Discovery destinations: two ports on the host, or on the limited broadcast address
+ * and each IPv4 interface's broadcast address (at most 15 interfaces). */
+#define DESTS_MAX 32
 
-enum conn_state { ST_RESOLVING, ST_CONNECTING, ST_CONNECTED, ST_DEAD, ST_CLOSING };
+enum conn_state { ST_RESOLVING, ST_LOOKUP, ST_CONNECTING, ST_CONNECTED, ST_DEAD, ST_CLOSING };
 
 struct bcudp_conn {
 	struct bc_transport base;
@@ -37,8 +48,12 @@ struct bcudp_conn {
 	void *arg;
 	char host[256];
 	uint16_t port;
+	bool port_given, broadcast;
+	char uid[BCUDP_UID_MAX + 1];
 	unsigned timeout_ms;
-	struct sockaddr_storage peer;
+	struct sockaddr_storage peer; /* the host (port ignored) until D2C_C_R, then the camera */
+	struct sockaddr_storage dests[DESTS_MAX];
+	unsigned ndests;
 	int32_t cid, did;
 	uint32_t tid;
 	uint64_t start_ms, last_rx_ms, last_c2d_ms, last_hb_ms;
@@ -61,13 +76,20 @@ static void fail(struct bcudp_conn *c, int err, const char *reason)
 	c->cbs.on_error(c->arg, err, reason);
 }
 
-static void send_datagram(struct bcudp_conn *c, const uint8_t *data, size_t len)
+static void send_to(struct bcudp_conn *c, const struct sockaddr_storage *to, const uint8_t *data, size_t len)
 {
 	uv_buf_t buf = uv_buf_init((char *)data, (unsigned)len);
-	/* A full socket buffer is loss: retransmission covers data, the timer the rest. */
-	(void)uv_udp_try_send(&c->udp, &buf, 1, (const struct sockaddr *)&c->peer);
+	/* A full socket buffer is loss: retransmission covers data, the timer the rest (and
+	 * a broadcast address without a route is one destination less). */
+	(void)uv_udp_try_send(&c->udp, &buf, 1, (const struct sockaddr *)to);
 }
 
+static void send_datagram(struct bcudp_conn *c, const uint8_t *data, size_t len)
+{
+	send_to(c, &c->peer, data, len);
+}
+
+/* To the camera once connected, else to every discovery destination. */
 static void send_disc(struct bcudp_conn *c, const struct bcudp_disc *d)
 {
 	char xml[512];
@@ -75,8 +97,76 @@ static void send_disc(struct bcudp_conn *c, const struct bcudp_disc *d)
 	if (n < 0)
 		return;
 	int len = bcudp_write_discovery(c->tid, xml, (size_t)n, c->txbuf, sizeof c->txbuf);
-	if (len > 0)
+	if (len <= 0)
+		return;
+	if (c->state == ST_CONNECTED) {
 		send_datagram(c, c->txbuf, (size_t)len);
+		return;
+	}
+	for (unsigned i = 0; i < c->ndests; i++)
+		send_to(c, &c->dests[i], c->txbuf, (size_t)len);
+}
+
+/* Byte copies, not stores through a cast of the storage (which -O2 may reorder). */
+static void set_port(struct sockaddr_storage *a, uint16_t port)
+{
+	uint16_t be = htons(port);
+	size_t off = a->ss_family == AF_INET6 ? offsetof(struct sockaddr_in6, sin6_port)
+					      : offsetof(struct sockaddr_in, sin_port);
+	memcpy((char *)a + off, &be, sizeof be);
+}
+
+static void add_dest(struct bcudp_conn *c, const struct sockaddr_storage *a, uint16_t port)
+{
+	struct sockaddr_storage d = *a;
+	set_port(&d, port);
+	for (unsigned i = 0; i < c->ndests; i++)
+		if (!memcmp(&c->dests[i], &d, sizeof d))
+			return;
+	if (c->ndests < DESTS_MAX)
+		c->dests[c->ndests++] = d;
+}
+
+/* An IPv4 broadcast address (network order) on each port; built as a sockaddr_in and
+ * copied, never written through a cast of the storage. */
+static void add_broadcast(struct bcudp_conn *c, uint32_t addr, const uint16_t *ports, unsigned nports)
+{
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = addr};
+	struct sockaddr_storage a;
+	memset(&a, 0, sizeof a);
+	memcpy(&a, &in, sizeof in);
+	for (unsigned p = 0; p < nports; p++)
+		add_dest(c, &a, ports[p]);
+}
+
+/* The discovery destinations for one port set: the host, or the broadcast addresses. */
+static void set_dests(struct bcudp_conn *c, bool lookup)
+{
+	uint16_t ports[2];
+	unsigned nports = 0;
+	if (c->port_given)
+		ports[nports++] = c->port;
+	else if (lookup)
+		ports[nports++] = LOOKUP_PORT;
+	else
+		ports[nports++] = LOOKUP_PORT, ports[nports++] = CONNECT_PORT;
+	c->ndests = 0;
+	if (!c->broadcast) {
+		for (unsigned p = 0; p < nports; p++)
+			add_dest(c, &c->peer, ports[p]);
+		return;
+	}
+	add_broadcast(c, htonl(INADDR_BROADCAST), ports, nports);
+	uv_interface_address_t *ifs;
+	int count;
+	if (uv_interface_addresses(&ifs, &count) < 0)
+		return;
+	for (int i = 0; i < count; i++)
+		if (!ifs[i].is_internal && ifs[i].address.address4.sin_family == AF_INET)
+			add_broadcast(
+			    c, ifs[i].address.address4.sin_addr.s_addr | ~ifs[i].netmask.netmask4.sin_addr.s_addr,
+			    ports, nports);
+	uv_free_interface_addresses(ifs, count);
 }
 
 static void send_ids(struct bcudp_conn *c, enum bcudp_disc_type type)
@@ -85,15 +175,28 @@ static void send_ids(struct bcudp_conn *c, enum bcudp_disc_type type)
 	send_disc(c, &d);
 }
 
-static void send_c2d_c(struct bcudp_conn *c)
+static uint16_t local_port(struct bcudp_conn *c)
 {
 	struct sockaddr_storage local;
 	int namelen = sizeof local;
-	uint16_t port = 0;
-	if (uv_udp_getsockname(&c->udp, (struct sockaddr *)&local, &namelen) == 0)
-		port = ntohs(local.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&local)->sin6_port
-							 : ((struct sockaddr_in *)&local)->sin_port);
-	struct bcudp_disc d = {.type = BCUDP_C2D_C, .port = port, .cid = c->cid, .mtu = BCUDP_MTU};
+	if (uv_udp_getsockname(&c->udp, (struct sockaddr *)&local, &namelen) < 0)
+		return 0;
+	return ntohs(local.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&local)->sin6_port
+						 : ((struct sockaddr_in *)&local)->sin_port);
+}
+
+/* C2D_S while the UID is unknown, then C2D_C naming it. */
+static void send_hello(struct bcudp_conn *c)
+{
+	struct bcudp_disc d = {.port = local_port(c)};
+	if (c->state == ST_LOOKUP) {
+		d.type = BCUDP_C2D_S;
+	} else {
+		d.type = BCUDP_C2D_C;
+		d.cid = c->cid;
+		d.mtu = BCUDP_MTU;
+		memcpy(d.uid, c->uid, sizeof d.uid);
+	}
 	send_disc(c, &d);
 	c->last_c2d_ms = uv_now(c->loop);
 }
@@ -140,9 +243,22 @@ static void on_discovery(struct bcudp_conn *c, const struct bcudp_packet *p, con
 {
 	struct bcudp_disc d;
 	const char *reason;
-	if (bcudp_disc_parse(p->disc.xml, p->disc.xml_len, &d, &reason) < 0 || d.cid != c->cid)
+	if (bcudp_disc_parse(p->disc.xml, p->disc.xml_len, &d, &reason) < 0)
+		return;
+	if (d.type == BCUDP_D2C_S_R && c->state == ST_LOOKUP) {
+		memcpy(c->uid, d.uid, sizeof c->uid);
+		c->state = ST_CONNECTING;
+		set_dests(c, false);
+		send_hello(c);
+		return;
+	}
+	if (d.cid != c->cid)
 		return;
 	if (d.type == BCUDP_D2C_C_R && c->state == ST_CONNECTING) {
+		if (d.rsp != 0) {
+			fail(c, -ECONNREFUSED, "the camera refused the connection (D2C_C_R rsp not 0)");
+			return;
+		}
 		c->did = d.did;
 		/* The reply's source port is the camera's data port. */
 		memcpy(&c->peer, addr,
@@ -180,13 +296,16 @@ static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struc
 {
 	struct bcudp_conn *c = h->data;
 	(void)flags;
-	if (c->state != ST_CONNECTING && c->state != ST_CONNECTED)
+	if (c->state != ST_LOOKUP && c->state != ST_CONNECTING && c->state != ST_CONNECTED)
 		return;
 	if (nread < 0) {
 		fail(c, (int)nread, "UDP receive failed");
 		return;
 	}
-	if (!addr || nread == 0 || !same_addr(addr, &c->peer, c->state == ST_CONNECTED))
+	/* Before D2C_C_R: from the host on any port, or from anyone after a broadcast (the
+	 * cid and the UID pick the camera); afterwards from the camera's address and port. */
+	if (!addr || nread == 0 || (!c->broadcast && !same_addr(addr, &c->peer, c->state == ST_CONNECTED)) ||
+	    (c->broadcast && c->state == ST_CONNECTED && !same_addr(addr, &c->peer, true)))
 		return;
 	static struct bcudp_packet p; /* large (discovery XML); the loop is single-threaded */
 	const char *reason;
@@ -219,13 +338,16 @@ static void on_tick(uv_timer_t *t)
 {
 	struct bcudp_conn *c = t->data;
 	uint64_t now = uv_now(c->loop);
-	if (c->state == ST_CONNECTING) {
+	if (c->state == ST_LOOKUP || c->state == ST_CONNECTING) {
 		if (now - c->start_ms >= c->timeout_ms) {
-			fail(c, -ETIMEDOUT, "no discovery reply (D2C_C_R) from the camera");
+			fail(c, -ETIMEDOUT,
+			     c->state == ST_LOOKUP ? "no answer to the UID lookup (C2D_S) from the camera"
+			     : c->broadcast        ? "no camera with this UID answered the broadcast C2D_C"
+					    : "no discovery reply (D2C_C_R) from the camera (is the UID right?)");
 			return;
 		}
 		if (now - c->last_c2d_ms >= CONNECT_RESEND)
-			send_c2d_c(c);
+			send_hello(c);
 		return;
 	}
 	if (c->state != ST_CONNECTED)
@@ -244,16 +366,21 @@ static void on_tick(uv_timer_t *t)
 	deliver(c);
 }
 
+/* addr: the host, or NULL to broadcast. */
 static int start(struct bcudp_conn *c, const struct sockaddr *addr)
 {
-	memcpy(&c->peer, addr, addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
 	struct sockaddr_storage any;
 	memset(&any, 0, sizeof any);
-	any.ss_family = addr->sa_family;
+	if (addr)
+		memcpy(&c->peer, addr,
+		       addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	any.ss_family = addr ? addr->sa_family : AF_INET;
 	int r = uv_udp_bind(&c->udp, (const struct sockaddr *)&any, 0);
 	if (r < 0)
 		return r;
 	c->udp_bound = true;
+	if (c->broadcast && (r = uv_udp_set_broadcast(&c->udp, 1)) < 0)
+		return r;
 	int size = SOCKET_BUFFER;
 	uv_send_buffer_size((uv_handle_t *)&c->udp, &size);
 	size = SOCKET_BUFFER;
@@ -261,9 +388,10 @@ static int start(struct bcudp_conn *c, const struct sockaddr *addr)
 	r = uv_udp_recv_start(&c->udp, on_alloc, on_recv);
 	if (r < 0)
 		return r;
-	c->state = ST_CONNECTING;
+	c->state = c->uid[0] ? ST_CONNECTING : ST_LOOKUP;
 	c->start_ms = c->last_rx_ms = uv_now(c->loop);
-	send_c2d_c(c);
+	set_dests(c, c->state == ST_LOOKUP);
+	send_hello(c);
 	return 0;
 }
 
@@ -332,11 +460,15 @@ static uint32_t random_u32(void)
 	return v;
 }
 
-int bcudp_connect(uv_loop_t *loop, const char *host, uint16_t port, unsigned timeout_ms,
+int bcudp_connect(uv_loop_t *loop, const struct bcudp_target *target, unsigned timeout_ms,
 		  const struct bc_transport_cbs *cbs, void *arg, struct bc_transport **ret)
 {
+	const char *host = target->host, *uid = target->uid ? target->uid : "";
+	uint16_t port = target->port;
 	if (strlen(host) >= sizeof((struct bcudp_conn *)0)->host)
 		return -EINVAL;
+	if (strlen(uid) > BCUDP_UID_MAX || strspn(uid, BCUDP_UID_CHARS) != strlen(uid) || (!uid[0] && !host[0]))
+		return -EINVAL; /* a camera without an address needs its UID */
 	struct bcudp_conn *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
@@ -345,7 +477,10 @@ int bcudp_connect(uv_loop_t *loop, const char *host, uint16_t port, unsigned tim
 	c->cbs = *cbs;
 	c->arg = arg;
 	snprintf(c->host, sizeof c->host, "%s", host);
+	snprintf(c->uid, sizeof c->uid, "%s", uid);
 	c->port = port;
+	c->port_given = target->port_given;
+	c->broadcast = !host[0];
 	c->timeout_ms = timeout_ms;
 	c->cid = (int32_t)(random_u32() & 0x7fffffff);
 	c->tid = random_u32() & 0xff;
@@ -366,7 +501,9 @@ int bcudp_connect(uv_loop_t *loop, const char *host, uint16_t port, unsigned tim
 
 	struct sockaddr_in in4;
 	struct sockaddr_in6 in6;
-	if (uv_ip4_addr(host, port, &in4) == 0)
+	if (c->broadcast)
+		r = start(c, NULL);
+	else if (uv_ip4_addr(host, port, &in4) == 0)
 		r = start(c, (const struct sockaddr *)&in4);
 	else if (uv_ip6_addr(host, port, &in6) == 0)
 		r = start(c, (const struct sockaddr *)&in6);

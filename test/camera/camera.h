@@ -70,7 +70,10 @@ struct cam_config {
 	struct cam_source *sub;     /* 640x360 */
 	unsigned motion_interval_s; /* Baichuan msg 33 every N seconds (0 = never) */
 	const char *snapshot_jpeg;  /* path of a JPEG served by msg 109, or NULL */
+	const char *uid;            /* BCUDP: the UID a C2D_C must name (CAM_DEFAULT_UID) */
 };
+
+#define CAM_DEFAULT_UID "95270000KEEPPEEK"
 
 struct cam_stats {
 	struct cam_stream_stats baichuan[2], bcudp[2], rtsp[2]; /* [0] main, [1] sub */

@@ -21,7 +21,7 @@ static uv_signal_t sig_term, sig_int, sig_usr1;
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: keeppeek-test-camera --main FILE --sub FILE [--fps N] [--host ADDR]\n"
-		   "         [--baichuan-port N] [--bcudp-port N] [--rtsp-port N]\n"
+		   "         [--baichuan-port N] [--bcudp-port N] [--uid UID] [--rtsp-port N]\n"
 		   "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
 		   "         [--motion-interval S] [--snapshot FILE.jpg] [--stats FILE] [--parent PID]\n"
 		   "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder]...\n"
@@ -106,7 +106,8 @@ static int parse_fault(struct cam_faults *f, const char *arg)
 
 int main(int argc, char **argv)
 {
-	static struct cam_config cfg = {.user = "admin", .password = "password", .encryption = CAM_ENC_AES};
+	static struct cam_config cfg = {
+	    .user = "admin", .password = "password", .encryption = CAM_ENC_AES, .uid = CAM_DEFAULT_UID};
 	const char *main_path = NULL, *sub_path = NULL, *host = "127.0.0.1";
 	unsigned fps = 25;
 	long bc_port = -1, udp_port = -1, rtsp_port = -1;
@@ -126,7 +127,8 @@ int main(int argc, char **argv)
 		O_SNAP,
 		O_STATS,
 		O_FAULT,
-		O_PARENT
+		O_PARENT,
+		O_UID
 	};
 	static const struct option opts[] = {
 	    {"main", required_argument, NULL, O_MAIN},
@@ -144,6 +146,7 @@ int main(int argc, char **argv)
 	    {"stats", required_argument, NULL, O_STATS},
 	    {"fault", required_argument, NULL, O_FAULT},
 	    {"parent", required_argument, NULL, O_PARENT},
+	    {"uid", required_argument, NULL, O_UID},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -170,6 +173,9 @@ int main(int argc, char **argv)
 			break;
 		case O_RTSP:
 			rtsp_port = atol(optarg);
+			break;
+		case O_UID:
+			cfg.uid = optarg;
 			break;
 		case O_USER:
 			cfg.user = optarg;

@@ -1,4 +1,4 @@
-/* baichuan:// and bcudp:// URL parsing. */
+/* baichuan:// and bcudp:// URL parsing, the BCUDP uid= and host-less forms included. */
 #include <errno.h>
 #include <string.h>
 
@@ -24,8 +24,18 @@ static void test_good(void)
 	CHECK(u.udp);
 	CHECK(strcmp(u.host, "::1") == 0);
 	CHECK_EQ(u.port, 2020);
+	CHECK(u.port_given);
 	CHECK_EQ(bc_url_parse("bcudp://a:b@host", &u, &why), 0);
 	CHECK_EQ(u.port, 2018);
+	CHECK(!u.port_given); /* discovery then goes to 2015 and 2018 */
+	CHECK(strcmp(u.uid, "") == 0);
+	/* A battery camera by UID, with its address as a hint or alone (broadcast). */
+	CHECK_EQ(bc_url_parse("bcudp://a:b@10.0.0.9/?uid=95270000YGAKNWKJ&channel=1", &u, &why), 0);
+	CHECK(strcmp(u.uid, "95270000YGAKNWKJ") == 0);
+	CHECK_EQ(u.channel, 1);
+	CHECK_EQ(bc_url_parse("bcudp://a:b@/?uid=95270000YGAKNWKJ", &u, &why), 0);
+	CHECK(strcmp(u.host, "") == 0);
+	CHECK(strcmp(u.uid, "95270000YGAKNWKJ") == 0);
 	/* The password may hold '@' and ':' when encoded, and the last '@' ends it. */
 	CHECK_EQ(bc_url_parse("baichuan://a:p@ss@h", &u, &why), 0);
 	CHECK(strcmp(u.password, "p@ss") == 0);
@@ -47,6 +57,16 @@ static void test_bad(void)
 	CHECK_EQ(bc_url_parse("baichuan://a:b%00@h", &u, &why), -EINVAL);
 	CHECK_EQ(bc_url_parse("baichuan://a:b@", &u, &why), -EINVAL);
 	CHECK_EQ(bc_url_parse("baichuan://a:b@[::1", &u, &why), -EINVAL);
+	CHECK_EQ(bc_url_parse("bcudp://a:b@/", &u, &why), -EINVAL); /* neither host nor uid */
+	CHECK_STR_CONTAINS(why, "uid");
+	CHECK_EQ(bc_url_parse("bcudp://a:b@h/?uid=", &u, &why), -EINVAL);
+	CHECK_EQ(bc_url_parse("bcudp://a:b@h/?uid=9527<x>", &u, &why), -EINVAL);
+	CHECK_STR_CONTAINS(why, "uid");
+	CHECK_EQ(bc_url_parse("bcudp://a:b@h/?uid=" /* 65 characters, one past 64 */
+			      "12345678901234567890123456789012345678901234567890123456789012345",
+			      &u, &why),
+		 -EINVAL);
+	CHECK_EQ(bc_url_parse("baichuan://a:b@h/?uid=95270000YGAKNWKJ", &u, &why), -EINVAL); /* TCP has no UID */
 }
 
 int main(void)

@@ -115,6 +115,12 @@ static uint16_t local_port(uv_udp_t *u)
 	return ntohs(a.sin_port);
 }
 
+/* A camera on loopback at port, by UID (NULL: looked up with C2D_S first). */
+static struct bcudp_target at(uint16_t port, const char *uid)
+{
+	return (struct bcudp_target){.host = "127.0.0.1", .port = port, .port_given = true, .uid = uid};
+}
+
 static void relay_start(uv_loop_t *loop, struct relay *r, uint16_t server_port)
 {
 	struct sockaddr_in any;
@@ -261,14 +267,14 @@ static const struct bc_transport_cbs cbs = {.on_connected = on_connected, .on_da
 
 /* 5 MB each way through the relay (set up by prepare, after relay_start); the client
  * state is left in c for the caller's checks. */
-static void run_echo(const struct cam_faults *faults, struct relay *relay, void (*prepare)(struct relay *),
-		     struct client *c_out)
+static void run_echo(const struct cam_faults *faults, const char *uid, struct relay *relay,
+		     void (*prepare)(struct relay *), struct client *c_out)
 {
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct cam_bcudp_app app = {.open = echo_open, .input = echo_input, .free = echo_free};
 	struct cam_bcudp_server *srv;
-	CHECK_EQ(cam_bcudp_server_start(&loop, "127.0.0.1", 0, faults, &app, &srv), 0);
+	CHECK_EQ(cam_bcudp_server_start(&loop, "127.0.0.1", 0, CAM_DEFAULT_UID, faults, &app, &srv), 0);
 	memset(relay, 0, sizeof *relay);
 	relay_start(&loop, relay, cam_bcudp_server_port(srv));
 	if (prepare)
@@ -286,7 +292,8 @@ static void run_echo(const struct cam_faults *faults, struct relay *relay, void 
 	c.writer.data = c.deadline.data = &c;
 	uv_timer_start(&c.writer, on_writer, 5, 5);
 	uv_timer_start(&c.deadline, on_deadline, 60000, 0);
-	CHECK_EQ(bcudp_connect(&loop, "127.0.0.1", local_port(&relay->front), 5000, &cbs, &c, &c.t), 0);
+	struct bcudp_target target = at(local_port(&relay->front), uid);
+	CHECK_EQ(bcudp_connect(&loop, &target, 5000, &cbs, &c, &c.t), 0);
 
 	uint64_t start = uv_hrtime();
 	while (!c.done)
@@ -302,8 +309,9 @@ static void test_five_megabytes_each_way(void)
 	static struct relay relay;
 	struct cam_faults faults = {.udp_loss_percent = 5, .udp_reorder = true};
 	struct client c;
-	run_echo(&faults, &relay, NULL, &c);
+	run_echo(&faults, NULL, &relay, NULL, &c);
 	CHECK(!c.failed);
+	CHECK(c.srv_stats.lookups >= 1); /* no UID configured: asked with C2D_S first */
 	if (c.reason)
 		fprintf(stderr, "transport error %d: %s\n", c.err, c.reason);
 	CHECK_EQ(c.written, TOTAL);
@@ -343,7 +351,7 @@ static void test_hole_fills_the_window(void)
 	static struct relay relay;
 	struct cam_faults faults = {0};
 	struct client c;
-	run_echo(&faults, &relay, open_hole, &c);
+	run_echo(&faults, CAM_DEFAULT_UID, &relay, open_hole, &c);
 	if (c.reason)
 		fprintf(stderr, "transport error %d: %s\n", c.err, c.reason);
 	fprintf(stderr, "hole: %llu transmissions of packet 40 dropped; longest ACK vector %zu entries\n",
@@ -354,6 +362,7 @@ static void test_hole_fills_the_window(void)
 	CHECK(relay.max_sack <= KP_BCUDP_ACK_VECTOR_MAX);
 	CHECK(relay.max_sack < BCUDP_CAMERA_ACK_LIMIT);
 	CHECK_EQ(c.srv_stats.ack_vector_hangups, 0);
+	CHECK_EQ(c.srv_stats.lookups, 0); /* the UID was configured */
 	CHECK_EQ(c.received, TOTAL);
 	CHECK_EQ(c.mismatches, 0);
 	CHECK_EQ(echo_state.received, TOTAL);
@@ -377,7 +386,8 @@ static void test_handshake_timeout(void)
 	c.writer.data = c.deadline.data = &c;
 	uv_timer_start(&c.deadline, on_deadline, 10000, 0);
 	uint64_t start = uv_now(&loop);
-	CHECK_EQ(bcudp_connect(&loop, "127.0.0.1", local_port(&silent), 700, &cbs, &c, &c.t), 0);
+	struct bcudp_target target = at(local_port(&silent), CAM_DEFAULT_UID);
+	CHECK_EQ(bcudp_connect(&loop, &target, 700, &cbs, &c, &c.t), 0);
 	while (!c.done)
 		uv_run(&loop, UV_RUN_ONCE);
 	uv_close((uv_handle_t *)&silent, NULL);
@@ -426,13 +436,14 @@ static void test_silence_timeouts(void)
 	struct cam_faults faults = {0};
 	struct cam_bcudp_app app = {.open = echo_open, .input = echo_input, .free = echo_free};
 	struct cam_bcudp_server *srv;
-	CHECK_EQ(cam_bcudp_server_start(&loop, "127.0.0.1", 0, &faults, &app, &srv), 0);
+	CHECK_EQ(cam_bcudp_server_start(&loop, "127.0.0.1", 0, CAM_DEFAULT_UID, &faults, &app, &srv), 0);
 	relay_start(&loop, &silent_relay, cam_bcudp_server_port(srv));
 	static const struct bc_transport_cbs silent_cbs = {
 	    .on_connected = silent_connected, .on_data = silent_data, .on_error = silent_error};
 	struct bc_transport *t;
 	int frees_before = echo_frees;
-	CHECK_EQ(bcudp_connect(&loop, "127.0.0.1", local_port(&silent_relay.front), 2000, &silent_cbs, NULL, &t), 0);
+	struct bcudp_target target = at(local_port(&silent_relay.front), NULL);
+	CHECK_EQ(bcudp_connect(&loop, &target, 2000, &silent_cbs, NULL, &t), 0);
 	uint64_t give_up = uv_hrtime() + 20 * 1000000000ull;
 	while ((!silent_reason || cam_bcudp_server_stats(srv)->idle_timeouts == 0) && uv_hrtime() < give_up)
 		uv_run(&loop, UV_RUN_ONCE);
@@ -450,9 +461,42 @@ static void test_silence_timeouts(void)
 	CHECK_EQ(uv_loop_close(&loop), 0);
 }
 
+/* A camera answers only a C2D_C that names its UID: another UID times out with a reason
+ * that says so, and the camera counts what it ignored. */
+static void test_wrong_uid(void)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct cam_faults faults = {0};
+	struct cam_bcudp_app app = {.open = echo_open, .input = echo_input, .free = echo_free};
+	struct cam_bcudp_server *srv;
+	CHECK_EQ(cam_bcudp_server_start(&loop, "127.0.0.1", 0, CAM_DEFAULT_UID, &faults, &app, &srv), 0);
+	static struct client c;
+	memset(&c, 0, sizeof c);
+	c.loop = &loop;
+	uv_timer_init(&loop, &c.writer);
+	uv_timer_init(&loop, &c.deadline);
+	c.writer.data = c.deadline.data = &c;
+	uv_timer_start(&c.deadline, on_deadline, 10000, 0);
+	struct bcudp_target target = at(cam_bcudp_server_port(srv), "95270000NOTTHIS1");
+	CHECK_EQ(bcudp_connect(&loop, &target, 1200, &cbs, &c, &c.t), 0);
+	while (!c.done)
+		uv_run(&loop, UV_RUN_ONCE);
+	CHECK(c.failed);
+	CHECK_EQ(c.err, -ETIMEDOUT);
+	CHECK(c.reason && strstr(c.reason, "UID"));
+	const struct cam_bcudp_server_stats *st = cam_bcudp_server_stats(srv);
+	CHECK(st->wrong_uid >= 2); /* the first C2D_C and at least one resend */
+	CHECK_EQ(st->clients, 0);
+	cam_bcudp_server_stop(srv);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	CHECK_EQ(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
 	RUN(test_handshake_timeout);
+	RUN(test_wrong_uid);
 	RUN(test_five_megabytes_each_way);
 	RUN(test_hole_fills_the_window);
 	RUN(test_silence_timeouts);

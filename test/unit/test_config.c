@@ -249,6 +249,8 @@ static void test_url_authority(void)
 	    {"rtsp://[fe80::zz]/x", "its IPv6 address is not valid"},
 	    {"rtsp://[::1]x/x", "something follows its IPv6 address"},
 	    {"rtsp://u:p@/x", "it has no host"},
+	    {"bcudp://u:p@/?channel=0", "it has no host"}, /* neither a host nor a uid= */
+	    {"baichuan://u:p@/?uid=95270000YGAKNWKJ", "it has no host"},
 	    {"baichuan://cam]:9000/", "unbalanced"},
 	};
 	char text[256];
@@ -260,6 +262,8 @@ static void test_url_authority(void)
 	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://u:p@[::1]:554/main\nsub_url = rtsp://u:p@h:65535/s\n"), 0);
 	CHECK_EQ(load("[camera \"a\"]\nurl = baichuan://u:p@ss@192.0.2.1:9000/?channel=0\n"),
 		 0); /* '@' in a password */
+	/* A battery camera by UID alone. */
+	CHECK_EQ(load("[camera \"a\"]\nurl = bcudp://u:p@/?uid=95270000YGAKNWKJ\nstreams = main\n"), 0);
 	CHECK_EQ(load("[camera \"a\"]\nurl = rtsp://h/\nsub_url = rtsp://h:70000/s\n"), -EINVAL);
 	CHECK_STR_CONTAINS(errs.text, "sub_url is not valid: its port is above 65535");
 }

@@ -48,7 +48,7 @@ int cam_bcudp_listen(uv_loop_t *loop, const struct cam_config *cfg, const char *
 	ls->cfg = cfg;
 	struct cam_bcudp_app app = {.open = app_open, .input = app_input, .free = app_free, .arg = ls};
 	struct cam_bcudp_server *srv;
-	int r = cam_bcudp_server_start(loop, host, port, &cfg->faults, &app, &srv);
+	int r = cam_bcudp_server_start(loop, host, port, cfg->uid, &cfg->faults, &app, &srv);
 	if (r < 0)
 		free(ls);
 	return r;

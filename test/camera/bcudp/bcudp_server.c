@@ -3,6 +3,7 @@
  * and one 10 ms timer. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,7 @@ struct cam_bcudp_server {
 	struct cam_faults faults;
 	struct cam_bcudp_app app;
 	struct cam_bcudp_server_stats stats;
+	char uid[BCUDP_UID_MAX + 1];
 	uint32_t rng;
 	int32_t next_did;
 	struct cam_bcudp_link *links[CAM_BCUDP_MAX_CLIENTS];
@@ -233,7 +235,20 @@ static void on_discovery(struct cam_bcudp_server *s, const struct sockaddr *addr
 		s->stats.malformed++;
 		return;
 	}
+	if (d.type == BCUDP_C2D_S) {
+		struct bcudp_disc r = {.type = BCUDP_D2C_S_R};
+		memcpy(r.uid, s->uid, sizeof r.uid);
+		struct sockaddr_storage to;
+		memcpy(&to, addr, addr_len(addr));
+		s->stats.lookups++;
+		send_disc(s, &to, p->disc.tid, &r);
+		return;
+	}
 	if (d.type == BCUDP_C2D_C) {
+		if (strcmp(d.uid, s->uid) != 0) {
+			s->stats.wrong_uid++;
+			return;
+		}
 		on_c2d_c(s, addr, p->disc.tid, &d);
 		return;
 	}
@@ -381,10 +396,13 @@ const struct cam_bcudp_server_stats *cam_bcudp_server_stats(const struct cam_bcu
 	return &s->stats;
 }
 
-int cam_bcudp_server_start(uv_loop_t *loop, const char *host, uint16_t port, const struct cam_faults *faults,
-			   const struct cam_bcudp_app *app, struct cam_bcudp_server **ret)
+int cam_bcudp_server_start(uv_loop_t *loop, const char *host, uint16_t port, const char *uid,
+			   const struct cam_faults *faults, const struct cam_bcudp_app *app,
+			   struct cam_bcudp_server **ret)
 {
 	struct sockaddr_storage addr;
+	if (!uid[0] || strlen(uid) > BCUDP_UID_MAX || strspn(uid, BCUDP_UID_CHARS) != strlen(uid))
+		return -EINVAL;
 	if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) < 0 &&
 	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) < 0)
 		return -EINVAL;
@@ -392,6 +410,7 @@ int cam_bcudp_server_start(uv_loop_t *loop, const char *host, uint16_t port, con
 	if (!s)
 		return -ENOMEM;
 	s->loop = loop;
+	snprintf(s->uid, sizeof s->uid, "%s", uid);
 	s->faults = *faults;
 	s->app = *app;
 	s->rng = FAULT_SEED;

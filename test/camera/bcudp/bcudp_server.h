@@ -1,4 +1,8 @@
-/* The test camera's BCUDP server: answers C2D_C with D2C_C_R, then carries one byte
+/* The test camera's BCUDP server: answers a UID lookup (C2D_S) with D2C_S_R naming its
+ * UID (reolink_aio's udp_protocol.py reads the uid from it) and a C2D_C naming its UID
+ * with D2C_C_R; a C2D_C for another or no UID gets no answer, as on the real cameras, to
+ * which a C2D_C is broadcast on the segment and only the one with that UID answers
+ * (neolink's dissector/udp.md, discovery.rs). Then it carries one byte
  * stream per client through the reliability windows of ingestd/bcudp to an application
  * session (cam_bc_session in the camera, an echo in the transport test), applying the
  * udp_loss_percent and udp_reorder faults to first transmissions of data packets. */
@@ -29,10 +33,13 @@ struct cam_bcudp_app {
 struct cam_bcudp_server_stats {
 	uint64_t clients, fault_dropped, fault_reordered, retransmits, malformed, idle_timeouts;
 	uint64_t ack_vector_hangups; /* ACKs listing BCUDP_CAMERA_ACK_LIMIT packets or more */
+	uint64_t lookups, wrong_uid; /* C2D_S answered; C2D_C for another UID ignored */
 };
 
-int cam_bcudp_server_start(uv_loop_t *loop, const char *host, uint16_t port, const struct cam_faults *faults,
-			   const struct cam_bcudp_app *app, struct cam_bcudp_server **ret);
+/* uid: the camera's UID, 1..BCUDP_UID_MAX letters and digits. */
+int cam_bcudp_server_start(uv_loop_t *loop, const char *host, uint16_t port, const char *uid,
+			   const struct cam_faults *faults, const struct cam_bcudp_app *app,
+			   struct cam_bcudp_server **ret);
 /* The bound port (useful when started on port 0). */
 uint16_t cam_bcudp_server_port(const struct cam_bcudp_server *s);
 const struct cam_bcudp_server_stats *cam_bcudp_server_stats(const struct cam_bcudp_server *s);
