@@ -105,13 +105,20 @@ int bc_legacy_login_build(const char *user, const char *password, uint8_t out[BC
 {
 	memset(out, 0, BC_LEGACY_LOGIN_LEN);
 	int err = bc_md5_hex31(user, "", (char *)out);
-	if (!err)
+	/* An empty password is 32 zero bytes, not the MD5 of "" (neolink bc/model.rs
+	 * EMPTY_LEGACY_PASSWORD): cameras without a password expect that. */
+	if (!err && password[0])
 		err = bc_md5_hex31(password, "", (char *)out + BC_LEGACY_FIELD_LEN);
 	return err;
 }
 
 static int legacy_field(const uint8_t *f, char ret[BC_LEGACY_FIELD_LEN])
 {
+	static const uint8_t empty[BC_LEGACY_FIELD_LEN];
+	if (!memcmp(f, empty, sizeof empty)) { /* an empty password */
+		ret[0] = '\0';
+		return 0;
+	}
 	/* 31 uppercase hex characters and a NUL: exactly 32 bytes. */
 	for (int i = 0; i < BC_LEGACY_FIELD_LEN - 1; i++)
 		if (!((f[i] >= '0' && f[i] <= '9') || (f[i] >= 'A' && f[i] <= 'F')))

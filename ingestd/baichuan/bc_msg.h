@@ -44,7 +44,8 @@ struct bc_msg_in {
 int bc_msg_decode(const struct bc_header *h, uint8_t *body, const struct bc_cipher *c, bool binary,
 		  struct bc_msg_in *ret, const char **ret_reason);
 
-/* Legacy login body: builds it, or checks one and returns its two 31-character hashes. */
+/* Legacy login body: builds it, or checks one and returns its two 31-character hashes.
+ * An empty password travels as 32 zero bytes and is returned as "". */
 int bc_legacy_login_build(const char *user, const char *password, uint8_t out[BC_LEGACY_LOGIN_LEN]);
 int bc_legacy_login_parse(const uint8_t *body, size_t len, char ret_user[BC_LEGACY_FIELD_LEN],
 			  char ret_password[BC_LEGACY_FIELD_LEN], const char **ret_reason);

@@ -198,6 +198,12 @@ static void test_legacy_login(void)
 	CHECK_EQ(bc_legacy_login_build("admin", "pw", body), 0);
 	body[40] = 'z';
 	CHECK_EQ(bc_legacy_login_parse(body, sizeof body, u, p, &why), -EBADMSG);
+	/* An empty password: 32 zero bytes (neolink's EMPTY_LEGACY_PASSWORD), not MD5(""). */
+	CHECK_EQ(bc_legacy_login_build("admin", "", body), 0);
+	for (int i = 32; i < 64; i++)
+		CHECK_EQ(body[i], 0);
+	CHECK_EQ(bc_legacy_login_parse(body, sizeof body, u, p, &why), 0);
+	CHECK(strcmp(p, "") == 0);
 }
 
 int main(void)

@@ -181,6 +181,33 @@ static void test_legacy_login(void)
 	uv_run(loop, UV_RUN_NOWAIT);
 }
 
+/* A camera without a password takes the zero field and refuses the MD5 of "". */
+static void test_legacy_login_empty_password(void)
+{
+	uv_loop_t *loop = uv_default_loop();
+	static struct cam_stream_stats stats[2];
+	static struct cam_config open_cfg = {.user = "admin", .password = ""};
+	for (int i = 0; i < 2; i++) {
+		struct wire w = {.c = {.mode = BC_ENC_BC}};
+		struct cam_bc_session *s =
+		    cam_bc_session_new(loop, &open_cfg, stats, (struct cam_bc_transport){wire_write, wire_close, &w});
+		uint8_t body[BC_LEGACY_LOGIN_LEN];
+		bc_legacy_login_build("admin", "", body);
+		if (i == 1) /* what the client sent before: the MD5 of the empty string */
+			bc_md5_hex31("", "", (char *)body + BC_LEGACY_FIELD_LEN);
+		struct bc_msg m = {.h = {.msg_id = 1, .status = 0xdc01, .cls = BC_CLASS_LEGACY},
+				   .payload = body,
+				   .payload_len = sizeof body};
+		struct bc_cipher none = {.mode = BC_ENC_NONE};
+		client_send(s, &m, &none);
+		CHECK_EQ(w.n, 1);
+		CHECK_EQ(w.h[0].status, i == 0 ? BC_STATUS_OK : BC_STATUS_UNAUTHORIZED);
+		cam_bc_session_free(s);
+		bc_reader_free(&w.reader);
+	}
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
 static void test_request_before_login(void)
 {
 	uv_loop_t *loop = uv_default_loop();
@@ -246,6 +273,7 @@ int main(void)
 	RUN(test_modern_login_all_modes);
 	RUN(test_wrong_password);
 	RUN(test_legacy_login);
+	RUN(test_legacy_login_empty_password);
 	RUN(test_request_before_login);
 	RUN(test_snapshot);
 	return TEST_EXIT();

@@ -265,7 +265,11 @@ static void on_login(struct cam_bc_session *s, const struct bc_header *h, uint8_
 			return;
 		}
 		bc_md5_hex31(s->cfg->user, "", want_u);
-		bc_md5_hex31(s->cfg->password, "", want_p);
+		/* A camera without a password expects 32 zero bytes and refuses the MD5 of "". */
+		if (s->cfg->password[0])
+			bc_md5_hex31(s->cfg->password, "", want_p);
+		else
+			want_p[0] = '\0';
 		if (s->cfg->faults.wrong_password || strcmp(u, want_u) || strcmp(p, want_p))
 			login_refused(s, h);
 		else
