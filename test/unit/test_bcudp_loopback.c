@@ -174,6 +174,15 @@ static void echo_free(void *session)
 	echo_frees++;
 }
 
+/* The test camera's BCUDP server on a loopback port of its own, serving the echo. */
+static struct cam_bcudp_server *echo_server(uv_loop_t *loop, const struct cam_faults *faults)
+{
+	struct cam_bcudp_app app = {.open = echo_open, .input = echo_input, .free = echo_free};
+	struct cam_bcudp_server *srv = NULL;
+	CHECK_EQ(cam_bcudp_server_start(loop, "127.0.0.1", 0, CAM_DEFAULT_UID, faults, &app, &srv), 0);
+	return srv;
+}
+
 /* The client side. */
 struct client {
 	uv_loop_t *loop;
@@ -272,9 +281,7 @@ static void run_echo(const struct cam_faults *faults, const char *uid, struct re
 {
 	uv_loop_t loop;
 	uv_loop_init(&loop);
-	struct cam_bcudp_app app = {.open = echo_open, .input = echo_input, .free = echo_free};
-	struct cam_bcudp_server *srv;
-	CHECK_EQ(cam_bcudp_server_start(&loop, "127.0.0.1", 0, CAM_DEFAULT_UID, faults, &app, &srv), 0);
+	struct cam_bcudp_server *srv = echo_server(&loop, faults);
 	memset(relay, 0, sizeof *relay);
 	relay_start(&loop, relay, cam_bcudp_server_port(srv));
 	if (prepare)
@@ -434,9 +441,7 @@ static void test_silence_timeouts(void)
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct cam_faults faults = {0};
-	struct cam_bcudp_app app = {.open = echo_open, .input = echo_input, .free = echo_free};
-	struct cam_bcudp_server *srv;
-	CHECK_EQ(cam_bcudp_server_start(&loop, "127.0.0.1", 0, CAM_DEFAULT_UID, &faults, &app, &srv), 0);
+	struct cam_bcudp_server *srv = echo_server(&loop, &faults);
 	relay_start(&loop, &silent_relay, cam_bcudp_server_port(srv));
 	static const struct bc_transport_cbs silent_cbs = {
 	    .on_connected = silent_connected, .on_data = silent_data, .on_error = silent_error};
@@ -468,9 +473,7 @@ static void test_wrong_uid(void)
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct cam_faults faults = {0};
-	struct cam_bcudp_app app = {.open = echo_open, .input = echo_input, .free = echo_free};
-	struct cam_bcudp_server *srv;
-	CHECK_EQ(cam_bcudp_server_start(&loop, "127.0.0.1", 0, CAM_DEFAULT_UID, &faults, &app, &srv), 0);
+	struct cam_bcudp_server *srv = echo_server(&loop, &faults);
 	static struct client c;
 	memset(&c, 0, sizeof c);
 	c.loop = &loop;
