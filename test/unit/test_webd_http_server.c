@@ -2,8 +2,8 @@
  * tiny route table, WebSocket route and authentication hook of this file, the core on a
  * libuv loop of this process, and clients on real loopback sockets driven from the same
  * thread (the loop runs while a client waits). Parsing and routing, each request ceiling
- * at its limit and one past it, keep-alive, pipelining, request bodies in pieces and
- * streamed answers, the WebSocket upgrade and frames, and closing. */
+ * at its limit and one past it, the per-address and handler ceilings, keep-alive, pipelining, request bodies in pieces
+ * and streamed answers, the WebSocket upgrade and frames, and closing. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +34,8 @@ static struct {
 	unsigned ws_opened, ws_closed, fallback, later_gone;
 	uint64_t later_id;
 	uv_timer_t later_timer;
+	uint64_t held[KP_HTTP_MAX_HANDLERS];
+	unsigned nheld;
 } app;
 
 static void route_echo(struct web_req *r)
@@ -67,6 +69,23 @@ static void route_later(struct web_req *r)
 {
 	app.later_id = web_req_id(r);
 	CHECK_EQ(uv_timer_start(&app.later_timer, later_fire, 30, 0), 0);
+}
+
+/* Holds the request (its handler slot) until release_held. */
+static void route_hold(struct web_req *r)
+{
+	if (app.nheld < KP_HTTP_MAX_HANDLERS)
+		app.held[app.nheld++] = web_req_id(r);
+}
+
+static void release_held(void)
+{
+	for (unsigned i = 0; i < app.nheld; i++) {
+		struct web_req *r = web_req_find(app.held[i]);
+		if (r)
+			web_reply(r, 200, "text/plain", "held", 4, NULL);
+	}
+	app.nheld = 0;
 }
 
 static int stream_file(void)
@@ -116,6 +135,8 @@ static const struct web_route routes[] = {
     {WEB_GET, "/later", WEB_PUBLIC, 0, route_later},
     {WEB_GET, "/stream", WEB_PUBLIC, 0, route_stream},
     {WEB_GET, "/private", 0, 0, route_private},
+    {WEB_GET, "/hold", WEB_PUBLIC, 0, route_hold},
+    {WEB_GET, "/health", WEB_PUBLIC | WEB_HEALTH, 0, route_echo},
     {0, NULL, 0, 0, NULL},
 };
 static const struct web_route *const tables[] = {routes, NULL};
@@ -190,7 +211,7 @@ static void pump(void)
 static void cli_open(struct cli *c)
 {
 	memset(c, 0, sizeof *c);
-	c->cap = 8 * 1024 * 1024;
+	c->cap = 2 * 1024 * 1024;
 	c->buf = malloc(c->cap);
 	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK(c->buf && c->fd >= 0);
@@ -514,6 +535,53 @@ static void test_ceilings(void)
 	resp_free(&r);
 }
 
+static void test_client_ceilings(void)
+{
+	static struct cli c[WEB_CONNECTIONS_PER_ADDRESS + 1];
+	struct resp r;
+	const uint64_t *lim = web_counters.limit_rejections;
+	/* WEB_CONNECTIONS_PER_ADDRESS anonymous connections from one address; the next is
+	 * accepted and closed at once. */
+	uint64_t n = lim[WEB_LIMIT_CONNECTIONS_PER_ADDRESS];
+	for (int i = 0; i < WEB_CONNECTIONS_PER_ADDRESS; i++)
+		cli_open(&c[i]);
+	settle(&web_counters.connections_active, WEB_CONNECTIONS_PER_ADDRESS);
+	CHECK_EQ(web_counters.connections_active, WEB_CONNECTIONS_PER_ADDRESS);
+	cli_open(&c[WEB_CONNECTIONS_PER_ADDRESS]);
+	CHECK(cli_wait_eof(&c[WEB_CONNECTIONS_PER_ADDRESS]));
+	CHECK_EQ(lim[WEB_LIMIT_CONNECTIONS_PER_ADDRESS], n + 1);
+	CHECK_EQ(web_counters.connections_active, WEB_CONNECTIONS_PER_ADDRESS);
+	for (int i = 0; i <= WEB_CONNECTIONS_PER_ADDRESS; i++)
+		cli_close(&c[i]);
+	settle(&web_counters.connections_active, 0);
+	/* Handler slots: anonymous requests may take all but the reserves; then only
+	 * health checks and signed-in requests run. */
+	unsigned anon = KP_HTTP_MAX_HANDLERS - WEB_HANDLERS_RESERVE_SIGNED_IN - WEB_HANDLERS_RESERVE_HEALTH;
+	for (unsigned i = 0; i < anon; i++) {
+		cli_open(&c[i]);
+		cli_sends(&c[i], "GET /hold HTTP/1.1\r\nHost: h\r\n\r\n");
+	}
+	settle(&web_counters.handlers_active, anon);
+	CHECK_EQ(web_counters.handlers_active, anon);
+	n = lim[WEB_LIMIT_HANDLERS_RESERVE];
+	CHECK_EQ(request("GET /echo HTTP/1.1\r\nHost: h\r\n\r\n", &r), 503);
+	CHECK_STR_CONTAINS(r.head, "Retry-After: 1\r\n");
+	resp_free(&r);
+	CHECK_EQ(lim[WEB_LIMIT_HANDLERS_RESERVE], n + 1);
+	CHECK_EQ(request("GET /health HTTP/1.1\r\nHost: h\r\n\r\n", &r), 200);
+	resp_free(&r);
+	CHECK_EQ(request("GET /private HTTP/1.1\r\nHost: h\r\nX-User: ann\r\n\r\n", &r), 200);
+	resp_free(&r);
+	release_held();
+	for (unsigned i = 0; i < anon; i++) {
+		CHECK_EQ(cli_answer(&c[i], &r), 200);
+		resp_free(&r);
+		cli_close(&c[i]);
+	}
+	settle(&web_counters.connections_active, 0);
+	CHECK_EQ(web_counters.handlers_active, 0);
+}
+
 static void test_keepalive(void)
 {
 	struct cli c;
@@ -782,6 +850,7 @@ int main(void)
 	CHECK(port > 0);
 	RUN(test_parse_and_route);
 	RUN(test_ceilings);
+	RUN(test_client_ceilings);
 	RUN(test_keepalive);
 	RUN(test_pipelining);
 	RUN(test_body_streaming);
