@@ -292,6 +292,14 @@ void webd_live_init(uv_loop_t *loop)
 	L.poll_init = true;
 }
 
+void webd_live_stop(void)
+{
+	if (L.poll_init)
+		uv_close((uv_handle_t *)&L.poll, NULL);
+	L.poll_init = false;
+	L.polling = false;
+}
+
 void webd_live_on_event(struct kp_ipc_frame *f)
 {
 	if (!f->env->msg.event_committed.has_event) {

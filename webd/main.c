@@ -75,6 +75,7 @@ static void on_stop(struct kp_worker *w)
 {
 	(void)w;
 	web_server_close();
+	webd_live_stop();
 	webd_answers_close();
 }
 

@@ -32,8 +32,10 @@ extern const struct web_route webd_data_routes[];  /* events, coverage, export, 
 extern const struct web_ws_route webd_ws_routes[]; /* live and rtc, in enum webd_ws order */
 enum webd_ws { WEBD_WS_LIVE, WEBD_WS_RTC };
 
-/* /api/v1/live: live event fan-out (live.c), its delivery timer on loop. */
+/* /api/v1/live: live event fan-out (live.c), its delivery timer on loop (closed by
+ * webd_live_stop, after the server closed the WebSockets). */
 void webd_live_init(uv_loop_t *loop);
+void webd_live_stop(void);
 void webd_live_open(struct web_ws *ws);
 void webd_live_message(struct web_ws *ws, bool binary, const uint8_t *data, size_t len);
 void webd_live_close(struct web_ws *ws);
