@@ -2,12 +2,17 @@
  * tiny route table, WebSocket route and authentication hook of this file, the core on a
  * libuv loop of this process, and clients on real loopback sockets driven from the same
  * thread (the loop runs while a client waits). Parsing and routing, each request ceiling
- * at its limit and one past it, the per-address and handler ceilings, keep-alive, pipelining, request bodies in pieces
- * and streamed answers, the WebSocket upgrade and frames, and closing. */
+ * at its limit and one past it, the per-address and handler ceilings, keep-alive,
+ * pipelining, request bodies in pieces and streamed answers, the WebSocket upgrade and
+ * frames, closing, and TLS. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +50,9 @@ static void route_echo(struct web_req *r)
 	const uint8_t *b = web_req_body(r, &blen);
 	const char *h = web_req_header(r, "x-echo");
 	CHECK(web_req_query(r, "q", q, sizeof q) >= 0);
-	int n = snprintf(body, sizeof body, "%s %s q=%s x-echo=%s body=%.*s",
+	int n = snprintf(body, sizeof body, "%s %s q=%s x-echo=%s body=%.*s tls=%d",
 			 web_req_method(r) == WEB_POST ? "POST" : "GET", web_req_path(r), q, h ? h : "-", (int)blen,
-			 b ? (const char *)b : "");
+			 b ? (const char *)b : "", web_req_tls(r));
 	if (n >= (int)sizeof body)
 		n = (int)sizeof body - 1;
 	web_reply(r, 200, "text/plain", body, (size_t)n, NULL);
@@ -840,6 +845,114 @@ static void test_close(void)
 	free(c.buf);
 }
 
+/* A self-signed certificate and its key, as PEM files under /tmp. */
+static bool make_cert(const char *cert, const char *key)
+{
+	EVP_PKEY *pkey = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	bool ok = false;
+	if (pkey && x && ASN1_INTEGER_set(X509_get_serialNumber(x), 1) && X509_gmtime_adj(X509_getm_notBefore(x), 0) &&
+	    X509_gmtime_adj(X509_getm_notAfter(x), 3600) && X509_set_pubkey(x, pkey)) {
+		X509_NAME *name = X509_get_subject_name(x);
+		ok = X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
+						0) &&
+		     X509_set_issuer_name(x, name) && X509_sign(x, pkey, EVP_sha256()) > 0;
+	}
+	FILE *cf = ok ? fopen(cert, "w") : NULL, *kf = ok ? fopen(key, "w") : NULL;
+	ok = cf && kf && PEM_write_X509(cf, x) && PEM_write_PrivateKey(kf, pkey, NULL, NULL, 0, NULL, NULL);
+	if (cf)
+		fclose(cf);
+	if (kf)
+		fclose(kf);
+	X509_free(x);
+	EVP_PKEY_free(pkey);
+	return ok;
+}
+
+/* Runs an OpenSSL call on the non-blocking client until it stops wanting I/O. */
+static int tls_call(SSL *ssl, int (*fn)(SSL *, void *, int), void *buf, int len)
+{
+	uint64_t until = web_now_ms() + WAIT_MS;
+	for (;;) {
+		int n = fn(ssl, buf, len);
+		int e = n > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl, n);
+		if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || web_now_ms() >= until)
+			return n;
+		pump();
+	}
+}
+
+static int do_connect(SSL *ssl, void *buf, int len)
+{
+	(void)buf;
+	(void)len;
+	return SSL_connect(ssl);
+}
+
+static int do_write(SSL *ssl, void *buf, int len)
+{
+	return SSL_write(ssl, buf, len);
+}
+
+/* One TLS request and its answer on ssl's connection (c's buffer); the status. */
+static int tls_request(SSL *ssl, struct cli *c, const char *req, struct resp *out)
+{
+	CHECK_EQ(tls_call(ssl, do_write, (void *)req, (int)strlen(req)), (int)strlen(req));
+	uint64_t until = web_now_ms() + WAIT_MS;
+	while (web_now_ms() < until) {
+		if (take_answer(c, false, out))
+			return out->status;
+		int n = SSL_read(ssl, c->buf + c->len, (int)(c->cap - c->len));
+		if (n > 0)
+			c->len += (size_t)n;
+		else if (SSL_get_error(ssl, n) != SSL_ERROR_WANT_READ)
+			break;
+		pump();
+	}
+	out->body = NULL;
+	return -1;
+}
+
+/* The core again, with TLS: requests on one connection, and a client that does not
+ * speak TLS is closed. Runs after test_close (the plain server is closed and the loop
+ * has run its close callbacks). */
+static void test_tls(void)
+{
+	char cert[64], key[64];
+	snprintf(cert, sizeof cert, "/tmp/test_webd_http_server.%d.cert.pem", (int)getpid());
+	snprintf(key, sizeof key, "/tmp/test_webd_http_server.%d.key.pem", (int)getpid());
+	CHECK(make_cert(cert, key));
+	int r0 = web_server_open(&loop, &def, &app, "127.0.0.1:0", cert, key);
+	unlink(cert);
+	unlink(key);
+	CHECK_EQ(r0, 0);
+	port = web_server_port(0);
+	struct cli c;
+	struct resp r;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	cli_open(&c);
+	SSL *ssl = SSL_new(ctx);
+	CHECK(ctx && ssl && SSL_set_fd(ssl, c.fd) == 1);
+	CHECK_EQ(tls_call(ssl, do_connect, NULL, 0), 1);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(tls_request(ssl, &c, "GET /echo?q=s HTTP/1.1\r\nHost: h\r\n\r\n", &r), 200);
+		CHECK_STR_CONTAINS(r.body ? r.body : "", "GET /echo q=s x-echo=- body= tls=1");
+		resp_free(&r);
+	}
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	cli_close(&c);
+	/* Plain HTTP on the TLS port: no answer, the connection ends. */
+	cli_open(&c);
+	cli_sends(&c, "GET /echo HTTP/1.1\r\nHost: h\r\n\r\n");
+	CHECK(cli_wait_eof(&c));
+	CHECK(!memmem(c.buf, c.len, "HTTP/1.1 200", 12));
+	cli_close(&c);
+	settle(&web_counters.connections_active, 0);
+	CHECK_EQ(web_counters.connections_active, 0);
+	web_server_close();
+}
+
 int main(void)
 {
 	kp_log_init("test_webd_http_server");
@@ -856,6 +969,7 @@ int main(void)
 	RUN(test_body_streaming);
 	RUN(test_websocket);
 	RUN(test_close);
+	RUN(test_tls);
 	uv_close((uv_handle_t *)&app.later_timer, NULL);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	/* Nothing of the server is left on the loop. */

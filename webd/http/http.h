@@ -122,7 +122,7 @@ int web_server_open(uv_loop_t *loop, const struct web_server_def *def, void *app
  * errno (for a listen list with port 0). */
 int web_server_port(unsigned n);
 /* Closes every connection and listener; the loop then has nothing of the server left
- * once it has run the close callbacks. */
+ * once it has run the close callbacks (and web_server_open may be called again). */
 void web_server_close(void);
 
 /* ---- requests ---- */
