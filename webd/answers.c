@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_conn.h"
 #include "log.h"
+#include "webd.h"
 
 #define ANSWERS_MAX     4096
 #define ANSWER_DEADLINE 30000u

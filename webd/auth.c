@@ -14,9 +14,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "http_conn.h"
 #include "json.h"
 #include "log.h"
+#include "webd.h"
 
 #define AUTH_CACHE_MS   10000u
 #define AUTH_CACHE_SIZE 64
@@ -284,7 +284,8 @@ static void check(struct pending *p, bool tls, const char *addr)
 	q->kind = p->kind;
 	snprintf(q->secret, sizeof q->secret, "%s", secret);
 	snprintf(q->client_addr, sizeof q->client_addr, "%s", addr);
-	int e = kp_worker_send_supervisor(webd_worker(), &env);
+	struct webd *d = p->s.r ? web_req_app(p->s.r) : web_ws_app(p->s.ws);
+	int e = kp_worker_send_supervisor(d->worker, &env);
 	if (e < 0) {
 		webd_answer_cancel(id);
 		kp_warn("sending a credential check to the supervisor failed: %s", strerror(-e));
@@ -440,7 +441,8 @@ static void route_login(struct web_req *r)
 	q->id = id;
 	q->kind = kp_AuthKind_AUTH_LOGIN;
 	snprintf(q->client_addr, sizeof q->client_addr, "%s", web_req_client_addr(r));
-	int e = kp_worker_send_supervisor(webd_worker(), &env);
+	struct webd *wd = web_req_app(r);
+	int e = kp_worker_send_supervisor(wd->worker, &env);
 	explicit_bzero(q->secret, sizeof q->secret);
 	if (e < 0) {
 		webd_answer_cancel(id);
@@ -470,7 +472,8 @@ static void route_logout(struct web_req *r)
 		snprintf(env.msg.auth_request.secret, sizeof env.msg.auth_request.secret, "%s", secret);
 		snprintf(env.msg.auth_request.client_addr, sizeof env.msg.auth_request.client_addr, "%s",
 			 web_req_client_addr(r));
-		int e = kp_worker_send_supervisor(webd_worker(), &env);
+		struct webd *d = web_req_app(r);
+		int e = kp_worker_send_supervisor(d->worker, &env);
 		if (e < 0) {
 			webd_answer_cancel(env.msg.auth_request.id);
 			web_reply_error(r, 503, "auth_unavailable", "the session could not be ended");

@@ -22,10 +22,10 @@
 #include <string.h>
 
 #include "event_json.h"
-#include "http.h"
 #include "json.h"
 #include "kp_limits.h"
 #include "log.h"
+#include "webd.h"
 
 #define LIVE_MAX_FILTER  KP_MAX_CAMERAS
 #define LIVE_POLL_MS     2
@@ -217,14 +217,8 @@ static void start_polling(void)
 {
 	if (L.polling && L.poll_ms == LIVE_POLL_MS)
 		return;
-	if (!L.poll_init) {
-		int rc = uv_timer_init(kp_worker_loop(webd_worker()), &L.poll);
-		if (rc < 0) {
-			kp_err("live: cannot create the delivery timer: %s", uv_strerror(rc));
-			return;
-		}
-		L.poll_init = true;
-	}
+	if (!L.poll_init)
+		return;
 	int rc = uv_timer_start(&L.poll, poll_cb, LIVE_POLL_MS, LIVE_POLL_MS);
 	if (rc < 0) {
 		kp_err("live: cannot start the delivery timer: %s", uv_strerror(rc));
@@ -286,6 +280,24 @@ static void offer(struct live_sub *s, struct live_msg *m)
 	pump(s);
 	if (s->handed > 0 && !s->failed)
 		start_polling();
+}
+
+void webd_live_init(uv_loop_t *loop)
+{
+	int rc = uv_timer_init(loop, &L.poll);
+	if (rc < 0) {
+		kp_err("live: cannot create the delivery timer: %s", uv_strerror(rc));
+		return;
+	}
+	L.poll_init = true;
+}
+
+void webd_live_stop(void)
+{
+	if (L.poll_init)
+		uv_close((uv_handle_t *)&L.poll, NULL);
+	L.poll_init = false;
+	L.polling = false;
 }
 
 void webd_live_on_event(struct kp_ipc_frame *f)

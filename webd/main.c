@@ -1,27 +1,37 @@
 /* keeppeek-webd: the HTTP/WebSocket server and browser UI. This file declares the
- * worker (peers, confinement with a read-only www directory, ceilings), opens the
- * listeners and TLS before confinement, and routes IPC frames to the server's parts:
- * answers to answers.c, committed events to live.c, WebRTC signaling to rtc_relay.c. */
+ * worker (peers, confinement with a read-only www directory, ceilings), hands the HTTP
+ * core (http/) the route tables, authentication hooks and static-file fallback with the
+ * webd context, opens the listeners and TLS before confinement, and routes IPC frames to
+ * the modules: answers to answers.c, committed events to live.c, WebRTC signaling to
+ * rtc_relay.c. */
 #include "kp_limits.h"
 #include "log.h"
 #include "sandbox.h"
-#include "server.h"
+#include "webd.h"
 #include "worker.h"
 
-static struct kp_worker *worker;
+static const struct web_route *const routes[] = {webd_core_routes, webd_auth_routes, webd_data_routes, NULL};
 
-struct kp_worker *webd_worker(void)
-{
-	return worker;
-}
+static const struct web_server_def server_def = {
+    .routes = routes,
+    .ws_routes = webd_ws_routes,
+    .auth = webd_auth_check,
+    .auth_ws = webd_auth_ws,
+    .fallback = webd_static_serve,
+};
+
+/* The context the modules are handed (through the core, or as an argument). */
+static struct webd webd_ctx;
 
 static int before_confine(struct kp_worker *w)
 {
-	worker = w;
+	webd_ctx.worker = w;
 	const kp_WorkerConfig *cfg = kp_worker_config(w);
-	webd_answers_init(kp_worker_loop(w));
+	uv_loop_t *loop = kp_worker_loop(w);
+	webd_answers_init(loop);
+	webd_live_init(loop);
 	webd_static_init(cfg->www_dir);
-	return webd_server_open(w, cfg);
+	return web_server_open(loop, &server_def, &webd_ctx, cfg->web_listen, cfg->web_tls_cert, cfg->web_tls_key);
 }
 
 static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
@@ -36,7 +46,7 @@ static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame
 		break;
 	case kp_Envelope_rtc_signal_tag:
 		if (from == kp_Peer_PEER_RTCD)
-			webd_rtc_on_signal(f);
+			webd_rtc_on_signal(&webd_ctx, f);
 		break;
 	default:
 		kp_debug("unexpected message %u from %s", (unsigned)f->env->which_msg, kp_peer_name(from));
@@ -64,7 +74,8 @@ static void on_peer_lost(struct kp_worker *w, kp_Peer peer)
 static void on_stop(struct kp_worker *w)
 {
 	(void)w;
-	webd_server_close();
+	web_server_close();
+	webd_live_stop();
 	webd_answers_close();
 }
 

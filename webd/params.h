@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http.h"
+#include "webd.h"
 
 /* Unix milliseconds (a non-negative integer). */
 int webd_param_ms(struct web_req *r, const char *name, bool required, int64_t *v);

@@ -85,7 +85,8 @@ uint32_t webd_relay_send(struct web_req *r, kp_Envelope *env, uint32_t *id_field
 		return 0;
 	}
 	*id_field = id;
-	int rc = kp_worker_send_peer(webd_worker(), kp_Peer_PEER_RECORDERD, env, tail, len);
+	struct webd *d = web_req_app(r);
+	int rc = kp_worker_send_peer(d->worker, kp_Peer_PEER_RECORDERD, env, tail, len);
 	if (rc < 0) {
 		webd_answer_cancel(id);
 		kp_warn("relay: cannot send a question to recorderd: %s", strerror(-rc));

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http.h"
+#include "webd.h"
 
 /* Sends env to recorderd after storing a fresh answer id through *id_field (a field of
  * env's message), and relays the answer to r. On failure r is answered (503). */

@@ -1,4 +1,4 @@
-/* webd's core routes: GET /healthz and GET /api/v1/cameras (answered by the supervisor
+/* webd's own routes: GET /healthz and GET /api/v1/cameras (answered by the supervisor
  * through TopicQuery), GET /metrics (the supervisor's, recorderd's and rtcd's Prometheus
  * text plus webd's own counters), and the table naming the two WebSockets. */
 #include <errno.h>
@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_conn.h"
 #include "log.h"
+#include "web_limits.h"
+#include "webd.h"
 
 /* Answers larger than this from one process are cut (a /metrics or cameras answer of
  * 128 cameras is far below it). */
@@ -38,15 +39,15 @@ static void text_add(struct text *t, const void *data, size_t len)
 	t->buf[t->len] = 0;
 }
 
-static int send_topic(kp_Peer to, kp_SupervisorTopic topic, uint32_t id)
+static int send_topic(struct webd *d, kp_Peer to, kp_SupervisorTopic topic, uint32_t id)
 {
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = kp_Envelope_topic_query_tag;
 	env.msg.topic_query.id = id;
 	env.msg.topic_query.topic = topic;
 	if (to == kp_Peer_PEER_SUPERVISOR)
-		return kp_worker_send_supervisor(webd_worker(), &env);
-	return kp_worker_send_peer(webd_worker(), to, &env, NULL, 0);
+		return kp_worker_send_supervisor(d->worker, &env);
+	return kp_worker_send_peer(d->worker, to, &env, NULL, 0);
 }
 
 /* ---- /healthz and /api/v1/cameras: one question to the supervisor ---- */
@@ -103,7 +104,7 @@ static void ask_supervisor(struct web_req *r, kp_SupervisorTopic topic)
 		web_reply_error(r, 503, "busy", "too many questions in flight");
 		return;
 	}
-	int e = send_topic(kp_Peer_PEER_SUPERVISOR, topic, id);
+	int e = send_topic(web_req_app(r), kp_Peer_PEER_SUPERVISOR, topic, id);
 	if (e < 0) {
 		webd_answer_cancel(id);
 		free(x);
@@ -143,9 +144,9 @@ struct metrics_job {
 	bool finished;
 };
 
-static void webd_counters_text(struct text *t)
+static void counters_text(struct text *t)
 {
-	const struct webd_counters *k = &webd_counters;
+	const struct web_counters *k = &web_counters;
 	char buf[8192];
 	int n = 0;
 #define ADD(...) n += snprintf(buf + n, sizeof buf - (size_t)n, __VA_ARGS__)
@@ -183,7 +184,7 @@ static void webd_counters_text(struct text *t)
 	    (unsigned long long)k->ws_opened);
 	ADD("# HELP keeppeek_websockets Open WebSockets by route.\n# TYPE keeppeek_websockets gauge\n"
 	    "keeppeek_websockets{route=\"live\"} %u\nkeeppeek_websockets{route=\"rtc\"} %u\n",
-	    k->ws_active_live, k->ws_active_rtc);
+	    k->ws_active[WEBD_WS_LIVE], k->ws_active[WEBD_WS_RTC]);
 #undef ADD
 	text_add(t, buf, (size_t)n);
 }
@@ -223,7 +224,7 @@ static void metrics_finish(struct metrics_job *j)
 					 j->up[i] && j->answered[i] ? 1 : 0);
 			text_add(&t, line, (size_t)n);
 		}
-		webd_counters_text(&t);
+		counters_text(&t);
 		char *live = malloc(32 * 1024);
 		if (live) {
 			webd_live_metrics(live, 32 * 1024);
@@ -268,8 +269,9 @@ static void metrics_timeout(uv_timer_t *t)
 
 static void route_metrics(struct web_req *r)
 {
+	struct webd *d = web_req_app(r);
 	struct metrics_job *j = calloc(1, sizeof *j);
-	if (!j || uv_timer_init(kp_worker_loop(webd_worker()), &j->timer) < 0) {
+	if (!j || uv_timer_init(kp_worker_loop(d->worker), &j->timer) < 0) {
 		free(j);
 		web_reply_error(r, 503, "busy", "no memory");
 		return;
@@ -283,7 +285,7 @@ static void route_metrics(struct web_req *r)
 		uint32_t id = webd_answer_expect(src_peers[i], metrics_answer, p);
 		if (!id)
 			continue;
-		if (send_topic(src_peers[i], kp_SupervisorTopic_TOPIC_METRICS, id) < 0) {
+		if (send_topic(d, src_peers[i], kp_SupervisorTopic_TOPIC_METRICS, id) < 0) {
 			webd_answer_cancel(id);
 			continue;
 		}
@@ -308,7 +310,7 @@ const struct web_route webd_core_routes[] = {
 };
 
 const struct web_ws_route webd_ws_routes[] = {
-    {"/api/v1/live", 0, webd_live_open, webd_live_message, webd_live_close},
-    {"/api/v1/rtc", 0, webd_rtc_open, webd_rtc_message, webd_rtc_close},
+    [WEBD_WS_LIVE] = {"/api/v1/live", 0, webd_live_open, webd_live_message, webd_live_close},
+    [WEBD_WS_RTC] = {"/api/v1/rtc", 0, webd_rtc_open, webd_rtc_message, webd_rtc_close},
     {NULL, 0, NULL, NULL, NULL},
 };

@@ -3,7 +3,7 @@
 #ifndef KP_WEBD_ROUTES_DATA_H
 #define KP_WEBD_ROUTES_DATA_H
 
-#include "http.h"
+#include "webd.h"
 #include "kp_limits.h"
 
 /* POST /api/v1/events body ceiling: the largest JPEG as base64 (4 bytes per 3, the

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "http.h"
 #include "kp_limits.h"
 #include "log.h"
+#include "webd.h"
 
 /* Text messages queued towards one browser: answers, states every 500 ms per session. */
 #define RELAY_QUEUE_ITEMS 256
@@ -94,7 +94,8 @@ void webd_rtc_open(struct web_ws *ws)
 	kp_Envelope env = kp_Envelope_init_zero;
 	fill_signal(ws, &env);
 	env.msg.rtc_signal.open = true;
-	int r = kp_worker_send_peer(webd_worker(), kp_Peer_PEER_RTCD, &env, NULL, 0);
+	struct webd *d = web_ws_app(ws);
+	int r = kp_worker_send_peer(d->worker, kp_Peer_PEER_RTCD, &env, NULL, 0);
 	if (r < 0)
 		kp_warn("rtc relay: open of WebSocket %llu not sent to rtcd: %s", (unsigned long long)rw->ws_id,
 			strerror(-r));
@@ -112,7 +113,8 @@ void webd_rtc_message(struct web_ws *ws, bool binary, const uint8_t *data, size_
 	}
 	kp_Envelope env = kp_Envelope_init_zero;
 	fill_signal(ws, &env);
-	int r = kp_worker_send_peer(webd_worker(), kp_Peer_PEER_RTCD, &env, data, len);
+	struct webd *d = web_ws_app(ws);
+	int r = kp_worker_send_peer(d->worker, kp_Peer_PEER_RTCD, &env, data, len);
 	if (r < 0) {
 		kp_warn("rtc relay: message of WebSocket %llu not sent to rtcd: %s", (unsigned long long)web_ws_id(ws),
 			strerror(-r));
@@ -126,7 +128,8 @@ void webd_rtc_close(struct web_ws *ws)
 	kp_Envelope env = kp_Envelope_init_zero;
 	fill_signal(ws, &env);
 	env.msg.rtc_signal.close = true;
-	int r = kp_worker_send_peer(webd_worker(), kp_Peer_PEER_RTCD, &env, NULL, 0);
+	struct webd *d = web_ws_app(ws);
+	int r = kp_worker_send_peer(d->worker, kp_Peer_PEER_RTCD, &env, NULL, 0);
 	if (r < 0 && r != -ENOTCONN)
 		kp_warn("rtc relay: close of WebSocket %llu not sent to rtcd: %s", (unsigned long long)web_ws_id(ws),
 			strerror(-r));
@@ -155,7 +158,7 @@ static void close_all(void)
 	}
 }
 
-void webd_rtc_on_signal(struct kp_ipc_frame *f)
+void webd_rtc_on_signal(struct webd *d, struct kp_ipc_frame *f)
 {
 	const kp_RtcSignal *s = &f->env->msg.rtc_signal;
 	if (s->session == 0) {
@@ -174,7 +177,7 @@ void webd_rtc_on_signal(struct kp_ipc_frame *f)
 		env.which_msg = kp_Envelope_rtc_signal_tag;
 		env.msg.rtc_signal.session = s->session;
 		env.msg.rtc_signal.close = true;
-		int r = kp_worker_send_peer(webd_worker(), kp_Peer_PEER_RTCD, &env, NULL, 0);
+		int r = kp_worker_send_peer(d->worker, kp_Peer_PEER_RTCD, &env, NULL, 0);
 		if (r < 0)
 			kp_warn("rtc relay: close of a stale session not sent to rtcd: %s", strerror(-r));
 		return;

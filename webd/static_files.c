@@ -1,4 +1,5 @@
-/* webd's static files: GET/HEAD of the browser UI under www_dir (the installed
+/* webd's static files, the HTTP core's fallback for GET/HEAD that no route matches (a
+ * path under /api/ gets 404): the browser UI under www_dir (the installed
  * directory, or the source tree's www/ when run from a build tree), with a MIME type by
  * extension, a strong ETag from size and modification time, Cache-Control: no-cache
  * (revalidate: answers are 304 while unchanged), and precompressed .br/.gz variants when
@@ -12,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http_conn.h"
 #include "log.h"
+#include "webd.h"
 
 static char www[4096];
 
@@ -97,6 +98,10 @@ static int open_regular(const char *path, struct stat *st)
 void webd_static_serve(struct web_req *r)
 {
 	const char *p = web_req_path(r);
+	if (strncmp(p, "/api/", 5) == 0) {
+		web_reply_error(r, 404, "not_found", "no route %s", p);
+		return;
+	}
 	if (!www[0]) {
 		web_reply_error(r, 404, "not_found", "no browser UI installed");
 		return;

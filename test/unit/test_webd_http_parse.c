@@ -1,4 +1,4 @@
-/* Unit tests of webd's request-head parser (webd/http_parse.c): well-formed heads, each
+/* Unit tests of webd's request-head parser (webd/http/http_parse.c): well-formed heads, each
  * SPEC 12 ceiling at its limit and one past it, incremental feeding byte by byte, and
  * malformed input. */
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Unit tests of webd's WebSocket frame reader (webd/ws_frame.c): the three length
+/* Unit tests of webd's WebSocket frame reader (webd/http/ws_frame.c): the three length
  * forms, masking, incomplete input at every length, and each refusal. */
 #include <string.h>
 

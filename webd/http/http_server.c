@@ -1,10 +1,11 @@
-/* webd's HTTP/1.1 listener and connections on the worker's libuv loop: accept (at most
+/* The HTTP/1.1 listener and connections on the caller's libuv loop: accept (at most
  * KP_HTTP_MAX_CONNECTIONS, at most WEB_CONNECTIONS_PER_ADDRESS anonymous ones per
  * address, evicting an unfinished anonymous connection when they run out), read
  * deadlines (idle, head, body rate) and write stalls, the request-head ceilings (through
- * http_parse.c), body limits, the handler ceiling with its reserves, route lookup,
- * authentication and dispatch. One request per connection is parsed and handled at a
- * time; pipelined requests wait in the socket until the previous is answered. */
+ * http_parse.c), body limits, the handler ceiling with its reserves, route lookup in the
+ * application's tables, its authentication hook and dispatch. One request per connection
+ * is parsed and handled at a time; pipelined requests wait in the socket until the
+ * previous is answered. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -28,7 +29,9 @@
  * fill it. */
 #define LISTEN_BACKLOG 4096
 
-struct webd_counters webd_counters;
+struct web_counters web_counters;
+const struct web_server_def *web_def;
+void *web_app;
 const char *const web_limit_names[WEB_LIMIT_COUNT] = {
     [WEB_LIMIT_CONNECTIONS] = "connections",
     [WEB_LIMIT_READ_TIMEOUT] = "read_timeout",
@@ -73,7 +76,7 @@ void conn_count_status(int status)
 {
 	int cls = status / 100;
 	if (cls >= 1 && cls <= 5)
-		webd_counters.responses[cls]++;
+		web_counters.responses[cls]++;
 }
 
 static struct {
@@ -83,7 +86,7 @@ static struct {
 
 void web_limit_hit(enum web_limit l, const char *addr, const char *fmt, ...)
 {
-	webd_counters.limit_rejections[l]++;
+	web_counters.limit_rejections[l]++;
 	uint64_t now = web_now_ms();
 	if (limit_log[l].last_ms && now - limit_log[l].last_ms < WEB_LOG_INTERVAL_MS) {
 		limit_log[l].quiet++;
@@ -120,7 +123,7 @@ static void on_write(uv_write_t *req, int status)
 	struct conn *c = b->c;
 	c->out_pending -= b->len;
 	c->write_progress_ms = web_now_ms();
-	webd_counters.bytes_out += status == 0 ? b->len : 0;
+	web_counters.bytes_out += status == 0 ? b->len : 0;
 	if (b->ws && c->ws == b->ws && b->ws->q_items > 0) {
 		b->ws->q_items--;
 		b->ws->q_bytes -= b->ws->q_bytes >= b->ws_len ? b->ws_len : b->ws->q_bytes;
@@ -203,14 +206,14 @@ void conn_close(struct conn *c)
 	}
 	tls_conn_free(c);
 	if (!c->trusted)
-		webd_counters.connections_anonymous--;
+		web_counters.connections_anonymous--;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
 		conn_list = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	webd_counters.connections_active--;
+	web_counters.connections_active--;
 	uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
@@ -270,7 +273,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	webd_counters.bytes_in += (uint64_t)n;
+	web_counters.bytes_in += (uint64_t)n;
 	if (c->tls) {
 		int r = tls_input(c, (const uint8_t *)buf->base, (size_t)n);
 		if (r < 0) {
@@ -416,8 +419,6 @@ static struct web_req *req_from_head(struct conn *c, int *status)
 	return r;
 }
 
-static const struct web_route *const route_tables[] = {webd_core_routes, webd_auth_routes, webd_data_routes};
-
 static bool path_matches(const char *path, const char *rpath, unsigned flags)
 {
 	if (flags & WEB_PREFIX)
@@ -428,8 +429,8 @@ static bool path_matches(const char *path, const char *rpath, unsigned flags)
 static const struct web_route *route_find(const struct web_req *r, unsigned *allowed)
 {
 	*allowed = 0;
-	for (size_t t = 0; t < sizeof route_tables / sizeof route_tables[0]; t++)
-		for (const struct web_route *rt = route_tables[t]; rt->path; rt++) {
+	for (const struct web_route *const *t = web_def->routes; t && *t; t++)
+		for (const struct web_route *rt = *t; rt->path; rt++) {
 			if (!path_matches(r->path, rt->path, rt->flags))
 				continue;
 			/* HEAD is answered wherever GET is (the body is left out). */
@@ -443,7 +444,7 @@ static const struct web_route *route_find(const struct web_req *r, unsigned *all
 
 static const struct web_ws_route *ws_route_find(const char *path)
 {
-	for (const struct web_ws_route *w = webd_ws_routes; w->path; w++)
+	for (const struct web_ws_route *w = web_def->ws_routes; w && w->path; w++)
 		if (strcmp(path, w->path) == 0)
 			return w;
 	return NULL;
@@ -477,22 +478,22 @@ static void run_handler(struct conn *c)
 		reserve = 0;
 	else if (r->route && (r->route->flags & WEB_HEALTH))
 		reserve = WEB_HANDLERS_RESERVE_SIGNED_IN;
-	if (webd_counters.handlers_active + reserve >= KP_HTTP_MAX_HANDLERS) {
-		bool all = webd_counters.handlers_active >= KP_HTTP_MAX_HANDLERS;
+	if (web_counters.handlers_active + reserve >= KP_HTTP_MAX_HANDLERS) {
+		bool all = web_counters.handlers_active >= KP_HTTP_MAX_HANDLERS;
 		web_limit_hit(all ? WEB_LIMIT_HANDLERS : WEB_LIMIT_HANDLERS_RESERVE, c->addr,
 			      "%s %s refused: %u requests in progress%s", method_name(r->method), r->path,
-			      webd_counters.handlers_active,
+			      web_counters.handlers_active,
 			      all ? "" : " (the rest are kept for signed-in users and health checks)");
 		reply_now(c, r, 503, "busy", "too many requests in progress", "Retry-After: 1\r\n");
 		return;
 	}
 	r->counted = true;
-	webd_counters.handlers_active++;
+	web_counters.handlers_active++;
 	c->state = CONN_HANDLER;
 	if (r->route)
 		r->route->fn(r);
 	else
-		webd_static_serve(r);
+		web_def->fallback(r);
 }
 
 /* The request is authenticated (or public): its body, if any, is given memory and read. */
@@ -504,7 +505,7 @@ static void start_body(struct conn *c)
 		return;
 	}
 	if (r->body_need > BODY_MEMORY_MAX - body_memory) {
-		webd_counters.limit_rejections[WEB_LIMIT_BODY_MEMORY]++;
+		web_counters.limit_rejections[WEB_LIMIT_BODY_MEMORY]++;
 		reply_now(c, r, 503, "busy", "too many request bodies in memory", "Retry-After: 1\r\n");
 		return;
 	}
@@ -529,7 +530,7 @@ static void start_body(struct conn *c)
 static void auth_done(struct web_req *r, int status)
 {
 	if (status != 0)
-		return; /* answered by auth.c: the request is finished, r is gone */
+		return; /* answered by the hook: the request is finished, r is gone */
 	struct conn *c = r->c;
 	start_body(c);
 	conn_process(c);
@@ -605,7 +606,7 @@ static void dispatch(struct conn *c)
 		reply_now(c, r, 405, "method", "method not allowed here", extra);
 		return;
 	}
-	if (!rt && (strncmp(r->path, "/api/", 5) == 0 || (r->method != WEB_GET && r->method != WEB_HEAD))) {
+	if (!rt && (!web_def->fallback || (r->method != WEB_GET && r->method != WEB_HEAD))) {
 		c->req = r;
 		c->state = CONN_HANDLER;
 		web_reply_error(r, 404, "not_found", "no route %s", r->path);
@@ -613,7 +614,7 @@ static void dispatch(struct conn *c)
 	}
 	size_t max_body = rt ? rt->max_body : 0;
 	if (length > max_body) {
-		webd_counters.limit_rejections[WEB_LIMIT_BODY]++;
+		web_counters.limit_rejections[WEB_LIMIT_BODY]++;
 		char msg[96];
 		snprintf(msg, sizeof msg, "request body of %llu bytes is over this route's %zu",
 			 (unsigned long long)length, max_body);
@@ -625,19 +626,19 @@ static void dispatch(struct conn *c)
 	r->body_need = (size_t)length;
 	r->route = rt;
 	c->req = r;
-	if (!rt || (rt->flags & WEB_PUBLIC)) {
+	if (!rt || (rt->flags & WEB_PUBLIC) || !web_def->auth) {
 		start_body(c);
 		return;
 	}
 	c->state = CONN_AUTH;
-	webd_auth_check(r, rt->flags, auth_done);
+	web_def->auth(r, rt->flags, auth_done);
 }
 
 void conn_release_body(struct web_req *r)
 {
 	if (r->counted) {
 		r->counted = false;
-		webd_counters.handlers_active--;
+		web_counters.handlers_active--;
 	}
 	body_memory -= r->body_reserved;
 	r->body_reserved = 0;
@@ -647,19 +648,19 @@ static void head_error(struct conn *c, enum http_parse_status st)
 {
 	switch (st) {
 	case HP_LINE_TOO_LONG:
-		webd_counters.limit_rejections[WEB_LIMIT_REQUEST_LINE]++;
+		web_counters.limit_rejections[WEB_LIMIT_REQUEST_LINE]++;
 		conn_reply_error_close(c, 414, "request_line", "request line over 8192 bytes", NULL);
 		break;
 	case HP_HEADER_LINE:
-		webd_counters.limit_rejections[WEB_LIMIT_HEADER_LINE]++;
+		web_counters.limit_rejections[WEB_LIMIT_HEADER_LINE]++;
 		conn_reply_error_close(c, 431, "header_line", "a header line is over 8192 bytes", NULL);
 		break;
 	case HP_HEADER_BYTES:
-		webd_counters.limit_rejections[WEB_LIMIT_HEADER_BYTES]++;
+		web_counters.limit_rejections[WEB_LIMIT_HEADER_BYTES]++;
 		conn_reply_error_close(c, 431, "header_bytes", "header lines over 65536 bytes in total", NULL);
 		break;
 	case HP_HEADER_COUNT:
-		webd_counters.limit_rejections[WEB_LIMIT_HEADER_COUNT]++;
+		web_counters.limit_rejections[WEB_LIMIT_HEADER_COUNT]++;
 		conn_reply_error_close(c, 431, "header_count", "more than 100 header lines", NULL);
 		break;
 	case HP_BAD_HOST:
@@ -862,7 +863,7 @@ static void on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	uint64_t now = web_now_ms();
-	if (webd_counters.connections_active >= KP_HTTP_MAX_CONNECTIONS) {
+	if (web_counters.connections_active >= KP_HTTP_MAX_CONNECTIONS) {
 		struct conn *v = eviction_victim();
 		if (!v) {
 			web_limit_hit(WEB_LIMIT_CONNECTIONS, c->addr,
@@ -887,9 +888,9 @@ static void on_connection(uv_stream_t *server, int status)
 	if (conn_list)
 		conn_list->prev = c;
 	conn_list = c;
-	webd_counters.connections_active++;
-	webd_counters.connections_anonymous++;
-	webd_counters.connections_accepted++;
+	web_counters.connections_active++;
+	web_counters.connections_anonymous++;
+	web_counters.connections_accepted++;
 	http_head_init(&c->ph);
 	uv_tcp_nodelay(&c->tcp, 1);
 	/* Idle WebSockets have no read timeout: TCP keep-alive finds peers that vanished. */
@@ -1010,34 +1011,64 @@ static int listen_one(uv_loop_t *loop, const char *spec)
 	return 0;
 }
 
-int webd_server_open(struct kp_worker *w, const kp_WorkerConfig *cfg)
+int web_server_open(uv_loop_t *loop, const struct web_server_def *def, void *app, const char *listen,
+		    const char *tls_cert, const char *tls_key)
 {
-	uv_loop_t *loop = kp_worker_loop(w);
-	if (cfg->web_tls_cert[0] || cfg->web_tls_key[0]) {
-		int r = tls_open(cfg->web_tls_cert, cfg->web_tls_key);
+	unsigned nws = 0;
+	for (const struct web_ws_route *w = def->ws_routes; w && w->path; w++)
+		nws++;
+	if (nws > WEB_WS_ROUTES_MAX) {
+		kp_err("%u WebSocket routes: at most %d", nws, WEB_WS_ROUTES_MAX);
+		return -E2BIG;
+	}
+	web_def = def;
+	web_app = app;
+	memset(&web_counters, 0, sizeof web_counters);
+	memset(limit_log, 0, sizeof limit_log);
+	if (tls_cert[0] || tls_key[0]) {
+		int r = tls_open(tls_cert, tls_key);
 		if (r < 0)
 			return r;
 	}
-	char list[sizeof cfg->web_listen];
-	snprintf(list, sizeof list, "%s", cfg->web_listen);
+	size_t n = strlen(listen);
+	char *list = malloc(n + 1);
+	if (!list)
+		return -ENOMEM;
+	memcpy(list, listen, n + 1);
 	char *save = NULL;
-	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	int r = 0;
+	for (char *tok = strtok_r(list, ",", &save); tok && r == 0; tok = strtok_r(NULL, ",", &save)) {
 		while (*tok == ' ')
 			tok++;
-		int r = listen_one(loop, tok);
-		if (r < 0)
-			return r;
+		r = listen_one(loop, tok);
 	}
+	free(list);
+	if (r < 0)
+		return r;
 	if (nlisteners == 0)
 		kp_warn("[web] listen is empty: webd serves nothing");
-	int r = uv_timer_init(loop, &sweep_timer);
+	r = uv_timer_init(loop, &sweep_timer);
 	if (r < 0)
 		return r;
 	sweep_open = true;
 	return uv_timer_start(&sweep_timer, on_sweep, 250, 250);
 }
 
-void webd_server_close(void)
+int web_server_port(unsigned n)
+{
+	if (n >= nlisteners)
+		return -ENOENT;
+	struct sockaddr_storage ss;
+	int len = sizeof ss;
+	int r = uv_tcp_getsockname(&listeners[n].tcp, (struct sockaddr *)&ss, &len);
+	if (r < 0)
+		return r;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+void web_server_close(void)
 {
 	while (conn_list)
 		conn_close(conn_list);
@@ -1047,9 +1078,16 @@ void webd_server_close(void)
 	if (sweep_open)
 		uv_close((uv_handle_t *)&sweep_timer, NULL);
 	sweep_open = false;
+	tls_close();
 }
 
 /* ---- request accessors ---- */
+
+void *web_req_app(const struct web_req *r)
+{
+	(void)r;
+	return web_app;
+}
 
 uint64_t web_req_id(const struct web_req *r)
 {
@@ -1141,6 +1179,6 @@ void web_req_set_principal(struct web_req *r, const struct web_principal *p)
 	r->have_principal = true;
 	if (!r->c->trusted) {
 		r->c->trusted = true;
-		webd_counters.connections_anonymous--;
+		web_counters.connections_anonymous--;
 	}
 }

@@ -1,6 +1,7 @@
-/* webd's WebSockets (RFC 6455): the upgrade, frame parsing with the control-message
- * ceiling (KP_CONTROL_MESSAGE_MAX per message, fragments included), ping/pong/close,
- * and the bounded per-socket send queue of http.h. */
+/* The core's WebSockets (RFC 6455): the upgrade, the application's authentication hook
+ * before on_open, frame parsing with the control-message ceiling (KP_CONTROL_MESSAGE_MAX
+ * per message, fragments included), ping/pong/close, and the bounded per-socket send
+ * queue of http.h. */
 #include <errno.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -43,11 +44,7 @@ bool ws_is_upgrade(const struct web_req *r)
 
 static void count_active(const struct web_ws *ws, int d)
 {
-	unsigned *n = &webd_counters.ws_active_other;
-	if (strcmp(ws->route->path, "/api/v1/live") == 0)
-		n = &webd_counters.ws_active_live;
-	else if (strcmp(ws->route->path, "/api/v1/rtc") == 0)
-		n = &webd_counters.ws_active_rtc;
+	unsigned *n = &web_counters.ws_active[ws->route - web_def->ws_routes];
 	*n = (unsigned)((int)*n + d);
 }
 
@@ -107,14 +104,14 @@ void ws_start(struct conn *c, struct web_req *r, const struct web_ws_route *rout
 	c->ws = ws;
 	c->state = CONN_WS;
 	conn_count_status(101);
-	webd_counters.ws_opened++;
+	web_counters.ws_opened++;
 	count_active(ws, 1);
 	if (conn_send(c, resp, (size_t)n, NULL) < 0)
 		return;
-	if (route->flags & WEB_PUBLIC)
+	if ((route->flags & WEB_PUBLIC) || !web_def->auth_ws)
 		auth_done(ws, 0);
 	else
-		webd_auth_ws(ws, route->flags, auth_done);
+		web_def->auth_ws(ws, route->flags, auth_done);
 }
 
 void ws_free(struct web_ws *ws)
@@ -161,7 +158,7 @@ int web_ws_send(struct web_ws *ws, bool binary, const void *data, size_t len, un
 	if (ws->closing || ws->c->closing)
 		return -EPIPE;
 	if (ws->q_items + 1 > max_items || ws->q_bytes + len > max_bytes) {
-		webd_counters.limit_rejections[WEB_LIMIT_WS_QUEUE]++;
+		web_counters.limit_rejections[WEB_LIMIT_WS_QUEUE]++;
 		return -ENOBUFS;
 	}
 	ws->q_items++;
@@ -221,7 +218,7 @@ static size_t one_frame(struct conn *c, struct web_ws *ws)
 		protocol_error(ws, 1002, "bad control frame");
 		return 0;
 	case WSF_TOO_BIG:
-		webd_counters.limit_rejections[WEB_LIMIT_WS_MESSAGE]++;
+		web_counters.limit_rejections[WEB_LIMIT_WS_MESSAGE]++;
 		protocol_error(ws, 1009, "message over 65536 bytes");
 		return 0;
 	case WSF_OK:
@@ -301,6 +298,12 @@ void ws_input(struct conn *c)
 		memmove(c->in, c->in + used, c->in_len - used);
 		c->in_len -= used;
 	}
+}
+
+void *web_ws_app(const struct web_ws *ws)
+{
+	(void)ws;
+	return web_app;
 }
 
 uint64_t web_ws_id(const struct web_ws *ws)

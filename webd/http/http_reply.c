@@ -1,4 +1,4 @@
-/* webd's answers: one-piece replies, JSON errors and streamed answers (copied bytes and
+/* The core's answers: one-piece replies, JSON errors and streamed answers (copied bytes and
  * byte ranges of descriptors, read as the socket drains), and what happens to the
  * connection once a request is finished (keep-alive or shutdown). */
 #include <errno.h>

@@ -1,8 +1,9 @@
-/* The connection and request structures shared by webd's server core files:
- * http_server.c (listener, connections, ceilings, dispatch), http_reply.c (answers and
- * streamed answers), http_ws.c (WebSockets), http_tls.c (TLS on memory BIOs). */
-#ifndef KP_WEBD_HTTP_CONN_H
-#define KP_WEBD_HTTP_CONN_H
+/* The connection, request and WebSocket structures shared by the HTTP core's files
+ * (not by the application, which uses http.h): http_server.c (listener, connections,
+ * ceilings, dispatch), http_reply.c (answers and streamed answers), http_ws.c
+ * (WebSockets), http_tls.c (TLS on memory BIOs). */
+#ifndef KP_WEB_HTTP_CONN_H
+#define KP_WEB_HTTP_CONN_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,39 +11,11 @@
 
 #include "http.h"
 #include "http_parse.h"
-#include "server.h"
-
-#define CONN_IN_CAP       (HTTP_HEAD_MAX + 64)
-#define STREAM_READ_SIZE  (128 * 1024)
-#define STREAM_HIGH_WATER (512 * 1024)
-#define STREAM_MAX_PIECES 1024
-
-/* webd's defences against slow and greedy clients, beyond SPEC section 12's ceilings
- * (docs/decisions/0002-slow-clients.md, keeppeek-webd(8) LIMITS):
- * - at most WEB_CONNECTIONS_PER_ADDRESS anonymous connections (not yet shown valid
- *   credentials) per IPv4 address or IPv6 /64; more are accepted and closed at once;
- * - when all KP_HTTP_MAX_CONNECTIONS are open, a new connection evicts the unfinished
- *   anonymous connection that has waited longest; refused only when none is left;
- * - a request head must be complete within WEB_HEAD_SECS of its first byte (of the
- *   accept, on a new connection); an idle keep-alive connection waits
- *   KP_HTTP_TIMEOUT_SECS for it;
- * - a request body must average WEB_BODY_MIN_RATE bytes/s after WEB_BODY_GRACE_SECS;
- * - a request takes a handler slot only once authenticated with its whole body read;
- *   the last WEB_HANDLERS_RESERVE_SIGNED_IN slots are for requests with a principal,
- *   the WEB_HANDLERS_RESERVE_HEALTH before them also for WEB_HEALTH routes (/healthz);
- * - every refusal or cut is counted and logged at most once per WEB_LOG_INTERVAL_MS
- *   per ceiling. */
-#define WEB_CONNECTIONS_PER_ADDRESS    64
-#define WEB_HEAD_SECS                  10
-#define WEB_BODY_GRACE_SECS            10
-#define WEB_BODY_MIN_RATE              (16 * 1024)
-#define WEB_HANDLERS_RESERVE_SIGNED_IN 8
-#define WEB_HANDLERS_RESERVE_HEALTH    8
-#define WEB_LOG_INTERVAL_MS            10000
+#include "web_limits.h"
 
 enum conn_state {
 	CONN_HEAD,    /* reading a request head (read deadline running) */
-	CONN_AUTH,    /* waiting for auth.c */
+	CONN_AUTH,    /* waiting for the authentication hook */
 	CONN_BODY,    /* reading the request body */
 	CONN_HANDLER, /* the route answers (now or later) */
 	CONN_WS,      /* a WebSocket */
@@ -128,8 +101,10 @@ struct conn {
 };
 
 extern struct conn *conn_list;
+/* What the application handed to web_server_open. */
+extern const struct web_server_def *web_def;
+extern void *web_app;
 
-uint64_t web_now_ms(void);
 /* Queues bytes for the client (encrypted when TLS); ws: decrement that ws's queue on
  * completion. Returns 0 or a negative errno (the connection is then being closed). */
 int conn_send(struct conn *c, const void *data, size_t len, struct web_ws *ws);
@@ -162,6 +137,7 @@ void ws_free(struct web_ws *ws);
 
 /* http_tls.c */
 int tls_open(const char *cert, const char *key);
+void tls_close(void);
 bool tls_enabled(void);
 int tls_conn_init(struct conn *c);
 void tls_conn_free(struct conn *c);

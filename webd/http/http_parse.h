@@ -1,10 +1,10 @@
-/* webd's HTTP/1.1 request-head parser: incremental over a connection's input buffer,
+/* The HTTP core's request-head parser: incremental over a connection's input buffer,
  * pure (no I/O, no allocation), and the place where SPEC 12's request ceilings are
  * enforced byte by byte: request line and each header line <= KP_HTTP_MAX_LINE, all
  * header lines (delimiters included) <= KP_HTTP_MAX_HEADER_BYTES, <= KP_HTTP_MAX_HEADERS
  * headers. A client cannot make it buffer more than those bytes before it decides. */
-#ifndef KP_WEBD_HTTP_PARSE_H
-#define KP_WEBD_HTTP_PARSE_H
+#ifndef KP_WEB_HTTP_PARSE_H
+#define KP_WEB_HTTP_PARSE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,9 +1,9 @@
-/* RFC 6455 frame headers as webd reads them from clients: pure, no I/O. A frame is
+/* RFC 6455 frame headers as the HTTP core reads them from clients: pure, no I/O. A frame is
  * accepted only whole (header and payload present), masked, without reserved bits, with
  * a payload within the caller's limit (the message ceiling minus what earlier fragments
  * used), and control frames unfragmented and at most 125 bytes. */
-#ifndef KP_WEBD_WS_FRAME_H
-#define KP_WEBD_WS_FRAME_H
+#ifndef KP_WEB_WS_FRAME_H
+#define KP_WEB_WS_FRAME_H
 
 #include <stdbool.h>
 #include <stddef.h>

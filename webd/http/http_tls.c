@@ -1,6 +1,7 @@
-/* webd's TLS: one OpenSSL server context loaded from [web] tls_cert/tls_key before
- * confinement, and per connection an SSL object on memory BIOs, so that libuv moves the
- * ciphertext and the HTTP code above sees plaintext only. */
+/* The core's TLS: one OpenSSL server context loaded from the certificate and key files
+ * handed to web_server_open (before confinement), and per connection an SSL object on
+ * memory BIOs, so that libuv moves the ciphertext and the HTTP code above sees plaintext
+ * only. */
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -69,6 +70,12 @@ fail:
 	SSL_CTX_free(ctx);
 	ctx = NULL;
 	return -EINVAL;
+}
+
+void tls_close(void)
+{
+	SSL_CTX_free(ctx);
+	ctx = NULL;
 }
 
 bool tls_enabled(void)
