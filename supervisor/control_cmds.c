@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kp_limits.h"
+#include "kp_time.h"
 #include "log.h"
 
 #include "auth.h"
@@ -40,7 +40,7 @@ static bool link_up(const struct proc *p, kp_Peer peer)
 
 static void status(struct supervisor *s, bool json, struct kp_out *o)
 {
-	uint64_t now = kp_now_ms();
+	uint64_t now = kp_mono_ms();
 	if (json)
 		kp_out_put(o, "{\"workers\":[");
 	else
@@ -230,13 +230,6 @@ static int parse_stream(const char *v, uint32_t *ret)
 	return 0;
 }
 
-static int64_t wall_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* check [--repair | --rebuild] */
 static int check(struct supervisor *s, const kp_ControlRequest *req, uint64_t ticket, struct kp_out *o)
 {
@@ -261,7 +254,7 @@ static int coverage(struct supervisor *s, const kp_ControlRequest *req, uint64_t
 	env.which_msg = kp_Envelope_coverage_request_tag;
 	kp_CoverageRequest *q = &env.msg.coverage_request;
 	q->json = req->json;
-	q->to_ms = wall_now_ms();
+	q->to_ms = kp_wall_ms();
 	q->bucket_ms = 6 * 3600 * 1000ll;
 	int bad = req->args_count < 2 || (req->args_count % 2) || parse_stream(req->args[1], &q->stream) < 0 ||
 		  strlen(req->args[0]) >= sizeof q->camera;

@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "auth.h"
 #include "kp_build_config.h"
 #include "kp_limits.h"
+#include "kp_time.h"
 #include "log.h"
 #include "supervisor.h"
 
@@ -32,13 +32,6 @@ static const struct kp_ipc_limits worker_limits = {
     .queue_items = KP_IPC_QUEUE_ITEMS_SUPERVISOR,
     .queue_bytes = KP_IPC_QUEUE_BYTES_SUPERVISOR,
 };
-
-uint64_t kp_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 const char *proc_state_name(enum proc_state st)
 {
@@ -246,10 +239,10 @@ static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	(void)c;
 	switch (f->env->which_msg) {
 	case kp_Envelope_ready_tag:
-		p->last_reply_ms = kp_now_ms();
+		p->last_reply_ms = kp_mono_ms();
 		if (p->state == PROC_STARTING) {
 			p->state = PROC_RUNNING;
-			p->ready_ms = kp_now_ms();
+			p->ready_ms = kp_mono_ms();
 			p->config_generation = f->env->msg.ready.generation;
 			kp_info("%s running (pid %d)", p->name, (int)p->pid);
 			links_on_ready(s, p);
@@ -261,7 +254,7 @@ static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		}
 		break;
 	case kp_Envelope_health_reply_tag:
-		p->last_reply_ms = kp_now_ms();
+		p->last_reply_ms = kp_mono_ms();
 		p->health = f->env->msg.health_reply;
 		break;
 	case kp_Envelope_link_lost_tag:
@@ -341,7 +334,7 @@ static void on_exit_cb(uv_process_t *h, int64_t status, int term_signal)
 {
 	struct proc *p = h->data;
 	struct supervisor *s = p->s;
-	uint64_t now = kp_now_ms();
+	uint64_t now = kp_mono_ms();
 	describe_exit(p->last_exit, sizeof p->last_exit, status, term_signal);
 	bool was_running = p->ready_ms != 0;
 	if (was_running && p->config_generation != s->generation && s->reload_waiting && --s->reload_waiting == 0)
@@ -390,7 +383,7 @@ static void schedule_restart(struct proc *p)
 		delay = KP_BACKOFF_MAX_MS;
 	p->quick_failures++;
 	p->state = PROC_BACKOFF;
-	p->backoff_until_ms = kp_now_ms() + delay;
+	p->backoff_until_ms = kp_mono_ms() + delay;
 	if (delay > KP_BACKOFF_INITIAL_MS)
 		kp_warn("%s: restarting in %llu ms (%u failures in a row)", p->name, (unsigned long long)delay,
 			p->quick_failures);
@@ -444,7 +437,7 @@ int proc_spawn(struct proc *p)
 	if (p->peer == kp_Peer_PEER_RECORDERD)
 		s->have_catalog = false;
 	p->state = PROC_STARTING;
-	p->spawned_ms = p->last_reply_ms = kp_now_ms();
+	p->spawned_ms = p->last_reply_ms = kp_mono_ms();
 	p->ready_ms = 0;
 	memset(&p->health, 0, sizeof p->health);
 	r = kp_ipc_open(s->loop, sv[0], &worker_limits, on_worker_frame, on_worker_error, p, &p->ipc);
@@ -462,7 +455,7 @@ int proc_spawn(struct proc *p)
 static void on_health_timer(uv_timer_t *t)
 {
 	struct supervisor *s = t->data;
-	uint64_t now = kp_now_ms();
+	uint64_t now = kp_mono_ms();
 	for (unsigned i = 0; i < KP_NPROCS; i++) {
 		struct proc *p = &s->procs[i];
 		if ((p->state != PROC_RUNNING && p->state != PROC_STARTING) || p->pid <= 0)

@@ -104,8 +104,6 @@ struct supervisor {
 	kp_CatalogStatus catalog;
 };
 
-uint64_t kp_now_ms(void);
-
 /* proc.c */
 void proc_table_init(struct supervisor *s, const char *libexec_dir);
 int proc_spawn(struct proc *p);
