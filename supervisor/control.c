@@ -46,7 +46,8 @@ static int reply(struct kp_ipc *c, int code, const void *out, size_t len)
 }
 
 static const struct kp_ipc_limits client_limits = {
-    .kind = KP_LINK_CONTROL_REQUEST,
+    .from = kp_Peer_PEER_CONTROL,
+    .to = kp_Peer_PEER_SUPERVISOR,
     .max_tail = 0,
     .queue_items = 4,
     /* Relayed answers (check, events search) may be as large as the control tail. */

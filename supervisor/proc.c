@@ -27,7 +27,7 @@ static const struct {
 };
 
 static const struct kp_ipc_limits worker_limits = {
-    .kind = KP_LINK_WORKER_TO_SUPERVISOR,
+    .to = kp_Peer_PEER_SUPERVISOR,
     .max_tail = KP_IPC_TAIL_MAX_SUPERVISOR,
     .queue_items = KP_IPC_QUEUE_ITEMS_SUPERVISOR,
     .queue_bytes = KP_IPC_QUEUE_BYTES_SUPERVISOR,
@@ -261,36 +261,30 @@ static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 		links_on_lost(s, p, &f->env->msg.link_lost);
 		break;
 	case kp_Envelope_stream_state_tag:
-		if (p->peer == kp_Peer_PEER_INGESTD)
-			cameras_on_state(s, &f->env->msg.stream_state);
+		cameras_on_state(s, &f->env->msg.stream_state);
 		break;
 	case kp_Envelope_stream_received_tag:
-		if (p->peer == kp_Peer_PEER_RECORDERD)
-			cameras_on_received(s, &f->env->msg.stream_received);
+		cameras_on_received(s, &f->env->msg.stream_received);
 		break;
 	case kp_Envelope_recording_status_tag:
-		if (p->peer == kp_Peer_PEER_RECORDERD)
-			cameras_on_recording(s, &f->env->msg.recording_status);
+		cameras_on_recording(s, &f->env->msg.recording_status);
 		break;
-	case kp_Envelope_catalog_status_tag:
-		if (p->peer == kp_Peer_PEER_RECORDERD) {
-			const kp_CatalogStatus *cs = &f->env->msg.catalog_status;
-			if (strcmp(cs->state, "ok") && (!s->have_catalog || strcmp(cs->state, s->catalog.state)))
-				kp_err("recorderd: nothing is recorded: %s", cs->error[0] ? cs->error : cs->state);
-			s->catalog = *cs;
-			s->have_catalog = true;
-		}
+	case kp_Envelope_catalog_status_tag: {
+		const kp_CatalogStatus *cs = &f->env->msg.catalog_status;
+		if (strcmp(cs->state, "ok") && (!s->have_catalog || strcmp(cs->state, s->catalog.state)))
+			kp_err("recorderd: nothing is recorded: %s", cs->error[0] ? cs->error : cs->state);
+		s->catalog = *cs;
+		s->have_catalog = true;
 		break;
+	}
 	case kp_Envelope_recorder_reply_tag:
-		if (p->peer == kp_Peer_PEER_RECORDERD)
-			control_relay_reply(s, &f->env->msg.recorder_reply, f->tail, f->tail_len);
+		control_relay_reply(s, &f->env->msg.recorder_reply, f->tail, f->tail_len);
 		break;
 	case kp_Envelope_topic_query_tag:
 		topics_answer(s, p, &f->env->msg.topic_query);
 		break;
 	case kp_Envelope_auth_request_tag:
-		if (p->peer == kp_Peer_PEER_WEBD)
-			auth_on_request(s, p, &f->env->msg.auth_request);
+		auth_on_request(s, p, &f->env->msg.auth_request);
 		break;
 	default:
 		break;
@@ -440,7 +434,9 @@ int proc_spawn(struct proc *p)
 	p->spawned_ms = p->last_reply_ms = kp_mono_ms();
 	p->ready_ms = 0;
 	memset(&p->health, 0, sizeof p->health);
-	r = kp_ipc_open(s->loop, sv[0], &worker_limits, on_worker_frame, on_worker_error, p, &p->ipc);
+	struct kp_ipc_limits lim = worker_limits;
+	lim.from = p->peer;
+	r = kp_ipc_open(s->loop, sv[0], &lim, on_worker_frame, on_worker_error, p, &p->ipc);
 	if (r < 0) {
 		close(sv[0]);
 		kp_err("%s: opening its channel failed: %s", p->name, strerror(-r));
