@@ -1,6 +1,7 @@
 /* keeppeekd: the supervisor. Parses the configuration (or the embedded demo one),
- * prepares data and run directories, opens the control socket, starts the four workers
- * and keeps them running; SIGHUP reloads, SIGTERM/SIGINT stops everything. */
+ * prepares data and run directories, opens the control socket, hands the privsep engine
+ * (proc.c) the process table (workers.c) and its hooks, which start the four workers
+ * and keep them running; SIGHUP reloads, SIGTERM/SIGINT stops everything. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
