@@ -144,8 +144,8 @@ static int consume(struct kp_ipc *c, const uint8_t *p, size_t n)
 			used = take(c->head + c->head_have, 4 + c->env_len - c->head_have, p, n);
 			c->head_have += used;
 			if (c->head_have == 4 + c->env_len) {
-				r = kp_frame_decode(c->head + 4, c->env_len, c->lim.kind, c->lim.max_tail, &c->env,
-						    &reason);
+				r = kp_frame_decode(c->head + 4, c->env_len, c->lim.from, c->lim.to, c->lim.max_tail,
+						    &c->env, &reason);
 				if (r < 0) {
 					fail(c, r, reason);
 					return -1;

@@ -14,7 +14,8 @@
 struct kp_ipc;
 
 struct kp_ipc_limits {
-	enum kp_link_kind kind; /* what this end accepts */
+	kp_Peer from; /* the process at the other end: the IPC table's sender */
+	kp_Peer to;   /* this end: the table's receiver */
 	size_t max_tail;
 	size_t queue_items;
 	size_t queue_bytes;

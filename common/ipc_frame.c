@@ -1,5 +1,6 @@
-/* Pure IPC frame encoding, decoding and sender policy: the one table of which message
- * kinds may arrive on which kind of link. Fuzzed by test/fuzz/fuzz_envelope.c. */
+/* Pure IPC frame encoding, decoding and sender policy: the IPC table, the one place
+ * that says which processes may send and receive each message kind, checked on every
+ * frame received. Fuzzed by test/fuzz/fuzz_envelope.c; the table by test_ipc_policy. */
 #include "ipc_frame.h"
 
 #include <errno.h>
@@ -25,61 +26,87 @@ int kp_frame_header(const uint8_t head[4], uint32_t *ret_len, const char **ret_r
 	return 0;
 }
 
-/* Who may send what. Which peer may send which peer message is checked again by the
- * receiving worker, which knows the peer at the other end. */
-static const struct {
-	enum kp_link_kind kind;
-	pb_size_t which;
-} policy[] = {
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_worker_config_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_camera_config_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_config_done_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_link_new_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_health_request_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_reload_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_shutdown_tag},
-    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_ready_tag},
-    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_link_lost_tag},
-    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_health_reply_tag},
-    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_stream_state_tag},
-    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_stream_received_tag},
-    {KP_LINK_PEER, kp_Envelope_peer_hello_tag},
-    {KP_LINK_PEER, kp_Envelope_access_unit_tag},
-    {KP_LINK_PEER, kp_Envelope_camera_event_tag},
-    {KP_LINK_CONTROL_REQUEST, kp_Envelope_control_request_tag},
-    {KP_LINK_CONTROL_REPLY, kp_Envelope_control_reply_tag},
-    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_recording_status_tag},
-    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_catalog_status_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_check_request_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_coverage_request_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_keyframe_request_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_event_search_tag},
-    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_recorder_reply_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_backup_request_tag},
-    {KP_LINK_PEER, kp_Envelope_query_reply_tag},
-    {KP_LINK_PEER, kp_Envelope_coverage_query_tag},
-    {KP_LINK_PEER, kp_Envelope_recordings_query_tag},
-    {KP_LINK_PEER, kp_Envelope_event_publish_tag},
-    {KP_LINK_PEER, kp_Envelope_event_committed_tag},
-    {KP_LINK_PEER, kp_Envelope_event_search_tag},
-    {KP_LINK_PEER, kp_Envelope_event_get_tag},
-    {KP_LINK_PEER, kp_Envelope_delete_request_tag},
-    {KP_LINK_PEER, kp_Envelope_media_open_tag},
-    {KP_LINK_PEER, kp_Envelope_media_piece_tag},
-    {KP_LINK_PEER, kp_Envelope_topic_query_tag},
-    {KP_LINK_PEER, kp_Envelope_rtc_signal_tag},
-    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_topic_query_tag},
-    {KP_LINK_WORKER_TO_SUPERVISOR, kp_Envelope_auth_request_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_query_reply_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_auth_reply_tag},
-    {KP_LINK_SUPERVISOR_TO_WORKER, kp_Envelope_auth_revoked_tag},
+#define SUP     KP_PEER_BIT(kp_Peer_PEER_SUPERVISOR)
+#define INGESTD KP_PEER_BIT(kp_Peer_PEER_INGESTD)
+#define REC     KP_PEER_BIT(kp_Peer_PEER_RECORDERD)
+#define WEBD    KP_PEER_BIT(kp_Peer_PEER_WEBD)
+#define RTCD    KP_PEER_BIT(kp_Peer_PEER_RTCD)
+#define CTL     KP_PEER_BIT(kp_Peer_PEER_CONTROL)
+#define WORKERS KP_PEERS_WORKERS
+
+/* Who may send what to whom: one row per message kind. A frame whose sender or
+ * receiver is not in its row closes the link (kp_frame_decode). */
+static const struct kp_ipc_rule rules[] = {
+    /* The supervisor's configuration, links and orders to its workers. */
+    {kp_Envelope_worker_config_tag, SUP, WORKERS},
+    {kp_Envelope_camera_config_tag, SUP, INGESTD | REC},
+    {kp_Envelope_config_done_tag, SUP, WORKERS},
+    {kp_Envelope_link_new_tag, SUP, WORKERS},
+    {kp_Envelope_health_request_tag, SUP, WORKERS},
+    {kp_Envelope_reload_tag, SUP, WORKERS},
+    {kp_Envelope_shutdown_tag, SUP, WORKERS},
+    /* What every worker tells the supervisor. */
+    {kp_Envelope_ready_tag, WORKERS, SUP},
+    {kp_Envelope_link_lost_tag, WORKERS, SUP},
+    {kp_Envelope_health_reply_tag, WORKERS, SUP},
+    /* Reports about cameras, recordings and the catalog. */
+    {kp_Envelope_stream_state_tag, INGESTD, SUP},
+    {kp_Envelope_stream_received_tag, REC, SUP},
+    {kp_Envelope_recording_status_tag, REC, SUP},
+    {kp_Envelope_catalog_status_tag, REC, SUP},
+    /* keeppeekctl's questions that recorderd answers, and its answers. */
+    {kp_Envelope_check_request_tag, SUP, REC},
+    {kp_Envelope_coverage_request_tag, SUP, REC},
+    {kp_Envelope_keyframe_request_tag, SUP, REC},
+    {kp_Envelope_backup_request_tag, SUP, REC},
+    {kp_Envelope_recorder_reply_tag, REC, SUP},
+    /* webd's questions: topics (healthz, cameras, metrics) and credentials. */
+    {kp_Envelope_topic_query_tag, WEBD, SUP | REC | RTCD},
+    {kp_Envelope_auth_request_tag, WEBD, SUP},
+    {kp_Envelope_auth_reply_tag, SUP, WEBD},
+    {kp_Envelope_auth_revoked_tag, SUP, WEBD},
+    /* Between workers. */
+    {kp_Envelope_peer_hello_tag, WORKERS, WORKERS},
+    {kp_Envelope_access_unit_tag, INGESTD, REC | RTCD},
+    {kp_Envelope_camera_event_tag, INGESTD, REC},
+    {kp_Envelope_coverage_query_tag, WEBD, REC},
+    {kp_Envelope_recordings_query_tag, WEBD, REC},
+    {kp_Envelope_event_publish_tag, WEBD, REC},
+    {kp_Envelope_event_search_tag, SUP | WEBD, REC},
+    {kp_Envelope_event_get_tag, WEBD, REC},
+    {kp_Envelope_delete_request_tag, WEBD, REC},
+    {kp_Envelope_event_committed_tag, REC, WEBD},
+    {kp_Envelope_media_open_tag, WEBD | RTCD, REC},
+    {kp_Envelope_media_piece_tag, REC, WEBD | RTCD},
+    {kp_Envelope_query_reply_tag, SUP | REC | RTCD, WEBD | RTCD},
+    {kp_Envelope_rtc_signal_tag, WEBD | RTCD, WEBD | RTCD},
+    /* The control socket. */
+    {kp_Envelope_control_request_tag, CTL, SUP},
+    {kp_Envelope_control_reply_tag, SUP, CTL},
 };
 
-static int allowed(enum kp_link_kind kind, pb_size_t which)
+const struct kp_ipc_rule *kp_ipc_rules(size_t *ret_count)
 {
-	for (size_t i = 0; i < sizeof policy / sizeof policy[0]; i++)
-		if (policy[i].kind == kind && policy[i].which == which)
-			return 1;
+	*ret_count = sizeof rules / sizeof rules[0];
+	return rules;
+}
+
+static const struct kp_ipc_rule *rule_of(pb_size_t which)
+{
+	for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+		if (rules[i].which == which)
+			return &rules[i];
+	return NULL;
+}
+
+int kp_ipc_allowed(pb_size_t which, kp_Peer from, kp_Peer to, const char **ret_reason)
+{
+	const struct kp_ipc_rule *r = rule_of(which);
+	if (!r || (unsigned)from >= 32 || (unsigned)to >= 32 || !(r->from & KP_PEER_BIT(from)) ||
+	    !(r->to & KP_PEER_BIT(to))) {
+		*ret_reason = "message kind not accepted from this sender";
+		return -EPERM;
+	}
 	return 0;
 }
 
@@ -99,7 +126,7 @@ static int fds_match(const kp_Envelope *env)
 	}
 }
 
-int kp_frame_decode(const uint8_t *buf, size_t len, enum kp_link_kind kind, size_t max_tail, kp_Envelope *ret_env,
+int kp_frame_decode(const uint8_t *buf, size_t len, kp_Peer from, kp_Peer to, size_t max_tail, kp_Envelope *ret_env,
 		    const char **ret_reason)
 {
 	kp_Envelope env = kp_Envelope_init_zero;
@@ -116,10 +143,9 @@ int kp_frame_decode(const uint8_t *buf, size_t len, enum kp_link_kind kind, size
 		*ret_reason = "envelope carries no message";
 		return -EBADMSG;
 	}
-	if (!allowed(kind, env.which_msg)) {
-		*ret_reason = "message kind not accepted from this sender";
-		return -EPERM;
-	}
+	int r = kp_ipc_allowed(env.which_msg, from, to, ret_reason);
+	if (r < 0)
+		return r;
 	if (env.tail_len > max_tail) {
 		*ret_reason = "raw tail exceeds the link ceiling";
 		return -EMSGSIZE;

@@ -1,6 +1,7 @@
 /* Pure IPC frame encoding and validation (SPEC section 2), no I/O: a 4-byte
  * little-endian envelope length, the nanopb Envelope, then envelope.tail_len raw bytes
- * and envelope.fd_count descriptors passed alongside. */
+ * and envelope.fd_count descriptors passed alongside; and the IPC table, which names
+ * for every message kind the processes that may send and receive it. */
 #ifndef KP_IPC_FRAME_H
 #define KP_IPC_FRAME_H
 
@@ -15,22 +16,35 @@
 
 #define KP_FRAME_HEAD_MAX (4 + kp_Envelope_size)
 
-/* The sender of a link; decides which messages are accepted on it. */
-enum kp_link_kind {
-	KP_LINK_SUPERVISOR_TO_WORKER, /* read by a worker from its supervisor */
-	KP_LINK_WORKER_TO_SUPERVISOR, /* read by the supervisor from a worker */
-	KP_LINK_PEER,                 /* worker <-> worker */
-	KP_LINK_CONTROL_REQUEST,      /* read by the supervisor from keeppeekctl */
-	KP_LINK_CONTROL_REPLY,        /* read by keeppeekctl from the supervisor */
+/* A set of processes, one bit per kp_Peer: a column of the IPC table. */
+#define KP_PEER_BIT(p) (1u << (unsigned)(p))
+#define KP_PEERS_WORKERS                                                                                               \
+	(KP_PEER_BIT(kp_Peer_PEER_INGESTD) | KP_PEER_BIT(kp_Peer_PEER_RECORDERD) | KP_PEER_BIT(kp_Peer_PEER_WEBD) |    \
+	 KP_PEER_BIT(kp_Peer_PEER_RTCD))
+
+/* One row of the IPC table: which processes may send a message kind, and which may
+ * receive it. */
+struct kp_ipc_rule {
+	pb_size_t which; /* kp_Envelope_..._tag */
+	uint32_t from;   /* KP_PEER_BIT of each allowed sender */
+	uint32_t to;     /* KP_PEER_BIT of each allowed receiver */
 };
+
+/* The IPC table: *ret_count rows, one per message kind. */
+const struct kp_ipc_rule *kp_ipc_rules(size_t *ret_count);
+
+/* The one sender check: 0 when the table lets from send the message kind which to to,
+ * else -EPERM with *ret_reason set. kp_frame_decode applies it to every frame. */
+int kp_ipc_allowed(pb_size_t which, kp_Peer from, kp_Peer to, const char **ret_reason);
 
 /* Reads the envelope length from a 4-byte header and checks it against the static
  * maximum. Returns 0 or -EMSGSIZE / -EBADMSG with *ret_reason set. */
 int kp_frame_header(const uint8_t head[4], uint32_t *ret_len, const char **ret_reason);
 
 /* Decodes exactly len envelope bytes and validates tail_len, fd_count and that the
- * message kind may arrive on this kind of link. */
-int kp_frame_decode(const uint8_t *buf, size_t len, enum kp_link_kind kind, size_t max_tail, kp_Envelope *ret_env,
+ * message kind may go from the process at the link's other end to this one
+ * (kp_ipc_allowed). */
+int kp_frame_decode(const uint8_t *buf, size_t len, kp_Peer from, kp_Peer to, size_t max_tail, kp_Envelope *ret_env,
 		    const char **ret_reason);
 
 /* Encodes header + envelope into buf (at least KP_FRAME_HEAD_MAX bytes). */

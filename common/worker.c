@@ -39,14 +39,13 @@ struct kp_worker {
 };
 
 static const struct kp_ipc_limits supervisor_limits = {
-    .kind = KP_LINK_SUPERVISOR_TO_WORKER,
+    .from = kp_Peer_PEER_SUPERVISOR,
     .max_tail = KP_IPC_TAIL_MAX_SUPERVISOR,
     .queue_items = KP_IPC_QUEUE_ITEMS_SUPERVISOR,
     .queue_bytes = KP_IPC_QUEUE_BYTES_SUPERVISOR,
 };
 
 static const struct kp_ipc_limits peer_limits = {
-    .kind = KP_LINK_PEER,
     .max_tail = KP_IPC_TAIL_MAX_PEER,
     .queue_items = KP_IPC_QUEUE_ITEMS_PEER,
     .queue_bytes = KP_IPC_QUEUE_BYTES_PEER,
@@ -193,7 +192,10 @@ static void install_link(struct kp_worker *w, const kp_LinkNew *ln, struct kp_ip
 	l->ipc = NULL;
 	l->generation = ln->generation;
 	l->hello_seen = 0;
-	int r = kp_ipc_open(w->loop, f->fds[0], &peer_limits, on_peer_frame, on_peer_error, l, &l->ipc);
+	struct kp_ipc_limits lim = peer_limits;
+	lim.from = l->peer;
+	lim.to = w->def->self;
+	int r = kp_ipc_open(w->loop, f->fds[0], &lim, on_peer_frame, on_peer_error, l, &l->ipc);
 	if (r < 0) {
 		kp_err("opening link to %s (generation %u) failed: %s", kp_peer_name(l->peer), (unsigned)l->generation,
 		       strerror(-r));
@@ -409,7 +411,9 @@ int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv)
 		w.links[i].w = &w;
 		w.links[i].peer = def->peers[i];
 	}
-	r = kp_ipc_open(w.loop, KP_WORKER_CHANNEL_FD, &supervisor_limits, on_sup_frame, on_sup_error, &w, &w.sup);
+	struct kp_ipc_limits sup_lim = supervisor_limits;
+	sup_lim.to = def->self;
+	r = kp_ipc_open(w.loop, KP_WORKER_CHANNEL_FD, &sup_lim, on_sup_frame, on_sup_error, &w, &w.sup);
 	if (r < 0) {
 		kp_err("opening the supervisor channel failed: %s", strerror(-r));
 		return 1;

@@ -1,6 +1,8 @@
-/* recorderd's intake: access units and camera events from ingestd, queries from webd
- * and rtcd (handed to queries.c), counted per camera stream with sequence gaps detected, reported to the
- * supervisor before each health reply, and handed to the recording core (recorder.c). */
+/* recorderd's intake: access units and camera events (which only ingestd may send: the
+ * IPC table in common/ipc_frame.c), counted per camera stream with sequence gaps
+ * detected, reported to the supervisor before each health reply, and handed to the
+ * recording core (recorder.c); every other kind is a query from webd or rtcd, handed to
+ * queries.c. */
 #include <stdio.h>
 #include <string.h>
 
@@ -20,7 +22,6 @@ struct stream_counter {
 
 static struct stream_counter counters[KP_MAX_CAMERAS * 2];
 static unsigned ncounters;
-static uint64_t refused;
 
 static struct stream_counter *counter(const char *camera, uint32_t stream)
 {
@@ -38,15 +39,9 @@ static struct stream_counter *counter(const char *camera, uint32_t stream)
 
 void rec_intake_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 {
-	if (from == kp_Peer_PEER_WEBD || from == kp_Peer_PEER_RTCD) {
+	if (f->env->which_msg != kp_Envelope_access_unit_tag && f->env->which_msg != kp_Envelope_camera_event_tag) {
 		rec_reply_init(w);
 		rec_query_frame(from, f);
-		return;
-	}
-	if (from != kp_Peer_PEER_INGESTD) {
-		if (refused++ % 100 == 0)
-			kp_warn("ignoring %u from %s: only ingestd feeds recorderd", (unsigned)f->env->which_msg,
-				kp_peer_name(from));
 		return;
 	}
 	if (f->env->which_msg == kp_Envelope_access_unit_tag) {

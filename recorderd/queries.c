@@ -681,10 +681,7 @@ void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
 		recordings(from, &env->msg.recordings_query);
 		break;
 	case kp_Envelope_event_publish_tag:
-		if (from != kp_Peer_PEER_WEBD)
-			rec_reply_error(from, id, 400, "bad_request", "events are published through webd");
-		else
-			rec_event_publish(from, &env->msg.event_publish, f->tail, f->tail_len);
+		rec_event_publish(from, &env->msg.event_publish, f->tail, f->tail_len);
 		break;
 	case kp_Envelope_event_search_tag:
 		search(from, &env->msg.event_search);
@@ -693,10 +690,7 @@ void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
 		event_get(from, &env->msg.event_get);
 		break;
 	case kp_Envelope_delete_request_tag:
-		if (from != kp_Peer_PEER_WEBD)
-			rec_reply_error(from, id, 400, "bad_request", "deletes come through webd");
-		else
-			rec_event_delete(from, &env->msg.delete_request);
+		rec_event_delete(from, &env->msg.delete_request);
 		break;
 	case kp_Envelope_media_open_tag:
 		media(from, &env->msg.media_open);

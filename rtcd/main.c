@@ -63,8 +63,7 @@ static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame
 		rtc_live_on_au(&env->msg.access_unit, f->tail, f->tail_len);
 		break;
 	case kp_Envelope_rtc_signal_tag:
-		if (from == kp_Peer_PEER_WEBD)
-			rtc_signal_on_frame(w, f);
+		rtc_signal_on_frame(w, f);
 		break;
 	case kp_Envelope_topic_query_tag:
 		if (env->msg.topic_query.topic == kp_SupervisorTopic_TOPIC_METRICS)

@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <openssl/crypto.h>
 
 #include "auth.h"
 #include "auth_store.h"
+#include "kp_time.h"
 #include "log.h"
 
 #define SESSIONS_MAX        4096
@@ -70,13 +70,6 @@ static unsigned queued, running;
 struct auth_store *auth_store_get(void)
 {
 	return &store;
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Names and addresses from the network, made safe for a log line. */
@@ -203,7 +196,7 @@ static int64_t session_expires(const struct session *se, uint64_t now)
 {
 	uint64_t idle = se->used_ms + SESSION_IDLE_MS, absolute = se->created_ms + SESSION_ABSOLUTE_MS;
 	uint64_t end = idle < absolute ? idle : absolute;
-	return wall_ms() + (int64_t)(end - now);
+	return kp_wall_ms() + (int64_t)(end - now);
 }
 
 /* A new session for user: a free or expired slot, else the least recently used one. */
@@ -345,7 +338,7 @@ static void refuse(kp_AuthReply *rep, const char *error, uint32_t retry_after_ms
 static void login_finish(struct job *j)
 {
 	struct supervisor *s = j->s;
-	uint64_t now = kp_now_ms();
+	uint64_t now = kp_mono_ms();
 	kp_AuthReply rep = kp_AuthReply_init_zero;
 	rep.id = j->id;
 	char u[AUTH_NAME_MAX + 1], a[64];
@@ -381,7 +374,7 @@ static void login_finish(struct job *j)
 
 static void login(struct supervisor *s, struct proc *p, const kp_AuthRequest *req, kp_AuthReply *rep)
 {
-	uint64_t now = kp_now_ms();
+	uint64_t now = kp_mono_ms();
 	uint32_t wait = slow_remaining(req->client_addr, now);
 	if (wait) {
 		char msg[sizeof rep->error];
@@ -425,7 +418,7 @@ void auth_on_request(struct supervisor *s, struct proc *p, const kp_AuthRequest 
 {
 	kp_AuthReply rep = kp_AuthReply_init_zero;
 	rep.id = req->id;
-	uint64_t now = kp_now_ms();
+	uint64_t now = kp_mono_ms();
 	switch (req->kind) {
 	case kp_AuthKind_AUTH_LOGIN:
 		login(s, p, req, &rep);

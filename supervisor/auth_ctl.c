@@ -12,6 +12,7 @@
 
 #include "auth.h"
 #include "auth_store.h"
+#include "kp_time.h"
 #include "log.h"
 
 /* A user-add or user-passwd waiting for its hash. */
@@ -157,13 +158,6 @@ static void user_list(bool json, struct kp_out *o)
 		kp_out_put(o, "]}\n");
 }
 
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* token-create NAME ROLE: prints only the token. */
 static int token_create(const kp_ControlRequest *req, struct kp_out *o)
 {
@@ -182,7 +176,7 @@ static int token_create(const kp_ControlRequest *req, struct kp_out *o)
 	if (r == 0)
 		r = auth_digest(token, digest);
 	if (r == 0)
-		r = auth_store_token_add(st, req->args[0], role, digest, wall_ms());
+		r = auth_store_token_add(st, req->args[0], role, digest, kp_wall_ms());
 	if (r == -EEXIST)
 		kp_out_put(o, "a token named %s exists; revoke it first\n", req->args[0]);
 	else if (r == -ENOSPC)

@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kp_build_config.h"
+#include "kp_time.h"
 #include "log.h"
 #include "supervisor.h"
 
@@ -144,13 +144,6 @@ static int copy_file(struct backup *b, const char *path, int fd, unsigned *ret_e
 	return 0;
 }
 
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int prepare(struct backup *b, int dirfd, const char *shown, int *ret_catalog_fd, char *manifest, size_t len)
 {
 	struct supervisor *s = b->s;
@@ -193,7 +186,7 @@ static int prepare(struct backup *b, int dirfd, const char *shown, int *ret_cata
 		snprintf(config, sizeof config, "%s", s->config_path);
 	snprintf(manifest, len,
 		 "keeppeek_backup=1\nversion=%s\ncreated_ms=%lld\ndata_dir=%s\nconfig=%s\nusers=%u\ntokens=%u\n",
-		 KP_VERSION, (long long)wall_ms(), s->cfg.data_dir.val, config, users, tokens);
+		 KP_VERSION, (long long)kp_wall_ms(), s->cfg.data_dir.val, config, users, tokens);
 	*ret_catalog_fd = db;
 	return 0;
 }

@@ -1,7 +1,8 @@
 /* The control socket (run_dir/control.sock, mode 0660, group keeppeek; 0600 root-only
  * when the workers fall back to nobody): accepts at most
- * KP_CONTROL_MAX_CLIENTS keeppeekctl connections, reads framed ControlRequests and
- * answers each with a ControlReply whose raw tail is the output: at once, or later
+ * KP_CONTROL_MAX_CLIENTS keeppeekctl connections, reads framed ControlRequests, runs
+ * each with the function handed to control_open (control_cmds.c's control_run) and
+ * answers with a ControlReply whose raw tail is the output: at once, or later
  * (control_answer) for questions relayed to a worker. */
 #include <errno.h>
 #include <stdbool.h>
@@ -29,6 +30,7 @@ struct control_client {
 
 struct control {
 	struct supervisor *s;
+	control_run_fn run;
 	int fd;
 	uv_poll_t poll;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -46,7 +48,8 @@ static int reply(struct kp_ipc *c, int code, const void *out, size_t len)
 }
 
 static const struct kp_ipc_limits client_limits = {
-    .kind = KP_LINK_CONTROL_REQUEST,
+    .from = kp_Peer_PEER_CONTROL,
+    .to = kp_Peer_PEER_SUPERVISOR,
     .max_tail = 0,
     .queue_items = 4,
     /* Relayed answers (check, events search) may be as large as the control tail. */
@@ -69,7 +72,7 @@ static void on_client_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	out[0] = '\0';
 	uint64_t ticket = cl->serial * KP_CONTROL_MAX_CLIENTS + (uint64_t)(cl - cl->ctl->clients);
 	struct control_extra x = {.fds = f->fds, .nfds = f->nfds, .uid = cl->cred.uid, .gid = cl->cred.gid};
-	int code = control_run(cl->ctl->s, &f->env->msg.control_request, &x, out, sizeof out, ticket);
+	int code = cl->ctl->run(cl->ctl->s, &f->env->msg.control_request, &x, out, sizeof out, ticket);
 	if (code == CONTROL_PENDING)
 		return;
 	int r = reply(c, code, out, strlen(out));
@@ -176,7 +179,7 @@ static int claim_path(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-int control_open(struct supervisor *s, const char *path, char *err, size_t errlen)
+int control_open(struct supervisor *s, const char *path, control_run_fn run, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof sa.sun_path) {
@@ -190,6 +193,7 @@ int control_open(struct supervisor *s, const char *path, char *err, size_t errle
 	if (!ctl)
 		return -ENOMEM;
 	ctl->s = s;
+	ctl->run = run;
 	snprintf(ctl->path, sizeof ctl->path, "%s", path);
 	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
 	ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

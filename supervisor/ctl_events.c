@@ -12,6 +12,7 @@
 #include "ctl_time.h"
 #include "json.h"
 #include "keeppeek.pb.h"
+#include "kp_time.h"
 
 #define LABELS_TEXT_MAX 512
 #define TERMS_MAX       1024
@@ -22,13 +23,6 @@ static void usage(FILE *f)
 		   "                                 [--cursor X] [--json] [TERMS...]\n"
 		   "  T: Unix milliseconds, ISO 8601 (2026-11-30T10:00:00Z; local time without a zone),\n"
 		   "     now, or relative: -90s, -30m, -1h, -7d\n");
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 struct row {
@@ -197,7 +191,7 @@ int ctl_events(const char *sock, int n, char **args, bool json)
 	}
 	char from[24] = "", to[24] = "";
 	char *times[2] = {from, to};
-	int64_t now = now_ms();
+	int64_t now = kp_wall_ms();
 	for (int j = 0; j < 2; j++) {
 		int64_t ms;
 		if (!v[1 + j])

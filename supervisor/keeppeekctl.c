@@ -176,8 +176,8 @@ int ctl_exchange_fd(const char *sock, const char *command, char **args, int narg
 	if (r == 0)
 		r = read_full(fd, buf, env_len);
 	kp_Envelope reply;
-	if (r == 0 &&
-	    (r = kp_frame_decode(buf, env_len, KP_LINK_CONTROL_REPLY, KP_IPC_TAIL_MAX_CONTROL, &reply, &reason)) < 0)
+	if (r == 0 && (r = kp_frame_decode(buf, env_len, kp_Peer_PEER_SUPERVISOR, kp_Peer_PEER_CONTROL,
+					   KP_IPC_TAIL_MAX_CONTROL, &reply, &reason)) < 0)
 		fprintf(stderr, "keeppeekctl: bad reply: %s\n", reason);
 	char *text = NULL;
 	if (r == 0 && reply.tail_len) {

@@ -1,6 +1,7 @@
 /* keeppeekd: the supervisor. Parses the configuration (or the embedded demo one),
- * prepares data and run directories, opens the control socket, starts the four workers
- * and keeps them running; SIGHUP reloads, SIGTERM/SIGINT stops everything. */
+ * prepares data and run directories, opens the control socket, hands the privsep engine
+ * (proc.c) the process table (workers.c) and its hooks, which start the four workers
+ * and keep them running; SIGHUP reloads, SIGTERM/SIGINT stops everything. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -109,6 +110,33 @@ static void write_pidfile(const char *run_dir)
 	fprintf(f, "%d\n", (int)getpid());
 	fclose(f);
 }
+
+/* The engine's hooks: what to tell a worker comes from the process table (workers.c);
+ * the rest of the supervisor (service manager, demo cameras, control socket, signals)
+ * is started and closed here. */
+static bool others_running(struct supervisor *s, int sig)
+{
+	return s->demo && demo_stop(s, sig);
+}
+
+static void stopped(struct supervisor *s)
+{
+	uv_close((uv_handle_t *)&s->sig_term, NULL);
+	uv_close((uv_handle_t *)&s->sig_int, NULL);
+	uv_close((uv_handle_t *)&s->sig_hup, NULL);
+	service_close(s);
+	control_close(s);
+}
+
+static const struct proc_hooks hooks = {
+    .spawned = workers_spawned,
+    .exited = workers_exited,
+    .ping = workers_ping,
+    .ask_stop = workers_ask_stop,
+    .stopping = service_stopping,
+    .others_running = others_running,
+    .stopped = stopped,
+};
 
 static void on_signal(uv_signal_t *h, int sig)
 {
@@ -266,7 +294,7 @@ int main(int argc, char **argv)
 		return 1;
 	char path[PATH_MAX + 32], err[512] = "";
 	snprintf(path, sizeof path, "%s/control.sock", s.cfg.run_dir.val);
-	r = control_open(&s, path, err, sizeof err);
+	r = control_open(&s, path, control_run, err, sizeof err);
 	if (r < 0) {
 		kp_err("control socket: %s", err[0] ? err : strerror(-r));
 		return 1;
@@ -286,7 +314,7 @@ int main(int argc, char **argv)
 	}
 	s.generation = 1;
 	links_init(&s);
-	proc_table_init(&s, libexec_dir);
+	proc_table_init(&s, libexec_dir, workers_table, &hooks);
 	proc_start_all(&s);
 	service_start(&s);
 	if (s.demo)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "kp_limits.h"
+#include "kp_time.h"
 #include "log.h"
 #include "supervisor.h"
 
@@ -135,11 +136,11 @@ static void on_ready_timer(uv_timer_t *t)
 		uv_timer_stop(t);
 		s->ready_sent = true;
 		kp_info("ready: %d workers running and linked after %llu ms", KP_NPROCS,
-			(unsigned long long)(kp_now_ms() - s->started_ms));
+			(unsigned long long)(kp_mono_ms() - s->started_ms));
 		send_logged("READY=1", notify_send("READY=1\nSTATUS=%d workers running", KP_NPROCS));
 		return;
 	}
-	if (kp_now_ms() - s->started_ms >= KP_READY_DEADLINE_MS) {
+	if (kp_mono_ms() - s->started_ms >= KP_READY_DEADLINE_MS) {
 		/* Recording must not wait for, say, a web port in use: the service is started
 		 * anyway, degraded, and says why. */
 		uv_timer_stop(t);
@@ -170,7 +171,7 @@ static void on_ready_timer(uv_timer_t *t)
 
 void service_start(struct supervisor *s)
 {
-	s->started_ms = kp_now_ms();
+	s->started_ms = kp_mono_ms();
 	uv_timer_init(s->loop, &s->ready_timer);
 	s->ready_timer.data = s;
 	uv_timer_start(&s->ready_timer, on_ready_timer, KP_READY_POLL_MS, KP_READY_POLL_MS);

@@ -1,44 +1,29 @@
-/* The process table and each worker's life: spawn (fork+exec with its channel on fd 3),
- * the configuration barrier, health checks, exit, restart alone with exponential
- * backoff (SPEC section 1), orderly stop of everything. */
+/* The privsep engine: each process of the table handed in (workers.c) is spawned
+ * (fork+exec with its channel on fd 3) under its own uid, has every frame it sends
+ * handed to its row's dispatch, is killed when it stops answering, restarted alone with
+ * exponential backoff when it exits (SPEC section 1), and stopped in order with the
+ * rest. It knows no message kind and no other module of the supervisor: what to send a
+ * worker, and what else to start or close, are the hooks handed in. */
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
 #include "kp_build_config.h"
 #include "kp_limits.h"
+#include "kp_time.h"
 #include "log.h"
 #include "supervisor.h"
 
-static const struct {
-	const char *name;
-	kp_Peer peer;
-} proc_table[KP_NPROCS] = {
-    {"ingestd", kp_Peer_PEER_INGESTD},
-    {"recorderd", kp_Peer_PEER_RECORDERD},
-    {"webd", kp_Peer_PEER_WEBD},
-    {"rtcd", kp_Peer_PEER_RTCD},
-};
-
 static const struct kp_ipc_limits worker_limits = {
-    .kind = KP_LINK_WORKER_TO_SUPERVISOR,
+    .to = kp_Peer_PEER_SUPERVISOR,
     .max_tail = KP_IPC_TAIL_MAX_SUPERVISOR,
     .queue_items = KP_IPC_QUEUE_ITEMS_SUPERVISOR,
     .queue_bytes = KP_IPC_QUEUE_BYTES_SUPERVISOR,
 };
-
-uint64_t kp_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 const char *proc_state_name(enum proc_state st)
 {
@@ -73,15 +58,15 @@ static int built_tree(char *dir, size_t len)
 }
 
 /* Each worker its own uid where the package made one (keeppeek-ingestd, -webd, -rtcd), so
- * that one taken over cannot read another's memory or files; recorderd runs as the
- * configured user, which owns data_dir. Without those users (a build-tree run, the
- * nobody fallback) every worker runs as the configured user. */
+ * that one taken over cannot read another's memory or files; a row without own_user
+ * (recorderd) runs as the configured user, which owns data_dir. Without those users (a
+ * build-tree run, the nobody fallback) every worker runs as the configured user. */
 static void assign_user(struct proc *p)
 {
 	struct supervisor *s = p->s;
 	p->uid = s->uid;
 	p->gid = s->gid;
-	if (!s->change_uid || !s->control_group || p->peer == kp_Peer_PEER_RECORDERD)
+	if (!s->change_uid || !s->control_group || !p->def->own_user)
 		return;
 	char name[64];
 	snprintf(name, sizeof name, "%s-%s", s->cfg.user.val, p->name);
@@ -98,16 +83,19 @@ static void assign_user(struct proc *p)
 	p->gid = pw->pw_gid;
 }
 
-void proc_table_init(struct supervisor *s, const char *libexec_dir)
+void proc_table_init(struct supervisor *s, const char *libexec_dir, const struct proc_def defs[KP_NPROCS],
+		     const struct proc_hooks *hooks)
 {
 	char dir[4096];
 	int in_tree = built_tree(dir, sizeof dir);
+	s->hooks = hooks;
 	for (unsigned i = 0; i < KP_NPROCS; i++) {
 		struct proc *p = &s->procs[i];
 		memset(p, 0, sizeof *p);
 		p->s = s;
-		p->name = proc_table[i].name;
-		p->peer = proc_table[i].peer;
+		p->def = &defs[i];
+		p->name = defs[i].name;
+		p->peer = defs[i].peer;
 		if (libexec_dir)
 			snprintf(p->path, sizeof p->path, "%s/keeppeek-%s", libexec_dir, p->name);
 		else if (in_tree)
@@ -118,11 +106,6 @@ void proc_table_init(struct supervisor *s, const char *libexec_dir)
 		p->timer.data = p;
 		assign_user(p);
 	}
-}
-
-bool catalog_unusable(const struct supervisor *s)
-{
-	return s->have_catalog && strcmp(s->catalog.state, "ok") != 0;
 }
 
 struct proc *proc_by_name(struct supervisor *s, const char *name)
@@ -139,79 +122,6 @@ struct proc *proc_by_peer(struct supervisor *s, kp_Peer peer)
 		if (s->procs[i].peer == peer)
 			return &s->procs[i];
 	return NULL;
-}
-
-/* ingestd and recorderd get one CameraConfig per camera before each ConfigDone. */
-static int send_cameras(struct proc *p)
-{
-	struct supervisor *s = p->s;
-	if (p->peer != kp_Peer_PEER_INGESTD && p->peer != kp_Peer_PEER_RECORDERD)
-		return 0;
-	for (unsigned i = 0; i < s->cfg.ncameras; i++) {
-		const struct kp_camera_conf *c = &s->cfg.cameras[i];
-		kp_Envelope env = kp_Envelope_init_zero;
-		env.which_msg = kp_Envelope_camera_config_tag;
-		kp_CameraConfig *cc = &env.msg.camera_config;
-		cc->generation = s->generation;
-		cc->index = i;
-		cc->count = s->cfg.ncameras;
-		snprintf(cc->name, sizeof cc->name, "%s", c->name);
-		snprintf(cc->url, sizeof cc->url, "%s", c->url.val);
-		kp_redact_url(c->url.val, cc->url_redacted, sizeof cc->url_redacted);
-		snprintf(cc->sub_url, sizeof cc->sub_url, "%s", c->sub_url.val);
-		cc->streams = c->streams;
-		cc->motion_events = c->motion_events;
-		cc->record = (uint32_t)c->record;
-		cc->retention_days = c->retention_days;
-		cc->snapshot_interval = c->snapshot_interval;
-		cc->rollover_secs = c->rollover_secs;
-		int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static void send_config(struct proc *p)
-{
-	struct supervisor *s = p->s;
-	kp_Envelope env = kp_Envelope_init_zero;
-	env.which_msg = kp_Envelope_worker_config_tag;
-	kp_WorkerConfig *wc = &env.msg.worker_config;
-	wc->generation = s->generation;
-	snprintf(wc->data_dir, sizeof wc->data_dir, "%s", s->cfg.data_dir.val);
-	snprintf(wc->run_dir, sizeof wc->run_dir, "%s", s->cfg.run_dir.val);
-	snprintf(wc->www_dir, sizeof wc->www_dir, "%s", s->www_dir);
-	snprintf(wc->user, sizeof wc->user, "%s", s->cfg.user.val);
-	wc->change_uid = s->change_uid;
-	wc->retention_max_days = s->cfg.max_days;
-	wc->retention_max_disk_mb = s->cfg.max_disk_mb;
-	wc->uid = (uint32_t)p->uid;
-	wc->gid = (uint32_t)p->gid;
-	snprintf(wc->web_listen, sizeof wc->web_listen, "%s", s->cfg.listen.val);
-	snprintf(wc->web_tls_cert, sizeof wc->web_tls_cert, "%s", s->cfg.tls_cert.val);
-	snprintf(wc->web_tls_key, sizeof wc->web_tls_key, "%s", s->cfg.tls_key.val);
-	wc->rtc_udp_port_min = s->cfg.udp_port_min;
-	wc->rtc_udp_port_max = s->cfg.udp_port_max;
-	snprintf(wc->rtc_stun_server, sizeof wc->rtc_stun_server, "%s", s->cfg.stun_server.val);
-	wc->rtc_max_transcodes = s->cfg.max_transcodes;
-	snprintf(wc->rtc_addresses, sizeof wc->rtc_addresses, "%s", s->cfg.rtc_addresses.val);
-	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
-	if (r == 0)
-		r = send_cameras(p);
-	kp_Envelope done = kp_Envelope_init_zero;
-	done.which_msg = kp_Envelope_config_done_tag;
-	done.msg.config_done.generation = s->generation;
-	if (r == 0)
-		r = kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0);
-	if (r < 0)
-		kp_err("%s: sending configuration failed: %s", p->name, strerror(-r));
-}
-
-static void reload_complete(struct supervisor *s)
-{
-	kp_info("reload to generation %u complete", (unsigned)s->generation);
-	service_reloaded(s);
 }
 
 /* kill(2) to a worker. A failure is logged with what it means: keeppeekd runs as root
@@ -239,69 +149,26 @@ static int proc_signal(struct proc *p, int sig, const char *why)
 	return -e;
 }
 
+void proc_heard(struct proc *p)
+{
+	p->last_reply_ms = kp_mono_ms();
+}
+
+bool proc_ready(struct proc *p)
+{
+	if (p->state != PROC_STARTING)
+		return false;
+	p->state = PROC_RUNNING;
+	p->ready_ms = kp_mono_ms();
+	kp_info("%s running (pid %d)", p->name, (int)p->pid);
+	return true;
+}
+
 static void on_worker_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 {
 	struct proc *p = arg;
-	struct supervisor *s = p->s;
 	(void)c;
-	switch (f->env->which_msg) {
-	case kp_Envelope_ready_tag:
-		p->last_reply_ms = kp_now_ms();
-		if (p->state == PROC_STARTING) {
-			p->state = PROC_RUNNING;
-			p->ready_ms = kp_now_ms();
-			p->config_generation = f->env->msg.ready.generation;
-			kp_info("%s running (pid %d)", p->name, (int)p->pid);
-			links_on_ready(s, p);
-		} else if (p->state == PROC_RUNNING && f->env->msg.ready.generation == s->generation &&
-			   p->config_generation != s->generation) {
-			p->config_generation = s->generation;
-			if (s->reload_waiting && --s->reload_waiting == 0)
-				reload_complete(s);
-		}
-		break;
-	case kp_Envelope_health_reply_tag:
-		p->last_reply_ms = kp_now_ms();
-		p->health = f->env->msg.health_reply;
-		break;
-	case kp_Envelope_link_lost_tag:
-		links_on_lost(s, p, &f->env->msg.link_lost);
-		break;
-	case kp_Envelope_stream_state_tag:
-		if (p->peer == kp_Peer_PEER_INGESTD)
-			cameras_on_state(s, &f->env->msg.stream_state);
-		break;
-	case kp_Envelope_stream_received_tag:
-		if (p->peer == kp_Peer_PEER_RECORDERD)
-			cameras_on_received(s, &f->env->msg.stream_received);
-		break;
-	case kp_Envelope_recording_status_tag:
-		if (p->peer == kp_Peer_PEER_RECORDERD)
-			cameras_on_recording(s, &f->env->msg.recording_status);
-		break;
-	case kp_Envelope_catalog_status_tag:
-		if (p->peer == kp_Peer_PEER_RECORDERD) {
-			const kp_CatalogStatus *cs = &f->env->msg.catalog_status;
-			if (strcmp(cs->state, "ok") && (!s->have_catalog || strcmp(cs->state, s->catalog.state)))
-				kp_err("recorderd: nothing is recorded: %s", cs->error[0] ? cs->error : cs->state);
-			s->catalog = *cs;
-			s->have_catalog = true;
-		}
-		break;
-	case kp_Envelope_recorder_reply_tag:
-		if (p->peer == kp_Peer_PEER_RECORDERD)
-			control_relay_reply(s, &f->env->msg.recorder_reply, f->tail, f->tail_len);
-		break;
-	case kp_Envelope_topic_query_tag:
-		topics_answer(s, p, &f->env->msg.topic_query);
-		break;
-	case kp_Envelope_auth_request_tag:
-		if (p->peer == kp_Peer_PEER_WEBD)
-			auth_on_request(s, p, &f->env->msg.auth_request);
-		break;
-	default:
-		break;
-	}
+	p->def->dispatch(p, f);
 }
 
 static void on_worker_error(struct kp_ipc *c, int err, const char *reason, void *arg)
@@ -322,6 +189,7 @@ static void on_worker_error(struct kp_ipc *c, int err, const char *reason, void 
 }
 
 static void schedule_restart(struct proc *p);
+static int proc_spawn(struct proc *p);
 
 static void on_handle_closed(uv_handle_t *h)
 {
@@ -341,17 +209,14 @@ static void on_exit_cb(uv_process_t *h, int64_t status, int term_signal)
 {
 	struct proc *p = h->data;
 	struct supervisor *s = p->s;
-	uint64_t now = kp_now_ms();
+	uint64_t now = kp_mono_ms();
 	describe_exit(p->last_exit, sizeof p->last_exit, status, term_signal);
 	bool was_running = p->ready_ms != 0;
-	if (was_running && p->config_generation != s->generation && s->reload_waiting && --s->reload_waiting == 0)
-		reload_complete(s);
 	kp_ipc_destroy(p->ipc);
 	p->ipc = NULL;
 	uv_close((uv_handle_t *)h, on_handle_closed);
 	p->pid = 0;
-	if (p->peer == kp_Peer_PEER_RECORDERD)
-		control_relay_lost(s);
+	s->hooks->exited(p);
 	if (s->stopping) {
 		p->state = PROC_STOPPED;
 		kp_info("%s stopped: %s", p->name, p->last_exit);
@@ -390,14 +255,14 @@ static void schedule_restart(struct proc *p)
 		delay = KP_BACKOFF_MAX_MS;
 	p->quick_failures++;
 	p->state = PROC_BACKOFF;
-	p->backoff_until_ms = kp_now_ms() + delay;
+	p->backoff_until_ms = kp_mono_ms() + delay;
 	if (delay > KP_BACKOFF_INITIAL_MS)
 		kp_warn("%s: restarting in %llu ms (%u failures in a row)", p->name, (unsigned long long)delay,
 			p->quick_failures);
 	uv_timer_start(&p->timer, on_restart_timer, delay, 0);
 }
 
-int proc_spawn(struct proc *p)
+static int proc_spawn(struct proc *p)
 {
 	struct supervisor *s = p->s;
 	int sv[2];
@@ -441,13 +306,13 @@ int proc_spawn(struct proc *p)
 	}
 	p->handle_open = 1;
 	p->pid = p->handle.pid;
-	if (p->peer == kp_Peer_PEER_RECORDERD)
-		s->have_catalog = false;
 	p->state = PROC_STARTING;
-	p->spawned_ms = p->last_reply_ms = kp_now_ms();
+	p->spawned_ms = p->last_reply_ms = kp_mono_ms();
 	p->ready_ms = 0;
 	memset(&p->health, 0, sizeof p->health);
-	r = kp_ipc_open(s->loop, sv[0], &worker_limits, on_worker_frame, on_worker_error, p, &p->ipc);
+	struct kp_ipc_limits lim = worker_limits;
+	lim.from = p->peer;
+	r = kp_ipc_open(s->loop, sv[0], &lim, on_worker_frame, on_worker_error, p, &p->ipc);
 	if (r < 0) {
 		close(sv[0]);
 		kp_err("%s: opening its channel failed: %s", p->name, strerror(-r));
@@ -455,14 +320,14 @@ int proc_spawn(struct proc *p)
 		return 0;
 	}
 	kp_info("%s started (pid %d)", p->name, (int)p->pid);
-	send_config(p);
+	s->hooks->spawned(p);
 	return 0;
 }
 
 static void on_health_timer(uv_timer_t *t)
 {
 	struct supervisor *s = t->data;
-	uint64_t now = kp_now_ms();
+	uint64_t now = kp_mono_ms();
 	for (unsigned i = 0; i < KP_NPROCS; i++) {
 		struct proc *p = &s->procs[i];
 		if ((p->state != PROC_RUNNING && p->state != PROC_STARTING) || p->pid <= 0)
@@ -474,12 +339,8 @@ static void on_health_timer(uv_timer_t *t)
 			proc_signal(p, SIGKILL, "restart it (no health reply)");
 			continue;
 		}
-		if (p->state == PROC_RUNNING && p->ipc) {
-			kp_Envelope env = kp_Envelope_init_zero;
-			env.which_msg = kp_Envelope_health_request_tag;
-			env.msg.health_request.seq = ++p->health_seq;
-			kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
-		}
+		if (p->state == PROC_RUNNING && p->ipc)
+			s->hooks->ping(p);
 	}
 }
 
@@ -524,21 +385,16 @@ static void on_stop_timer(uv_timer_t *t)
 			proc_signal(p, SIGKILL, "stop it");
 		}
 	}
-	if (s->demo)
-		demo_stop(s, SIGKILL);
+	s->hooks->others_running(s, SIGKILL);
 }
 
 static void close_all_handles(struct supervisor *s)
 {
 	uv_close((uv_handle_t *)&s->health_timer, NULL);
 	uv_close((uv_handle_t *)&s->stop_timer, NULL);
-	uv_close((uv_handle_t *)&s->sig_term, NULL);
-	uv_close((uv_handle_t *)&s->sig_int, NULL);
-	uv_close((uv_handle_t *)&s->sig_hup, NULL);
 	for (unsigned i = 0; i < KP_NPROCS; i++)
 		uv_close((uv_handle_t *)&s->procs[i].timer, NULL);
-	service_close(s);
-	control_close(s);
+	s->hooks->stopped(s);
 }
 
 /* Called on SIGTERM and again as each worker exits; finishes when none is left. */
@@ -547,7 +403,7 @@ void proc_stop_all(struct supervisor *s)
 	if (!s->stopping) {
 		s->stopping = true;
 		kp_info("stopping all workers");
-		service_stopping(s);
+		s->hooks->stopping(s);
 		uv_timer_init(s->loop, &s->stop_timer);
 		s->stop_timer.data = s;
 		uv_timer_start(&s->stop_timer, on_stop_timer, KP_STOP_GRACE_MS, 0);
@@ -559,71 +415,15 @@ void proc_stop_all(struct supervisor *s)
 				continue;
 			}
 			p->state = PROC_STOPPING;
-			kp_Envelope env = kp_Envelope_init_zero;
-			env.which_msg = kp_Envelope_shutdown_tag;
-			snprintf(env.msg.shutdown.reason, sizeof env.msg.shutdown.reason, "supervisor is stopping");
-			if (!p->ipc || kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) < 0)
+			if (!p->ipc || s->hooks->ask_stop(p) < 0)
 				proc_signal(p, SIGTERM, "stop it");
 		}
 	}
-	if (s->demo && demo_stop(s, SIGTERM))
+	if (s->hooks->others_running(s, SIGTERM))
 		return;
 	for (unsigned i = 0; i < KP_NPROCS; i++)
 		if (s->procs[i].pid > 0)
 			return;
 	kp_info("all workers stopped");
 	close_all_handles(s);
-}
-
-int supervisor_reload(struct supervisor *s, char *msg, size_t len)
-{
-	if (s->stopping) {
-		snprintf(msg, len, "reload refused: stopping\n");
-		return -ESHUTDOWN;
-	}
-	if (s->reload_waiting) {
-		snprintf(msg, len, "reload refused: a reload is in progress (%u workers have not answered)\n",
-			 s->reload_waiting);
-		return -EBUSY;
-	}
-	if (!s->demo) {
-		static struct kp_config next;
-		static struct kp_config_errors errs;
-		int r = kp_config_load_file(s->config_path, &next, &errs);
-		if (r < 0) {
-			snprintf(msg, len, "reload refused: configuration is invalid; keeping the running one\n%s",
-				 errs.text);
-			kp_err("reload refused: %s is invalid: %.*s", s->config_path, (int)strcspn(errs.text, "\n"),
-			       errs.text);
-			return r;
-		}
-		if (strcmp(next.data_dir.val, s->cfg.data_dir.val) || strcmp(next.run_dir.val, s->cfg.run_dir.val) ||
-		    strcmp(next.user.val, s->cfg.user.val))
-			kp_warn("reload: data_dir, run_dir and user take effect only after a restart of keeppeekd");
-		snprintf(next.data_dir.val, sizeof next.data_dir.val, "%s", s->cfg.data_dir.val);
-		snprintf(next.run_dir.val, sizeof next.run_dir.val, "%s", s->cfg.run_dir.val);
-		snprintf(next.user.val, sizeof next.user.val, "%s", s->cfg.user.val);
-		s->cfg = next;
-	}
-	s->generation++;
-	for (unsigned i = 0; i < KP_NPROCS; i++) {
-		struct proc *p = &s->procs[i];
-		if (p->state != PROC_RUNNING || !p->ipc)
-			continue;
-		kp_Envelope env = kp_Envelope_init_zero;
-		env.which_msg = kp_Envelope_reload_tag;
-		env.msg.reload.generation = s->generation;
-		kp_Envelope done = kp_Envelope_init_zero;
-		done.which_msg = kp_Envelope_config_done_tag;
-		done.msg.config_done.generation = s->generation;
-		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 && send_cameras(p) == 0 &&
-		    kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0) == 0)
-			s->reload_waiting++;
-	}
-	kp_info("reload to generation %u sent to %u workers", (unsigned)s->generation, s->reload_waiting);
-	service_reloading(s);
-	if (!s->reload_waiting)
-		service_reloaded(s);
-	snprintf(msg, len, "reload to generation %u sent to %u workers\n", (unsigned)s->generation, s->reload_waiting);
-	return 0;
 }

@@ -1,5 +1,7 @@
 /* The supervisor's state: the process table, the link mesh between workers, the
- * running configuration, and the control socket. Shared by keeppeekd's files. */
+ * running configuration, and the control socket. Shared by keeppeekd's files, which
+ * are layered: proc.c (the privsep engine) knows none of the others; workers.c (the
+ * process table with each worker's dispatch) and keeppeekd.c hand it what it calls. */
 #ifndef KP_SUPERVISOR_H
 #define KP_SUPERVISOR_H
 
@@ -18,10 +20,33 @@
 enum proc_state { PROC_STOPPED, PROC_STARTING, PROC_RUNNING, PROC_BACKOFF, PROC_STOPPING };
 
 struct supervisor;
+struct proc;
+
+/* A row of the process table (workers.c). */
+struct proc_def {
+	const char *name; /* "ingestd" */
+	kp_Peer peer;
+	bool own_user; /* runs as USER-NAME where the package made that user (docs/privsep.md) */
+	/* Every frame the worker sends, already allowed by the IPC table (common/ipc_frame.c). */
+	void (*dispatch)(struct proc *p, struct kp_ipc_frame *f);
+};
+
+/* What the engine (proc.c) asks of the layers above it. */
+struct proc_hooks {
+	void (*spawned)(struct proc *p);        /* its channel is open: send what it needs first */
+	void (*exited)(struct proc *p);         /* it exited (ready_ms says whether it had run) */
+	void (*ping)(struct proc *p);           /* a health check of a running worker is due */
+	int (*ask_stop)(struct proc *p);        /* the supervisor stops: ask it to exit; < 0: SIGTERM it */
+	void (*stopping)(struct supervisor *s); /* once, when stopping begins */
+	/* Sends sig to processes outside the table (the demo cameras); true while one runs. */
+	bool (*others_running)(struct supervisor *s, int sig);
+	void (*stopped)(struct supervisor *s); /* every process is gone: close the rest */
+};
 
 struct proc {
 	struct supervisor *s;
-	const char *name; /* "ingestd" */
+	const struct proc_def *def;
+	const char *name; /* def->name */
 	kp_Peer peer;
 	char path[4096]; /* the worker program */
 	uv_process_t handle;
@@ -35,12 +60,12 @@ struct proc {
 	uint64_t ready_ms;
 	uint64_t backoff_until_ms;
 	uint64_t last_reply_ms;
-	uint64_t health_seq;
-	uint32_t config_generation;
-	bool restart_now; /* asked for by keeppeekctl restart: no backoff */
-	bool kill_denied; /* the last kill(2) failed with EPERM (logged once) */
-	uid_t uid;        /* what it runs as: keeppeek-NAME when that user exists, else the */
-	gid_t gid;        /* configured user (recorderd always: it owns data_dir) */
+	uint64_t health_seq;        /* workers.c */
+	uint32_t config_generation; /* configure.c */
+	bool restart_now;           /* asked for by keeppeekctl restart: no backoff */
+	bool kill_denied;           /* the last kill(2) failed with EPERM (logged once) */
+	uid_t uid;                  /* what it runs as: keeppeek-NAME when that user exists, else the */
+	gid_t gid;                  /* configured user (recorderd always: it owns data_dir) */
 	char last_exit[64];
 	kp_HealthReply health;
 	uv_timer_t timer;
@@ -86,6 +111,7 @@ struct supervisor {
 	uint32_t generation;
 	unsigned reload_waiting;
 	bool stopping;
+	const struct proc_hooks *hooks;
 	struct proc procs[KP_NPROCS];
 	struct link links[KP_NLINKS];
 	uv_timer_t health_timer;
@@ -104,17 +130,39 @@ struct supervisor {
 	kp_CatalogStatus catalog;
 };
 
-uint64_t kp_now_ms(void);
-
-/* proc.c */
-void proc_table_init(struct supervisor *s, const char *libexec_dir);
-int proc_spawn(struct proc *p);
+/* proc.c: the privsep engine. Spawns each process of the table (fork+exec, its channel
+ * on fd 3), hands every frame from it to its def's dispatch, kills one that stops
+ * answering, restarts one that exits alone with exponential backoff, stops them all. */
+void proc_table_init(struct supervisor *s, const char *libexec_dir, const struct proc_def defs[KP_NPROCS],
+		     const struct proc_hooks *hooks);
 void proc_start_all(struct supervisor *s);
 void proc_stop_all(struct supervisor *s);
 int proc_restart(struct proc *p);
 struct proc *proc_by_name(struct supervisor *s, const char *name);
 struct proc *proc_by_peer(struct supervisor *s, kp_Peer peer);
 const char *proc_state_name(enum proc_state st);
+/* The worker answered (a health deadline starts again). */
+void proc_heard(struct proc *p);
+/* The worker says it is ready: true when that makes a starting one running. */
+bool proc_ready(struct proc *p);
+
+/* workers.c: the process table, each worker's dispatch, and the engine's hooks that
+ * speak to workers (configuration, health request, shutdown). */
+extern const struct proc_def workers_table[KP_NPROCS];
+void workers_spawned(struct proc *p);
+void workers_exited(struct proc *p);
+void workers_ping(struct proc *p);
+int workers_ask_stop(struct proc *p);
+
+/* configure.c: the configuration barrier. WorkerConfig, a CameraConfig per camera
+ * (ingestd, recorderd) and ConfigDone to a worker just started; a reload sends the next
+ * generation to every running worker and counts their Ready answers. */
+void configure_send(struct proc *p);
+/* Ready from a worker: it has applied generation; started when that Ready made it
+ * running (the answer to its first configuration, not to a reload). */
+void configure_ready(struct proc *p, bool started, uint32_t generation);
+/* A worker that exited answers no reload. */
+void configure_exited(struct proc *p);
 int supervisor_reload(struct supervisor *s, char *msg, size_t len);
 
 /* links.c */
@@ -148,7 +196,10 @@ void cameras_on_received(struct supervisor *s, const kp_StreamReceived *rec);
 void cameras_on_recording(struct supervisor *s, const kp_RecordingStatus *rs);
 void cameras_render(const struct supervisor *s, bool json, struct kp_out *o);
 
-/* The catalog cannot be used: nothing is recorded (recorderd's CatalogStatus). */
+/* catalog_status.c: recorderd's last CatalogStatus, forgotten when it is started again. */
+void catalog_status_on(struct supervisor *s, const kp_CatalogStatus *cs);
+void catalog_status_forget(struct supervisor *s);
+/* The catalog cannot be used: nothing is recorded. */
 bool catalog_unusable(const struct supervisor *s);
 
 /* topics.c: webd's TopicQuery (healthz, cameras, metrics), answered over p's channel. */
@@ -158,37 +209,41 @@ void topics_answer(struct supervisor *s, struct proc *p, const kp_TopicQuery *q)
 void kp_out_put(struct kp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kp_out_json_string(struct kp_out *o, const char *s);
 
-/* control.c */
-int control_open(struct supervisor *s, const char *path, char *err, size_t errlen);
-void control_close(struct supervisor *s);
-/* The later answer to the request that got CONTROL_PENDING with this ticket; -ENOENT
- * when that client has gone. */
-int control_answer(struct supervisor *s, uint64_t ticket, int code, const void *out, size_t len);
-
 /* What came with a control request besides the message. */
 struct control_extra {
-	int *fds; /* set an entry to -1 to keep it; the rest are closed after control_run */
+	int *fds; /* set an entry to -1 to keep it; the rest are closed after the run */
 	unsigned nfds;
 	uid_t uid; /* the client's credentials (SO_PEERCRED) */
 	gid_t gid;
 };
 
-/* control_cmds.c: runs one request, writes the text answer, returns the exit code, or
- * CONTROL_PENDING when a worker answers later (control_answer with ticket). */
+/* Runs one request, writes the text answer, returns the exit code, or CONTROL_PENDING
+ * when a worker answers later (control_answer with ticket). */
 #define CONTROL_PENDING (-1)
+typedef int (*control_run_fn)(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x,
+			      char *out, size_t outlen, uint64_t ticket);
+
+/* control.c: the socket; each request goes to run. */
+int control_open(struct supervisor *s, const char *path, control_run_fn run, char *err, size_t errlen);
+void control_close(struct supervisor *s);
+/* The later answer to the request that got CONTROL_PENDING with this ticket; -ENOENT
+ * when that client has gone. */
+int control_answer(struct supervisor *s, uint64_t ticket, int code, const void *out, size_t len);
+
+/* control_cmds.c: keeppeekctl's commands (a control_run_fn). */
 int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x, char *out,
 		size_t outlen, uint64_t ticket);
-/* Sends env (its request id set through id) to recorderd, with fd if not -1; the answer
- * to the client is prefix (if any) followed by recorderd's text. CONTROL_PENDING or an
- * exit code with a message in o. */
+/* relay.c: questions relayed to recorderd. Sends env (its request id set through id)
+ * to recorderd, with fd if not -1; the answer to the client is prefix (if any) followed
+ * by recorderd's text. CONTROL_PENDING or an exit code with a message in o. */
 int control_relay(struct supervisor *s, kp_Envelope *env, uint32_t *id, uint64_t ticket, struct kp_out *o, int fd,
 		  const char *prefix);
-/* backup.c: keeppeekctl backup DIR, with DIR's descriptor. */
-int backup_start(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x, uint64_t ticket,
-		 struct kp_out *o);
 /* A piece of recorderd's answer to a relayed question. */
 void control_relay_reply(struct supervisor *s, const kp_RecorderReply *rr, const uint8_t *tail, size_t len);
 /* recorderd is gone: questions waiting for it are answered with a failure. */
 void control_relay_lost(struct supervisor *s);
+/* backup.c: keeppeekctl backup DIR, with DIR's descriptor. */
+int backup_start(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x, uint64_t ticket,
+		 struct kp_out *o);
 
 #endif

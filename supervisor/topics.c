@@ -255,10 +255,6 @@ static void stream_metrics(struct supervisor *s, struct kp_out *o)
 
 void topics_answer(struct supervisor *s, struct proc *p, const kp_TopicQuery *q)
 {
-	if (p->peer != kp_Peer_PEER_WEBD) {
-		kp_warn("%s: topic query from a worker that is not webd: ignored", p->name);
-		return;
-	}
 	char *buf = malloc(TOPIC_TEXT_MAX);
 	if (!buf) {
 		reply(p, q->id, 503, "text/plain; charset=utf-8", "no memory\n", 10);

@@ -41,12 +41,10 @@ static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame
 		return;
 	switch (f->env->which_msg) {
 	case kp_Envelope_event_committed_tag:
-		if (from == kp_Peer_PEER_RECORDERD)
-			webd_live_on_event(f);
+		webd_live_on_event(f);
 		break;
 	case kp_Envelope_rtc_signal_tag:
-		if (from == kp_Peer_PEER_RTCD)
-			webd_rtc_on_signal(&webd_ctx, f);
+		webd_rtc_on_signal(&webd_ctx, f);
 		break;
 	default:
 		kp_debug("unexpected message %u from %s", (unsigned)f->env->which_msg, kp_peer_name(from));

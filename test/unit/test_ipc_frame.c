@@ -6,6 +6,12 @@
 #include "kp_limits.h"
 #include "test.h"
 
+/* The two ends of a link, as kp_frame_decode takes them: sender, receiver. */
+#define SUP_TO_WORKER kp_Peer_PEER_SUPERVISOR, kp_Peer_PEER_RECORDERD
+#define WORKER_TO_SUP kp_Peer_PEER_RECORDERD, kp_Peer_PEER_SUPERVISOR
+#define PEER_TO_PEER  kp_Peer_PEER_INGESTD, kp_Peer_PEER_RECORDERD
+#define CTL_TO_SUP    kp_Peer_PEER_CONTROL, kp_Peer_PEER_SUPERVISOR
+
 static size_t encode(const kp_Envelope *env, uint8_t *buf)
 {
 	size_t len = 0;
@@ -46,7 +52,7 @@ static void test_round_trip(void)
 	CHECK_EQ(kp_frame_header(buf, &env_len, &reason), 0);
 	CHECK_EQ(env_len + 4, len);
 	kp_Envelope out;
-	CHECK_EQ(kp_frame_decode(buf + 4, env_len, KP_LINK_WORKER_TO_SUPERVISOR, 0, &out, &reason), 0);
+	CHECK_EQ(kp_frame_decode(buf + 4, env_len, WORKER_TO_SUP, 0, &out, &reason), 0);
 	CHECK_EQ(out.which_msg, kp_Envelope_link_lost_tag);
 	CHECK_EQ(out.msg.link_lost.generation, 7);
 	CHECK(!strcmp(out.msg.link_lost.reason, "peer closed the link"));
@@ -75,11 +81,11 @@ static void test_sender_policy(void)
 	const char *reason = NULL;
 	env.which_msg = kp_Envelope_shutdown_tag;
 	size_t len = encode(&env, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), 0);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_PEER, 0, &out, &reason), -EPERM);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, SUP_TO_WORKER, 0, &out, &reason), 0);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, PEER_TO_PEER, 0, &out, &reason), -EPERM);
 	CHECK_STR_CONTAINS(reason, "not accepted");
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_WORKER_TO_SUPERVISOR, 0, &out, &reason), -EPERM);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_CONTROL_REQUEST, 0, &out, &reason), -EPERM);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, WORKER_TO_SUP, 0, &out, &reason), -EPERM);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, CTL_TO_SUP, 0, &out, &reason), -EPERM);
 }
 
 static void test_tail_and_fds(void)
@@ -90,47 +96,47 @@ static void test_tail_and_fds(void)
 	env.which_msg = kp_Envelope_peer_hello_tag;
 	env.tail_len = KP_IPC_TAIL_MAX_PEER;
 	size_t len = encode(&env, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_PEER, KP_IPC_TAIL_MAX_PEER, &out, &reason), 0);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, PEER_TO_PEER, KP_IPC_TAIL_MAX_PEER, &out, &reason), 0);
 	env.tail_len = KP_IPC_TAIL_MAX_PEER + 1;
 	len = encode(&env, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_PEER, KP_IPC_TAIL_MAX_PEER, &out, &reason), -EMSGSIZE);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, PEER_TO_PEER, KP_IPC_TAIL_MAX_PEER, &out, &reason), -EMSGSIZE);
 	CHECK_STR_CONTAINS(reason, "tail");
 	env.tail_len = 0;
 	env.fd_count = 1;
 	len = encode(&env, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_PEER, 0, &out, &reason), -EBADMSG);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, PEER_TO_PEER, 0, &out, &reason), -EBADMSG);
 	CHECK_STR_CONTAINS(reason, "descriptor");
 	kp_Envelope ln = kp_Envelope_init_zero;
 	ln.which_msg = kp_Envelope_link_new_tag;
 	len = encode(&ln, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), -EBADMSG);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, SUP_TO_WORKER, 0, &out, &reason), -EBADMSG);
 	ln.fd_count = 1;
 	len = encode(&ln, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), 0);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, SUP_TO_WORKER, 0, &out, &reason), 0);
 	/* A backup request carries exactly the catalog copy's file; only the supervisor sends it. */
 	kp_Envelope br = kp_Envelope_init_zero;
 	br.which_msg = kp_Envelope_backup_request_tag;
 	len = encode(&br, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), -EBADMSG);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, SUP_TO_WORKER, 0, &out, &reason), -EBADMSG);
 	br.fd_count = 1;
 	len = encode(&br, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), 0);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_PEER, 0, &out, &reason), -EPERM);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, SUP_TO_WORKER, 0, &out, &reason), 0);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, PEER_TO_PEER, 0, &out, &reason), -EPERM);
 	/* A control request at most one (backup's directory). */
 	kp_Envelope cr = kp_Envelope_init_zero;
 	cr.which_msg = kp_Envelope_control_request_tag;
 	cr.fd_count = 1;
 	len = encode(&cr, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_CONTROL_REQUEST, 0, &out, &reason), 0);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, CTL_TO_SUP, 0, &out, &reason), 0);
 	cr.fd_count = 2;
 	len = encode(&cr, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_CONTROL_REQUEST, 0, &out, &reason), -EBADMSG);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, CTL_TO_SUP, 0, &out, &reason), -EBADMSG);
 	/* Recorderd reports its catalog to the supervisor, not to a peer. */
 	kp_Envelope cs = kp_Envelope_init_zero;
 	cs.which_msg = kp_Envelope_catalog_status_tag;
 	len = encode(&cs, buf);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_WORKER_TO_SUPERVISOR, 0, &out, &reason), 0);
-	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, KP_LINK_PEER, 0, &out, &reason), -EPERM);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, WORKER_TO_SUP, 0, &out, &reason), 0);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, PEER_TO_PEER, 0, &out, &reason), -EPERM);
 }
 
 static void test_malformed_envelopes(void)
@@ -139,22 +145,22 @@ static void test_malformed_envelopes(void)
 	const char *reason = NULL;
 	/* A length-delimited field that claims more bytes than the frame has. */
 	const uint8_t crossing[] = {0x82, 0x01, 0x20, 0x08, 0x01};
-	CHECK_EQ(kp_frame_decode(crossing, sizeof crossing, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), -EBADMSG);
+	CHECK_EQ(kp_frame_decode(crossing, sizeof crossing, SUP_TO_WORKER, 0, &out, &reason), -EBADMSG);
 	CHECK_STR_CONTAINS(reason, "does not decode");
 	/* A wire type that does not exist. */
 	const uint8_t badwire[] = {0x0f, 0x01};
-	CHECK_EQ(kp_frame_decode(badwire, sizeof badwire, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), -EBADMSG);
+	CHECK_EQ(kp_frame_decode(badwire, sizeof badwire, SUP_TO_WORKER, 0, &out, &reason), -EBADMSG);
 	/* A string longer than its static maximum. */
 	uint8_t longstr[300] = {0xa2, 0x01, 0xb0, 0x01, 0x0a, 0xad, 0x01};
 	memset(longstr + 7, 'x', 173);
-	CHECK_EQ(kp_frame_decode(longstr, 180, KP_LINK_CONTROL_REQUEST, 0, &out, &reason), -EBADMSG);
+	CHECK_EQ(kp_frame_decode(longstr, 180, CTL_TO_SUP, 0, &out, &reason), -EBADMSG);
 	/* Only scalars, no message. */
 	const uint8_t nomsg[] = {0x08, 0x00};
-	CHECK_EQ(kp_frame_decode(nomsg, sizeof nomsg, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), -EBADMSG);
+	CHECK_EQ(kp_frame_decode(nomsg, sizeof nomsg, SUP_TO_WORKER, 0, &out, &reason), -EBADMSG);
 	CHECK_STR_CONTAINS(reason, "no message");
 	/* Truncated varint. */
 	const uint8_t trunc[] = {0x08, 0xff};
-	CHECK_EQ(kp_frame_decode(trunc, sizeof trunc, KP_LINK_SUPERVISOR_TO_WORKER, 0, &out, &reason), -EBADMSG);
+	CHECK_EQ(kp_frame_decode(trunc, sizeof trunc, SUP_TO_WORKER, 0, &out, &reason), -EBADMSG);
 }
 
 static void test_peer_names(void)

@@ -48,8 +48,11 @@ static void on_error(struct kp_ipc *c, int err, const char *reason, void *arg)
 	rx->ipc = NULL;
 }
 
-static const struct kp_ipc_limits peer = {
-    .kind = KP_LINK_PEER, .max_tail = 4 * 1024 * 1024, .queue_items = 64, .queue_bytes = 32 * 1024 * 1024};
+static const struct kp_ipc_limits peer = {.from = kp_Peer_PEER_INGESTD,
+					  .to = kp_Peer_PEER_RECORDERD,
+					  .max_tail = 4 * 1024 * 1024,
+					  .queue_items = 64,
+					  .queue_bytes = 32 * 1024 * 1024};
 
 static void pair(int sv[2])
 {
@@ -109,7 +112,7 @@ static void test_frames_tails_fds(void)
 	kp_Envelope ln = kp_Envelope_init_zero;
 	ln.which_msg = kp_Envelope_link_new_tag;
 	struct kp_ipc_limits worker_side = peer;
-	worker_side.kind = KP_LINK_SUPERVISOR_TO_WORKER;
+	worker_side.from = kp_Peer_PEER_SUPERVISOR;
 	int sv2[2];
 	pair(sv2);
 	struct rx c = {0}, d = {0};
@@ -166,8 +169,7 @@ static void test_queue_ceilings(void)
 	CHECK_EQ(uv_loop_close(&loop), 0);
 }
 
-static void expect_reason_on(enum kp_link_kind kind, const uint8_t *bytes, size_t len, int close_after,
-			     const char *want)
+static void expect_reason_on(kp_Peer from, const uint8_t *bytes, size_t len, int close_after, const char *want)
 {
 	uv_loop_t loop;
 	uv_loop_init(&loop);
@@ -175,7 +177,7 @@ static void expect_reason_on(enum kp_link_kind kind, const uint8_t *bytes, size_
 	pair(sv);
 	struct rx b = {0};
 	struct kp_ipc_limits lim = peer;
-	lim.kind = kind;
+	lim.from = from;
 	CHECK_EQ(kp_ipc_open(&loop, sv[1], &lim, on_frame, on_error, &b, &b.ipc), 0);
 	CHECK_EQ(write(sv[0], bytes, len), (ssize_t)len);
 	if (close_after)
@@ -192,7 +194,7 @@ static void expect_reason_on(enum kp_link_kind kind, const uint8_t *bytes, size_
 
 static void expect_reason(const uint8_t *bytes, size_t len, int close_after, const char *want)
 {
-	expect_reason_on(KP_LINK_PEER, bytes, len, close_after, want);
+	expect_reason_on(kp_Peer_PEER_INGESTD, bytes, len, close_after, want);
 }
 
 static void test_malformed_streams(void)
@@ -211,7 +213,7 @@ static void test_malformed_streams(void)
 	expect_reason(wrong_sender, sizeof wrong_sender, 0, "not accepted from this sender");
 	/* A LinkNew that declares a descriptor which never arrives. */
 	const uint8_t no_fd[] = {4, 0, 0, 0, 0x10, 0x01, 0x6a, 0x00};
-	expect_reason_on(KP_LINK_SUPERVISOR_TO_WORKER, no_fd, sizeof no_fd, 0, "did not arrive");
+	expect_reason_on(kp_Peer_PEER_SUPERVISOR, no_fd, sizeof no_fd, 0, "did not arrive");
 	const uint8_t truncated[] = {5, 0, 0, 0, 0x7a, 0x02};
 	expect_reason(truncated, sizeof truncated, 1, "inside a frame");
 	const uint8_t nothing[] = {0};

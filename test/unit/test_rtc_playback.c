@@ -404,10 +404,12 @@ static void test_playback(void)
 	uv_loop_t *loop = uv_default_loop();
 	uv_signal_init(loop, &sigchld);
 	uv_signal_start(&sigchld, on_sigchld, SIGCHLD);
-	static const struct kp_ipc_limits sup_lim = {KP_LINK_WORKER_TO_SUPERVISOR, KP_IPC_TAIL_MAX_SUPERVISOR,
-						     KP_IPC_QUEUE_ITEMS_SUPERVISOR, KP_IPC_QUEUE_BYTES_SUPERVISOR};
-	static const struct kp_ipc_limits peer_lim = {KP_LINK_PEER, KP_IPC_TAIL_MAX_PEER, KP_IPC_QUEUE_ITEMS_PEER,
-						      KP_IPC_QUEUE_BYTES_PEER};
+	/* This test is rtcd's supervisor and its recorderd. */
+	static const struct kp_ipc_limits sup_lim = {kp_Peer_PEER_RTCD, kp_Peer_PEER_SUPERVISOR,
+						     KP_IPC_TAIL_MAX_SUPERVISOR, KP_IPC_QUEUE_ITEMS_SUPERVISOR,
+						     KP_IPC_QUEUE_BYTES_SUPERVISOR};
+	static const struct kp_ipc_limits peer_lim = {kp_Peer_PEER_RTCD, kp_Peer_PEER_RECORDERD, KP_IPC_TAIL_MAX_PEER,
+						      KP_IPC_QUEUE_ITEMS_PEER, KP_IPC_QUEUE_BYTES_PEER};
 	CHECK_EQ(kp_ipc_open(loop, sv[0], &sup_lim, on_sup, on_link_error, NULL, &sup), 0);
 	CHECK_EQ(kp_ipc_open(loop, pv[0], &peer_lim, on_peer, on_link_error, NULL, &peer), 0);
 	kp_Envelope env = kp_Envelope_init_zero;

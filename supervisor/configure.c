@@ -1,0 +1,158 @@
+/* The configuration barrier (docs/ipc.md, start-up barrier): a worker just started
+ * gets WorkerConfig, a CameraConfig per camera (ingestd, recorderd) and ConfigDone, and
+ * answers Ready once confined; a reload (SIGHUP, keeppeekctl reload) re-reads the file
+ * and sends the next generation to every running worker, and is complete when each has
+ * answered Ready with it or exited. A reload during a reload is refused. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "supervisor.h"
+
+/* ingestd and recorderd get one CameraConfig per camera before each ConfigDone. */
+static int send_cameras(struct proc *p)
+{
+	struct supervisor *s = p->s;
+	if (p->peer != kp_Peer_PEER_INGESTD && p->peer != kp_Peer_PEER_RECORDERD)
+		return 0;
+	for (unsigned i = 0; i < s->cfg.ncameras; i++) {
+		const struct kp_camera_conf *c = &s->cfg.cameras[i];
+		kp_Envelope env = kp_Envelope_init_zero;
+		env.which_msg = kp_Envelope_camera_config_tag;
+		kp_CameraConfig *cc = &env.msg.camera_config;
+		cc->generation = s->generation;
+		cc->index = i;
+		cc->count = s->cfg.ncameras;
+		snprintf(cc->name, sizeof cc->name, "%s", c->name);
+		snprintf(cc->url, sizeof cc->url, "%s", c->url.val);
+		kp_redact_url(c->url.val, cc->url_redacted, sizeof cc->url_redacted);
+		snprintf(cc->sub_url, sizeof cc->sub_url, "%s", c->sub_url.val);
+		cc->streams = c->streams;
+		cc->motion_events = c->motion_events;
+		cc->record = (uint32_t)c->record;
+		cc->retention_days = c->retention_days;
+		cc->snapshot_interval = c->snapshot_interval;
+		cc->rollover_secs = c->rollover_secs;
+		int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+void configure_send(struct proc *p)
+{
+	struct supervisor *s = p->s;
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_worker_config_tag;
+	kp_WorkerConfig *wc = &env.msg.worker_config;
+	wc->generation = s->generation;
+	snprintf(wc->data_dir, sizeof wc->data_dir, "%s", s->cfg.data_dir.val);
+	snprintf(wc->run_dir, sizeof wc->run_dir, "%s", s->cfg.run_dir.val);
+	snprintf(wc->www_dir, sizeof wc->www_dir, "%s", s->www_dir);
+	snprintf(wc->user, sizeof wc->user, "%s", s->cfg.user.val);
+	wc->change_uid = s->change_uid;
+	wc->retention_max_days = s->cfg.max_days;
+	wc->retention_max_disk_mb = s->cfg.max_disk_mb;
+	wc->uid = (uint32_t)p->uid;
+	wc->gid = (uint32_t)p->gid;
+	snprintf(wc->web_listen, sizeof wc->web_listen, "%s", s->cfg.listen.val);
+	snprintf(wc->web_tls_cert, sizeof wc->web_tls_cert, "%s", s->cfg.tls_cert.val);
+	snprintf(wc->web_tls_key, sizeof wc->web_tls_key, "%s", s->cfg.tls_key.val);
+	wc->rtc_udp_port_min = s->cfg.udp_port_min;
+	wc->rtc_udp_port_max = s->cfg.udp_port_max;
+	snprintf(wc->rtc_stun_server, sizeof wc->rtc_stun_server, "%s", s->cfg.stun_server.val);
+	wc->rtc_max_transcodes = s->cfg.max_transcodes;
+	snprintf(wc->rtc_addresses, sizeof wc->rtc_addresses, "%s", s->cfg.rtc_addresses.val);
+	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+	if (r == 0)
+		r = send_cameras(p);
+	kp_Envelope done = kp_Envelope_init_zero;
+	done.which_msg = kp_Envelope_config_done_tag;
+	done.msg.config_done.generation = s->generation;
+	if (r == 0)
+		r = kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0);
+	if (r < 0)
+		kp_err("%s: sending configuration failed: %s", p->name, strerror(-r));
+}
+
+static void reload_complete(struct supervisor *s)
+{
+	kp_info("reload to generation %u complete", (unsigned)s->generation);
+	service_reloaded(s);
+}
+
+void configure_ready(struct proc *p, bool started, uint32_t generation)
+{
+	struct supervisor *s = p->s;
+	if (started) {
+		p->config_generation = generation;
+		return;
+	}
+	if (p->state != PROC_RUNNING || generation != s->generation || p->config_generation == s->generation)
+		return;
+	p->config_generation = s->generation;
+	if (s->reload_waiting && --s->reload_waiting == 0)
+		reload_complete(s);
+}
+
+void configure_exited(struct proc *p)
+{
+	struct supervisor *s = p->s;
+	if (p->ready_ms && p->config_generation != s->generation && s->reload_waiting && --s->reload_waiting == 0)
+		reload_complete(s);
+}
+
+int supervisor_reload(struct supervisor *s, char *msg, size_t len)
+{
+	if (s->stopping) {
+		snprintf(msg, len, "reload refused: stopping\n");
+		return -ESHUTDOWN;
+	}
+	if (s->reload_waiting) {
+		snprintf(msg, len, "reload refused: a reload is in progress (%u workers have not answered)\n",
+			 s->reload_waiting);
+		return -EBUSY;
+	}
+	if (!s->demo) {
+		static struct kp_config next;
+		static struct kp_config_errors errs;
+		int r = kp_config_load_file(s->config_path, &next, &errs);
+		if (r < 0) {
+			snprintf(msg, len, "reload refused: configuration is invalid; keeping the running one\n%s",
+				 errs.text);
+			kp_err("reload refused: %s is invalid: %.*s", s->config_path, (int)strcspn(errs.text, "\n"),
+			       errs.text);
+			return r;
+		}
+		if (strcmp(next.data_dir.val, s->cfg.data_dir.val) || strcmp(next.run_dir.val, s->cfg.run_dir.val) ||
+		    strcmp(next.user.val, s->cfg.user.val))
+			kp_warn("reload: data_dir, run_dir and user take effect only after a restart of keeppeekd");
+		snprintf(next.data_dir.val, sizeof next.data_dir.val, "%s", s->cfg.data_dir.val);
+		snprintf(next.run_dir.val, sizeof next.run_dir.val, "%s", s->cfg.run_dir.val);
+		snprintf(next.user.val, sizeof next.user.val, "%s", s->cfg.user.val);
+		s->cfg = next;
+	}
+	s->generation++;
+	for (unsigned i = 0; i < KP_NPROCS; i++) {
+		struct proc *p = &s->procs[i];
+		if (p->state != PROC_RUNNING || !p->ipc)
+			continue;
+		kp_Envelope env = kp_Envelope_init_zero;
+		env.which_msg = kp_Envelope_reload_tag;
+		env.msg.reload.generation = s->generation;
+		kp_Envelope done = kp_Envelope_init_zero;
+		done.which_msg = kp_Envelope_config_done_tag;
+		done.msg.config_done.generation = s->generation;
+		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 && send_cameras(p) == 0 &&
+		    kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0) == 0)
+			s->reload_waiting++;
+	}
+	kp_info("reload to generation %u sent to %u workers", (unsigned)s->generation, s->reload_waiting);
+	service_reloading(s);
+	if (!s->reload_waiting)
+		service_reloaded(s);
+	snprintf(msg, len, "reload to generation %u sent to %u workers\n", (unsigned)s->generation, s->reload_waiting);
+	return 0;
+}

@@ -1,0 +1,121 @@
+/* The process table: KeepPeek's four workers, each with the dispatch of what it may
+ * send the supervisor (the IPC table in common/ipc_frame.c has already refused the
+ * rest), and the engine's hooks that speak to a worker: its configuration when it has
+ * started, a health request, Shutdown. Adding a worker is a row here, a row of the link
+ * mesh (links.c) and its rows in the IPC table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "auth.h"
+#include "log.h"
+#include "supervisor.h"
+
+/* What every worker sends: Ready, health replies, lost links. */
+static bool common_frame(struct proc *p, const kp_Envelope *env)
+{
+	struct supervisor *s = p->s;
+	switch (env->which_msg) {
+	case kp_Envelope_ready_tag: {
+		proc_heard(p);
+		bool started = proc_ready(p);
+		configure_ready(p, started, env->msg.ready.generation);
+		if (started)
+			links_on_ready(s, p);
+		return true;
+	}
+	case kp_Envelope_health_reply_tag:
+		proc_heard(p);
+		p->health = env->msg.health_reply;
+		return true;
+	case kp_Envelope_link_lost_tag:
+		links_on_lost(s, p, &env->msg.link_lost);
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void ingestd_dispatch(struct proc *p, struct kp_ipc_frame *f)
+{
+	if (!common_frame(p, f->env) && f->env->which_msg == kp_Envelope_stream_state_tag)
+		cameras_on_state(p->s, &f->env->msg.stream_state);
+}
+
+static void recorderd_dispatch(struct proc *p, struct kp_ipc_frame *f)
+{
+	struct supervisor *s = p->s;
+	const kp_Envelope *env = f->env;
+	if (common_frame(p, env))
+		return;
+	switch (env->which_msg) {
+	case kp_Envelope_stream_received_tag:
+		cameras_on_received(s, &env->msg.stream_received);
+		break;
+	case kp_Envelope_recording_status_tag:
+		cameras_on_recording(s, &env->msg.recording_status);
+		break;
+	case kp_Envelope_catalog_status_tag:
+		catalog_status_on(s, &env->msg.catalog_status);
+		break;
+	case kp_Envelope_recorder_reply_tag:
+		control_relay_reply(s, &env->msg.recorder_reply, f->tail, f->tail_len);
+		break;
+	default:
+		break;
+	}
+}
+
+static void webd_dispatch(struct proc *p, struct kp_ipc_frame *f)
+{
+	const kp_Envelope *env = f->env;
+	if (common_frame(p, env))
+		return;
+	if (env->which_msg == kp_Envelope_topic_query_tag)
+		topics_answer(p->s, p, &env->msg.topic_query);
+	else if (env->which_msg == kp_Envelope_auth_request_tag)
+		auth_on_request(p->s, p, &env->msg.auth_request);
+}
+
+static void rtcd_dispatch(struct proc *p, struct kp_ipc_frame *f)
+{
+	common_frame(p, f->env);
+}
+
+const struct proc_def workers_table[KP_NPROCS] = {
+    {"ingestd", kp_Peer_PEER_INGESTD, true, ingestd_dispatch},
+    {"recorderd", kp_Peer_PEER_RECORDERD, false, recorderd_dispatch},
+    {"webd", kp_Peer_PEER_WEBD, true, webd_dispatch},
+    {"rtcd", kp_Peer_PEER_RTCD, true, rtcd_dispatch},
+};
+
+void workers_spawned(struct proc *p)
+{
+	if (p->peer == kp_Peer_PEER_RECORDERD)
+		catalog_status_forget(p->s);
+	configure_send(p);
+}
+
+void workers_exited(struct proc *p)
+{
+	configure_exited(p);
+	if (p->peer == kp_Peer_PEER_RECORDERD)
+		control_relay_lost(p->s);
+}
+
+void workers_ping(struct proc *p)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_health_request_tag;
+	env.msg.health_request.seq = ++p->health_seq;
+	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+	if (r < 0)
+		kp_debug("%s: health request not sent: %s", p->name, strerror(-r));
+}
+
+int workers_ask_stop(struct proc *p)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_shutdown_tag;
+	snprintf(env.msg.shutdown.reason, sizeof env.msg.shutdown.reason, "supervisor is stopping");
+	return kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+}

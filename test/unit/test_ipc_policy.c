@@ -1,0 +1,161 @@
+/* Reads the IPC table (common/ipc_frame.c): every message kind of the Envelope has one
+ * row with a sender and a receiver column naming real processes, and the one check on
+ * received frames (kp_frame_decode) refuses each kind from every process not in its
+ * sender column, or to one not in its receiver column, and accepts the rest. */
+#include <errno.h>
+#include <stdbool.h>
+
+#include <pb_common.h>
+
+#include "ipc_frame.h"
+#include "test.h"
+
+#define FIRST_PEER kp_Peer_PEER_SUPERVISOR
+#define LAST_PEER  kp_Peer_PEER_CONTROL
+#define ALL_PEERS  ((KP_PEER_BIT(LAST_PEER) << 1) - KP_PEER_BIT(FIRST_PEER))
+
+static const struct kp_ipc_rule *row_of(pb_size_t which)
+{
+	size_t n;
+	const struct kp_ipc_rule *rules = kp_ipc_rules(&n);
+	const struct kp_ipc_rule *found = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (rules[i].which == which) {
+			CHECK(found == NULL); /* one row per kind */
+			found = &rules[i];
+		}
+	return found;
+}
+
+/* Calls fn with the tag of each message the Envelope's oneof can carry; returns how many. */
+static unsigned each_kind(void (*fn)(pb_size_t which))
+{
+	pb_field_iter_t it;
+	kp_Envelope env;
+	unsigned n = 0;
+	if (!pb_field_iter_begin(&it, kp_Envelope_fields, &env))
+		return 0;
+	do {
+		if (PB_HTYPE(it.type) == PB_HTYPE_ONEOF) {
+			fn((pb_size_t)it.tag);
+			n++;
+		}
+	} while (pb_field_iter_next(&it));
+	return n;
+}
+
+static void has_columns(pb_size_t which)
+{
+	const struct kp_ipc_rule *r = row_of(which);
+	if (!r) {
+		fprintf(stderr, "message kind %u has no row in the IPC table\n", (unsigned)which);
+		CHECK(r != NULL);
+		return;
+	}
+	CHECK(r->from != 0);
+	CHECK(r->to != 0);
+	CHECK_EQ(r->from & ~ALL_PEERS, 0);
+	CHECK_EQ(r->to & ~ALL_PEERS, 0);
+}
+
+/* Each row names a kind the Envelope carries. */
+static void test_rows_are_kinds(void)
+{
+	size_t n;
+	const struct kp_ipc_rule *rules = kp_ipc_rules(&n);
+	for (size_t i = 0; i < n; i++) {
+		kp_Envelope env = kp_Envelope_init_zero;
+		env.which_msg = rules[i].which;
+		uint8_t buf[KP_FRAME_HEAD_MAX];
+		size_t len;
+		CHECK_EQ(kp_frame_encode(&env, buf, sizeof buf, &len), 0);
+	}
+	CHECK_EQ(each_kind(has_columns), n);
+}
+
+static size_t frame_of(pb_size_t which, uint8_t *buf)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = which;
+	/* The kinds that must carry a descriptor declare one. */
+	env.fd_count = which == kp_Envelope_link_new_tag || which == kp_Envelope_backup_request_tag;
+	size_t len = 0;
+	CHECK_EQ(kp_frame_encode(&env, buf, KP_FRAME_HEAD_MAX, &len), 0);
+	return len;
+}
+
+static unsigned accepted, refused;
+
+static void drive_check(pb_size_t which)
+{
+	const struct kp_ipc_rule *r = row_of(which);
+	if (!r)
+		return;
+	uint8_t buf[KP_FRAME_HEAD_MAX];
+	size_t len = frame_of(which, buf);
+	for (int from = FIRST_PEER; from <= LAST_PEER; from++)
+		for (int to = FIRST_PEER; to <= LAST_PEER; to++) {
+			kp_Envelope out;
+			const char *reason = NULL;
+			int got = kp_frame_decode(buf + 4, len - 4, (kp_Peer)from, (kp_Peer)to, 0, &out, &reason);
+			bool allowed = (r->from & KP_PEER_BIT(from)) && (r->to & KP_PEER_BIT(to));
+			if (got != (allowed ? 0 : -EPERM))
+				fprintf(stderr, "kind %u from %s to %s: %d (%s)\n", (unsigned)which,
+					kp_peer_name((kp_Peer)from), kp_peer_name((kp_Peer)to), got,
+					reason ? reason : "accepted");
+			if (allowed) {
+				CHECK_EQ(got, 0);
+				CHECK_EQ(out.which_msg, which);
+				accepted++;
+			} else {
+				CHECK_EQ(got, -EPERM);
+				CHECK_STR_CONTAINS(reason, "not accepted from this sender");
+				refused++;
+			}
+		}
+}
+
+static void test_one_check(void)
+{
+	unsigned kinds = each_kind(drive_check);
+	CHECK(kinds > 0);
+	CHECK(accepted > 0);
+	CHECK(refused > 0);
+	CHECK_EQ(accepted + refused, kinds * (LAST_PEER - FIRST_PEER + 1) * (LAST_PEER - FIRST_PEER + 1));
+	const char *reason = NULL;
+	/* A process that is none of the table's, or a kind that is not in it. */
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_ready_tag, kp_Peer_PEER_NONE, kp_Peer_PEER_SUPERVISOR, &reason), -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_ready_tag, (kp_Peer)77, kp_Peer_PEER_SUPERVISOR, &reason), -EPERM);
+	CHECK_EQ(kp_ipc_allowed(0, kp_Peer_PEER_SUPERVISOR, kp_Peer_PEER_INGESTD, &reason), -EPERM);
+}
+
+/* Spot checks that the table says what the processes do. */
+static void test_known_senders(void)
+{
+	const char *reason = NULL;
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_stream_state_tag, kp_Peer_PEER_INGESTD, kp_Peer_PEER_SUPERVISOR, &reason),
+		 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_stream_state_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_SUPERVISOR, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_auth_request_tag, kp_Peer_PEER_RTCD, kp_Peer_PEER_SUPERVISOR, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_topic_query_tag, kp_Peer_PEER_RECORDERD, kp_Peer_PEER_SUPERVISOR, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_recorder_reply_tag, kp_Peer_PEER_INGESTD, kp_Peer_PEER_SUPERVISOR, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_event_publish_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_RECORDERD, &reason), 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_event_publish_tag, kp_Peer_PEER_RTCD, kp_Peer_PEER_RECORDERD, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_shutdown_tag, kp_Peer_PEER_INGESTD, kp_Peer_PEER_RECORDERD, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_control_request_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_SUPERVISOR, &reason),
+		 -EPERM);
+}
+
+int main(void)
+{
+	RUN(test_rows_are_kinds);
+	RUN(test_one_check);
+	RUN(test_known_senders);
+	return TEST_EXIT();
+}
