@@ -56,6 +56,8 @@ static void fan_out(const struct rec_job *j)
 	env.which_msg = kp_Envelope_event_committed_tag;
 	env.msg.event_committed.has_event = true;
 	env.msg.event_committed.event = j->ev;
+	memcpy(env.msg.event_committed.keyframes, j->keyframes, sizeof j->keyframes);
+	env.msg.event_committed.keyframes_count = j->nkeyframes;
 	int r = kp_worker_send_peer(E.w, kp_Peer_PEER_WEBD, &env, j->jpeg, j->jpeg ? j->jpeg_len : 0);
 	if (r < 0)
 		E.fanout_lost++;

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json.h"
+#include "text.h"
 #include "log.h"
 #include "rtcd.h"
 

@@ -9,7 +9,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "json.h"
+#include "text.h"
 #include "log.h"
 #include "rtcd.h"
 #include "rtcp.h"

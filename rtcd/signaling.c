@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
 #include "log.h"
 #include "rtcd.h"
+#include "signal_msg.h"
+#include "text.h"
 
 struct rtc_conn {
 	uint64_t session;

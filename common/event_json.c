@@ -1,12 +1,12 @@
-/* Writes an EventRecord as the event JSON of docs/queries.md. */
+/* The event JSON of docs/queries.md (see event_json.h), through the common writer. */
 #include "event_json.h"
 
-const char *webd_stream_name(uint32_t stream)
+const char *kp_stream_name(uint32_t stream)
 {
 	return stream == 1 ? "sub" : "main";
 }
 
-void webd_event_json(struct json_w *w, const kp_EventRecord *e, size_t jpeg_bytes)
+void kp_event_json(struct json_w *w, const kp_EventRecord *e, size_t jpeg_bytes, const kp_EventKeyframe *kf, size_t nkf)
 {
 	jw_obj(w);
 	jw_key(w, "id");
@@ -16,7 +16,7 @@ void webd_event_json(struct json_w *w, const kp_EventRecord *e, size_t jpeg_byte
 	jw_key(w, "camera");
 	jw_str(w, e->camera);
 	jw_key(w, "stream");
-	jw_str(w, webd_stream_name(e->stream));
+	jw_str(w, kp_stream_name(e->stream));
 	jw_key(w, "start_ms");
 	jw_int(w, e->start_ms);
 	jw_key(w, "end_ms");
@@ -68,7 +68,7 @@ void webd_event_json(struct json_w *w, const kp_EventRecord *e, size_t jpeg_byte
 	jw_key(w, "principal");
 	jw_str(w, e->principal);
 	jw_key(w, "has_jpeg");
-	jw_bool(w, e->has_jpeg);
+	jw_bool(w, jpeg_bytes > 0);
 	jw_key(w, "jpeg_width");
 	jw_int(w, e->jpeg_width);
 	jw_key(w, "jpeg_height");
@@ -77,5 +77,16 @@ void webd_event_json(struct json_w *w, const kp_EventRecord *e, size_t jpeg_byte
 	jw_int(w, (int64_t)jpeg_bytes);
 	jw_key(w, "committed_ms");
 	jw_int(w, e->committed_ms);
+	jw_key(w, "keyframes");
+	jw_arr(w);
+	for (size_t i = 0; i < nkf; i++) {
+		jw_obj(w);
+		jw_key(w, "stream");
+		jw_str(w, kp_stream_name(kf[i].stream));
+		jw_key(w, "time_ms");
+		jw_int(w, kf[i].time_ms);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
 	jw_obj_end(w);
 }

@@ -1,4 +1,4 @@
-/* libFuzzer harness for webd's bounded JSON reader (webd/json.c): parse, read every
+/* libFuzzer harness for the common bounded JSON reader (common/json.h): parse, read every
  * string and number, and write what was read back through the writer. */
 #include <stddef.h>
 #include <stdint.h>
