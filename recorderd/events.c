@@ -12,7 +12,6 @@
 #include "kp_limits.h"
 #include "kp_time.h"
 #include "log.h"
-#include "recorder.h"
 #include "reply.h"
 
 #define REASONS_MAX 16
@@ -21,6 +20,7 @@ static struct {
 	struct kp_worker *w;
 	struct cat *cat;
 	struct rec_committer *commit;
+	void (*arm)(const char *camera, int64_t event_end_ms);
 	uv_async_t done;
 	int open;
 	unsigned inflight;
@@ -109,8 +109,10 @@ static void wake(void *arg)
 	uv_async_send(arg);
 }
 
-void rec_events_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit)
+void rec_events_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit,
+		     void (*arm)(const char *camera, int64_t event_end_ms))
 {
+	E.arm = arm;
 	E.w = w;
 	E.cat = cat;
 	E.commit = commit;
@@ -259,7 +261,7 @@ void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jp
 	if (!j->ev.end_ms)
 		j->ev.end_ms = j->ev.start_ms;
 	snprintf(j->ev.source, sizeof j->ev.source, "analysis");
-	rec_arm_camera(j->ev.camera, j->ev.end_ms);
+	E.arm(j->ev.camera, j->ev.end_ms);
 	push(j);
 }
 
