@@ -133,6 +133,8 @@ void rtc_signal_on_frame(struct kp_worker *w, struct kp_ipc_frame *f);
 /* A JSON message to the browser of that connection. */
 void rtc_signal_send(struct rtc_conn *c, const char *json, size_t len);
 void rtc_signal_error(struct rtc_conn *c, const char *sid, const char *code, const char *message);
+/* {"type":"closed","sid","reason"} to the browser. */
+void rtc_signal_closed(struct rtc_conn *c, const char *sid, const char *reason);
 void rtc_signal_announce_start(struct kp_worker *w);
 const char *rtc_conn_principal(const struct rtc_conn *c);
 const char *rtc_conn_addr(const struct rtc_conn *c);

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "log.h"
 #include "rtcd.h"
 #include "signal_msg.h"
-#include "text.h"
 
 struct rtc_conn {
 	uint64_t session;
@@ -61,20 +61,41 @@ void rtc_signal_send(struct rtc_conn *c, const char *json, size_t len)
 void rtc_signal_error(struct rtc_conn *c, const char *sid, const char *code, const char *message)
 {
 	char buf[1024];
-	struct rtc_text t;
-	rtc_text_init(&t, buf, sizeof buf);
-	rtc_text_add(&t, "{\"type\":\"error\"");
+	struct json_w w;
+	size_t len;
+	jw_init(&w, buf, sizeof buf);
+	jw_obj(&w);
+	jw_key(&w, "type");
+	jw_str(&w, "error");
 	if (sid) {
-		rtc_text_add(&t, ",\"sid\":");
-		rtc_text_json_str(&t, sid);
+		jw_key(&w, "sid");
+		jw_str(&w, sid);
 	}
-	rtc_text_add(&t, ",\"code\":");
-	rtc_text_json_str(&t, code);
-	rtc_text_add(&t, ",\"message\":");
-	rtc_text_json_str(&t, message);
-	rtc_text_add(&t, "}");
-	if (rtc_text_ok(&t))
-		rtc_signal_send(c, buf, t.len);
+	jw_key(&w, "code");
+	jw_str(&w, code);
+	jw_key(&w, "message");
+	jw_str(&w, message);
+	jw_obj_end(&w);
+	if (jw_finish(&w, &len) == 0)
+		rtc_signal_send(c, buf, len);
+}
+
+void rtc_signal_closed(struct rtc_conn *c, const char *sid, const char *reason)
+{
+	char buf[512];
+	struct json_w w;
+	size_t len;
+	jw_init(&w, buf, sizeof buf);
+	jw_obj(&w);
+	jw_key(&w, "type");
+	jw_str(&w, "closed");
+	jw_key(&w, "sid");
+	jw_str(&w, sid);
+	jw_key(&w, "reason");
+	jw_str(&w, reason);
+	jw_obj_end(&w);
+	if (jw_finish(&w, &len) == 0)
+		rtc_signal_send(c, buf, len);
 }
 
 static struct rtc_conn *conn_find(uint64_t session)
@@ -456,14 +477,7 @@ static void on_message(struct rtc_conn *c, const uint8_t *data, size_t len)
 		return;
 	}
 	if (!s) {
-		char buf[200];
-		struct rtc_text t;
-		rtc_text_init(&t, buf, sizeof buf);
-		rtc_text_add(&t, "{\"type\":\"closed\",\"sid\":");
-		rtc_text_json_str(&t, sid);
-		rtc_text_add(&t, ",\"reason\":\"unknown session (the video service may have restarted)\"}");
-		if (rtc_text_ok(&t))
-			rtc_signal_send(c, buf, t.len);
+		rtc_signal_closed(c, sid, "unknown session (the video service may have restarted)");
 		return;
 	}
 	if (strcmp(type, "candidate") == 0)

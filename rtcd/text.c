@@ -4,8 +4,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "json.h"
-
 void rtc_text_init(struct rtc_text *t, char *buf, size_t cap)
 {
 	t->p = buf;
@@ -25,19 +23,6 @@ void rtc_text_add(struct rtc_text *t, const char *fmt, ...)
 	int n = vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
 	va_end(ap);
 	if (n < 0 || (size_t)n >= t->cap - t->len) {
-		t->overflow = true;
-		t->p[t->len] = '\0';
-		return;
-	}
-	t->len += (size_t)n;
-}
-
-void rtc_text_json_str(struct rtc_text *t, const char *src)
-{
-	if (t->overflow)
-		return;
-	int n = json_quote(t->p + t->len, t->cap - t->len, src);
-	if (n < 0) {
 		t->overflow = true;
 		t->p[t->len] = '\0';
 		return;
