@@ -9,6 +9,7 @@
 #include "catalog_events.h"
 #include "event_check.h"
 #include "event_terms.h"
+#include "json.h"
 #include "kp_limits.h"
 #include "kp_time.h"
 #include "log.h"
@@ -84,9 +85,21 @@ static void finish(struct rec_job *j)
 		rec_reply_error(j->asker, j->query_id, j->status, j->code, "%s", j->why);
 	} else if (j->kind == REC_JOB_EVENT) {
 		char body[256];
-		int n = snprintf(body, sizeof body, "{\"id\":\"%s\",\"revision\":%u,\"committed_ms\":%lld}",
-				 j->ev.event_id, (unsigned)j->ev.revision, (long long)j->ev.committed_ms);
-		rec_reply(j->asker, j->query_id, 200, "", "application/json", body, (size_t)n);
+		size_t n;
+		struct json_w w;
+		jw_init(&w, body, sizeof body);
+		jw_obj(&w);
+		jw_key(&w, "id");
+		jw_str(&w, j->ev.event_id);
+		jw_key(&w, "revision");
+		jw_int(&w, j->ev.revision);
+		jw_key(&w, "committed_ms");
+		jw_int(&w, j->ev.committed_ms);
+		jw_obj_end(&w);
+		if (jw_finish(&w, &n) < 0)
+			rec_reply_error(j->asker, j->query_id, 500, "encode_failed", "the acknowledgement did not fit");
+		else
+			rec_reply(j->asker, j->query_id, 200, "", "application/json", body, n);
 	} else {
 		rec_reply(j->asker, j->query_id, 200, "", "application/json", j->body, j->body_len);
 	}
