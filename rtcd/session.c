@@ -172,13 +172,7 @@ void rtc_session_send_state(struct rtc_session *s)
 {
 	char buf[1024];
 	struct json_w w;
-	size_t len;
-	jw_init(&w, buf, sizeof buf);
-	jw_obj(&w);
-	jw_key(&w, "type");
-	jw_str(&w, "state");
-	jw_key(&w, "sid");
-	jw_str(&w, s->sid);
+	rtc_msg_begin(&w, buf, sizeof buf, "state", s->sid);
 	jw_key(&w, "mode");
 	jw_str(&w, s->mode == RTC_LIVE ? "live" : "playback");
 	jw_key(&w, "camera");
@@ -202,9 +196,7 @@ void rtc_session_send_state(struct rtc_session *s)
 	jw_bool(&w, s->mode == RTC_PLAYBACK && s->cst.ended);
 	jw_key(&w, "connected");
 	jw_bool(&w, s->state == RTC_STREAMING);
-	jw_obj_end(&w);
-	if (jw_finish(&w, &len) == 0)
-		rtc_signal_send(s->conn, buf, len);
+	rtc_msg_send(s->conn, &w);
 	s->last_state_ms = rtc_now_ms();
 }
 
@@ -519,17 +511,10 @@ static void answer(struct rtc_session *s)
 	}
 	static char msg[40000];
 	struct json_w w;
-	size_t msg_len;
-	jw_init(&w, msg, sizeof msg);
-	jw_obj(&w);
-	jw_key(&w, "type");
-	jw_str(&w, "answer");
-	jw_key(&w, "sid");
-	jw_str(&w, s->sid);
+	rtc_msg_begin(&w, msg, sizeof msg, "answer", s->sid);
 	jw_key(&w, "sdp");
 	jw_strn(&w, sdp, (size_t)len);
-	jw_obj_end(&w);
-	if (jw_finish(&w, &msg_len) < 0) {
+	if (rtc_msg_send(s->conn, &w) < 0) {
 		rtc_session_close(s, "the answer did not fit", true);
 		return;
 	}
@@ -537,7 +522,6 @@ static void answer(struct rtc_session *s)
 	s->offer = NULL;
 	s->codec = NULL;
 	s->state = RTC_CONNECTING;
-	rtc_signal_send(s->conn, msg, msg_len);
 	rtc_session_send_state(s);
 }
 

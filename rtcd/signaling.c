@@ -58,44 +58,48 @@ void rtc_signal_send(struct rtc_conn *c, const char *json, size_t len)
 	send_raw(c->session, json, len, false);
 }
 
+void rtc_msg_begin(struct json_w *w, char *buf, size_t cap, const char *type, const char *sid)
+{
+	jw_init(w, buf, cap);
+	jw_obj(w);
+	jw_key(w, "type");
+	jw_str(w, type);
+	if (sid) {
+		jw_key(w, "sid");
+		jw_str(w, sid);
+	}
+}
+
+int rtc_msg_send(struct rtc_conn *c, struct json_w *w)
+{
+	size_t len;
+	jw_obj_end(w);
+	if (jw_finish(w, &len) < 0)
+		return -ENOBUFS;
+	rtc_signal_send(c, w->buf, len);
+	return 0;
+}
+
 void rtc_signal_error(struct rtc_conn *c, const char *sid, const char *code, const char *message)
 {
 	char buf[1024];
 	struct json_w w;
-	size_t len;
-	jw_init(&w, buf, sizeof buf);
-	jw_obj(&w);
-	jw_key(&w, "type");
-	jw_str(&w, "error");
-	if (sid) {
-		jw_key(&w, "sid");
-		jw_str(&w, sid);
-	}
+	rtc_msg_begin(&w, buf, sizeof buf, "error", sid);
 	jw_key(&w, "code");
 	jw_str(&w, code);
 	jw_key(&w, "message");
 	jw_str(&w, message);
-	jw_obj_end(&w);
-	if (jw_finish(&w, &len) == 0)
-		rtc_signal_send(c, buf, len);
+	rtc_msg_send(c, &w);
 }
 
 void rtc_signal_closed(struct rtc_conn *c, const char *sid, const char *reason)
 {
 	char buf[512];
 	struct json_w w;
-	size_t len;
-	jw_init(&w, buf, sizeof buf);
-	jw_obj(&w);
-	jw_key(&w, "type");
-	jw_str(&w, "closed");
-	jw_key(&w, "sid");
-	jw_str(&w, sid);
+	rtc_msg_begin(&w, buf, sizeof buf, "closed", sid);
 	jw_key(&w, "reason");
 	jw_str(&w, reason);
-	jw_obj_end(&w);
-	if (jw_finish(&w, &len) == 0)
-		rtc_signal_send(c, buf, len);
+	rtc_msg_send(c, &w);
 }
 
 static struct rtc_conn *conn_find(uint64_t session)
