@@ -9,10 +9,10 @@
 #include "catalog_events.h"
 #include "event_check.h"
 #include "event_terms.h"
+#include "json.h"
 #include "kp_limits.h"
 #include "kp_time.h"
 #include "log.h"
-#include "recorder.h"
 #include "reply.h"
 
 #define REASONS_MAX 16
@@ -21,6 +21,7 @@ static struct {
 	struct kp_worker *w;
 	struct cat *cat;
 	struct rec_committer *commit;
+	void (*arm)(const char *camera, int64_t event_end_ms);
 	uv_async_t done;
 	int open;
 	unsigned inflight;
@@ -56,6 +57,8 @@ static void fan_out(const struct rec_job *j)
 	env.which_msg = kp_Envelope_event_committed_tag;
 	env.msg.event_committed.has_event = true;
 	env.msg.event_committed.event = j->ev;
+	memcpy(env.msg.event_committed.keyframes, j->keyframes, sizeof j->keyframes);
+	env.msg.event_committed.keyframes_count = j->nkeyframes;
 	int r = kp_worker_send_peer(E.w, kp_Peer_PEER_WEBD, &env, j->jpeg, j->jpeg ? j->jpeg_len : 0);
 	if (r < 0)
 		E.fanout_lost++;
@@ -82,9 +85,21 @@ static void finish(struct rec_job *j)
 		rec_reply_error(j->asker, j->query_id, j->status, j->code, "%s", j->why);
 	} else if (j->kind == REC_JOB_EVENT) {
 		char body[256];
-		int n = snprintf(body, sizeof body, "{\"id\":\"%s\",\"revision\":%u,\"committed_ms\":%lld}",
-				 j->ev.event_id, (unsigned)j->ev.revision, (long long)j->ev.committed_ms);
-		rec_reply(j->asker, j->query_id, 200, "", "application/json", body, (size_t)n);
+		size_t n;
+		struct json_w w;
+		jw_init(&w, body, sizeof body);
+		jw_obj(&w);
+		jw_key(&w, "id");
+		jw_str(&w, j->ev.event_id);
+		jw_key(&w, "revision");
+		jw_int(&w, j->ev.revision);
+		jw_key(&w, "committed_ms");
+		jw_int(&w, j->ev.committed_ms);
+		jw_obj_end(&w);
+		if (jw_finish(&w, &n) < 0)
+			rec_reply_error(j->asker, j->query_id, 500, "encode_failed", "the acknowledgement did not fit");
+		else
+			rec_reply(j->asker, j->query_id, 200, "", "application/json", body, n);
 	} else {
 		rec_reply(j->asker, j->query_id, 200, "", "application/json", j->body, j->body_len);
 	}
@@ -107,8 +122,10 @@ static void wake(void *arg)
 	uv_async_send(arg);
 }
 
-void rec_events_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit)
+void rec_events_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit,
+		     void (*arm)(const char *camera, int64_t event_end_ms))
 {
+	E.arm = arm;
 	E.w = w;
 	E.cat = cat;
 	E.commit = commit;
@@ -257,7 +274,7 @@ void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jp
 	if (!j->ev.end_ms)
 		j->ev.end_ms = j->ev.start_ms;
 	snprintf(j->ev.source, sizeof j->ev.source, "analysis");
-	rec_arm_camera(j->ev.camera, j->ev.end_ms);
+	E.arm(j->ev.camera, j->ev.end_ms);
 	push(j);
 }
 

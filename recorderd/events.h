@@ -16,7 +16,10 @@
 #define REC_EVENTS_INFLIGHT       64
 #define REC_EVENTS_INFLIGHT_BYTES (256ull * KP_MIB)
 
-void rec_events_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit);
+/* arm: called with an analysis event's camera and end, so that a camera recording on
+ * events records it (handed in by the recording core, which owns the streams). */
+void rec_events_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit,
+		     void (*arm)(const char *camera, int64_t event_end_ms));
 /* The committer has stopped (rec_commit_stop): answers the jobs it finished. */
 void rec_events_finish(void);
 /* Before the committer is freed: no more answers are sent. */

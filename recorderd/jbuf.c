@@ -4,6 +4,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
 
 void jb_init(struct jbuf *b, size_t max)
 {
@@ -55,17 +58,28 @@ void jb_printf(struct jbuf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+char *jb_room(struct jbuf *b, size_t want, size_t *ret_cap)
+{
+	if (!b->failed && b->len + want > b->max)
+		want = b->max > b->len ? b->max - b->len : 1;
+	if (reserve(b, want) < 0)
+		return NULL;
+	*ret_cap = want + 1;
+	return b->p + b->len;
+}
+
+void jb_wrote(struct jbuf *b, long n)
+{
+	if (n < 0)
+		b->failed = 1;
+	else if (!b->failed)
+		b->len += (size_t)n;
+}
+
 void jb_str(struct jbuf *b, const char *s)
 {
-	jb_printf(b, "\"");
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			jb_printf(b, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			jb_printf(b, "\\u%04x", c);
-		else
-			jb_printf(b, "%c", c);
-	}
-	jb_printf(b, "\"");
+	size_t cap;
+	char *p = jb_room(b, 6 * strlen(s) + 2, &cap);
+	if (p)
+		jb_wrote(b, json_quote(p, cap, s));
 }

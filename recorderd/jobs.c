@@ -218,6 +218,9 @@ static int run_event(struct cat_txn *t, struct rec_job *j, struct unlink_list *g
 	}
 	if (r < 0)
 		return r;
+	for (unsigned i = 0; i < n; i++)
+		j->keyframes[i] = (kp_EventKeyframe){.stream = links[i].stream, .time_ms = links[i].ms};
+	j->nkeyframes = (pb_size_t)n;
 	char p[CAT_PATH_MAX];
 	if (old.revision && old.jpeg_len) {
 		rec_event_jpeg_path(j->ev.event_id, old.revision, p, sizeof p);

@@ -26,6 +26,8 @@ struct rec_job {
 	kp_EventRecord ev; /* committed_ms set by the commit thread */
 	uint8_t *jpeg;     /* malloc'ed, jpeg_len bytes; NULL: none */
 	size_t jpeg_len;
+	kp_EventKeyframe keyframes[2]; /* the links stored with it, set by the commit thread */
+	pb_size_t nkeyframes;
 
 	/* REC_JOB_DELETE */
 	kp_DeleteRequest del;

@@ -1,11 +1,29 @@
 /* keeppeek-recorderd: owns the media files and the LMDB catalog. This file declares
- * the worker: its peers, confinement (read-write data_dir only) and ceilings. */
+ * the worker: its peers, confinement (read-write data_dir only) and ceilings, and hands
+ * the answering modules (queries.c, requests.c) what they call in the recording core
+ * and the event jobs, so that those include none of them. */
+#include "events.h"
 #include "intake.h"
 #include "kp_limits.h"
+#include "queries.h"
 #include "recorder.h"
 #include "requests.h"
+#include "requests_events.h"
 #include "sandbox.h"
 #include "worker.h"
+
+static const struct rec_query_hooks query_hooks = {
+    .publish = rec_event_publish,
+    .remove = rec_event_delete,
+    .core_metrics = rec_metrics,
+    .event_metrics = rec_events_metrics,
+};
+
+static const struct rec_request_hooks request_hooks = {
+    .catalog_error = rec_catalog_error,
+    .rebuild = rec_rebuild_request,
+    .event_search = rec_request_event_search,
+};
 
 static const struct kp_worker_def recorderd = {
     .name = "recorderd",
@@ -26,5 +44,7 @@ static const struct kp_worker_def recorderd = {
 
 int main(int argc, char **argv)
 {
+	rec_queries_hooks(&query_hooks);
+	rec_requests_hooks(&request_hooks);
 	return kp_worker_main(&recorderd, argc, argv);
 }

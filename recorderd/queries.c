@@ -13,13 +13,11 @@
 #include "catalog_events.h"
 #include "catalog_keys.h"
 #include "event_check.h"
-#include "events.h"
 #include "jbuf.h"
 #include "jobs.h"
 #include "keyframe.h"
 #include "log.h"
 #include "media.h"
-#include "recorder.h"
 #include "reply.h"
 #include "search.h"
 #include "snapshot.h"
@@ -29,6 +27,7 @@ static struct {
 	struct cat *cat;
 	int dirfd;
 	int open;
+	const struct rec_query_hooks *hooks;
 } Q;
 
 static const char *const codec_name[] = {"none", "h264", "h265"};
@@ -577,6 +576,12 @@ static void media(kp_Peer from, const kp_MediaOpen *m)
 
 /* ---- metrics ---- */
 
+static void event_metrics(struct jbuf *b)
+{
+	if (Q.hooks)
+		Q.hooks->event_metrics(b);
+}
+
 static void metrics(kp_Peer from, const kp_TopicQuery *q)
 {
 	if (q->topic != kp_SupervisorTopic_TOPIC_METRICS) {
@@ -585,8 +590,9 @@ static void metrics(kp_Peer from, const kp_TopicQuery *q)
 	}
 	struct jbuf b;
 	jb_init(&b, REC_ANSWER_JSON_MAX);
-	rec_metrics(&b, Q.cat);
-	rec_events_metrics(&b);
+	if (Q.hooks)
+		Q.hooks->core_metrics(&b, Q.cat);
+	event_metrics(&b);
 	jb_printf(&b,
 		  "# HELP keeppeek_recorderd_answers_lost_total Answers to webd/rtcd that could not be queued.\n"
 		  "# TYPE keeppeek_recorderd_answers_lost_total counter\n"
@@ -617,6 +623,11 @@ static void clean_exports(void)
 		if (e->d_name[0] != '.' && unlinkat(dfd, e->d_name, 0) < 0)
 			kp_warn("exports/%s: removing a leftover failed: %s", e->d_name, strerror(errno));
 	closedir(d);
+}
+
+void rec_queries_hooks(const struct rec_query_hooks *h)
+{
+	Q.hooks = h;
 }
 
 void rec_queries_open(struct kp_worker *w, struct cat *cat, int data_dirfd)
@@ -681,7 +692,10 @@ void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
 		recordings(from, &env->msg.recordings_query);
 		break;
 	case kp_Envelope_event_publish_tag:
-		rec_event_publish(from, &env->msg.event_publish, f->tail, f->tail_len);
+		if (!Q.hooks)
+			rec_reply_error(from, id, 503, "busy", "recorderd takes no publications here");
+		else
+			Q.hooks->publish(from, &env->msg.event_publish, f->tail, f->tail_len);
 		break;
 	case kp_Envelope_event_search_tag:
 		search(from, &env->msg.event_search);
@@ -690,7 +704,10 @@ void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
 		event_get(from, &env->msg.event_get);
 		break;
 	case kp_Envelope_delete_request_tag:
-		rec_event_delete(from, &env->msg.delete_request);
+		if (!Q.hooks)
+			rec_reply_error(from, id, 503, "busy", "recorderd takes no deletes here");
+		else
+			Q.hooks->remove(from, &env->msg.delete_request);
 		break;
 	case kp_Envelope_media_open_tag:
 		media(from, &env->msg.media_open);
@@ -699,7 +716,7 @@ void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
 		if (!Q.open) {
 			struct jbuf b;
 			jb_init(&b, 4096);
-			rec_events_metrics(&b);
+			event_metrics(&b);
 			rec_reply(from, id, 200, "", "text/plain; version=0.0.4", b.p, b.len);
 			jb_free(&b);
 		} else {

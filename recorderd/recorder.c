@@ -311,7 +311,7 @@ static void start_store(struct kp_worker *w)
 	R.started = 1;
 	rec_requests_open(w, R.cat, R.data_dirfd);
 	rec_queries_open(w, R.cat, R.data_dirfd);
-	rec_events_open(w, R.cat, R.env.commit);
+	rec_events_open(w, R.cat, R.env.commit, rec_arm_camera);
 	uv_timer_init(kp_worker_loop(w), &R.retention_timer);
 	uv_timer_start(&R.retention_timer, on_retention, 5000, REC_RETENTION_EVERY_MS);
 }

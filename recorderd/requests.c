@@ -14,8 +14,6 @@
 #include "check.h"
 #include "keyframe.h"
 #include "log.h"
-#include "recorder.h"
-#include "requests_events.h"
 #include "snapshot.h"
 
 #define TRAILER_RESERVE 1024 /* the check's summary after its problem lines */
@@ -32,6 +30,7 @@ static struct {
 	int dirfd;
 	uv_async_t done;
 	int open;
+	const struct rec_request_hooks *hooks;
 	/* the check that runs, if any */
 	int running;
 	pthread_t thread;
@@ -339,18 +338,18 @@ void rec_request(struct kp_worker *w, const kp_Envelope *env)
 		else if (Q.backup_id)
 			rec_send_text(w, id, 1, "a backup is running; rebuild when it is done\n");
 		else
-			rec_rebuild_request(w, id, env->msg.check_request.json);
+			Q.hooks->rebuild(w, id, env->msg.check_request.json);
 		return;
 	}
 	if (!Q.open) {
-		const char *why = rec_catalog_error();
+		const char *why = Q.hooks->catalog_error();
 		rec_send_text(w, id, 1, "recorderd has no catalog open: %s\n", why[0] ? why : "see its log");
 		return;
 	}
 	if (env->which_msg == kp_Envelope_check_request_tag)
 		check(w, &env->msg.check_request);
 	else if (env->which_msg == kp_Envelope_event_search_tag)
-		rec_request_event_search(w, Q.cat, &env->msg.event_search);
+		Q.hooks->event_search(w, Q.cat, &env->msg.event_search);
 	else if (env->which_msg == kp_Envelope_coverage_request_tag)
 		coverage(w, &env->msg.coverage_request);
 	else
@@ -397,6 +396,11 @@ static void on_backup_done(uint32_t id, int err, const struct rec_backup_result 
 	rec_send_text(Q.w, id, 0, "catalog_schema=%u\ncatalog_bytes=%llu\nrecordings=%llu\nevents=%llu\n",
 		      (unsigned)CAT_SCHEMA_VERSION, (unsigned long long)res->catalog_bytes,
 		      (unsigned long long)res->recordings, (unsigned long long)res->events);
+}
+
+void rec_requests_hooks(const struct rec_request_hooks *h)
+{
+	Q.hooks = h;
 }
 
 void rec_requests_open(struct kp_worker *w, struct cat *cat, int data_dirfd)

@@ -15,6 +15,17 @@
 
 struct cat;
 
+/* What the answers hand on to the recording core (recorder.c) and the event search
+ * (requests_events.c): handed in by main.c before the loop runs, so that this file
+ * includes neither. */
+struct rec_request_hooks {
+	const char *(*catalog_error)(void);
+	void (*rebuild)(struct kp_worker *w, uint32_t id, int json);
+	void (*event_search)(struct kp_worker *w, struct cat *cat, const kp_EventSearch *s);
+};
+
+void rec_requests_hooks(const struct rec_request_hooks *h);
+
 /* The catalog is open: questions get answers from now on. */
 void rec_requests_open(struct kp_worker *w, struct cat *cat, int data_dirfd);
 void rec_request(struct kp_worker *w, const kp_Envelope *env);

@@ -8,6 +8,24 @@
 
 #include "event_check.h"
 #include "event_json.h"
+#include "json.h"
+
+/* Appends the event JSON (common/event_json.h) of a stored event and its links. */
+static void event_json(struct jbuf *out, const kp_EventRecord *ev, const struct cat_event_row *row,
+		       const struct cat_event_link *links, unsigned nlinks)
+{
+	kp_EventKeyframe kf[2];
+	for (unsigned i = 0; i < nlinks && i < 2; i++)
+		kf[i] = (kp_EventKeyframe){.stream = links[i].stream, .time_ms = links[i].ms};
+	size_t cap, len;
+	char *p = jb_room(out, KP_EVENT_JSON_MAX, &cap);
+	if (!p)
+		return;
+	struct json_w w;
+	jw_init(&w, p, cap);
+	kp_event_json(&w, ev, row->jpeg_len, kf, nlinks < 2 ? nlinks : 2);
+	jb_wrote(out, jw_finish(&w, &len) < 0 ? -1 : (long)len);
+}
 
 int rec_search_prepare(struct cat_txn *t, const kp_EventSearch *s, struct rec_search_q *q, char *why, size_t cap)
 {
@@ -122,7 +140,7 @@ static int consider(struct page *p, int64_t ms, uint64_t seq, const char *id)
 		return r;
 	if (p->emitted++)
 		jb_printf(p->out, ",");
-	rec_event_json(p->out, &p->ev, &row, links, nl);
+	event_json(p->out, &p->ev, &row, links, nl);
 	p->last = (struct cand){.ms = ms, .seq = seq};
 	return 0;
 }
@@ -259,6 +277,6 @@ int rec_event_json_get(struct cat_txn *t, const char *id, struct jbuf *out)
 	if (r == 0)
 		r = emit_links(t, row.seq, links, &n);
 	if (r == 0)
-		rec_event_json(out, &ev, &row, links, n);
+		event_json(out, &ev, &row, links, n);
 	return r < 0 ? r : out->failed ? -E2BIG : 0;
 }

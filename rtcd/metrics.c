@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json.h"
 #include "log.h"
 #include "rtcd.h"
+#include "text.h"
 
 static const char *const state_names[RTC_NSTATES] = {"gathering", "connecting", "securing", "streaming", "closed"};
 

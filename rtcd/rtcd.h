@@ -11,6 +11,7 @@
 
 #include "dtls.h"
 #include "ice.h"
+#include "json.h"
 #include "keeppeek.pb.h"
 #include "kp_limits.h"
 #include "media.h"
@@ -133,6 +134,14 @@ void rtc_signal_on_frame(struct kp_worker *w, struct kp_ipc_frame *f);
 /* A JSON message to the browser of that connection. */
 void rtc_signal_send(struct rtc_conn *c, const char *json, size_t len);
 void rtc_signal_error(struct rtc_conn *c, const char *sid, const char *code, const char *message);
+/* {"type":"closed","sid","reason"} to the browser. */
+void rtc_signal_closed(struct rtc_conn *c, const char *sid, const char *reason);
+/* A message to the browser: rtc_msg_begin writes {"type":type (and "sid" unless NULL)
+ * into buf with the common writer (common/json.h), the caller adds its members, and
+ * rtc_msg_send closes it and sends it to c: 0, or -ENOBUFS (nothing sent) when it
+ * did not fit. */
+void rtc_msg_begin(struct json_w *w, char *buf, size_t cap, const char *type, const char *sid);
+int rtc_msg_send(struct rtc_conn *c, struct json_w *w);
 void rtc_signal_announce_start(struct kp_worker *w);
 const char *rtc_conn_principal(const struct rtc_conn *c);
 const char *rtc_conn_addr(const struct rtc_conn *c);

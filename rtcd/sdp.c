@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "json.h"
+#include "text.h"
 
 static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(char *err, size_t errlen, const char *fmt, ...)

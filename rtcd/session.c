@@ -128,16 +128,7 @@ void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
 	if (s->state == RTC_CLOSED)
 		return;
 	if (tell) {
-		char buf[512];
-		struct rtc_text t;
-		rtc_text_init(&t, buf, sizeof buf);
-		rtc_text_add(&t, "{\"type\":\"closed\",\"sid\":");
-		rtc_text_json_str(&t, s->sid);
-		rtc_text_add(&t, ",\"reason\":");
-		rtc_text_json_str(&t, reason);
-		rtc_text_add(&t, "}");
-		if (rtc_text_ok(&t))
-			rtc_signal_send(s->conn, buf, t.len);
+		rtc_signal_closed(s->conn, s->sid, reason);
 	}
 	kp_info("session %s of %s (%s) closed: %s", s->sid, rtc_conn_principal(s->conn), rtc_conn_addr(s->conn),
 		reason);
@@ -180,25 +171,32 @@ static const char *codec_name(enum rtp_codec c)
 void rtc_session_send_state(struct rtc_session *s)
 {
 	char buf[1024];
-	struct rtc_text t;
-	rtc_text_init(&t, buf, sizeof buf);
-	rtc_text_add(&t, "{\"type\":\"state\",\"sid\":");
-	rtc_text_json_str(&t, s->sid);
-	rtc_text_add(&t, ",\"mode\":\"%s\",\"camera\":", s->mode == RTC_LIVE ? "live" : "playback");
-	rtc_text_json_str(&t, s->camera);
-	rtc_text_add(&t, ",\"stream\":\"%s\",\"codec\":\"%s\",\"fallback\":", s->stream ? "sub" : "main",
-		     codec_name(s->rtp_codec));
+	struct json_w w;
+	rtc_msg_begin(&w, buf, sizeof buf, "state", s->sid);
+	jw_key(&w, "mode");
+	jw_str(&w, s->mode == RTC_LIVE ? "live" : "playback");
+	jw_key(&w, "camera");
+	jw_str(&w, s->camera);
+	jw_key(&w, "stream");
+	jw_str(&w, s->stream ? "sub" : "main");
+	jw_key(&w, "codec");
+	jw_str(&w, codec_name(s->rtp_codec));
+	jw_key(&w, "fallback");
 	if (s->fallback)
-		rtc_text_json_str(&t, s->fallback);
+		jw_str(&w, s->fallback);
 	else
-		rtc_text_add(&t, "null");
-	bool playing = s->mode == RTC_LIVE || s->cst.playing;
-	rtc_text_add(&t, ",\"position_ms\":%lld,\"playing\":%s,\"rate\":%u,\"ended\":%s,\"connected\":%s}",
-		     (long long)s->cst.position_ms, playing ? "true" : "false", s->mode == RTC_LIVE ? 1 : s->cst.rate,
-		     s->mode == RTC_PLAYBACK && s->cst.ended ? "true" : "false",
-		     s->state == RTC_STREAMING ? "true" : "false");
-	if (rtc_text_ok(&t))
-		rtc_signal_send(s->conn, buf, t.len);
+		jw_null(&w);
+	jw_key(&w, "position_ms");
+	jw_int(&w, s->cst.position_ms);
+	jw_key(&w, "playing");
+	jw_bool(&w, s->mode == RTC_LIVE || s->cst.playing);
+	jw_key(&w, "rate");
+	jw_int(&w, s->mode == RTC_LIVE ? 1 : s->cst.rate);
+	jw_key(&w, "ended");
+	jw_bool(&w, s->mode == RTC_PLAYBACK && s->cst.ended);
+	jw_key(&w, "connected");
+	jw_bool(&w, s->state == RTC_STREAMING);
+	rtc_msg_send(s->conn, &w);
 	s->last_state_ms = rtc_now_ms();
 }
 
@@ -512,14 +510,11 @@ static void answer(struct rtc_session *s)
 		return;
 	}
 	static char msg[40000];
-	struct rtc_text t;
-	rtc_text_init(&t, msg, sizeof msg);
-	rtc_text_add(&t, "{\"type\":\"answer\",\"sid\":");
-	rtc_text_json_str(&t, s->sid);
-	rtc_text_add(&t, ",\"sdp\":");
-	rtc_text_json_str(&t, sdp);
-	rtc_text_add(&t, "}");
-	if (!rtc_text_ok(&t)) {
+	struct json_w w;
+	rtc_msg_begin(&w, msg, sizeof msg, "answer", s->sid);
+	jw_key(&w, "sdp");
+	jw_strn(&w, sdp, (size_t)len);
+	if (rtc_msg_send(s->conn, &w) < 0) {
 		rtc_session_close(s, "the answer did not fit", true);
 		return;
 	}
@@ -527,7 +522,6 @@ static void answer(struct rtc_session *s)
 	s->offer = NULL;
 	s->codec = NULL;
 	s->state = RTC_CONNECTING;
-	rtc_signal_send(s->conn, msg, t.len);
 	rtc_session_send_state(s);
 }
 

@@ -12,6 +12,7 @@
 #include "json.h"
 #include "log.h"
 #include "rtcd.h"
+#include "signal_msg.h"
 
 struct rtc_conn {
 	uint64_t session;
@@ -57,23 +58,48 @@ void rtc_signal_send(struct rtc_conn *c, const char *json, size_t len)
 	send_raw(c->session, json, len, false);
 }
 
+void rtc_msg_begin(struct json_w *w, char *buf, size_t cap, const char *type, const char *sid)
+{
+	jw_init(w, buf, cap);
+	jw_obj(w);
+	jw_key(w, "type");
+	jw_str(w, type);
+	if (sid) {
+		jw_key(w, "sid");
+		jw_str(w, sid);
+	}
+}
+
+int rtc_msg_send(struct rtc_conn *c, struct json_w *w)
+{
+	size_t len;
+	jw_obj_end(w);
+	if (jw_finish(w, &len) < 0)
+		return -ENOBUFS;
+	rtc_signal_send(c, w->buf, len);
+	return 0;
+}
+
 void rtc_signal_error(struct rtc_conn *c, const char *sid, const char *code, const char *message)
 {
 	char buf[1024];
-	struct rtc_text t;
-	rtc_text_init(&t, buf, sizeof buf);
-	rtc_text_add(&t, "{\"type\":\"error\"");
-	if (sid) {
-		rtc_text_add(&t, ",\"sid\":");
-		rtc_text_json_str(&t, sid);
-	}
-	rtc_text_add(&t, ",\"code\":");
-	rtc_text_json_str(&t, code);
-	rtc_text_add(&t, ",\"message\":");
-	rtc_text_json_str(&t, message);
-	rtc_text_add(&t, "}");
-	if (rtc_text_ok(&t))
-		rtc_signal_send(c, buf, t.len);
+	struct json_w w;
+	rtc_msg_begin(&w, buf, sizeof buf, "error", sid);
+	jw_key(&w, "code");
+	jw_str(&w, code);
+	jw_key(&w, "message");
+	jw_str(&w, message);
+	rtc_msg_send(c, &w);
+}
+
+void rtc_signal_closed(struct rtc_conn *c, const char *sid, const char *reason)
+{
+	char buf[512];
+	struct json_w w;
+	rtc_msg_begin(&w, buf, sizeof buf, "closed", sid);
+	jw_key(&w, "reason");
+	jw_str(&w, reason);
+	rtc_msg_send(c, &w);
 }
 
 static struct rtc_conn *conn_find(uint64_t session)
@@ -455,14 +481,7 @@ static void on_message(struct rtc_conn *c, const uint8_t *data, size_t len)
 		return;
 	}
 	if (!s) {
-		char buf[200];
-		struct rtc_text t;
-		rtc_text_init(&t, buf, sizeof buf);
-		rtc_text_add(&t, "{\"type\":\"closed\",\"sid\":");
-		rtc_text_json_str(&t, sid);
-		rtc_text_add(&t, ",\"reason\":\"unknown session (the video service may have restarted)\"}");
-		if (rtc_text_ok(&t))
-			rtc_signal_send(c, buf, t.len);
+		rtc_signal_closed(c, sid, "unknown session (the video service may have restarted)");
 		return;
 	}
 	if (strcmp(type, "candidate") == 0)

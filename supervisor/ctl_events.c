@@ -1,7 +1,7 @@
 /* keeppeekctl events search: parses the filters and times here (the operator's clock
  * and time zone), asks keeppeekd, which relays the search to recorderd, and prints the
  * JSON answer as is (--json) or as a table, newest first, with the next page's cursor.
- * The JSON is read with webd's bounded reader (webd/json.c). */
+ * The JSON is read with the common bounded reader (common/json.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -307,7 +307,7 @@ void webd_live_on_event(struct kp_ipc_frame *f)
 		return;
 	}
 	const kp_EventRecord *e = &f->env->msg.event_committed.event;
-	static char json[WEBD_EVENT_JSON_MAX + 128];
+	static char json[KP_EVENT_JSON_MAX + 128];
 	struct json_w w;
 	bool jpeg_follows = f->tail_len > 0;
 	if (jpeg_follows && f->tail_len + sizeof(json) + LIVE_NOTICE_MAX > KP_LIVE_QUEUE_BYTES) {
@@ -319,7 +319,8 @@ void webd_live_on_event(struct kp_ipc_frame *f)
 	jw_key(&w, "type");
 	jw_str(&w, "event");
 	jw_key(&w, "event");
-	webd_event_json(&w, e, f->tail_len);
+	kp_event_json(&w, e, f->tail_len, f->env->msg.event_committed.keyframes,
+		      f->env->msg.event_committed.keyframes_count);
 	jw_key(&w, "jpeg_follows");
 	jw_bool(&w, jpeg_follows);
 	jw_obj_end(&w);

@@ -123,6 +123,8 @@ static int get_string(const struct json_doc *d, int obj, const char *key, char *
 	int rc = json_get_str(d, t, buf, cap);
 	if (rc == -ENAMETOOLONG)
 		return webd_publish_fail(e, 400, "bad_event", "\"%s\" is longer than %zu bytes", key, cap - 1);
+	if (rc == -EILSEQ)
+		return webd_publish_fail(e, 400, "bad_event", "\"%s\" must not hold \\u0000", key);
 	if (rc < 0)
 		return webd_publish_fail(e, 400, "bad_event", "\"%s\" must be a string", key);
 	return 0;

@@ -1,8 +1,8 @@
-/* libFuzzer harness: rtcd's signaling JSON parser. */
+/* libFuzzer harness: rtcd's signaling messages read through the common JSON reader. */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "json.h"
+#include "signal_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,8 @@ committed revision reaches every subscriber as the JSON envelope and then its JP
 (byte-identical); a stalled subscriber (never reads) does not hold up publication or the
 other subscribers: its bounded queue (64 commands, 8,454,144 reserved bytes) is dropped
 and it is told {"type":"resync","dropped":N}, so that every event is either delivered
-to it or counted as dropped; camera filters; bad control messages get an error."""
+to it or counted as dropped; camera filters; bad control messages get an error; the
+live event JSON equals the search answer's for the same revision (one renderer)."""
 import json
 import os
 import subprocess
@@ -99,7 +100,9 @@ def test(make):
         t.start()
     now = int(time.time() * 1000)
     for i in range(EVENTS):
-        st, h, b = E.publish_json(kp, tok, E.event(f"live-{i:02d}", 1, start_ms=now - 10000 + i), jpeg)
+        ev = E.event(f"live-{i:02d}", 1, start_ms=now - 10000 + i, labels=(("person", 0.912345),),
+                     boxes=(("person", 0.1, 0.2, 0.3, 0.4, 0.876543),))
+        st, h, b = E.publish_json(kp, tok, ev, jpeg)
         if st != 200:
             stop.set()
             raise AssertionError(f"publish live-{i:02d} while a subscriber is stalled: {st} {b!r}")
@@ -138,6 +141,13 @@ def test(make):
     check(e0["revision"] == 1 and e0["camera"] == E.CAMERA and e0["committed_ms"] > 0 and
           e0["jpeg_bytes"] == len(jpeg) and e0["jpeg_width"] == 1280,
           f"the envelope carries the committed event: {e0}")
+    # One renderer (common/event_json.c): the fan-out's event is what a search answers for
+    # the same revision, keyframe links and score digits included.
+    st, page = E.get_json(kp, tok, f"/api/v1/events?camera={E.CAMERA}&limit=500")
+    found = {e["id"]: e for e in (page or {}).get("events", [])}
+    check(st == 200 and found.get("live-00") == e0 and "keyframes" in e0 and
+          e0["labels"][0]["score"] == 0.912345 and e0["boxes"][0]["score"] == 0.876543,
+          f"the live event equals the search answer's: {e0} vs {found.get('live-00')}")
     check(got_filtered == [], f"a subscriber filtering another camera got nothing ({len(got_filtered)} messages)")
     check(len(events_of(got_bad)[0]) == EVENTS + TINY + 2, "after an error notice the subscription still works")
 

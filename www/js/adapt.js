@@ -51,36 +51,32 @@ export async function coverage({ camera, from, to, bucket, offset, limit, stream
 	return normalizeCoverage(j, { from, to, bucket });
 }
 
-// -> {id, revision, camera, stream, start, end, labels: [{name, score}], label,
-//    attributes: {}, hasJpeg}
+// The event JSON of docs/queries.md (search answers and the live fan-out render it in
+// one place, common/event_json.c, so there is one shape) ->
+// {id, revision, camera, stream, start, end, labels: [{name, score}], label,
+//  attributes: {}, hasJpeg, source}
 export function normalizeEvent(e) {
-	const labels = (e.labels || []).map((l) => (typeof l === 'string' ? { name: l, score: 1 } : { name: l.name, score: l.score }));
-	labels.sort((a, b) => (b.score ?? 0) - (a.score ?? 0));
-	const start = num(e.start_ms ?? e.start);
-	const end = num(e.end_ms ?? e.end ?? 0) || start;
-	let attributes = e.attributes || {};
-	if (Array.isArray(attributes))
-		attributes = Object.fromEntries(attributes.map((a) => [a.key ?? a.name, a.value]));
+	const labels = e.labels.map((l) => ({ name: l.name, score: l.score }));
+	labels.sort((a, b) => b.score - a.score);
 	return {
-		id: String(e.id ?? e.event_id),
-		revision: num(e.revision ?? 1),
+		id: e.id,
+		revision: e.revision,
 		camera: e.camera,
-		stream: e.stream === 1 || e.stream === 'sub' ? 'sub' : 'main',
-		start,
-		end: Math.max(end, start),
+		stream: e.stream,
+		start: e.start_ms,
+		end: e.end_ms,
 		labels,
 		label: labels.length ? labels[0].name : e.source === 'camera' ? 'motion' : 'event',
-		attributes,
-		hasJpeg: e.has_jpeg ?? e.jpeg ?? true,
-		source: e.source || '',
+		attributes: Object.fromEntries(e.attributes.map((a) => [a.key, a.value])),
+		hasJpeg: e.has_jpeg,
+		source: e.source,
 	};
 }
 
 // One page of a search: {events, cursor} (cursor '' at the end).
 export async function events({ camera, from, to, label, q, limit, cursor }) {
 	const j = await get('/api/v1/events' + query({ camera, from, to, label, q, limit, cursor }));
-	const list = Array.isArray(j) ? j : j.events || [];
-	return { events: list.map(normalizeEvent), cursor: (Array.isArray(j) ? '' : j.cursor ?? j.next_cursor ?? j.next) || '' };
+	return { events: j.events.map(normalizeEvent), cursor: j.next_cursor || '' };
 }
 
 // Every event of a window (the timeline's day), following cursors up to `max`.

@@ -1,5 +1,6 @@
-/* libFuzzer harness for webd's bounded JSON reader (webd/json.c): parse, read every
- * string and number, and write what was read back through the writer. */
+/* libFuzzer harness for the common bounded JSON reader (common/json.h): parse, read every
+ * string and number, look every key up by its unescaped text (it must find that very
+ * member: duplicates are refused), and write what was read back through the writer. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case JSON_OBJECT:
 			json_obj_get(&d, (int)i, "id");
+			for (uint32_t k = 0, t = i + 1; k < d.toks[i].size; k++, t = d.toks[t + 1].next)
+				if (json_get_str(&d, (int)t, buf, sizeof(buf)) >= 0 &&
+				    json_obj_get(&d, (int)i, buf) != (int)t + 1)
+					__builtin_trap(); /* a key that does not find its own member */
 			break;
 		case JSON_ARRAY:
 			json_arr_get(&d, (int)i, d.toks[i].size ? d.toks[i].size - 1 : 0);

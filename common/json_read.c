@@ -1,10 +1,11 @@
-/* The bounded JSON reader (recursive descent over a caller-given token array, depth
- * bounded by JSON_MAX_DEPTH) and writer (appends into a fixed buffer) of json.h. */
+/* The reader of json.h: recursive descent over a caller-given token array, depth
+ * bounded by JSON_MAX_DEPTH, strings validated in place and unescaped on demand by one
+ * byte-at-a-time decoder (used to read, look up and compare keys, so no key length
+ * limit and no copy). */
 #include "json.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,9 +56,7 @@ static int is_hex(char c)
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t json_utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned char c = s[0];
 	size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
@@ -89,7 +88,7 @@ static int parse_string(struct parser *p)
 		if (c < 0x20)
 			return fail(p, -EINVAL, "control character in string");
 		if (c >= 0x80) {
-			size_t n = utf8_len((const unsigned char *)s + p->pos, p->d->len - p->pos);
+			size_t n = json_utf8_len((const unsigned char *)s + p->pos, p->d->len - p->pos);
 			if (!n)
 				return fail(p, -EINVAL, "invalid UTF-8 in string");
 			p->pos += n;
@@ -184,28 +183,39 @@ static int parse_literal(struct parser *p, const char *word, enum json_type type
 
 static int parse_value(struct parser *p, unsigned depth);
 
+/* The unescaped bytes of a string token, one at a time. */
+struct sdec {
+	const char *s;
+	size_t i, end;
+	unsigned char b[4];
+	unsigned n, k;
+};
+
+static void sdec_init(struct sdec *x, const struct json_doc *d, int t);
+static int sdec_byte(struct sdec *x);
+
+static bool same_key(const struct json_doc *d, int a, int b)
+{
+	struct sdec x, y;
+	sdec_init(&x, d, a);
+	sdec_init(&y, d, b);
+	for (;;) {
+		int cx = sdec_byte(&x), cy = sdec_byte(&y);
+		if (cx != cy)
+			return false;
+		if (cx < 0)
+			return true;
+	}
+}
+
 /* Whether the key at token key equals one of the earlier keys of the object at token obj
- * (compared unescaped, so "a" and "\\u0061" are the same key). */
+ * (compared unescaped, so "a" and "\u0061" are the same key). */
 static bool key_seen(const struct json_doc *d, int obj, int key)
 {
-	const struct json_tok *k = &d->toks[key];
 	int t = obj + 1;
 	for (uint32_t n = 0; n < d->toks[obj].size; n++) {
-		const struct json_tok *o = &d->toks[t];
-		bool raw = !memchr(d->s + o->start, '\\', o->end - o->start) &&
-			   !memchr(d->s + k->start, '\\', k->end - k->start);
-		if (raw) {
-			if (o->end - o->start == k->end - k->start &&
-			    !memcmp(d->s + o->start, d->s + k->start, k->end - k->start))
-				return true;
-		} else {
-			char a[256], b[256];
-			int la = json_get_str(d, t, a, sizeof a), lb = json_get_str(d, key, b, sizeof b);
-			if (la >= 0 && lb >= 0 ? la == lb && !memcmp(a, b, (size_t)la)
-					       : o->end - o->start == k->end - k->start &&
-						     !memcmp(d->s + o->start, d->s + k->start, k->end - k->start))
-				return true;
-		}
+		if (same_key(d, t, key))
+			return true;
 		t = (int)d->toks[t + 1].next;
 	}
 	return false;
@@ -318,9 +328,15 @@ static bool tok_valid(const struct json_doc *d, int t)
 
 static bool key_equals(const struct json_doc *d, int t, const char *key)
 {
-	char buf[128];
-	int n = json_get_str(d, t, buf, sizeof(buf));
-	return n >= 0 && strcmp(buf, key) == 0;
+	struct sdec x;
+	sdec_init(&x, d, t);
+	for (;; key++) {
+		int c = sdec_byte(&x);
+		if (c < 0)
+			return *key == 0;
+		if (c != (unsigned char)*key || c == 0)
+			return false;
+	}
 }
 
 int json_obj_get(const struct json_doc *d, int obj, const char *key)
@@ -358,97 +374,101 @@ static unsigned hex4(const char *s)
 	return v;
 }
 
-static int put_utf8(char *buf, size_t cap, size_t *o, unsigned cp)
+static unsigned put_utf8(unsigned char *b, unsigned cp)
 {
-	unsigned char tmp[4];
-	size_t n;
 	if (cp < 0x80) {
-		tmp[0] = (unsigned char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		tmp[0] = (unsigned char)(0xc0 | (cp >> 6));
-		tmp[1] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		tmp[0] = (unsigned char)(0xe0 | (cp >> 12));
-		tmp[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		tmp[2] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		tmp[0] = (unsigned char)(0xf0 | (cp >> 18));
-		tmp[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
-		tmp[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		tmp[3] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 4;
+		b[0] = (unsigned char)cp;
+		return 1;
 	}
-	if (*o + n + 1 > cap)
-		return -ENAMETOOLONG;
-	memcpy(buf + *o, tmp, n);
-	*o += n;
-	return 0;
+	if (cp < 0x800) {
+		b[0] = (unsigned char)(0xc0 | (cp >> 6));
+		b[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		b[0] = (unsigned char)(0xe0 | (cp >> 12));
+		b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+		b[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	b[0] = (unsigned char)(0xf0 | (cp >> 18));
+	b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+	b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+	b[3] = (unsigned char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+static void sdec_init(struct sdec *x, const struct json_doc *d, int t)
+{
+	x->s = d->s;
+	x->i = d->toks[t].start;
+	x->end = d->toks[t].end;
+	x->n = x->k = 0;
+}
+
+/* The next byte, or -1 at the end. The parser validated the escapes and surrogate
+ * pairs of every string token, so they are decoded here without checks. */
+static int sdec_byte(struct sdec *x)
+{
+	if (x->k < x->n)
+		return x->b[x->k++];
+	if (x->i >= x->end)
+		return -1;
+	const char *s = x->s;
+	char c = s[x->i];
+	if (c != '\\') {
+		x->i++;
+		return (unsigned char)c;
+	}
+	char e = s[x->i + 1];
+	unsigned cp;
+	x->i += 2;
+	switch (e) {
+	case 'b':
+		cp = '\b';
+		break;
+	case 'f':
+		cp = '\f';
+		break;
+	case 'n':
+		cp = '\n';
+		break;
+	case 'r':
+		cp = '\r';
+		break;
+	case 't':
+		cp = '\t';
+		break;
+	case 'u':
+		cp = hex4(s + x->i);
+		x->i += 4;
+		if (cp >= 0xd800 && cp < 0xdc00) {
+			cp = 0x10000 + ((cp - 0xd800) << 10) + (hex4(s + x->i + 2) - 0xdc00);
+			x->i += 6;
+		}
+		break;
+	default:
+		cp = (unsigned char)e; /* " \ / */
+		break;
+	}
+	x->n = put_utf8(x->b, cp);
+	x->k = 1;
+	return x->b[0];
 }
 
 int json_get_str(const struct json_doc *d, int t, char *buf, size_t cap)
 {
 	if (!tok_valid(d, t) || d->toks[t].type != JSON_STRING || cap == 0)
 		return -EINVAL;
-	const char *s = d->s;
-	size_t i = d->toks[t].start, end = d->toks[t].end, o = 0;
-	while (i < end) {
-		char c = s[i];
-		if (c != '\\') {
-			if (c == 0)
-				return -EINVAL;
-			if (o + 2 > cap)
-				return -ENAMETOOLONG;
-			buf[o++] = c;
-			i++;
-			continue;
-		}
-		char e = s[i + 1];
-		unsigned cp;
-		if (e == 'u') {
-			cp = hex4(s + i + 2);
-			i += 6;
-			if (cp >= 0xd800 && cp < 0xdc00) {
-				if (i + 6 > end || s[i] != '\\' || s[i + 1] != 'u')
-					return -EINVAL;
-				unsigned lo = hex4(s + i + 2);
-				if (lo < 0xdc00 || lo >= 0xe000)
-					return -EINVAL;
-				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-				i += 6;
-			} else if (cp >= 0xdc00 && cp < 0xe000) {
-				return -EINVAL;
-			}
-			if (cp == 0)
-				return -EINVAL;
-		} else {
-			switch (e) {
-			case 'b':
-				cp = '\b';
-				break;
-			case 'f':
-				cp = '\f';
-				break;
-			case 'n':
-				cp = '\n';
-				break;
-			case 'r':
-				cp = '\r';
-				break;
-			case 't':
-				cp = '\t';
-				break;
-			default:
-				cp = (unsigned char)e; /* " \ / */
-				break;
-			}
-			i += 2;
-		}
-		int rc = put_utf8(buf, cap, &o, cp);
-		if (rc < 0)
-			return rc;
+	struct sdec x;
+	sdec_init(&x, d, t);
+	size_t o = 0;
+	for (int c; (c = sdec_byte(&x)) >= 0;) {
+		if (c == 0)
+			return -EILSEQ;
+		if (o + 1 >= cap)
+			return -ENAMETOOLONG;
+		buf[o++] = (char)c;
 	}
 	buf[o] = 0;
 	return (int)o;
@@ -501,169 +521,5 @@ int json_get_raw(const struct json_doc *d, int t, const char **p, size_t *len)
 		return -EINVAL;
 	*p = d->s + d->toks[t].start;
 	*len = d->toks[t].end - d->toks[t].start;
-	return 0;
-}
-
-/* ---- writer ---- */
-
-static void put(struct json_w *w, const char *s, size_t n)
-{
-	if (w->overflow || w->len + n + 1 > w->cap) {
-		w->overflow = true;
-		return;
-	}
-	memcpy(w->buf + w->len, s, n);
-	w->len += n;
-	w->buf[w->len] = 0;
-}
-
-static void sep(struct json_w *w)
-{
-	if (w->after_key) {
-		w->after_key = false;
-		return;
-	}
-	if (w->count[w->depth]++ > 0)
-		put(w, ",", 1);
-}
-
-void jw_init(struct json_w *w, char *buf, size_t cap)
-{
-	memset(w, 0, sizeof(*w));
-	w->buf = buf;
-	w->cap = cap;
-	if (cap > 0)
-		buf[0] = 0;
-	else
-		w->overflow = true;
-}
-
-static void open_c(struct json_w *w, const char *c)
-{
-	sep(w);
-	put(w, c, 1);
-	if (w->depth >= JSON_MAX_DEPTH) {
-		w->overflow = true;
-		return;
-	}
-	w->count[++w->depth] = 0;
-}
-
-static void close_c(struct json_w *w, const char *c)
-{
-	if (w->depth == 0) {
-		w->overflow = true;
-		return;
-	}
-	w->depth--;
-	put(w, c, 1);
-}
-
-void jw_obj(struct json_w *w)
-{
-	open_c(w, "{");
-}
-
-void jw_obj_end(struct json_w *w)
-{
-	close_c(w, "}");
-}
-
-void jw_arr(struct json_w *w)
-{
-	open_c(w, "[");
-}
-
-void jw_arr_end(struct json_w *w)
-{
-	close_c(w, "]");
-}
-
-static void put_escaped(struct json_w *w, const char *s, size_t n)
-{
-	put(w, "\"", 1);
-	size_t run = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		put(w, s + run, i - run);
-		run = i + 1;
-		char esc[8];
-		switch (c) {
-		case '"':
-			put(w, "\\\"", 2);
-			break;
-		case '\\':
-			put(w, "\\\\", 2);
-			break;
-		case '\n':
-			put(w, "\\n", 2);
-			break;
-		case '\r':
-			put(w, "\\r", 2);
-			break;
-		case '\t':
-			put(w, "\\t", 2);
-			break;
-		default:
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			put(w, esc, 6);
-			break;
-		}
-	}
-	put(w, s + run, n - run);
-	put(w, "\"", 1);
-}
-
-void jw_key(struct json_w *w, const char *key)
-{
-	sep(w);
-	put_escaped(w, key, strlen(key));
-	put(w, ":", 1);
-	w->after_key = true;
-}
-
-void jw_strn(struct json_w *w, const char *s, size_t n)
-{
-	sep(w);
-	put_escaped(w, s, n);
-}
-
-void jw_str(struct json_w *w, const char *s)
-{
-	jw_strn(w, s, strlen(s));
-}
-
-void jw_int(struct json_w *w, int64_t v)
-{
-	char b[24];
-	int n = snprintf(b, sizeof(b), "%lld", (long long)v);
-	sep(w);
-	put(w, b, (size_t)n);
-}
-
-void jw_double(struct json_w *w, double v)
-{
-	char b[32];
-	if (!isfinite(v))
-		v = 0;
-	int n = snprintf(b, sizeof(b), "%.6g", v);
-	sep(w);
-	put(w, b, (size_t)n);
-}
-
-void jw_bool(struct json_w *w, bool v)
-{
-	sep(w);
-	put(w, v ? "true" : "false", v ? 4 : 5);
-}
-
-int jw_finish(struct json_w *w, size_t *len)
-{
-	if (w->overflow || w->depth != 0 || w->after_key)
-		return -ENOBUFS;
-	if (len)
-		*len = w->len;
 	return 0;
 }

@@ -1,8 +1,8 @@
-/* webd's bounded JSON reader and writer (webd/json.c). */
+/* The common bounded JSON reader and writer (common/json.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "event_json.h"
 #include "json.h"
 #include "test.h"
 
@@ -73,7 +73,7 @@ static void test_reader_errors(void)
 	struct json_tok t2[4];
 	CHECK_EQ(parse(&d, "\"a\\u0000b\"", t2, 4), 0);
 	char buf[8];
-	CHECK_EQ(json_get_str(&d, 0, buf, sizeof(buf)), -EINVAL); /* NUL inside */
+	CHECK_EQ(json_get_str(&d, 0, buf, sizeof(buf)), -EILSEQ); /* NUL inside */
 	CHECK_EQ(parse(&d, "\"\\udc00\"", t2, 4), -EINVAL);       /* lone low surrogate */
 	CHECK_EQ(parse(&d, "\"\\ud83d\"", t2, 4), -EINVAL);       /* high surrogate alone */
 	CHECK_EQ(parse(&d, "\"\\ud83d\\u0041\"", t2, 4), -EINVAL);
@@ -150,69 +150,52 @@ static void test_writer(void)
 	CHECK_EQ(jw_finish(&w, NULL), -ENOBUFS); /* unbalanced */
 }
 
-static void test_event_json(void)
+static void test_strict(void)
 {
-	static kp_EventRecord e;
-	memset(&e, 0, sizeof(e));
-	strcpy(e.event_id, "det-42");
-	e.revision = 3;
-	strcpy(e.camera, "front \"door\"");
-	e.stream = 1;
-	e.start_ms = 1764461230000;
-	e.labels_count = 1;
-	strcpy(e.labels[0].name, "person");
-	e.labels[0].score = 0.5f;
-	e.attributes_count = 1;
-	strcpy(e.attributes[0].key, "zone");
-	strcpy(e.attributes[0].value, "a\nb");
-	strcpy(e.source, "analysis");
-	e.has_jpeg = true;
-	e.jpeg_width = 640;
-	e.committed_ms = 1764461234567;
-	static char buf[WEBD_EVENT_JSON_MAX];
+	struct json_doc d;
+	struct json_tok t[16];
+	char buf[16];
+	/* A key longer than any buffer, spelled once raw and once escaped, is still a duplicate. */
+	static char dup[2 * 600 + 64];
+	char key[300];
+	memset(key, 'k', sizeof(key) - 1);
+	key[sizeof(key) - 1] = 0;
+	snprintf(dup, sizeof(dup), "{\"%s\":1,\"\\u006b%s\":2}", key, key + 1);
+	CHECK_EQ(json_parse(&d, dup, strlen(dup), t, 16), -EINVAL);
+	CHECK(strstr(d.err_why, "duplicate") != NULL);
+	snprintf(dup, sizeof(dup), "{\"\\u006b%s\":7}", key + 1);
+	CHECK_EQ(json_parse(&d, dup, strlen(dup), t, 16), 0);
+	int64_t v = 0;
+	CHECK_EQ(json_get_int(&d, json_obj_get(&d, 0, key), &v), 0);
+	CHECK_EQ(v, 7);
+	/* "\u0000" parses (valid JSON) but is not read into a C string. */
+	CHECK_EQ(parse(&d, "{\"sdp\":\"v=0\\u0000x\",\"a\":\"ok\"}", t, 16), 0);
+	CHECK_EQ(json_get_str(&d, json_obj_get(&d, 0, "sdp"), buf, sizeof(buf)), -EILSEQ);
+	CHECK_EQ(json_get_str(&d, json_obj_get(&d, 0, "a"), buf, sizeof(buf)), 2);
+	CHECK_EQ(json_obj_get(&d, 0, "sdp\x01"), -1);
+}
+
+static void test_writer_extras(void)
+{
+	char buf[64];
 	struct json_w w;
 	jw_init(&w, buf, sizeof(buf));
-	webd_event_json(&w, &e, 1234);
-	size_t len;
+	jw_arr(&w);
+	jw_null(&w);
+	jw_json(&w, "{\"a\":1}", 7);
+	jw_str(&w, "a\xff"
+		   "b\xc3\xa9");
+	jw_double(&w, 1.0 / 3.0);
+	jw_arr_end(&w);
+	size_t len = 0;
 	CHECK_EQ(jw_finish(&w, &len), 0);
-	struct json_tok toks[128];
+	CHECK(strcmp(buf, "[null,{\"a\":1},\"a\\ufffdb\xc3\xa9\",0.333333]") == 0);
+	struct json_tok t[8];
 	struct json_doc d;
-	CHECK_EQ(json_parse(&d, buf, len, toks, 128), 0);
-	char s[80];
-	int64_t v = 0;
-	CHECK(json_get_str(&d, json_obj_get(&d, 0, "camera"), s, sizeof(s)) > 0 && strcmp(s, "front \"door\"") == 0);
-	CHECK(json_get_str(&d, json_obj_get(&d, 0, "stream"), s, sizeof(s)) > 0 && strcmp(s, "sub") == 0);
-	CHECK_EQ(json_get_int(&d, json_obj_get(&d, 0, "end_ms"), &v), 0);
-	CHECK_EQ(v, 1764461230000); /* 0: instantaneous, the start */
-	CHECK_EQ(json_get_int(&d, json_obj_get(&d, 0, "jpeg_bytes"), &v), 0);
-	CHECK_EQ(v, 1234);
-	int attr = json_arr_get(&d, json_obj_get(&d, 0, "attributes"), 0);
-	CHECK(json_get_str(&d, json_obj_get(&d, attr, "value"), s, sizeof(s)) == 3 && strcmp(s, "a\nb") == 0);
-	CHECK_EQ(d.toks[json_obj_get(&d, 0, "has_jpeg")].type, JSON_TRUE);
-	/* The largest record nanopb holds, every character needing an escape, fits. */
-	memset(&e, 0, sizeof(e));
-	memset(e.event_id, 1, sizeof(e.event_id) - 1);
-	memset(e.camera, 1, sizeof(e.camera) - 1);
-	memset(e.source, 1, sizeof(e.source) - 1);
-	memset(e.principal, 1, sizeof(e.principal) - 1);
-	e.labels_count = sizeof(e.labels) / sizeof(e.labels[0]);
-	for (unsigned i = 0; i < e.labels_count; i++)
-		memset(e.labels[i].name, 1, sizeof(e.labels[i].name) - 1);
-	e.boxes_count = sizeof(e.boxes) / sizeof(e.boxes[0]);
-	for (unsigned i = 0; i < e.boxes_count; i++)
-		memset(e.boxes[i].label, 1, sizeof(e.boxes[i].label) - 1);
-	e.attributes_count = sizeof(e.attributes) / sizeof(e.attributes[0]);
-	for (unsigned i = 0; i < e.attributes_count; i++) {
-		memset(e.attributes[i].key, 1, sizeof(e.attributes[i].key) - 1);
-		memset(e.attributes[i].value, 1, sizeof(e.attributes[i].value) - 1);
-	}
-	e.start_ms = INT64_MIN;
-	e.end_ms = INT64_MIN;
-	e.committed_ms = INT64_MIN;
-	jw_init(&w, buf, sizeof(buf));
-	webd_event_json(&w, &e, SIZE_MAX / 2);
-	CHECK_EQ(jw_finish(&w, &len), 0);
-	CHECK(len < WEBD_EVENT_JSON_MAX);
+	CHECK_EQ(json_parse(&d, buf, len, t, 8), 0);
+	CHECK_EQ(json_quote(buf, sizeof(buf), "x\"y"), 6);
+	CHECK(strcmp(buf, "\"x\\\"y\"") == 0);
+	CHECK_EQ(json_quote(buf, 4, "long"), -ENOBUFS);
 }
 
 int main(void)
@@ -220,6 +203,7 @@ int main(void)
 	RUN(test_reader);
 	RUN(test_reader_errors);
 	RUN(test_writer);
-	RUN(test_event_json);
+	RUN(test_strict);
+	RUN(test_writer_extras);
 	return TEST_EXIT();
 }
