@@ -12,6 +12,7 @@
 #include "cameras.h"
 #include "config.h"
 #include "kp_limits.h"
+#include "kp_time.h"
 #include "log.h"
 
 #define BACKOFF_FIRST_MS 1000
@@ -65,13 +66,6 @@ static const char *const state_names[] = {
     [ING_CONNECTING] = "connecting",   [ING_STREAMING] = "streaming", [ING_AUTH_FAILED] = "auth-failed",
     [ING_UNREACHABLE] = "unreachable", [ING_BACKOFF] = "backoff",     [ING_STOPPED] = "stopped",
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static const struct ing_driver_ops *driver_for(const char *url)
 {
@@ -130,7 +124,7 @@ static void set_state(struct ing_camera *cam, unsigned s, enum ing_state state, 
 		why ? reason : "");
 	st->state = state;
 	if (state == ING_STREAMING)
-		st->streaming_since_ms = now_ms();
+		st->streaming_since_ms = kp_mono_ms();
 	report(cam, s);
 }
 
@@ -256,7 +250,7 @@ void ing_camera_failed(struct ing_camera *cam, bool auth_failed, const char *rea
 {
 	if (cam->failed)
 		return;
-	uint64_t now = now_ms();
+	uint64_t now = kp_mono_ms();
 	bool was_streaming = false;
 	for (unsigned s = 0; s < 2; s++)
 		if (configured(cam, s) && cam->streams[s].state == ING_STREAMING) {
@@ -383,7 +377,7 @@ void ing_cameras_apply(uint32_t generation)
 /* Every health request: refresh fps and tell the supervisor. */
 void ing_cameras_report(void)
 {
-	uint64_t now = now_ms();
+	uint64_t now = kp_mono_ms();
 	for (unsigned i = 0; i < table.ncams; i++) {
 		struct ing_camera *cam = table.cams[i];
 		for (unsigned s = 0; s < 2; s++) {

@@ -157,6 +157,4 @@ void rtc_live_stats(unsigned *streams, size_t *bytes);
 /* ---- metrics.c ---- */
 void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id);
 
-uint64_t rtc_now_ms(void);
-
 #endif

@@ -16,6 +16,7 @@
 #include "camera.h"
 #include "config.h"
 #include "kp_limits.h"
+#include "kp_time.h"
 #include "log.h"
 
 #define BC_CONNECT_TIMEOUT_MS 5000
@@ -208,9 +209,7 @@ static void on_alarm(struct ing_driver *d, const struct bc_msg_in *in)
 	struct bc_xml_span ev;
 	if (in->binary)
 		return;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t wall = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	int64_t wall = kp_wall_ms();
 	for (unsigned i = 0; i < BC_MAX_ALARM_EVENTS &&
 			     bc_xml_find(doc, in->payload_len, "body/AlarmEventList/AlarmEvent", i, &ev, &why) == 0;
 	     i++) {

@@ -5,19 +5,13 @@
 #include <time.h>
 
 #include "bc_stream.h"
+#include "kp_time.h"
 #include "log.h"
 
 void bc_stream_init(struct bc_stream *s, struct ing_camera *cam, enum kp_stream_index index)
 {
 	*s = (struct bc_stream){
 	    .cam = cam, .index = index, .handle = index == KP_STREAM_INDEX_MAIN ? 0 : 256, .last_pts = -1};
-}
-
-static int64_t wall_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static void deliver(struct bc_stream *s, const struct bc_media_record *r, uint64_t now_ms)
@@ -32,7 +26,7 @@ static void deliver(struct bc_stream *s, const struct bc_media_record *r, uint64
 	    .codec = r->codec == BC_VCODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
 	    .keyframe = r->kind == BC_MEDIA_IFRAME,
 	    .pts_90k = pts,
-	    .wall_us = wall_us(),
+	    .wall_us = kp_wall_us(),
 	    .width = s->width,
 	    .height = s->height,
 	    .data = r->data,

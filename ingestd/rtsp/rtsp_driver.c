@@ -16,6 +16,7 @@
 
 #include "camera.h"
 #include "config.h"
+#include "kp_time.h"
 #include "log.h"
 #include "rtsp_au.h"
 
@@ -77,13 +78,6 @@ static int interrupt_cb(void *opaque)
 {
 	struct rtsp_stream *s = opaque;
 	return atomic_load(&s->drv->stop) || av_gettime_relative() > atomic_load(&s->deadline_us);
-}
-
-static int64_t wall_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static void notify(struct ing_driver *drv)
@@ -257,7 +251,7 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 		    .codec = codec,
 		    .keyframe = key,
 		    .pts_90k = pts,
-		    .wall_us = wall_us(),
+		    .wall_us = kp_wall_us(),
 		    .width = (uint32_t)(st->codecpar->width > 0 ? st->codecpar->width : 0),
 		    .height = (uint32_t)(st->codecpar->height > 0 ? st->codecpar->height : 0),
 		    .data = buf,
