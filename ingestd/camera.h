@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-enum kp_codec { KP_CODEC_NONE = 0, KP_CODEC_H264 = 1, KP_CODEC_H265 = 2 };
+#include "h26x.h"
 
 enum kp_stream_index { KP_STREAM_INDEX_MAIN = 0, KP_STREAM_INDEX_SUB = 1 };
 

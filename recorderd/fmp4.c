@@ -100,7 +100,7 @@ static void matrix(struct bw *b)
 
 static void sample_entry(struct bw *b, const struct rec_track *t)
 {
-	box(b, t->codec == REC_CODEC_H265 ? "hev1" : "avc1");
+	box(b, t->codec == KP_CODEC_H265 ? "hev1" : "avc1");
 	zeros(b, 6);
 	u16(b, 1); /* data_reference_index */
 	zeros(b, 16);
@@ -113,7 +113,7 @@ static void sample_entry(struct bw *b, const struct rec_track *t)
 	zeros(b, 32);
 	u16(b, 0x0018);
 	u16(b, 0xffff);
-	box(b, t->codec == REC_CODEC_H265 ? "hvcC" : "avcC");
+	box(b, t->codec == KP_CODEC_H265 ? "hvcC" : "avcC");
 	bytes(b, t->config, t->config_len);
 	end(b);
 	end(b);
@@ -126,7 +126,7 @@ int rec_fmp4_init(const struct rec_track *t, uint8_t *out, size_t cap, size_t *r
 	bytes(&b, "isom", 4);
 	u32(&b, 0x200);
 	bytes(&b, "isomiso6mp41", 12);
-	bytes(&b, t->codec == REC_CODEC_H265 ? "hev1" : "avc1", 4);
+	bytes(&b, t->codec == KP_CODEC_H265 ? "hev1" : "avc1", 4);
 	end(&b);
 	box(&b, "moov");
 	full_box(&b, "mvhd", 0, 0);
@@ -488,7 +488,7 @@ int rec_fmp4_init_parse(const uint8_t *buf, size_t len, struct rec_track *ret_tr
 		size_t entry_end;
 		if (box_at(&er, type, &entry_end) < 0 || entry_end > end || entry_end - entry_at < 86 + 8)
 			return -EBADMSG;
-		t.codec = h265 ? REC_CODEC_H265 : REC_CODEC_H264;
+		t.codec = h265 ? KP_CODEC_H265 : KP_CODEC_H264;
 		t.width = (uint16_t)(buf[entry_at + 32] << 8 | buf[entry_at + 33]);
 		t.height = (uint16_t)(buf[entry_at + 34] << 8 | buf[entry_at + 35]);
 		er.pos = entry_at + 86;

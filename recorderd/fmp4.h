@@ -10,17 +10,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codec_config.h"
+#include "h26x_config.h"
 
 #define REC_TIMESCALE        90000
 #define REC_FRAG_MAX_SAMPLES 1024
-#define REC_INIT_MAX         (1024 + REC_CODEC_CONFIG_MAX)
+#define REC_INIT_MAX         (1024 + H26X_CONFIG_MAX)
 #define REC_FRAG_HEADER_MAX  (32 + 8 + 16 + 8 + 20 + 20 + 24 + 8 * REC_FRAG_MAX_SAMPLES + 8)
 
 struct rec_track {
-	enum rec_codec codec;
+	enum kp_codec codec;
 	uint16_t width, height;
-	uint8_t config[REC_CODEC_CONFIG_MAX]; /* avcC or hvcC body */
+	uint8_t config[H26X_CONFIG_MAX]; /* avcC or hvcC body */
 	size_t config_len;
 };
 

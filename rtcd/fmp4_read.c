@@ -2,6 +2,7 @@
  * walked with a cursor that never reads past its box; every length from the file is
  * checked before it is used. */
 #include "fmp4_read.h"
+#include "h26x_config.h"
 
 #include <errno.h>
 #include <string.h>
@@ -38,13 +39,6 @@ static bool need(struct rd *r, size_t n)
 		return false;
 	}
 	return true;
-}
-
-static uint32_t get8(struct rd *r)
-{
-	if (!need(r, 1))
-		return 0;
-	return r->p[r->pos++];
 }
 
 static uint32_t get16(struct rd *r)
@@ -100,47 +94,13 @@ static bool next_box(struct rd *r, uint32_t *type, struct rd *body)
 
 #define FOURCC(s) ((uint32_t)(s)[0] << 24 | (uint32_t)(s)[1] << 16 | (uint32_t)(s)[2] << 8 | (uint32_t)(s)[3])
 
-static int add_param(struct rtc_fmp4_track *t, struct rd *r, size_t len)
+/* The avcC/hvcC record: the parameter sets (Annex-B) and the NAL length size. */
+static int parse_config(struct rtc_fmp4_track *t, struct rd *r)
 {
-	if (!need(r, len) || len == 0 || t->params_len + 4 + len > sizeof t->params)
-		return -EBADMSG;
-	memcpy(t->params + t->params_len, "\0\0\0\1", 4);
-	memcpy(t->params + t->params_len + 4, r->p + r->pos, len);
-	t->params_len += 4 + len;
-	r->pos += len;
-	return 0;
-}
-
-static int parse_avcc(struct rtc_fmp4_track *t, struct rd *r)
-{
-	if (get8(r) != 1)
-		return -EBADMSG;
-	skip(r, 3);
-	t->nal_len_size = (get8(r) & 3) + 1;
-	for (int kind = 0; kind < 2; kind++) {
-		unsigned n = get8(r) & (kind ? 0xff : 0x1f);
-		for (unsigned i = 0; i < n; i++)
-			if (add_param(t, r, get16(r)) < 0)
-				return -EBADMSG;
-	}
-	return r->bad ? -EBADMSG : 0;
-}
-
-static int parse_hvcc(struct rtc_fmp4_track *t, struct rd *r)
-{
-	if (get8(r) != 1)
-		return -EBADMSG;
-	skip(r, 20);
-	t->nal_len_size = (get8(r) & 3) + 1;
-	unsigned arrays = get8(r);
-	for (unsigned a = 0; a < arrays; a++) {
-		get8(r);
-		unsigned n = get16(r);
-		for (unsigned i = 0; i < n; i++)
-			if (add_param(t, r, get16(r)) < 0)
-				return -EBADMSG;
-	}
-	return r->bad ? -EBADMSG : 0;
+	const char *why;
+	int e = h26x_config_read((enum kp_codec)t->codec, r->p + r->pos, r->end - r->pos, t->params, sizeof t->params,
+				 &t->params_len, &t->nal_len_size, &why);
+	return e < 0 ? -EBADMSG : 0;
 }
 
 static int parse_sample_entry(struct rtc_fmp4_track *t, uint32_t type, struct rd *r)
@@ -154,9 +114,9 @@ static int parse_sample_entry(struct rtc_fmp4_track *t, uint32_t type, struct rd
 	struct rd b;
 	while (next_box(r, &child, &b)) {
 		if (child == FOURCC("avcC") && t->codec == kp_Codec_CODEC_H264)
-			return parse_avcc(t, &b);
+			return parse_config(t, &b);
 		if (child == FOURCC("hvcC") && t->codec == kp_Codec_CODEC_H265)
-			return parse_hvcc(t, &b);
+			return parse_config(t, &b);
 	}
 	return -EBADMSG;
 }
@@ -405,23 +365,14 @@ size_t rtc_fmp4_annexb_cap(const struct rtc_fmp4_track *t, size_t len)
 	return t->params_len + len / 2 * 5 + 8;
 }
 
-static bool is_param_set(kp_Codec codec, uint8_t first)
-{
-	if (codec == kp_Codec_CODEC_H264) {
-		unsigned type = first & 0x1f;
-		return type == 7 || type == 8;
-	}
-	unsigned type = (first >> 1) & 0x3f;
-	return type >= 32 && type <= 34;
-}
-
 int rtc_fmp4_annexb(const struct rtc_fmp4_track *t, const uint8_t *sample, size_t len, bool keyframe, uint8_t *out,
 		    size_t cap, size_t *ret_len)
 {
 	size_t n = 0, pos = 0, ls = t->nal_len_size;
 	if (ls != 1 && ls != 2 && ls != 4)
 		return -EBADMSG;
-	bool params = keyframe && !(len > ls && is_param_set(t->codec, sample[ls]));
+	enum kp_codec codec = (enum kp_codec)t->codec;
+	bool params = keyframe && !(len > ls && h26x_is_param_set(codec, h26x_nal_type(codec, sample + ls)));
 	if (params) {
 		if (t->params_len > cap)
 			return -ENOSPC;

@@ -66,7 +66,7 @@ struct rtc_session {
 	struct sdp_offer *offer; /* until the answer is sent */
 	unsigned media;
 	const struct sdp_codec *codec; /* in offer */
-	enum rtp_codec rtp_codec;
+	enum kp_codec rtp_codec;
 	uint8_t pt;
 	uint32_t ssrc;
 

@@ -166,9 +166,9 @@ void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
 	uv_close((uv_handle_t *)&s->timer, on_timer_closed);
 }
 
-static const char *codec_name(enum rtp_codec c)
+static const char *codec_name(enum kp_codec c)
 {
-	return c == RTP_H265 ? "h265" : "h264";
+	return c == KP_CODEC_H265 ? "h265" : "h264";
 }
 
 void rtc_session_send_state(struct rtc_session *s)
@@ -288,7 +288,7 @@ static void pre_flush(struct rtc_session *s)
 
 void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress)
 {
-	kp_Codec want = s->rtp_codec == RTP_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264;
+	kp_Codec want = s->rtp_codec == KP_CODEC_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264;
 	if (au->codec != want)
 		return;
 	if (s->state != RTC_STREAMING) {
@@ -552,7 +552,7 @@ static void keyframe_request(struct rtc_session *s)
 		struct rtc_au au = {
 		    .data = s->keycache,
 		    .len = s->keycache_len,
-		    .codec = s->rtp_codec == RTP_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264,
+		    .codec = s->rtp_codec == KP_CODEC_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264,
 		    .keyframe = true,
 		    .pts_90k = s->keycache_pts,
 		    .wall_ms = s->cst.position_ms,

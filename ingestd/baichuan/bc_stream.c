@@ -23,7 +23,7 @@ static void deliver(struct bc_stream *s, const struct bc_media_record *r, uint64
 		pts = s->last_pts + 1;
 	s->last_pts = pts;
 	struct kp_access_unit au = {
-	    .codec = r->codec == BC_VCODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
+	    .codec = r->codec == KP_CODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
 	    .keyframe = r->kind == BC_MEDIA_IFRAME,
 	    .pts_90k = pts,
 	    .wall_us = kp_wall_us(),
