@@ -48,7 +48,7 @@ struct rec_stream {
 	/* the GOP being collected */
 	uint8_t *gop;
 	size_t gop_len, gop_cap;
-	struct rec_sample samples[REC_FRAG_MAX_SAMPLES];
+	struct fmp4_sample samples[FMP4_FRAG_MAX_SAMPLES];
 	int64_t first_pts;
 	unsigned n;
 
@@ -59,7 +59,7 @@ struct rec_stream {
 	/* the file */
 	int fd;
 	struct cat_recording rec;
-	struct rec_track track;
+	struct fmp4_track track;
 	struct h26x_param_sets ps;
 	int64_t file_pts0;
 	uint64_t off;
@@ -77,7 +77,7 @@ struct rec_stream {
 	int deferred;        /* held_init waits for the first kept GOP */
 	int64_t held_pts;
 	size_t held_len;
-	uint8_t held_init[REC_INIT_MAX];
+	uint8_t held_init[FMP4_INIT_MAX];
 	uint64_t gops_skipped;
 };
 

@@ -1,5 +1,5 @@
 /* fmp4-writer-bench: writes the access units of an Annex-B fixture (looped to --frames)
- * to a fragmented MP4 file, (a) with recorderd's own writer (recorderd/fmp4.c,
+ * to a fragmented MP4 file, (a) with recorderd's own writer (common/fmp4_write.c,
  * common/h26x.c, common/h26x_config.c, driven the way recorderd/stream.c drives them: split each access unit
  * into NAL units, convert it to a length-prefixed sample in a GOP buffer, and at the next
  * keyframe pwrite a prft+moof+mdat header and the GOP) and (b) with libavformat's mp4
@@ -120,7 +120,7 @@ struct own {
 	uint64_t off;
 	uint8_t *gop;
 	size_t gop_len, gop_cap;
-	struct rec_sample samples[REC_FRAG_MAX_SAMPLES];
+	struct fmp4_sample samples[FMP4_FRAG_MAX_SAMPLES];
 	unsigned n;
 	uint32_t seq;
 	uint64_t first_pts, last_pts;
@@ -148,16 +148,16 @@ static void own_flush(struct own *o)
 {
 	if (!o->n)
 		return;
-	struct rec_frag_desc d = {.seq = ++o->seq,
+	struct fmp4_frag_desc d = {.seq = ++o->seq,
 				   .base_time = o->first_pts,
 				   .wall_us = 1700000000000000ll + (int64_t)o->first_pts * 100 / 9,
 				   .samples = o->samples,
 				   .nsamples = o->n};
-	static uint8_t hdr[REC_FRAG_HEADER_MAX];
+	static uint8_t hdr[FMP4_FRAG_HEADER_MAX];
 	size_t hlen;
-	int r = rec_fmp4_frag_header(&d, hdr, sizeof hdr, &hlen);
+	int r = fmp4_write_frag_header(&d, hdr, sizeof hdr, &hlen);
 	if (r < 0)
-		die("rec_fmp4_frag_header", -r);
+		die("fmp4_write_frag_header", -r);
 	pwrite_all(o, hdr, hlen);
 	pwrite_all(o, o->gop, o->gop_len);
 	o->res->fragments++;
@@ -182,22 +182,22 @@ static void own_frame(struct own *o, const struct input *in, const struct au *a,
 			die("h26x_param_sets", -r);
 		o->ps = ps;
 		if (!o->have_file) {
-			struct rec_track t = {
+			struct fmp4_track t = {
 			    .codec = in->codec, .width = (uint16_t)in->width, .height = (uint16_t)in->height};
 			r = h26x_config_write(in->codec, &ps, t.config, sizeof t.config, &t.config_len);
 			if (r < 0)
 				die("h26x_config_write", -r);
-			static uint8_t init[REC_INIT_MAX];
+			static uint8_t init[FMP4_INIT_MAX];
 			size_t init_len;
-			r = rec_fmp4_init(&t, init, sizeof init, &init_len);
+			r = fmp4_write_init(&t, init, sizeof init, &init_len);
 			if (r < 0)
-				die("rec_fmp4_init", -r);
+				die("fmp4_write_init", -r);
 			pwrite_all(o, init, init_len);
 			o->have_file = 1;
 		}
 	}
 	size_t size = h26x_sample_size(nals, (unsigned)nn);
-	if (o->gop_len + size > GOP_MAX || o->n == REC_FRAG_MAX_SAMPLES)
+	if (o->gop_len + size > GOP_MAX || o->n == FMP4_FRAG_MAX_SAMPLES)
 		own_flush(o);
 	if (o->gop_len + size > o->gop_cap) {
 		size_t cap = o->gop_cap ? o->gop_cap : 256 * 1024;
@@ -214,7 +214,7 @@ static void own_frame(struct own *o, const struct input *in, const struct au *a,
 	o->res->sample_bytes += size;
 	if (o->n == 0)
 		o->first_pts = pts;
-	o->samples[o->n++] = (struct rec_sample){.size = (uint32_t)size, .keyframe = (uint8_t)a->keyframe};
+	o->samples[o->n++] = (struct fmp4_sample){.size = (uint32_t)size, .keyframe = (uint8_t)a->keyframe};
 }
 
 static void run_own(const struct input *in, unsigned frames, const char *path, struct result *res)
