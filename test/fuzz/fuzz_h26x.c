@@ -32,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(void)h26x_is_keyframe(codec, h26x_nal_type(codec, nals[i].data));
 	}
 	static struct h26x_param_sets ps;
+	memset(&ps, 0, sizeof ps); /* this input's parameter sets only, all of its codec */
 	if (h26x_param_sets(codec, nals, (unsigned)n, &ps) > 0) {
 		static uint8_t cfg[H26X_CONFIG_MAX], params[4 * (4 + H26X_PS_MAX)];
 		size_t cfg_len, params_len;
