@@ -435,7 +435,7 @@ static int add_fragment(struct rtp_depack *d, uint8_t fu, const uint8_t *hdr, un
 
 static int add_payload_h264(struct rtp_depack *d, const uint8_t *p, size_t n, const char **ret_reason)
 {
-	unsigned type = p[0] & 0x1f;
+	unsigned type = h26x_nal_type(KP_CODEC_H264, p); /* the payload header has the NAL header's form */
 	if (type >= 1 && type <= 23) {
 		if (d->in_fu) {
 			*ret_reason = "NAL unit interrupts a fragmented NAL unit";
@@ -478,7 +478,7 @@ static int add_payload_h265(struct rtp_depack *d, const uint8_t *p, size_t n, co
 		*ret_reason = "H.265 payload header with TID 0";
 		return -EBADMSG;
 	}
-	unsigned type = (p[0] >> 1) & 0x3f;
+	unsigned type = h26x_nal_type(KP_CODEC_H265, p);
 	if (type < H265_AP) {
 		if (d->in_fu) {
 			*ret_reason = "NAL unit interrupts a fragmented NAL unit";
