@@ -1,5 +1,6 @@
 /* RTP for H.264 (RFC 6184, packetization-mode 1) and H.265 (RFC 7798): the fixed header,
- * Annex-B scanning, the packetizer and the depacketizer. Pure code, no I/O, no logging. */
+ * the packetizer and the depacketizer (NAL units through common/h26x.c). Pure code, no
+ * I/O, no logging. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,60 +121,13 @@ int rtp_header_write(const struct rtp_header *h, uint8_t *buf, size_t cap, size_
 	return 0;
 }
 
-static size_t find_start_code(const uint8_t *b, size_t len, size_t i)
-{
-	while (i + 3 <= len) {
-		if (b[i + 2] > 1)
-			i += 3;
-		else if (b[i] == 0 && b[i + 1] == 0 && b[i + 2] == 1)
-			return i;
-		else
-			i++;
-	}
-	return len;
-}
-
-bool rtp_annexb_next(const uint8_t *buf, size_t len, size_t *off, const uint8_t **ret_nal, size_t *ret_len)
-{
-	size_t s = find_start_code(buf, len, *off);
-	while (s < len) {
-		size_t nal = s + 3;
-		size_t next = find_start_code(buf, len, nal);
-		size_t end = next;
-		while (end > nal && buf[end - 1] == 0)
-			end--;
-		if (end > nal) {
-			*off = next;
-			*ret_nal = buf + nal;
-			*ret_len = end - nal;
-			return true;
-		}
-		s = next;
-	}
-	*off = len;
-	return false;
-}
-
-bool rtp_nal_is_param_set(enum rtp_codec codec, unsigned type)
-{
-	if (codec == RTP_H264)
-		return type == 7 || type == 8;
-	return type >= 32 && type <= 34;
-}
-
-bool rtp_nal_is_keyframe(enum rtp_codec codec, unsigned type)
-{
-	if (codec == RTP_H264)
-		return type == 5;
-	return type >= 16 && type <= 23;
-}
-
 /* ---- packetizer ---- */
 
-int rtp_packetizer_init(struct rtp_packetizer *p, enum rtp_codec codec, uint8_t payload_type, uint32_t ssrc,
+int rtp_packetizer_init(struct rtp_packetizer *p, enum kp_codec codec, uint8_t payload_type, uint32_t ssrc,
 			uint16_t first_seq, size_t mtu)
 {
-	if ((codec != RTP_H264 && codec != RTP_H265) || payload_type > 127 || mtu < RTP_MIN_MTU || mtu > RTP_MAX_PACKET)
+	if ((codec != KP_CODEC_H264 && codec != KP_CODEC_H265) || payload_type > 127 || mtu < RTP_MIN_MTU ||
+	    mtu > RTP_MAX_PACKET)
 		return -EINVAL;
 	p->codec = codec;
 	p->payload_type = payload_type;
@@ -181,11 +135,6 @@ int rtp_packetizer_init(struct rtp_packetizer *p, enum rtp_codec codec, uint8_t 
 	p->seq = first_seq;
 	p->mtu = mtu;
 	return 0;
-}
-
-static size_t nal_header_size(enum rtp_codec codec)
-{
-	return codec == RTP_H264 ? 1 : 2;
 }
 
 /* Writes the RTP header into p->pkt and emits payload_len bytes already placed after it. */
@@ -210,11 +159,11 @@ static int send_nal(struct rtp_packetizer *p, const uint8_t *nal, size_t n, uint
 		memcpy(out, nal, n);
 		return send_packet(p, n, ts, last, emit, arg);
 	}
-	size_t hs = nal_header_size(p->codec);
+	size_t hs = h26x_nal_header_size(p->codec);
 	size_t fu_hs = hs + 1; /* payload header + FU header */
 	size_t room = p->mtu - RTP_HEADER_SIZE - fu_hs;
-	unsigned type = rtp_nal_type(p->codec, nal);
-	if (p->codec == RTP_H264) {
+	unsigned type = h26x_nal_type(p->codec, nal);
+	if (p->codec == KP_CODEC_H264) {
 		out[0] = (uint8_t)((nal[0] & 0xe0) | H264_FU_A);
 	} else {
 		out[0] = (uint8_t)((nal[0] & 0x81) | H265_FU << 1);
@@ -251,7 +200,7 @@ static void agg_add(struct rtp_packetizer *p, struct agg *a, const uint8_t *nal,
 {
 	uint8_t *out = p->pkt + RTP_HEADER_SIZE;
 	a->f |= nal[0] & 0x80;
-	if (p->codec == RTP_H264) {
+	if (p->codec == KP_CODEC_H264) {
 		if ((nal[0] & 0x60) > a->nri)
 			a->nri = nal[0] & 0x60;
 	} else {
@@ -270,7 +219,7 @@ static void agg_add(struct rtp_packetizer *p, struct agg *a, const uint8_t *nal,
 static void agg_finish(struct rtp_packetizer *p, struct agg *a)
 {
 	uint8_t *out = p->pkt + RTP_HEADER_SIZE;
-	if (p->codec == RTP_H264) {
+	if (p->codec == KP_CODEC_H264) {
 		out[0] = (uint8_t)(a->f | a->nri | H264_STAP_A);
 	} else {
 		out[0] = (uint8_t)(a->f | H265_AP << 1 | a->lid >> 5);
@@ -280,27 +229,27 @@ static void agg_finish(struct rtp_packetizer *p, struct agg *a)
 
 int rtp_packetize(struct rtp_packetizer *p, const uint8_t *au, size_t len, uint32_t ts, rtp_emit_fn emit, void *arg)
 {
-	size_t hs = nal_header_size(p->codec);
+	size_t hs = h26x_nal_header_size(p->codec);
 	size_t off = 0, n;
 	const uint8_t *nal;
-	if (!rtp_annexb_next(au, len, &off, &nal, &n))
+	if (!h26x_annexb_next(au, len, &off, &nal, &n))
 		return -ENODATA;
 	for (;;) {
 		if (n < hs)
 			return -EINVAL;
 		size_t next_off = off, next_n;
 		const uint8_t *next;
-		bool more = rtp_annexb_next(au, len, &next_off, &next, &next_n);
-		bool ps = rtp_nal_is_param_set(p->codec, rtp_nal_type(p->codec, nal));
+		bool more = h26x_annexb_next(au, len, &next_off, &next, &next_n);
+		bool ps = h26x_is_param_set(p->codec, h26x_nal_type(p->codec, nal));
 		bool fits2 = more && next_n >= hs && RTP_HEADER_SIZE + hs + 4 + n + next_n <= p->mtu;
-		if (ps && fits2 && rtp_nal_is_param_set(p->codec, rtp_nal_type(p->codec, next))) {
+		if (ps && fits2 && h26x_is_param_set(p->codec, h26x_nal_type(p->codec, next))) {
 			struct agg a = {.len = hs};
 			agg_add(p, &a, nal, n);
 			do {
 				agg_add(p, &a, next, next_n);
 				off = next_off;
-				more = rtp_annexb_next(au, len, &next_off, &next, &next_n);
-			} while (more && next_n >= hs && rtp_nal_is_param_set(p->codec, rtp_nal_type(p->codec, next)) &&
+				more = h26x_annexb_next(au, len, &next_off, &next, &next_n);
+			} while (more && next_n >= hs && h26x_is_param_set(p->codec, h26x_nal_type(p->codec, next)) &&
 				 RTP_HEADER_SIZE + a.len + 2 + next_n <= p->mtu);
 			agg_finish(p, &a);
 			int r = send_packet(p, a.len, ts, !more, emit, arg);
@@ -321,9 +270,9 @@ int rtp_packetize(struct rtp_packetizer *p, const uint8_t *au, size_t len, uint3
 
 /* ---- depacketizer ---- */
 
-int rtp_depack_init(struct rtp_depack *d, enum rtp_codec codec, size_t max_au)
+int rtp_depack_init(struct rtp_depack *d, enum kp_codec codec, size_t max_au)
 {
-	if ((codec != RTP_H264 && codec != RTP_H265) || max_au < 64 || max_au > RTP_MAX_AU)
+	if ((codec != KP_CODEC_H264 && codec != KP_CODEC_H265) || max_au < 64 || max_au > RTP_MAX_AU)
 		return -EINVAL;
 	*d = (struct rtp_depack){.codec = codec, .max_au = max_au};
 	return 0;
@@ -373,20 +322,20 @@ static int append(struct rtp_depack *d, const uint8_t *data, size_t n, const cha
 /* Starts a NAL unit in the output: start code plus the NAL header. */
 static int start_nal(struct rtp_depack *d, const uint8_t *hdr, const char **ret_reason)
 {
-	size_t hs = nal_header_size(d->codec);
+	size_t hs = h26x_nal_header_size(d->codec);
 	int r = reserve(d, sizeof start_code + hs, ret_reason);
 	if (r < 0)
 		return r;
 	append(d, start_code, sizeof start_code, ret_reason);
 	append(d, hdr, hs, ret_reason);
-	if (rtp_nal_is_keyframe(d->codec, rtp_nal_type(d->codec, hdr)))
+	if (h26x_is_keyframe(d->codec, h26x_nal_type(d->codec, hdr)))
 		d->keyframe = true;
 	return 0;
 }
 
 static int add_nal(struct rtp_depack *d, const uint8_t *nal, size_t n, const char **ret_reason)
 {
-	size_t hs = nal_header_size(d->codec);
+	size_t hs = h26x_nal_header_size(d->codec);
 	if (n < hs) {
 		*ret_reason = "NAL unit shorter than its header";
 		return -EBADMSG;
@@ -395,8 +344,8 @@ static int add_nal(struct rtp_depack *d, const uint8_t *nal, size_t n, const cha
 		*ret_reason = "NAL unit with forbidden_zero_bit set";
 		return -EBADMSG;
 	}
-	unsigned type = rtp_nal_type(d->codec, nal);
-	if (d->codec == RTP_H264 ? (type == 0 || type >= H264_STAP_A) : type >= H265_AP) {
+	unsigned type = h26x_nal_type(d->codec, nal);
+	if (d->codec == KP_CODEC_H264 ? (type == 0 || type >= H264_STAP_A) : type >= H265_AP) {
 		*ret_reason = "NAL unit of a reserved or packetization type";
 		return -EBADMSG;
 	}
@@ -486,7 +435,7 @@ static int add_fragment(struct rtp_depack *d, uint8_t fu, const uint8_t *hdr, un
 
 static int add_payload_h264(struct rtp_depack *d, const uint8_t *p, size_t n, const char **ret_reason)
 {
-	unsigned type = p[0] & 0x1f;
+	unsigned type = h26x_nal_type(KP_CODEC_H264, p); /* the payload header has the NAL header's form */
 	if (type >= 1 && type <= 23) {
 		if (d->in_fu) {
 			*ret_reason = "NAL unit interrupts a fragmented NAL unit";
@@ -529,7 +478,7 @@ static int add_payload_h265(struct rtp_depack *d, const uint8_t *p, size_t n, co
 		*ret_reason = "H.265 payload header with TID 0";
 		return -EBADMSG;
 	}
-	unsigned type = (p[0] >> 1) & 0x3f;
+	unsigned type = h26x_nal_type(KP_CODEC_H265, p);
 	if (type < H265_AP) {
 		if (d->in_fu) {
 			*ret_reason = "NAL unit interrupts a fragmented NAL unit";
@@ -629,7 +578,7 @@ int rtp_depack_push(struct rtp_depack *d, const uint8_t *pkt, size_t len, struct
 		if (h.payload_len == 0) {
 			*ret_reason = "RTP packet without payload";
 			err = -EBADMSG;
-		} else if (d->codec == RTP_H264) {
+		} else if (d->codec == KP_CODEC_H264) {
 			err = add_payload_h264(d, h.payload, h.payload_len, ret_reason);
 		} else {
 			err = add_payload_h265(d, h.payload, h.payload_len, ret_reason);

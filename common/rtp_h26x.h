@@ -1,5 +1,5 @@
 /* RTP for H.264 and H.265, pure code over byte buffers: the RTP fixed header (RFC 3550),
- * Annex-B start-code scanning, packetization of access units (RFC 6184 packetization-mode
+ * packetization of access units (RFC 6184 packetization-mode
  * 1: single NAL, STAP-A, FU-A; RFC 7798: single NAL, AP, FU) and depacketization back into
  * Annex-B access units with sequence-gap detection and a bounded reassembly buffer.
  * Used by the test camera's RTSP server, ingestd's tests and rtcd. */
@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "h26x.h"
 #include "kp_limits.h"
 
 #define RTP_HEADER_SIZE 12
@@ -18,8 +19,6 @@
 #define RTP_MIN_MTU     64u
 /* A reassembled access unit is bounded like a Baichuan frame. */
 #define RTP_MAX_AU KP_BAICHUAN_MAX_BODY
-
-enum rtp_codec { RTP_H264 = 1, RTP_H265 = 2 };
 
 struct rtp_header {
 	bool marker;
@@ -46,28 +45,12 @@ int rtp_header_parse(const uint8_t *pkt, size_t len, struct rtp_header *ret, con
  * -ENOBUFS / -EINVAL. */
 int rtp_header_write(const struct rtp_header *h, uint8_t *buf, size_t cap, size_t *ret_len);
 
-/* Finds the next NAL unit of an Annex-B buffer at or after *off: sets *ret_nal and
- * *ret_len (without start code and trailing zero bytes), advances *off, returns true;
- * false when no NAL unit is left. Bytes before the first start code are skipped. */
-bool rtp_annexb_next(const uint8_t *buf, size_t len, size_t *off, const uint8_t **ret_nal, size_t *ret_len);
-
-/* NAL unit type of a NAL's first byte(s). */
-static inline unsigned rtp_nal_type(enum rtp_codec codec, const uint8_t *nal)
-{
-	return codec == RTP_H264 ? (nal[0] & 0x1f) : ((nal[0] >> 1) & 0x3f);
-}
-
-/* True for parameter sets: H.264 SPS/PPS, H.265 VPS/SPS/PPS. */
-bool rtp_nal_is_param_set(enum rtp_codec codec, unsigned type);
-/* True for random-access pictures: H.264 IDR, H.265 IRAP (BLA/IDR/CRA). */
-bool rtp_nal_is_keyframe(enum rtp_codec codec, unsigned type);
-
 /* Called once per packet; the buffer is reused afterwards. Nonzero stops packetization
  * and is returned by rtp_packetize. */
 typedef int (*rtp_emit_fn)(void *arg, const uint8_t *pkt, size_t len);
 
 struct rtp_packetizer {
-	enum rtp_codec codec;
+	enum kp_codec codec;
 	uint8_t payload_type;
 	uint32_t ssrc;
 	uint16_t seq; /* of the next packet */
@@ -76,7 +59,7 @@ struct rtp_packetizer {
 };
 
 /* Prepares a packetizer; mtu must be within [RTP_MIN_MTU, RTP_MAX_PACKET]. */
-int rtp_packetizer_init(struct rtp_packetizer *p, enum rtp_codec codec, uint8_t payload_type, uint32_t ssrc,
+int rtp_packetizer_init(struct rtp_packetizer *p, enum kp_codec codec, uint8_t payload_type, uint32_t ssrc,
 			uint16_t first_seq, size_t mtu);
 
 /* Packetizes one Annex-B access unit with RTP timestamp ts: consecutive parameter sets
@@ -97,7 +80,7 @@ struct rtp_depack_stats {
 };
 
 struct rtp_depack {
-	enum rtp_codec codec;
+	enum kp_codec codec;
 	size_t max_au;
 	uint8_t *buf;
 	size_t len, cap;
@@ -121,7 +104,7 @@ struct rtp_au {
 };
 
 /* max_au: the reassembly ceiling, at most RTP_MAX_AU. */
-int rtp_depack_init(struct rtp_depack *d, enum rtp_codec codec, size_t max_au);
+int rtp_depack_init(struct rtp_depack *d, enum kp_codec codec, size_t max_au);
 void rtp_depack_free(struct rtp_depack *d);
 
 /* Feeds one RTP packet. Returns 1 with *ret_au set when it completes an access unit, 0

@@ -1,7 +1,9 @@
 /* ingestd's core as the protocol drivers see it: a camera with one or two streams,
- * the states a stream reports, the access units and events a driver hands over, and the
- * driver operations. The core (ingestd/cameras.c) owns camera lifetimes, reconnect
- * backoff, counters and the IPC to recorderd, rtcd and the supervisor. */
+ * the states a stream reports, the access units and events a driver hands over through
+ * the sink table the core gives it, and the driver operations. The core
+ * (ingestd/cameras.c) owns camera lifetimes, reconnect backoff, counters and the IPC to
+ * recorderd, rtcd and the supervisor; drivers are a layer below it and only call through
+ * their sink. */
 #ifndef KP_INGEST_CAMERA_H
 #define KP_INGEST_CAMERA_H
 
@@ -10,7 +12,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-enum kp_codec { KP_CODEC_NONE = 0, KP_CODEC_H264 = 1, KP_CODEC_H265 = 2 };
+#include "h26x.h"
 
 enum kp_stream_index { KP_STREAM_INDEX_MAIN = 0, KP_STREAM_INDEX_SUB = 1 };
 
@@ -34,8 +36,6 @@ struct kp_access_unit {
 	size_t len;
 };
 
-struct ing_camera;
-
 /* What a driver is told about its camera. Strings live as long as the camera. */
 struct ing_camera_info {
 	const char *name;
@@ -46,37 +46,37 @@ struct ing_camera_info {
 	bool motion_events;
 };
 
+/* Where a driver reports, set by the core when it starts the driver; ctx goes back on
+ * every call. The table and the info outlive the driver. Called from the loop thread. */
+struct ing_sink {
+	void *ctx;
+	/* A stream's state with a short reason ("login refused: 401"). */
+	void (*stream_state)(void *ctx, enum kp_stream_index s, enum ing_state st, const char *reason);
+	/* One access unit (copied by the core; data may be reused after return). */
+	void (*access_unit)(void *ctx, enum kp_stream_index s, const struct kp_access_unit *au);
+	/* Received bytes of a stream (wire bytes, including protocol overhead). */
+	void (*bytes)(void *ctx, enum kp_stream_index s, uint64_t n);
+	/* A motion alarm or other camera event; kind is "motion", labels comma-separated
+	 * ("people,vehicle") or "". */
+	void (*event)(void *ctx, const char *kind, const char *labels, int64_t wall_ms);
+	/* The driver failed for good (auth refused, connection lost, protocol error). The
+	 * core stops the driver (from the loop, after this returns) and retries with backoff.
+	 * auth_failed selects the auth-failed state instead of unreachable. */
+	void (*failed)(void *ctx, bool auth_failed, const char *reason);
+};
+
 struct ing_driver;
 
 struct ing_driver_ops {
 	const char *scheme; /* "baichuan", "bcudp", "rtsp", "rtsps" */
 	/* Starts connecting; returns 0 or a negative errno. The driver reports progress
-	 * with ing_stream_state, and on a fatal error calls ing_camera_failed once. */
-	int (*start)(struct ing_camera *cam, uv_loop_t *loop, struct ing_driver **ret);
-	/* Stops and frees the driver; no core calls may follow for this instance. Called from
+	 * through sink->stream_state, and on a fatal error calls sink->failed once. */
+	int (*start)(const struct ing_camera_info *info, const struct ing_sink *sink, uv_loop_t *loop,
+		     struct ing_driver **ret);
+	/* Stops and frees the driver; no sink calls may follow for this instance. Called from
 	 * the loop thread; must not block for long (RTSP threads are interrupted). */
 	void (*stop)(struct ing_driver *drv);
 };
-
-const struct ing_camera_info *ing_camera_info(const struct ing_camera *cam);
-
-/* Reports a stream's state with a short reason ("login refused: 401"). */
-void ing_stream_state(struct ing_camera *cam, enum kp_stream_index s, enum ing_state st, const char *reason);
-
-/* Hands over one access unit (copied by the core; data may be reused after return). */
-void ing_stream_access_unit(struct ing_camera *cam, enum kp_stream_index s, const struct kp_access_unit *au);
-
-/* Counts received bytes for a stream (wire bytes, including protocol overhead). */
-void ing_stream_bytes(struct ing_camera *cam, enum kp_stream_index s, uint64_t n);
-
-/* A motion alarm or other camera event; kind is "motion", labels comma-separated
- * ("people,vehicle") or "". */
-void ing_camera_event(struct ing_camera *cam, const char *kind, const char *labels, int64_t wall_ms);
-
-/* The driver failed for good (auth refused, connection lost, protocol error). The core
- * stops the driver (from the loop, after this returns) and retries with backoff.
- * auth_failed selects the auth-failed state instead of unreachable. */
-void ing_camera_failed(struct ing_camera *cam, bool auth_failed, const char *reason);
 
 /* Drivers, one per scheme family. */
 extern const struct ing_driver_ops ing_baichuan_driver; /* baichuan:// and bcudp:// */

@@ -1,7 +1,8 @@
 /* ingestd's core: the camera table built from the supervisor's CameraConfig items, one
- * protocol driver per camera, jittered exponential reconnect backoff, per-stream state
- * and counters, and the IPC out: access units to recorderd and rtcd, motion events to
- * recorderd, StreamState to the supervisor. */
+ * protocol driver per camera (reporting through the sink table it is given), jittered
+ * exponential reconnect backoff, per-stream state and counters, and the IPC out: access
+ * units to recorderd and rtcd, motion events to recorderd, StreamState to the
+ * supervisor. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "cameras.h"
 #include "config.h"
 #include "kp_limits.h"
+#include "kp_time.h"
 #include "log.h"
 
 #define BACKOFF_FIRST_MS 1000
@@ -36,6 +38,7 @@ struct ing_stream {
 struct ing_camera {
 	kp_CameraConfig conf;
 	struct ing_camera_info info;
+	struct ing_sink sink; /* what the driver reports to: the functions below, ctx = this */
 	const struct ing_driver_ops *ops;
 	struct ing_driver *drv;
 	struct ing_stream streams[2];
@@ -66,13 +69,6 @@ static const char *const state_names[] = {
     [ING_UNREACHABLE] = "unreachable", [ING_BACKOFF] = "backoff",     [ING_STOPPED] = "stopped",
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static const struct ing_driver_ops *driver_for(const char *url)
 {
 	static const struct ing_driver_ops *const drivers[] = {&ing_baichuan_driver, &ing_rtsp_driver};
@@ -84,11 +80,6 @@ static const struct ing_driver_ops *driver_for(const char *url)
 		if (!strncmp(url, schemes[i].prefix, strlen(schemes[i].prefix)))
 			return drivers[schemes[i].driver];
 	return NULL;
-}
-
-const struct ing_camera_info *ing_camera_info(const struct ing_camera *cam)
-{
-	return &cam->info;
 }
 
 static bool configured(const struct ing_camera *cam, unsigned s)
@@ -130,12 +121,13 @@ static void set_state(struct ing_camera *cam, unsigned s, enum ing_state state, 
 		why ? reason : "");
 	st->state = state;
 	if (state == ING_STREAMING)
-		st->streaming_since_ms = now_ms();
+		st->streaming_since_ms = kp_mono_ms();
 	report(cam, s);
 }
 
-void ing_stream_state(struct ing_camera *cam, enum kp_stream_index s, enum ing_state st, const char *reason)
+static void stream_state(void *ctx, enum kp_stream_index s, enum ing_state st, const char *reason)
 {
+	struct ing_camera *cam = ctx;
 	if ((unsigned)s > 1 || cam->failed)
 		return;
 	/* While retrying after a refusal, keep showing why until media flows again. */
@@ -145,8 +137,9 @@ void ing_stream_state(struct ing_camera *cam, enum kp_stream_index s, enum ing_s
 	set_state(cam, s, st, reason);
 }
 
-void ing_stream_bytes(struct ing_camera *cam, enum kp_stream_index s, uint64_t n)
+static void stream_bytes(void *ctx, enum kp_stream_index s, uint64_t n)
 {
+	struct ing_camera *cam = ctx;
 	if ((unsigned)s <= 1)
 		cam->streams[s].bytes += n;
 }
@@ -182,8 +175,9 @@ static void send_au(struct ing_camera *cam, unsigned s, const struct kp_access_u
 		st->rtcd_wait_keyframe = true;
 }
 
-void ing_stream_access_unit(struct ing_camera *cam, enum kp_stream_index s, const struct kp_access_unit *au)
+static void stream_access_unit(void *ctx, enum kp_stream_index s, const struct kp_access_unit *au)
 {
+	struct ing_camera *cam = ctx;
 	if ((unsigned)s > 1 || cam->failed || !configured(cam, s))
 		return;
 	struct ing_stream *st = &cam->streams[s];
@@ -208,8 +202,9 @@ void ing_stream_access_unit(struct ing_camera *cam, enum kp_stream_index s, cons
 	send_au(cam, s, au);
 }
 
-void ing_camera_event(struct ing_camera *cam, const char *kind, const char *labels, int64_t wall_ms)
+static void camera_event(void *ctx, const char *kind, const char *labels, int64_t wall_ms)
 {
+	struct ing_camera *cam = ctx;
 	if (cam->failed || !cam->conf.motion_events)
 		return;
 	cam->events++;
@@ -231,7 +226,7 @@ static void on_timer(uv_timer_t *t)
 {
 	struct ing_camera *cam = t->data;
 	if (cam->failed) {
-		/* Deferred from ing_camera_failed: stop the driver outside its own callbacks. */
+		/* Deferred from camera_failed: stop the driver outside its own callbacks. */
 		if (cam->drv) {
 			cam->ops->stop(cam->drv);
 			cam->drv = NULL;
@@ -252,11 +247,12 @@ static void on_timer(uv_timer_t *t)
 	start_camera(cam);
 }
 
-void ing_camera_failed(struct ing_camera *cam, bool auth_failed, const char *reason)
+static void camera_failed(void *ctx, bool auth_failed, const char *reason)
 {
+	struct ing_camera *cam = ctx;
 	if (cam->failed)
 		return;
-	uint64_t now = now_ms();
+	uint64_t now = kp_mono_ms();
 	bool was_streaming = false;
 	for (unsigned s = 0; s < 2; s++)
 		if (configured(cam, s) && cam->streams[s].state == ING_STREAMING) {
@@ -278,13 +274,19 @@ static void start_camera(struct ing_camera *cam)
 {
 	for (unsigned s = 0; s < 2; s++)
 		if (configured(cam, s))
-			ing_stream_state(cam, s, ING_CONNECTING, "");
-	int r = cam->ops->start(cam, table.loop, &cam->drv);
+			stream_state(cam, s, ING_CONNECTING, "");
+	cam->sink = (struct ing_sink){.ctx = cam,
+				      .stream_state = stream_state,
+				      .access_unit = stream_access_unit,
+				      .bytes = stream_bytes,
+				      .event = camera_event,
+				      .failed = camera_failed};
+	int r = cam->ops->start(&cam->info, &cam->sink, table.loop, &cam->drv);
 	if (r < 0) {
 		char why[96];
 		snprintf(why, sizeof why, "cannot start: %s", strerror(-r));
 		cam->drv = NULL;
-		ing_camera_failed(cam, false, why);
+		camera_failed(cam, false, why);
 	}
 }
 
@@ -383,7 +385,7 @@ void ing_cameras_apply(uint32_t generation)
 /* Every health request: refresh fps and tell the supervisor. */
 void ing_cameras_report(void)
 {
-	uint64_t now = now_ms();
+	uint64_t now = kp_mono_ms();
 	for (unsigned i = 0; i < table.ncams; i++) {
 		struct ing_camera *cam = table.cams[i];
 		for (unsigned s = 0; s < 2; s++) {

@@ -9,6 +9,7 @@
 
 #include "catalog.h"
 #include "catalog_events.h"
+#include "kp_time.h"
 
 static struct {
 	struct cat *cat;
@@ -24,18 +25,11 @@ static struct {
 	struct rec_backup_result res;
 } B = {.fd = -1};
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* copy thread */
 static void *copy_thread(void *arg)
 {
 	(void)arg;
-	uint64_t start = mono_ms();
+	uint64_t start = kp_mono_ms();
 	struct cat_txn *t;
 	int r = cat_begin(B.cat, 0, &t);
 	if (r == 0) {
@@ -51,7 +45,7 @@ static void *copy_thread(void *arg)
 		r = -errno;
 	if (r == 0)
 		B.res.catalog_bytes = (uint64_t)st.st_size;
-	B.res.ms = mono_ms() - start;
+	B.res.ms = kp_mono_ms() - start;
 	B.err = r;
 	uv_async_send(&B.done);
 	return NULL;

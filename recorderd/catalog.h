@@ -25,7 +25,7 @@ struct cat_txn;
 struct cat_recording {
 	uint64_t id;
 	uint32_t stream_id;
-	uint32_t codec; /* enum rec_codec */
+	uint32_t codec; /* enum kp_codec */
 	uint16_t width, height;
 	uint32_t open; /* still being written: recovery checks its tail */
 	int64_t start_ms, end_ms;

@@ -17,7 +17,7 @@
 #include "coverage.h"
 #include "event_record.h"
 #include "jobs.h"
-#include "nal.h"
+#include "h26x.h"
 #include "rebuild.h"
 
 #define CHECK_CAMERAS 1024
@@ -126,7 +126,7 @@ static int read_exact(int fd, uint8_t *buf, size_t len, uint64_t off)
 
 /* Walks the length-prefixed units of a keyframe range to its first picture slice; NULL
  * when that is an IDR/IRAP slice, else why not (possibly in why). */
-static const char *keyframe_problem(int fd, enum rec_codec codec, uint64_t off, uint32_t len, char *why, size_t whylen)
+static const char *keyframe_problem(int fd, enum kp_codec codec, uint64_t off, uint32_t len, char *why, size_t whylen)
 {
 	uint64_t pos = off, end = off + len;
 	for (int i = 0; i < KEYFRAME_NALS; i++) {
@@ -136,13 +136,12 @@ static const char *keyframe_problem(int fd, enum rec_codec codec, uint64_t off, 
 		uint32_t n = cat_get_be32(h);
 		if (n < 2 || pos + 4 + n > end)
 			return "holds a NAL unit length that crosses the range";
-		struct rec_nal nal = {.data = h + 4, .len = 2};
-		int type = rec_nal_type(codec, &nal);
-		if (rec_nal_is_vcl(codec, type)) {
-			if (rec_nal_is_keyframe_slice(codec, type))
+		unsigned type = h26x_nal_type(codec, h + 4);
+		if (h26x_is_vcl(codec, type)) {
+			if (h26x_is_keyframe(codec, type))
 				return NULL;
-			snprintf(why, whylen, "starts with a %s picture (NAL type %d), not a keyframe",
-				 codec == REC_CODEC_H265 ? "non-IRAP" : "non-IDR", type);
+			snprintf(why, whylen, "starts with a %s picture (NAL type %u), not a keyframe",
+				 codec == KP_CODEC_H265 ? "non-IRAP" : "non-IDR", type);
 			return why;
 		}
 		pos += 4 + n;
@@ -209,7 +208,7 @@ static int check_fragment(void *arg, const struct cat_fragment *f)
 		if (f->keyframe_offset < f->offset || f->keyframe_offset + f->keyframe_length > f->offset + f->length)
 			why = "lies outside its fragment";
 		else
-			why = keyframe_problem(w->fd, (enum rec_codec)w->rec->codec, f->keyframe_offset,
+			why = keyframe_problem(w->fd, (enum kp_codec)w->rec->codec, f->keyframe_offset,
 					       f->keyframe_length, buf, sizeof buf);
 		if (why) {
 			problem(run, "%s: keyframe of fragment %u [%llu, +%u) %s", path, (unsigned)f->seq,

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kp_time.h"
 #include "log.h"
 
 struct batch {
@@ -209,27 +210,13 @@ static int over_quota(struct rec_committer *c, uint64_t quota)
 	return r == 0 && total > quota;
 }
 
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static const int64_t bucket_us[REC_COMMIT_BUCKETS] = {5000,   10000,  25000,   50000,  100000,
 						      250000, 500000, 1000000, 2500000};
 
 /* Counts a commit's latency and hands its finished jobs to the loop thread. */
 static void account(struct rec_committer *c, int64_t us, struct rec_job *jobs)
 {
-	int64_t now = mono_us();
+	int64_t now = kp_mono_us();
 	for (struct rec_job *j = jobs; j; j = j->next)
 		j->commit_us = now - j->pushed_mono_us;
 	pthread_mutex_lock(&c->lock);
@@ -280,17 +267,17 @@ static void *run(void *arg)
 		uint64_t quota = c->quota;
 		c->retention_due = 0;
 		pthread_mutex_unlock(&c->lock);
-		int64_t t0 = mono_us();
+		int64_t t0 = kp_mono_us();
 		int committed = commit_running(c);
 		if (jobs)
 			rec_jobs_run(c->cat, c->data_dirfd, jobs);
 		if (committed || jobs)
-			account(c, mono_us() - t0, jobs);
+			account(c, kp_mono_us() - t0, jobs);
 		if (due && !c->failures)
 			retention(c, &p);
-		else if (committed && !stopping && wall_ms() >= c->quota_idle_until && over_quota(c, quota) &&
-			 !retention(c, &(struct rec_retention_policy){.max_bytes = quota, .now_ms = wall_ms()}))
-			c->quota_idle_until = wall_ms() + REC_QUOTA_IDLE_MS; /* nothing deletable yet */
+		else if (committed && !stopping && kp_wall_ms() >= c->quota_idle_until && over_quota(c, quota) &&
+			 !retention(c, &(struct rec_retention_policy){.max_bytes = quota, .now_ms = kp_wall_ms()}))
+			c->quota_idle_until = kp_wall_ms() + REC_QUOTA_IDLE_MS; /* nothing deletable yet */
 		pthread_mutex_lock(&c->lock);
 		if (stopping)
 			break;
@@ -400,7 +387,7 @@ void rec_commit_on_done(struct rec_committer *c, void (*fn)(void *arg), void *ar
 void rec_commit_job(struct rec_committer *c, struct rec_job *j)
 {
 	j->next = NULL;
-	j->pushed_mono_us = mono_us();
+	j->pushed_mono_us = kp_mono_us();
 	pthread_mutex_lock(&c->lock);
 	*c->jobs_tail = j;
 	c->jobs_tail = &j->next;

@@ -19,6 +19,7 @@
 #include "event_record.h"
 #include "jbuf.h"
 #include "keyframe.h"
+#include "kp_time.h"
 #include "log.h"
 
 #define JOB_BODY_MAX (64 * 1024)
@@ -65,13 +66,6 @@ static void fail(struct rec_job *j, unsigned status, const char *code, const cha
 	va_start(ap, fmt);
 	vsnprintf(j->why, sizeof j->why, fmt, ap);
 	va_end(ap);
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -306,7 +300,7 @@ static int run_delete(struct cat_txn *t, struct rec_job *j, struct unlink_list *
 void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 {
 	precheck(cat, list);
-	int64_t now = wall_ms();
+	int64_t now = kp_wall_ms();
 	for (struct rec_job *j = list; j; j = j->next) {
 		if (j->kind != REC_JOB_EVENT || j->status)
 			continue;

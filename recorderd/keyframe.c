@@ -108,22 +108,3 @@ int rec_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf
 	close(fd);
 	return r;
 }
-
-int rec_sample_to_annexb(uint8_t *buf, size_t len)
-{
-	/* Checked first, so that a bad buffer is left as it was. */
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t pos = 0; pos < len;) {
-			if (len - pos < 4)
-				return -EBADMSG;
-			uint32_t n = cat_get_be32(buf + pos);
-			if (n == 0 || n > len - pos - 4)
-				return -EBADMSG;
-			if (pass) {
-				buf[pos] = buf[pos + 1] = buf[pos + 2] = 0;
-				buf[pos + 3] = 1;
-			}
-			pos += 4 + (size_t)n;
-		}
-	return 0;
-}

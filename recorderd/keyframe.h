@@ -2,7 +2,7 @@
  * encoded bytes of the keyframe that starts the GOP covering that time: catalog resolve
  * in one read transaction, open, one pread of the catalogued byte range. The bytes are
  * the camera's NAL units as stored in the MP4 sample (4-byte lengths);
- * rec_sample_to_annexb turns them into what the camera sent (start codes). Used by
+ * h26x_sample_to_annexb (common/h26x.h) turns them into what the camera sent (start codes). Used by
  * keeppeekctl keyframe; unit-tested against the fixture's keyframes. */
 #ifndef KP_REC_KEYFRAME_H
 #define KP_REC_KEYFRAME_H
@@ -16,7 +16,7 @@ struct rec_keyframe {
 	int64_t ms; /* the keyframe's time */
 	uint64_t recording_id;
 	uint32_t seq;
-	uint32_t codec; /* enum rec_codec */
+	uint32_t codec; /* enum kp_codec */
 	uint64_t offset;
 	uint32_t length;
 	char path[CAT_PATH_MAX];
@@ -32,8 +32,5 @@ int rec_keyframe_find_txn(struct cat_txn *t, uint32_t stream_id, int64_t ms, str
 int rec_keyframe_find_event(struct cat *cat, const char *event_id, uint32_t stream, struct rec_keyframe *ret);
 /* Reads exactly k->length bytes into buf. */
 int rec_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf);
-/* Rewrites length-prefixed NAL units in place with 4-byte start codes; -EBADMSG when the
- * lengths do not tile buf exactly. */
-int rec_sample_to_annexb(uint8_t *buf, size_t len);
 
 #endif

@@ -126,7 +126,7 @@ int rec_media_export_headers(int data_dirfd, struct rec_span *s, uint8_t **ret_b
 	if (!s->export || s->n < 2 || s->nrecs != 1)
 		return -EINVAL;
 	unsigned nfrag = s->n - 1;
-	uint8_t *buf = malloc((size_t)nfrag * REC_FRAG_HEADER_MAX);
+	uint8_t *buf = malloc((size_t)nfrag * FMP4_FRAG_HEADER_MAX);
 	if (!buf)
 		return -ENOMEM;
 	int fd = openat(data_dirfd, s->recs[0].path, O_RDONLY | O_CLOEXEC);
@@ -138,19 +138,19 @@ int rec_media_export_headers(int data_dirfd, struct rec_span *s, uint8_t **ret_b
 	memcpy(frag, s->p + 1, nfrag * sizeof *frag);
 	s->n = 1;
 	for (unsigned i = 0; r == 0 && i < nfrag; i++) {
-		size_t want = frag[i].len < REC_FRAG_HEADER_MAX ? frag[i].len : REC_FRAG_HEADER_MAX;
+		size_t want = frag[i].len < FMP4_FRAG_HEADER_MAX ? frag[i].len : FMP4_FRAG_HEADER_MAX;
 		ssize_t got = pread(fd, buf + used, want, (off_t)frag[i].off);
-		struct rec_frag_info fi;
+		struct fmp4_frag fi;
 		if (got < 0)
 			r = -errno;
 		else if ((size_t)got != want)
 			r = -ENODATA;
 		else
-			r = rec_fmp4_frag_parse(buf + used, want, &fi);
+			r = fmp4_read_frag(NULL, buf + used, want, &fi);
 		if (r == 0 && i == 0)
 			base0 = fi.base_time;
 		if (r == 0)
-			r = rec_fmp4_frag_rebase(buf + used, fi.header_len, base0);
+			r = fmp4_frag_rebase(buf + used, fi.header_len, base0);
 		if (r < 0)
 			break;
 		s->p[s->n++] = (struct rec_piece){.rec = 0,

@@ -42,7 +42,7 @@ int rec_media_span(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64
 /* Export: the file's fragments start on its own timeline, which an export from the
  * middle must not keep (players count the duration from time 0). Each fragment piece
  * becomes its header (prft + moof + mdat header) read from the file and moved to start
- * at 0 (rec_fmp4_frag_rebase), as a range of *ret_buf (malloc'ed), then its samples as
+ * at 0 (fmp4_frag_rebase), as a range of *ret_buf (malloc'ed), then its samples as
  * a range of the file. */
 int rec_media_export_headers(int data_dirfd, struct rec_span *s, uint8_t **ret_buf, size_t *ret_len);
 

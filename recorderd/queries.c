@@ -14,6 +14,7 @@
 #include "catalog_keys.h"
 #include "event_check.h"
 #include "jbuf.h"
+#include "h26x.h"
 #include "jobs.h"
 #include "keyframe.h"
 #include "log.h"
@@ -408,7 +409,7 @@ static void event_keyframe(kp_Peer from, const kp_EventGet *g)
 	if (r == 0)
 		r = rec_keyframe_read(Q.dirfd, &k, buf);
 	if (r == 0)
-		r = rec_sample_to_annexb(buf, k.length);
+		r = h26x_sample_to_annexb(buf, k.length);
 	if (r < 0)
 		catalog_error(from, g->id, "keyframe read", r);
 	else

@@ -310,7 +310,7 @@ static void file_anchor(int64_t wall_us, uint64_t tfdt, int64_t *ret_ms, uint64_
 static int index_recording(struct cat *cat, int dirfd, const struct file_entry *f, uint64_t id,
 			   struct rec_rebuild_result *res)
 {
-	static uint8_t buf[REC_INIT_MAX + REC_FRAG_HEADER_MAX];
+	static uint8_t buf[FMP4_INIT_MAX + FMP4_FRAG_HEADER_MAX];
 	struct cat_recording rec = {.id = id};
 	snprintf(rec.path, sizeof rec.path, "recordings/%s/%s/%s", f->camera, f->stream ? "sub" : "main", f->name);
 	size_t n = 0;
@@ -318,12 +318,10 @@ static int index_recording(struct cat *cat, int dirfd, const struct file_entry *
 	int r = read_head(dirfd, rec.path, buf, sizeof buf, &n, &size);
 	if (r < 0)
 		return r;
-	struct rec_track track;
-	size_t init_len;
-	struct rec_frag_info fi;
-	if (rec_fmp4_init_parse(buf, n, &track, &init_len) < 0 ||
-	    rec_fmp4_frag_parse(buf + init_len, n - init_len, &fi) < 0 || fi.seq != 1 ||
-	    init_len + fi.total_len > size) {
+	static struct fmp4_init init;
+	static struct fmp4_frag fi;
+	if (fmp4_read_init(buf, n, &init) < 0 || fmp4_read_frag(&init, buf + init.len, n - init.len, &fi) < 0 ||
+	    fi.seq != 1 || init.len + fi.total_len > size) {
 		res->files_set_aside += set_aside(dirfd, rec.path) == 0;
 		return 0;
 	}
@@ -334,13 +332,13 @@ static int index_recording(struct cat *cat, int dirfd, const struct file_entry *
 	uint32_t camera_id;
 	r = cat_camera(t, f->camera, 0, &camera_id);
 	rec.stream_id = cat_stream_id(camera_id, f->stream);
-	rec.codec = track.codec;
-	rec.width = track.width;
-	rec.height = track.height;
+	rec.codec = init.track.codec;
+	rec.width = init.track.width;
+	rec.height = init.track.height;
 	file_anchor(fi.wall_us, fi.base_time, &rec.anchor_ms, &rec.anchor_offset);
 	rec.start_ms = rec.anchor_ms + (int64_t)(rec.anchor_offset / 90);
 	rec.end_ms = rec.start_ms;
-	rec.bytes = init_len;
+	rec.bytes = init.len;
 	unsigned frags = 0;
 	int truncated;
 	if (r == 0)

@@ -17,6 +17,7 @@
 #include "event_record.h"
 #include "kp_build_config.h"
 #include "kp_limits.h"
+#include "kp_time.h"
 #include "log.h"
 #include "event_sweep.h"
 #include "events.h"
@@ -74,13 +75,6 @@ static struct camera *camera(const char *name)
 		if (!strcmp(T.cams[i].name, name))
 			return &T.cams[i];
 	return NULL;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void rec_config_item(struct kp_worker *w, const kp_Envelope *env)
@@ -238,7 +232,7 @@ static void on_retention(uv_timer_t *t)
 			return;
 	}
 	struct rec_retention_policy p = {
-	    .max_days = R.max_days, .max_bytes = R.max_bytes, .now_ms = now_ms(), .events = 1};
+	    .max_days = R.max_days, .max_bytes = R.max_bytes, .now_ms = kp_wall_ms(), .events = 1};
 	rec_commit_retention(R.env.commit, &p);
 }
 
@@ -388,7 +382,7 @@ void rec_access_unit(const kp_AccessUnit *au, const uint8_t *data, size_t len)
 		return;
 	if (au->codec != kp_Codec_CODEC_H264 && au->codec != kp_Codec_CODEC_H265)
 		return;
-	rec_stream_frame(&c->s[au->stream], au->codec == kp_Codec_CODEC_H265 ? REC_CODEC_H265 : REC_CODEC_H264,
+	rec_stream_frame(&c->s[au->stream], au->codec == kp_Codec_CODEC_H265 ? KP_CODEC_H265 : KP_CODEC_H264,
 			 au->keyframe, au->pts_90k, au->wall_us, au->width, au->height, au->seq, data, len);
 }
 
@@ -409,7 +403,7 @@ void rec_arm_camera(const char *name, int64_t event_end_ms)
 	if (!c || c->record != 1)
 		return;
 	/* An end in the future (a publisher's clock, a long event) arms from now only. */
-	int64_t now = now_ms();
+	int64_t now = kp_wall_ms();
 	for (uint32_t s = 0; s < 2; s++)
 		rec_stream_arm(&c->s[s], (event_end_ms < now ? event_end_ms : now) + REC_EVENT_POST_MS);
 }
@@ -493,7 +487,7 @@ static struct {
 	int json;
 	char tag[16];
 	char data_dir[sizeof(((kp_WorkerConfig *)0)->data_dir)];
-	struct timespec t0;
+	uint64_t t0_ms;
 	int err;
 	char why[200];
 	struct rec_rebuild_result res;
@@ -515,9 +509,7 @@ static void on_rebuild_done(uv_async_t *h)
 		return;
 	pthread_join(RB.thread, NULL);
 	RB.running = 0;
-	struct timespec t1;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	long ms = (t1.tv_sec - RB.t0.tv_sec) * 1000 + (t1.tv_nsec - RB.t0.tv_nsec) / 1000000;
+	long ms = (long)(kp_mono_ms() - RB.t0_ms);
 	const struct rec_rebuild_result *res = &RB.res;
 	if (RB.err == 0)
 		kp_notice("rebuild: catalog rebuilt from the files in %ld ms: %u cameras; %u recordings (%llu "
@@ -640,7 +632,7 @@ void rec_rebuild_request(struct kp_worker *w, uint32_t id, int json)
 	R.failed = 1; /* no opening at a reload meanwhile */
 	store_failed(0, "rebuilding", "catalog-rebuilding",
 		     "catalog: rebuilding from the files (keeppeekctl check --rebuild)");
-	clock_gettime(CLOCK_MONOTONIC, &RB.t0);
+	RB.t0_ms = kp_mono_ms();
 	int r = -pthread_create(&RB.thread, NULL, rebuild_thread, NULL);
 	if (r < 0) {
 		snprintf(RB.why, sizeof RB.why, "cannot start its thread: %s", strerror(-r));

@@ -46,7 +46,7 @@ int rec_index_file(struct cat_txn *t, int data_dirfd, const struct cat_recording
 		return -errno;
 	struct stat st;
 	int r = fstat(fd, &st) < 0 ? -errno : 0;
-	static uint8_t buf[REC_FRAG_HEADER_MAX];
+	static uint8_t buf[FMP4_FRAG_HEADER_MAX];
 	uint64_t off = rec->bytes;
 	uint32_t seq = rec->fragments;
 	unsigned indexed = 0;
@@ -57,8 +57,8 @@ int rec_index_file(struct cat_txn *t, int data_dirfd, const struct cat_recording
 		r = read_at(fd, buf, sizeof buf, off, &n);
 		if (r < 0)
 			break;
-		struct rec_frag_info fi;
-		if (rec_fmp4_frag_parse(buf, n, &fi) < 0 || off + fi.total_len > (uint64_t)st.st_size ||
+		static struct fmp4_frag fi;
+		if (fmp4_read_frag(NULL, buf, n, &fi) < 0 || off + fi.total_len > (uint64_t)st.st_size ||
 		    fi.seq != seq + 1)
 			break; /* partial or foreign: cut here */
 		int64_t run_at = (int64_t)(rec->anchor_offset + fi.base_time);
@@ -72,8 +72,8 @@ int rec_index_file(struct cat_txn *t, int data_dirfd, const struct cat_recording
 		    .duration = fi.duration,
 		    .offset = off,
 		    .length = fi.total_len,
-		    .keyframe_offset = fi.first_keyframe ? off + fi.header_len : 0,
-		    .keyframe_length = fi.first_keyframe ? fi.first_size : 0,
+		    .keyframe_offset = fi.samples[0].keyframe ? off + fi.samples[0].offset : 0,
+		    .keyframe_length = fi.samples[0].keyframe ? fi.samples[0].size : 0,
 		};
 		seq = fi.seq;
 		off += fi.total_len;
@@ -217,18 +217,16 @@ static int recover_unknown(struct cat *cat, int data_dirfd, const char *camera, 
 	}
 	res->files_checked++;
 	int fd = openat(data_dirfd, rec.path, O_RDONLY | O_CLOEXEC);
-	static uint8_t buf[REC_INIT_MAX + REC_FRAG_HEADER_MAX];
+	static uint8_t buf[FMP4_INIT_MAX + FMP4_FRAG_HEADER_MAX];
 	size_t n = 0;
 	r = fd < 0 ? -errno : read_at(fd, buf, sizeof buf, 0, &n);
 	if (fd >= 0)
 		close(fd);
 	if (r < 0)
 		return r;
-	struct rec_track track;
-	size_t init_len;
-	struct rec_frag_info fi;
-	if (rec_fmp4_init_parse(buf, n, &track, &init_len) < 0 ||
-	    rec_fmp4_frag_parse(buf + init_len, n - init_len, &fi) < 0) {
+	static struct fmp4_init init;
+	static struct fmp4_frag fi;
+	if (fmp4_read_init(buf, n, &init) < 0 || fmp4_read_frag(&init, buf + init.len, n - init.len, &fi) < 0) {
 		if (unlinkat(data_dirfd, rec.path, 0) < 0)
 			return -errno;
 		kp_notice("%s: no complete fragment before the crash; removed", rec.path);
@@ -247,13 +245,13 @@ static int recover_unknown(struct cat *cat, int data_dirfd, const char *camera, 
 	if (r < 0)
 		return r;
 	r = cat_next_recording_id(t, &rec.id);
-	rec.codec = track.codec;
-	rec.width = track.width;
-	rec.height = track.height;
+	rec.codec = init.track.codec;
+	rec.width = init.track.width;
+	rec.height = init.track.height;
 	rec.anchor_ms = fi.wall_us / 1000;
 	rec.anchor_offset = 0;
 	rec.start_ms = rec.anchor_ms;
-	rec.bytes = init_len;
+	rec.bytes = init.len;
 	unsigned frags = 0;
 	int truncated = 0;
 	if (r == 0)

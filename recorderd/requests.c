@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "catalog_keys.h"
 #include "check.h"
+#include "h26x.h"
 #include "keyframe.h"
 #include "log.h"
 #include "snapshot.h"
@@ -313,7 +314,7 @@ static void keyframe(struct kp_worker *w, const kp_KeyframeRequest *q)
 	if (r == 0)
 		r = rec_keyframe_read(Q.dirfd, &k, buf);
 	if (r == 0)
-		r = rec_sample_to_annexb(buf, k.length);
+		r = h26x_sample_to_annexb(buf, k.length);
 	if (r < 0)
 		rec_send_text(w, q->id, 1, "keyframe of %s/%s at %lld ms: %s\n", q->camera, q->stream ? "sub" : "main",
 			      (long long)q->time_ms, strerror(-r));

@@ -114,11 +114,11 @@ static void write_gop(struct rec_stream *s)
 		dur += s->samples[i].duration;
 	int64_t run_at = (int64_t)(s->rec.anchor_offset + base);
 	int64_t wall_us = s->rec.anchor_ms * 1000 + run_at * 100 / 9;
-	struct rec_frag_desc d = {
+	struct fmp4_frag_desc d = {
 	    .seq = s->seq + 1, .base_time = base, .wall_us = wall_us, .samples = s->samples, .nsamples = n};
-	static uint8_t hdr[REC_FRAG_HEADER_MAX];
+	static uint8_t hdr[FMP4_FRAG_HEADER_MAX];
 	size_t hlen;
-	int r = rec_fmp4_frag_header(&d, hdr, sizeof hdr, &hlen);
+	int r = fmp4_write_frag_header(&d, hdr, sizeof hdr, &hlen);
 	if (r < 0) {
 		fail(s, REC_WAIT_KEYFRAME, "building a fragment header failed", r);
 		return;
@@ -256,19 +256,19 @@ static int open_file(struct rec_stream *s, int64_t pts, const uint8_t *init, siz
 	return 0;
 }
 
-static int same_ps(const struct rec_ps *a, const struct rec_ps *b)
+static int same_ps(const struct h26x_ps *a, const struct h26x_ps *b)
 {
 	return a->len == b->len && !memcmp(a->data, b->data, a->len);
 }
 
 /* Starts a new file at this keyframe when needed; 0 when a file is ready. */
-static int ensure_file(struct rec_stream *s, enum rec_codec codec, int64_t pts, int64_t wall_us, uint32_t width,
-		       uint32_t height, const struct rec_nal *nals, unsigned nn)
+static int ensure_file(struct rec_stream *s, enum kp_codec codec, int64_t pts, int64_t wall_us, uint32_t width,
+		       uint32_t height, const struct h26x_nal *nals, unsigned nn)
 {
-	struct rec_param_sets ps = s->ps;
+	struct h26x_param_sets ps = s->ps;
 	if (s->track.codec != codec)
 		memset(&ps, 0, sizeof ps);
-	int r = rec_nal_param_sets(codec, nals, nn, &ps);
+	int r = h26x_param_sets(codec, nals, nn, &ps);
 	if (r < 0)
 		return r;
 	int64_t wall_ms = wall_us / 1000;
@@ -288,30 +288,30 @@ static int ensure_file(struct rec_stream *s, enum rec_codec codec, int64_t pts, 
 	}
 	if (width == 0 || height == 0 || width > UINT16_MAX || height > UINT16_MAX)
 		return -EINVAL;
-	struct rec_track t = {.codec = codec, .width = (uint16_t)width, .height = (uint16_t)height};
-	r = rec_codec_config(codec, &ps, t.config, sizeof t.config, &t.config_len);
+	struct fmp4_track t = {.codec = codec, .width = (uint16_t)width, .height = (uint16_t)height};
+	r = h26x_config_write(codec, &ps, t.config, sizeof t.config, &t.config_len);
 	if (r < 0)
 		return r;
 	s->track = t;
 	s->ps = ps;
 	if (s->events_only) { /* the file waits for the first GOP that is kept */
-		r = rec_fmp4_init(&t, s->held_init, sizeof s->held_init, &s->held_len);
+		r = fmp4_write_init(&t, s->held_init, sizeof s->held_init, &s->held_len);
 		s->held_pts = pts;
 		s->deferred = r == 0;
 		return r;
 	}
-	static uint8_t init[REC_INIT_MAX];
+	static uint8_t init[FMP4_INIT_MAX];
 	size_t init_len;
-	r = rec_fmp4_init(&t, init, sizeof init, &init_len);
+	r = fmp4_write_init(&t, init, sizeof init, &init_len);
 	if (r == 0)
 		r = open_file(s, pts, init, init_len);
 	return r;
 }
 
-static int append(struct rec_stream *s, const struct rec_nal *nals, unsigned nn, int keyframe, int64_t pts)
+static int append(struct rec_stream *s, const struct h26x_nal *nals, unsigned nn, int keyframe, int64_t pts)
 {
-	size_t size = rec_nal_sample_size(nals, nn);
-	if (s->gop_len + size > REC_GOP_MAX_BYTES || s->n == REC_FRAG_MAX_SAMPLES)
+	size_t size = h26x_sample_size(nals, nn);
+	if (s->gop_len + size > REC_GOP_MAX_BYTES || s->n == FMP4_FRAG_MAX_SAMPLES)
 		return -E2BIG;
 	if (s->gop_len + size > s->gop_cap) {
 		size_t cap = s->gop_cap ? s->gop_cap : 256 * KP_KIB;
@@ -323,19 +323,19 @@ static int append(struct rec_stream *s, const struct rec_nal *nals, unsigned nn,
 		s->gop = g;
 		s->gop_cap = cap;
 	}
-	rec_nal_to_sample(nals, nn, s->gop + s->gop_len);
+	h26x_to_sample(nals, nn, s->gop + s->gop_len);
 	s->gop_len += size;
 	if (s->n == 0)
 		s->first_pts = pts;
-	s->samples[s->n++] = (struct rec_sample){.size = (uint32_t)size, .keyframe = (uint8_t)keyframe};
+	s->samples[s->n++] = (struct fmp4_sample){.size = (uint32_t)size, .keyframe = (uint8_t)keyframe};
 	return 0;
 }
 
-void rec_stream_frame(struct rec_stream *s, enum rec_codec codec, int keyframe, int64_t pts, int64_t wall_us,
+void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, int64_t pts, int64_t wall_us,
 		      uint32_t width, uint32_t height, uint64_t seq, const uint8_t *data, size_t len)
 {
-	static struct rec_nal nals[REC_NAL_MAX_PER_AU];
-	int nn = rec_nal_split(data, len, nals, REC_NAL_MAX_PER_AU);
+	static struct h26x_nal nals[H26X_NAL_MAX_PER_AU];
+	int nn = h26x_split(data, len, nals, H26X_NAL_MAX_PER_AU);
 	int gap = s->last_seq && seq != s->last_seq + 1;
 	s->last_seq = seq;
 	int64_t step = s->have_pts ? pts - s->last_pts : 0;

@@ -13,7 +13,7 @@
 #include "commit.h"
 #include "fmp4.h"
 #include "kp_limits.h"
-#include "nal.h"
+#include "h26x.h"
 
 #define REC_GOP_MAX_BYTES       (32 * KP_MIB)
 #define REC_DISK_RETRY_MS       5000
@@ -48,7 +48,7 @@ struct rec_stream {
 	/* the GOP being collected */
 	uint8_t *gop;
 	size_t gop_len, gop_cap;
-	struct rec_sample samples[REC_FRAG_MAX_SAMPLES];
+	struct fmp4_sample samples[FMP4_FRAG_MAX_SAMPLES];
 	int64_t first_pts;
 	unsigned n;
 
@@ -59,8 +59,8 @@ struct rec_stream {
 	/* the file */
 	int fd;
 	struct cat_recording rec;
-	struct rec_track track;
-	struct rec_param_sets ps;
+	struct fmp4_track track;
+	struct h26x_param_sets ps;
 	int64_t file_pts0;
 	uint64_t off;
 	uint32_t seq;
@@ -77,14 +77,14 @@ struct rec_stream {
 	int deferred;        /* held_init waits for the first kept GOP */
 	int64_t held_pts;
 	size_t held_len;
-	uint8_t held_init[REC_INIT_MAX];
+	uint8_t held_init[FMP4_INIT_MAX];
 	uint64_t gops_skipped;
 };
 
 void rec_stream_init(struct rec_stream *s, struct rec_env *env, const char *camera, uint32_t stream,
 		     uint32_t camera_id);
-/* One access unit (its Annex-B bytes); codec is an enum rec_codec. */
-void rec_stream_frame(struct rec_stream *s, enum rec_codec codec, int keyframe, int64_t pts_90k, int64_t wall_us,
+/* One access unit (its Annex-B bytes); codec is an enum kp_codec. */
+void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, int64_t pts_90k, int64_t wall_us,
 		      uint32_t width, uint32_t height, uint64_t seq, const uint8_t *data, size_t len);
 /* record = events: keep (or start) recording until until_ms (an event's end plus
  * REC_EVENT_POST_MS); the GOP in memory is kept when it starts before that. */

@@ -237,7 +237,8 @@ static void on_replay_tick(uv_timer_t *t)
 bool rtc_live_replay(struct rtc_session *s)
 {
 	struct live_stream *ls = s->live;
-	if (!ls || !ls->head || ls->codec != (s->rtp_codec == RTP_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264))
+	if (!ls || !ls->head ||
+	    ls->codec != (s->rtp_codec == KP_CODEC_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264))
 		return false;
 	s->replaying = true;
 	s->replay_next = ls->head->seq;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fmp4_read.h"
+#include "fmp4.h"
 #include "kp_limits.h"
 #include "log.h"
 #include "media.h"
@@ -17,14 +17,15 @@
 
 /* Request ids: top bit set (rtcd's own id space for MediaOpen), then a generation, then
  * the table slot. */
-#define ID_TOP         0x80000000u
-#define SLOT_BITS      RTC_CURSOR_SLOT_BITS
-#define SLOT_MASK      ((1u << SLOT_BITS) - 1)
-#define PIECES_MAX     32     /* queued byte ranges per cursor; beyond, asked for again later */
-#define REC_FDS_MAX    3      /* recording files open per cursor */
-#define SPAN_MS        60000  /* a continuation asks for this much, then to the end */
-#define STATE_EVERY_US 250000 /* position reports while playing */
-#define ANSWER_MS      10000  /* recorderd answers a MediaOpen within this, or the cursor fails */
+#define ID_TOP          0x80000000u
+#define SLOT_BITS       RTC_CURSOR_SLOT_BITS
+#define SLOT_MASK       ((1u << SLOT_BITS) - 1)
+#define PIECES_MAX      32                 /* queued byte ranges per cursor; beyond, asked for again later */
+#define REC_FDS_MAX     3                  /* recording files open per cursor */
+#define SPAN_MS         60000              /* a continuation asks for this much, then to the end */
+#define STATE_EVERY_US  250000             /* position reports while playing */
+#define ANSWER_MS       10000              /* recorderd answers a MediaOpen within this, or the cursor fails */
+#define RTC_PB_FRAG_MAX (32 * 1024 * 1024) /* one fragment (one GOP) read whole */
 
 struct piece {
 	uint64_t recording_id;
@@ -47,7 +48,7 @@ struct load {
 	int fd;
 	struct piece p;
 	struct rtc_pb_frag *frag; /* a fragment; NULL for an init segment */
-	struct rtc_fmp4_track *track;
+	struct fmp4_init *track;
 	int err;
 };
 
@@ -74,7 +75,7 @@ struct rtc_cursor {
 	int64_t next_from_ms;
 	uint64_t last_rec, last_offset;
 
-	struct rtc_fmp4_track *ltrack; /* track of the pieces being loaded */
+	struct fmp4_init *ltrack; /* track of the pieces being loaded */
 	uint64_t ltrack_rec;
 	struct load *loading;
 	struct rtc_pb_frag *cur, *next;
@@ -208,8 +209,8 @@ static void continue_or_end(struct rtc_cursor *c)
 
 static void emit(struct rtc_cursor *c, const struct rtc_pb_frag *f, const struct rtc_pb_out *o)
 {
-	const struct rtc_fmp4_sample *s = o->sample;
-	size_t cap = rtc_fmp4_annexb_cap(&f->track, s->size);
+	const struct fmp4_sample_info *s = o->sample;
+	size_t cap = fmp4_annexb_cap(&f->track, s->size);
 	if (cap > c->out_cap) {
 		uint8_t *p = realloc(c->out, cap);
 		if (!p) {
@@ -220,7 +221,7 @@ static void emit(struct rtc_cursor *c, const struct rtc_pb_frag *f, const struct
 		c->out_cap = cap;
 	}
 	size_t len;
-	int e = rtc_fmp4_annexb(&f->track, f->buf + s->offset, s->size, s->keyframe, c->out, c->out_cap, &len);
+	int e = fmp4_annexb(&f->track, f->buf + s->offset, s->size, s->keyframe, c->out, c->out_cap, &len);
 	if (e < 0) {
 		kp_warn("playback of %s stream %u: a frame at %lld ms is not a valid sample: %s", c->camera, c->stream,
 			(long long)(o->media_us / 1000), strerror(-e));
@@ -229,12 +230,12 @@ static void emit(struct rtc_cursor *c, const struct rtc_pb_frag *f, const struct
 	struct rtc_au au = {
 	    .data = c->out,
 	    .len = len,
-	    .codec = f->track.codec,
+	    .codec = (kp_Codec)f->track.track.codec,
 	    .keyframe = s->keyframe,
 	    .pts_90k = o->pts_us * 9 / 100,
 	    .wall_ms = o->media_us / 1000,
-	    .width = f->track.width,
-	    .height = f->track.height,
+	    .width = f->track.track.width,
+	    .height = f->track.track.height,
 	};
 	c->position_ms = au.wall_ms;
 	if (c->au)
@@ -275,7 +276,7 @@ static void tick(uv_timer_t *t)
 static void load_work(uv_work_t *req)
 {
 	struct load *l = req->data;
-	if (l->p.length > (l->p.init ? RTC_FMP4_INIT_MAX : RTC_FMP4_FRAG_MAX)) {
+	if (l->p.length > (l->p.init ? FMP4_READ_INIT_MAX : RTC_PB_FRAG_MAX)) {
 		l->err = -EFBIG;
 		return;
 	}
@@ -298,13 +299,15 @@ static void load_work(uv_work_t *req)
 		got += (size_t)n;
 	}
 	if (l->p.init) {
-		l->err = rtc_fmp4_parse_init(buf, len, l->track);
+		l->err = fmp4_read_init(buf, len, l->track);
 		free(buf);
 		return;
 	}
 	l->frag->buf = buf;
 	l->frag->len = len;
-	l->err = rtc_fmp4_parse_frag(&l->frag->track, buf, len, &l->frag->frag);
+	l->err = fmp4_read_frag(&l->frag->track, buf, len, &l->frag->frag);
+	if (l->err == 0 && l->frag->frag.total_len > len)
+		l->err = -EBADMSG; /* the catalogued range ends inside the fragment */
 }
 
 static void cursor_free(struct rtc_cursor *c)

@@ -22,7 +22,7 @@ void rtc_pace_set_rate(struct rtc_pace *p, unsigned rate, int64_t now_us)
 
 int64_t rtc_pb_media_us(const struct rtc_pb_frag *f, unsigned i)
 {
-	const struct rtc_fmp4_sample *s = &f->frag.samples[i];
+	const struct fmp4_sample_info *s = &f->frag.samples[i];
 	uint64_t ticks = s->dts - f->frag.base_time;
 	return f->start_ms * 1000 + (int64_t)(ticks * 1000000 / f->track.timescale);
 }

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fmp4_read.h"
+#include "fmp4.h"
 
 /* Late by more than this, the clock is re-anchored instead of catching up in a burst. */
 #define RTC_PACE_MAX_LATE_US 500000
@@ -24,8 +24,8 @@ struct rtc_pace {
 
 /* One fragment in memory with the track it belongs to. */
 struct rtc_pb_frag {
-	struct rtc_fmp4_track track;
-	struct rtc_fmp4_frag frag;
+	struct fmp4_init track;
+	struct fmp4_frag frag;
 	uint8_t *buf;
 	size_t len;
 	int64_t start_ms; /* recorded wall time of the first sample (from recorderd) */
@@ -33,7 +33,7 @@ struct rtc_pb_frag {
 };
 
 struct rtc_pb_out {
-	const struct rtc_fmp4_sample *sample;
+	const struct fmp4_sample_info *sample;
 	int64_t media_us; /* recorded wall time of the sample */
 	int64_t pts_us;   /* the clock time it was due: increases over seeks, rates, pauses */
 };

@@ -67,7 +67,7 @@ struct rtc_session {
 	struct sdp_offer *offer; /* until the answer is sent */
 	unsigned media;
 	const struct sdp_codec *codec; /* in offer */
-	enum rtp_codec rtp_codec;
+	enum kp_codec rtp_codec;
 	uint8_t pt;
 	uint32_t ssrc;
 
@@ -165,7 +165,5 @@ void rtc_live_stats(unsigned *streams, size_t *bytes);
 
 /* ---- metrics.c ---- */
 void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id);
-
-uint64_t rtc_now_ms(void);
 
 #endif

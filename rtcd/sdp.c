@@ -186,11 +186,11 @@ static int media_attr(struct sdp_offer *o, struct sdp_media *m, unsigned mi, con
 		if (!parse_uint(v, 127, &pt, &end) || *end != ' ')
 			return bad(err, errlen, "malformed a=rtpmap (payload type)");
 		end++;
-		enum sdp_codec_kind kind;
+		enum kp_codec kind;
 		if (strncasecmp(end, "H264/90000", 10) == 0)
-			kind = SDP_H264;
+			kind = KP_CODEC_H264;
 		else if (strncasecmp(end, "H265/90000", 10) == 0)
-			kind = SDP_H265;
+			kind = KP_CODEC_H265;
 		else
 			return 0;
 		if (codec_by_pt(m, pt))
@@ -201,7 +201,7 @@ static int media_attr(struct sdp_offer *o, struct sdp_media *m, unsigned mi, con
 		memset(c, 0, sizeof *c);
 		c->pt = (uint8_t)pt;
 		c->kind = kind;
-		c->packetization_mode_1 = kind == SDP_H265;
+		c->packetization_mode_1 = kind == KP_CODEC_H265;
 	} else if (prefix(a, "fmtp:", &v)) {
 		if (!parse_uint(v, 127, &pt, &end) || *end != ' ')
 			return bad(err, errlen, "malformed a=fmtp (payload type)");
@@ -211,7 +211,7 @@ static int media_attr(struct sdp_offer *o, struct sdp_media *m, unsigned mi, con
 		if (!copy(c->fmtp, sizeof c->fmtp, end + 1))
 			return bad(err, errlen, "a=fmtp of payload type %u longer than 255 characters", pt);
 		c->have_fmtp = true;
-		if (c->kind == SDP_H264)
+		if (c->kind == KP_CODEC_H264)
 			parse_h264_fmtp(c, c->fmtp);
 	} else if (prefix(a, "candidate:", &v)) {
 		if (o->ncandidates >= SDP_MAX_CANDIDATES)
@@ -323,7 +323,7 @@ int sdp_parse_offer(const char *sdp, size_t len, struct sdp_offer *o, char *err,
 bool sdp_offers_h265(const struct sdp_media *m)
 {
 	for (unsigned i = 0; i < m->ncodecs; i++)
-		if (m->codecs[i].kind == SDP_H265)
+		if (m->codecs[i].kind == KP_CODEC_H265)
 			return true;
 	return false;
 }
@@ -352,7 +352,7 @@ int sdp_choose(const struct sdp_offer *o, bool allow_h265, const struct sdp_code
 		int best_rank = 0;
 		for (unsigned k = 0; k < m->ncodecs; k++) {
 			const struct sdp_codec *c = &m->codecs[k];
-			int rank = c->kind == SDP_H265 ? (allow_h265 ? 10 : 0) : h264_rank(c);
+			int rank = c->kind == KP_CODEC_H265 ? (allow_h265 ? 10 : 0) : h264_rank(c);
 			if (rank > best_rank) {
 				best = c;
 				best_rank = rank;
@@ -399,7 +399,7 @@ int sdp_build_answer(const struct sdp_answer *a, char *out, size_t cap)
 		rtc_text_add(&t, "a=sendonly\r\na=rtcp-mux\r\n");
 		if (m->rtcp_rsize)
 			rtc_text_add(&t, "a=rtcp-rsize\r\n");
-		rtc_text_add(&t, "a=rtpmap:%u %s/90000\r\n", c->pt, c->kind == SDP_H265 ? "H265" : "H264");
+		rtc_text_add(&t, "a=rtpmap:%u %s/90000\r\n", c->pt, c->kind == KP_CODEC_H265 ? "H265" : "H264");
 		rtc_text_add(&t, "a=rtcp-fb:%u nack\r\na=rtcp-fb:%u nack pli\r\na=rtcp-fb:%u ccm fir\r\n", c->pt, c->pt,
 			     c->pt);
 		if (c->have_fmtp)

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "h26x.h"
+
 #define SDP_MAX_LEN        (64 * 1024)
 #define SDP_MAX_LINE       4096
 #define SDP_MAX_MEDIA      8
@@ -16,11 +18,9 @@
 #define SDP_MAX_CANDIDATES 32
 #define SDP_FP_MAX         64 /* digest bytes (sha-512) */
 
-enum sdp_codec_kind { SDP_H264 = 1, SDP_H265 = 2 };
-
 struct sdp_codec {
 	uint8_t pt;
-	enum sdp_codec_kind kind;
+	enum kp_codec kind;
 	bool packetization_mode_1;
 	uint32_t profile_level_id; /* H.264; 0 when absent */
 	bool have_fmtp;

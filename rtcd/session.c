@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "json.h"
+#include "kp_time.h"
 #include "log.h"
 #include "rtcd.h"
 #include "rtcp.h"
@@ -32,18 +33,11 @@ struct rtc_metrics rtc_metrics;
 static struct rtc_session *all;
 static uint64_t next_key = 1;
 
-uint64_t rtc_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static uint32_t random32(void)
 {
 	uint32_t v = 0;
 	if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
-		v = (uint32_t)rtc_now_ms() * 2654435761u;
+		v = (uint32_t)kp_mono_ms() * 2654435761u;
 	return v;
 }
 
@@ -85,7 +79,7 @@ struct rtc_session *rtc_session_new(struct rtc_conn *conn, const char *sid)
 	s->key = next_key++;
 	snprintf(s->sid, sizeof s->sid, "%s", sid);
 	s->state = RTC_GATHERING;
-	s->created_ms = rtc_now_ms();
+	s->created_ms = kp_mono_ms();
 	s->ssrc = random32() | 1;
 	s->last_ts = random32();
 	s->need_keyframe = true;
@@ -163,9 +157,9 @@ void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
 	uv_close((uv_handle_t *)&s->timer, on_timer_closed);
 }
 
-static const char *codec_name(enum rtp_codec c)
+static const char *codec_name(enum kp_codec c)
 {
-	return c == RTP_H265 ? "h265" : "h264";
+	return c == KP_CODEC_H265 ? "h265" : "h264";
 }
 
 void rtc_session_send_state(struct rtc_session *s)
@@ -197,7 +191,7 @@ void rtc_session_send_state(struct rtc_session *s)
 	jw_key(&w, "connected");
 	jw_bool(&w, s->state == RTC_STREAMING);
 	rtc_msg_send(s->conn, &w);
-	s->last_state_ms = rtc_now_ms();
+	s->last_state_ms = kp_mono_ms();
 }
 
 static int emit(void *arg, const uint8_t *pkt, size_t len)
@@ -292,7 +286,7 @@ static void pre_flush(struct rtc_session *s)
 
 void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress)
 {
-	kp_Codec want = s->rtp_codec == RTP_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264;
+	kp_Codec want = s->rtp_codec == KP_CODEC_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264;
 	if (au->codec != want)
 		return;
 	if (s->state != RTC_STREAMING) {
@@ -315,7 +309,7 @@ void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool co
 	}
 	uint32_t ts = s->ts_base_rtp + (uint32_t)(au->pts_90k - s->ts_base_pts);
 	s->last_ts = ts;
-	s->last_send_ms = rtc_now_ms();
+	s->last_send_ms = kp_mono_ms();
 	if (s->mode == RTC_LIVE)
 		s->cst.position_ms = au->wall_ms;
 	if (!s->live && au->keyframe)
@@ -539,7 +533,7 @@ static void retransmit(struct rtc_session *s, uint16_t seq)
 
 static void keyframe_request(struct rtc_session *s)
 {
-	uint64_t now = rtc_now_ms();
+	uint64_t now = kp_mono_ms();
 	if (now - s->last_pli_ms < PLI_MIN_INTERVAL_MS)
 		return;
 	s->last_pli_ms = now;
@@ -552,7 +546,7 @@ static void keyframe_request(struct rtc_session *s)
 		struct rtc_au au = {
 		    .data = s->keycache,
 		    .len = s->keycache_len,
-		    .codec = s->rtp_codec == RTP_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264,
+		    .codec = s->rtp_codec == KP_CODEC_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264,
 		    .keyframe = true,
 		    .pts_90k = s->keycache_pts,
 		    .wall_ms = s->cst.position_ms,
@@ -652,7 +646,7 @@ static void send_sr(struct rtc_session *s, uint64_t now)
 static void on_tick(uv_timer_t *t)
 {
 	struct rtc_session *s = t->data;
-	uint64_t now = rtc_now_ms();
+	uint64_t now = kp_mono_ms();
 	if (s->state < RTC_STREAMING && now - s->created_ms > RTC_CONNECT_MS) {
 		rtc_session_close(s, "the browser did not connect within 30 s", true);
 		return;

@@ -222,9 +222,9 @@ static int choose_source(struct rtc_conn *c, struct rtc_session *s, const char *
 	s->media = (unsigned)mi;
 	s->codec = codec;
 	s->pt = codec->pt;
-	s->rtp_codec = codec->kind == SDP_H265 ? RTP_H265 : RTP_H264;
+	s->rtp_codec = codec->kind;
 	s->src_stream = s->stream;
-	if (!h265 || s->rtp_codec == RTP_H265)
+	if (!h265 || s->rtp_codec == KP_CODEC_H265)
 		return 0;
 	/* H.265 camera, H.264 browser: the camera's other stream if it is H.264, else a transcode. */
 	unsigned other = s->stream ^ 1;

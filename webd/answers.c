@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kp_time.h"
 #include "log.h"
 #include "webd.h"
 
@@ -49,7 +50,7 @@ uint32_t webd_answer_expect(kp_Peer to, webd_answer_cb cb, void *arg)
 		a->to = to;
 		a->cb = cb;
 		a->arg = arg;
-		a->deadline_ms = web_now_ms() + ANSWER_DEADLINE;
+		a->deadline_ms = kp_mono_ms() + ANSWER_DEADLINE;
 		nused++;
 		return id;
 	}
@@ -102,7 +103,7 @@ int webd_answer_frame(struct kp_ipc_frame *f)
 	if (last)
 		release(a);
 	else
-		a->deadline_ms = web_now_ms() + ANSWER_DEADLINE;
+		a->deadline_ms = kp_mono_ms() + ANSWER_DEADLINE;
 	cb(arg, f);
 	return 1;
 }
@@ -110,7 +111,7 @@ int webd_answer_frame(struct kp_ipc_frame *f)
 static void on_timer(uv_timer_t *t)
 {
 	(void)t;
-	uint64_t now = web_now_ms();
+	uint64_t now = kp_mono_ms();
 	for (unsigned i = 0; i < ANSWERS_MAX && nused; i++) {
 		struct answer *a = &answers[i];
 		if (!a->id || now < a->deadline_ms)

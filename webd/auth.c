@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "kp_time.h"
 #include "json.h"
 #include "log.h"
 #include "webd.h"
@@ -42,7 +43,7 @@ static void key_of(kp_AuthKind kind, const char *secret, uint8_t out[SHA256_DIGE
 
 static const struct web_principal *cache_get(const uint8_t key[SHA256_DIGEST_LENGTH])
 {
-	uint64_t now = web_now_ms();
+	uint64_t now = kp_mono_ms();
 	for (int i = 0; i < AUTH_CACHE_SIZE; i++)
 		if (cache[i].until_ms > now && memcmp(cache[i].key, key, SHA256_DIGEST_LENGTH) == 0)
 			return &cache[i].p;
@@ -51,7 +52,7 @@ static const struct web_principal *cache_get(const uint8_t key[SHA256_DIGEST_LEN
 
 static void cache_put(const uint8_t key[SHA256_DIGEST_LENGTH], const struct web_principal *p, int64_t expires_ms)
 {
-	uint64_t now = web_now_ms();
+	uint64_t now = kp_mono_ms();
 	uint64_t ttl = AUTH_CACHE_MS;
 	if (expires_ms > 0) {
 		struct timespec ts;

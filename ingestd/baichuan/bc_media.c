@@ -86,7 +86,7 @@ static int parse_frame(const uint8_t *buf, size_t len, bool key, struct bc_media
 	*ret = (struct bc_media_record){
 	    .kind = key ? BC_MEDIA_IFRAME : BC_MEDIA_PFRAME,
 	    .record_len = (size_t)total,
-	    .codec = fourcc == FOURCC_H264 ? BC_VCODEC_H264 : BC_VCODEC_H265,
+	    .codec = fourcc == FOURCC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
 	    .ts_us = bc_get_le32(buf + 16),
 	    .has_utc = extra >= 4,
 	    .utc_s = extra >= 4 ? bc_get_le32(buf + BC_MEDIA_FRAME_HEADER) : 0,
@@ -240,12 +240,12 @@ size_t bc_media_write_info(uint8_t out[BC_MEDIA_INFO_SIZE], uint32_t width, uint
 	return BC_MEDIA_INFO_SIZE;
 }
 
-size_t bc_media_write_frame_header(uint8_t out[BC_MEDIA_FRAME_HEADER_MAX], bool keyframe, enum bc_vcodec codec,
+size_t bc_media_write_frame_header(uint8_t out[BC_MEDIA_FRAME_HEADER_MAX], bool keyframe, enum kp_codec codec,
 				   uint32_t payload_len, uint32_t ts_us, uint32_t utc_s)
 {
 	uint32_t extra = utc_s ? 8 : 0;
 	memcpy(out, keyframe ? "00dc" : "01dc", 4);
-	bc_put_le32(out + 4, codec == BC_VCODEC_H264 ? FOURCC_H264 : FOURCC_H265);
+	bc_put_le32(out + 4, codec == KP_CODEC_H264 ? FOURCC_H264 : FOURCC_H265);
 	bc_put_le32(out + 8, payload_len);
 	bc_put_le32(out + 12, extra);
 	bc_put_le32(out + 16, ts_us);

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "h26x.h"
+
 #define BC_MEDIA_INFO_SIZE    32
 #define BC_MEDIA_FRAME_HEADER 24
 #define BC_MEDIA_AUDIO_HEADER 8
@@ -17,8 +19,6 @@
 #define BC_MEDIA_MAX_RECORD (16u * 1024 * 1024)
 
 enum bc_media_kind { BC_MEDIA_INFO, BC_MEDIA_IFRAME, BC_MEDIA_PFRAME, BC_MEDIA_AAC, BC_MEDIA_ADPCM };
-enum bc_vcodec { BC_VCODEC_H264 = 1, BC_VCODEC_H265 = 2 };
-
 struct bc_media_record {
 	enum bc_media_kind kind;
 	size_t record_len; /* bytes consumed, padding included */
@@ -26,7 +26,7 @@ struct bc_media_record {
 	uint32_t width, height;
 	uint8_t fps;
 	/* IFRAME / PFRAME */
-	enum bc_vcodec codec;
+	enum kp_codec codec;
 	uint32_t ts_us;
 	bool has_utc;
 	uint32_t utc_s;
@@ -82,7 +82,7 @@ int64_t bc_ts_unwrap(struct bc_ts_unwrap *u, uint32_t ts_us);
 size_t bc_media_write_info(uint8_t out[BC_MEDIA_INFO_SIZE], uint32_t width, uint32_t height, uint8_t fps);
 /* A frame header; with utc_s nonzero an 8-byte additional header carrying it. */
 #define BC_MEDIA_FRAME_HEADER_MAX (BC_MEDIA_FRAME_HEADER + 8)
-size_t bc_media_write_frame_header(uint8_t out[BC_MEDIA_FRAME_HEADER_MAX], bool keyframe, enum bc_vcodec codec,
+size_t bc_media_write_frame_header(uint8_t out[BC_MEDIA_FRAME_HEADER_MAX], bool keyframe, enum kp_codec codec,
 				   uint32_t payload_len, uint32_t ts_us, uint32_t utc_s);
 
 #endif

@@ -1,6 +1,7 @@
 /* The Baichuan driver of ingestd (baichuan:// over TCP, bcudp:// over BCUDP): connect,
  * modern login with a legacy fallback, encryption negotiation, stream start per
- * configured stream, keep-alive, alarms, and the failure reasons the core shows. */
+ * configured stream, keep-alive, alarms, and the failure reasons the core shows, all
+ * reported through the sink the core hands over at start (ingestd/camera.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "camera.h"
 #include "config.h"
 #include "kp_limits.h"
+#include "kp_time.h"
 #include "log.h"
 
 #define BC_CONNECT_TIMEOUT_MS 5000
@@ -30,8 +32,8 @@
 enum bc_phase { PHASE_CONNECTING, PHASE_UPGRADE, PHASE_LOGIN, PHASE_LEGACY, PHASE_READY };
 
 struct ing_driver {
-	struct ing_camera *cam;
 	const struct ing_camera_info *info;
+	const struct ing_sink *sink;
 	uv_loop_t *loop;
 	struct bc_url url;
 	struct bc_transport *tr;
@@ -55,7 +57,7 @@ static void fail(struct ing_driver *d, bool auth, const char *reason)
 		return;
 	d->failed = true;
 	uv_timer_stop(&d->tick);
-	ing_camera_failed(d->cam, auth, reason);
+	d->sink->failed(d->sink->ctx, auth, reason);
 }
 
 static int send_msg(struct ing_driver *d, const struct bc_msg *m, const struct bc_cipher *c)
@@ -208,9 +210,7 @@ static void on_alarm(struct ing_driver *d, const struct bc_msg_in *in)
 	struct bc_xml_span ev;
 	if (in->binary)
 		return;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t wall = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	int64_t wall = kp_wall_ms();
 	for (unsigned i = 0; i < BC_MAX_ALARM_EVENTS &&
 			     bc_xml_find(doc, in->payload_len, "body/AlarmEventList/AlarmEvent", i, &ev, &why) == 0;
 	     i++) {
@@ -231,7 +231,7 @@ static void on_alarm(struct ing_driver *d, const struct bc_msg_in *in)
 			o += (size_t)n;
 		}
 		if (strstr(status, "MD") || o)
-			ing_camera_event(d->cam, "motion", labels, wall);
+			d->sink->event(d->sink->ctx, "motion", labels, wall);
 	}
 }
 
@@ -245,7 +245,7 @@ static void on_media(struct ing_driver *d, const struct bc_header *h, uint8_t *b
 			s = &d->streams[i];
 	if (!s)
 		return; /* not ours: a stopped stream, or a stray number */
-	ing_stream_bytes(d->cam, s->index, h->header_len + h->body_len);
+	d->sink->bytes(d->sink->ctx, s->index, h->header_len + h->body_len);
 	if (!s->binary && h->status != BC_STATUS_OK) {
 		snprintf(reason, sizeof reason, "camera refused the %s stream: status %u", stream_names[s->index],
 			 h->status);
@@ -409,9 +409,9 @@ static void on_tick_closed(uv_handle_t *h)
 	free(d);
 }
 
-static int bc_start(struct ing_camera *cam, uv_loop_t *loop, struct ing_driver **ret)
+static int bc_start(const struct ing_camera_info *info, const struct ing_sink *sink, uv_loop_t *loop,
+		    struct ing_driver **ret)
 {
-	const struct ing_camera_info *info = ing_camera_info(cam);
 	const char *why;
 	struct ing_driver *d = calloc(1, sizeof *d);
 	if (!d)
@@ -422,11 +422,11 @@ static int bc_start(struct ing_camera *cam, uv_loop_t *loop, struct ing_driver *
 		free(d);
 		return err;
 	}
-	d->cam = cam;
 	d->info = info;
+	d->sink = sink;
 	d->loop = loop;
 	for (int i = 0; i < 2; i++)
-		bc_stream_init(&d->streams[i], cam, (enum kp_stream_index)i);
+		bc_stream_init(&d->streams[i], info, sink, (enum kp_stream_index)i);
 	static const struct bc_transport_cbs cbs = {
 	    .on_connected = on_connected, .on_data = on_data, .on_error = on_transport_error};
 	if (d->url.udp) {
@@ -445,7 +445,7 @@ static int bc_start(struct ing_camera *cam, uv_loop_t *loop, struct ing_driver *
 	uv_timer_start(&d->tick, on_tick, BC_TICK_MS, BC_TICK_MS);
 	for (int i = 0; i < 2; i++)
 		if (info->streams & (i == 0 ? KP_STREAM_MAIN : KP_STREAM_SUB))
-			ing_stream_state(cam, (enum kp_stream_index)i, ING_CONNECTING, "connecting");
+			sink->stream_state(sink->ctx, (enum kp_stream_index)i, ING_CONNECTING, "connecting");
 	*ret = d;
 	return 0;
 }

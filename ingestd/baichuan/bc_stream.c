@@ -5,19 +5,17 @@
 #include <time.h>
 
 #include "bc_stream.h"
+#include "kp_time.h"
 #include "log.h"
 
-void bc_stream_init(struct bc_stream *s, struct ing_camera *cam, enum kp_stream_index index)
+void bc_stream_init(struct bc_stream *s, const struct ing_camera_info *info, const struct ing_sink *sink,
+		    enum kp_stream_index index)
 {
-	*s = (struct bc_stream){
-	    .cam = cam, .index = index, .handle = index == KP_STREAM_INDEX_MAIN ? 0 : 256, .last_pts = -1};
-}
-
-static int64_t wall_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	*s = (struct bc_stream){.info = info,
+				.sink = sink,
+				.index = index,
+				.handle = index == KP_STREAM_INDEX_MAIN ? 0 : 256,
+				.last_pts = -1};
 }
 
 static void deliver(struct bc_stream *s, const struct bc_media_record *r, uint64_t now_ms)
@@ -29,10 +27,10 @@ static void deliver(struct bc_stream *s, const struct bc_media_record *r, uint64
 		pts = s->last_pts + 1;
 	s->last_pts = pts;
 	struct kp_access_unit au = {
-	    .codec = r->codec == BC_VCODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
+	    .codec = r->codec == KP_CODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
 	    .keyframe = r->kind == BC_MEDIA_IFRAME,
 	    .pts_90k = pts,
-	    .wall_us = wall_us(),
+	    .wall_us = kp_wall_us(),
 	    .width = s->width,
 	    .height = s->height,
 	    .data = r->data,
@@ -40,11 +38,11 @@ static void deliver(struct bc_stream *s, const struct bc_media_record *r, uint64
 	};
 	if (!s->streaming) {
 		s->streaming = true;
-		ing_stream_state(s->cam, s->index, ING_STREAMING, "streaming");
+		s->sink->stream_state(s->sink->ctx, s->index, ING_STREAMING, "streaming");
 	}
 	s->frames++;
 	s->last_frame_ms = now_ms;
-	ing_stream_access_unit(s->cam, s->index, &au);
+	s->sink->access_unit(s->sink->ctx, s->index, &au);
 }
 
 int bc_stream_payload(struct bc_stream *s, const uint8_t *data, size_t len, uint64_t now_ms, const char **ret_reason)
@@ -73,10 +71,9 @@ int bc_stream_payload(struct bc_stream *s, const uint8_t *data, size_t len, uint
 		}
 	}
 	if (s->media.resyncs != resyncs)
-		kp_warn("camera %s stream %s: media resync (%llu so far, %llu bytes discarded): %s",
-			ing_camera_info(s->cam)->name, s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub",
-			(unsigned long long)s->media.resyncs, (unsigned long long)s->media.discarded,
-			s->media.last_error);
+		kp_warn("camera %s stream %s: media resync (%llu so far, %llu bytes discarded): %s", s->info->name,
+			s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub", (unsigned long long)s->media.resyncs,
+			(unsigned long long)s->media.discarded, s->media.last_error);
 	return 0;
 }
 

@@ -1,5 +1,6 @@
 /* One Baichuan video stream of an ingestd session: msg 3 payloads in (reassembled as
- * BcMedia), access units with 90 kHz timestamps and the streaming state out. */
+ * BcMedia), access units with 90 kHz timestamps and the streaming state out, to the
+ * session's sink (ingestd/camera.h). */
 #ifndef KP_BC_STREAM_H
 #define KP_BC_STREAM_H
 
@@ -10,7 +11,8 @@
 #include "camera.h"
 
 struct bc_stream {
-	struct ing_camera *cam;
+	const struct ing_camera_info *info;
+	const struct ing_sink *sink;
 	enum kp_stream_index index;
 	bool requested; /* msg 3 sent */
 	bool binary;    /* the start reply arrived: msg 3 with msg_num is wholly binary */
@@ -25,9 +27,10 @@ struct bc_stream {
 	struct bc_media_stream media;
 };
 
-void bc_stream_init(struct bc_stream *s, struct ing_camera *cam, enum kp_stream_index index);
+void bc_stream_init(struct bc_stream *s, const struct ing_camera_info *info, const struct ing_sink *sink,
+		    enum kp_stream_index index);
 
-/* Feeds one msg 3 payload at loop time now_ms; hands every complete frame to the core.
+/* Feeds one msg 3 payload at loop time now_ms; hands every complete frame to the sink.
  * Returns 0 or a negative errno with a reason (the media buffer ceiling). */
 int bc_stream_payload(struct bc_stream *s, const uint8_t *data, size_t len, uint64_t now_ms, const char **ret_reason);
 

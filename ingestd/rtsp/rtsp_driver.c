@@ -1,7 +1,7 @@
 /* ingestd's driver for rtsp:// and rtsps:// cameras through libavformat: one thread per
  * stream reads access units (TCP-interleaved by default) under an interrupt callback
  * with a stop flag and an I/O deadline, and hands them to the libuv loop through a
- * bounded queue and a uv_async_t. Only the loop thread calls the core's ing_* functions.
+ * bounded queue and a uv_async_t. Only the loop thread calls the sink the core gave it.
  * Threads are detached and share the driver by reference count, so stop() never waits
  * for the network. */
 #include <errno.h>
@@ -16,6 +16,7 @@
 
 #include "camera.h"
 #include "config.h"
+#include "kp_time.h"
 #include "log.h"
 #include "rtsp_au.h"
 
@@ -47,7 +48,7 @@ struct rtsp_stream {
 };
 
 struct ing_driver {
-	struct ing_camera *cam;
+	const struct ing_sink *sink; /* loop thread only */
 	uv_async_t async;
 	pthread_mutex_t lock;
 	atomic_bool stop; /* set under lock; threads never touch async once it is set */
@@ -77,13 +78,6 @@ static int interrupt_cb(void *opaque)
 {
 	struct rtsp_stream *s = opaque;
 	return atomic_load(&s->drv->stop) || av_gettime_relative() > atomic_load(&s->deadline_us);
-}
-
-static int64_t wall_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static void notify(struct ing_driver *drv)
@@ -257,7 +251,7 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 		    .codec = codec,
 		    .keyframe = key,
 		    .pts_90k = pts,
-		    .wall_us = wall_us(),
+		    .wall_us = kp_wall_us(),
 		    .width = (uint32_t)(st->codecpar->width > 0 ? st->codecpar->width : 0),
 		    .height = (uint32_t)(st->codecpar->height > 0 ? st->codecpar->height : 0),
 		    .data = buf,
@@ -330,13 +324,13 @@ static void on_async(uv_async_t *h)
 		pthread_mutex_unlock(&drv->lock);
 
 		if (bytes)
-			ing_stream_bytes(drv->cam, s->index, bytes);
+			drv->sink->bytes(drv->sink->ctx, s->index, bytes);
 		for (unsigned k = 0; k < n; k++) {
 			if (!s->streaming) {
 				s->streaming = true;
-				ing_stream_state(drv->cam, s->index, ING_STREAMING, "");
+				drv->sink->stream_state(drv->sink->ctx, s->index, ING_STREAMING, "");
 			}
-			ing_stream_access_unit(drv->cam, s->index, &items[k]->au);
+			drv->sink->access_unit(drv->sink->ctx, s->index, &items[k]->au);
 			free(items[k]);
 		}
 		if (dropped != s->dropped_logged) {
@@ -347,7 +341,7 @@ static void on_async(uv_async_t *h)
 		}
 		if (done) {
 			drv->failed = true;
-			ing_camera_failed(drv->cam, auth, reason);
+			drv->sink->failed(drv->sink->ctx, auth, reason);
 		}
 	}
 }
@@ -362,15 +356,15 @@ static void quiet_libav(void)
 	av_log_set_level(AV_LOG_ERROR);
 }
 
-static int rtsp_start(struct ing_camera *cam, uv_loop_t *loop, struct ing_driver **ret)
+static int rtsp_start(const struct ing_camera_info *info, const struct ing_sink *sink, uv_loop_t *loop,
+		      struct ing_driver **ret)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, quiet_libav);
-	const struct ing_camera_info *info = ing_camera_info(cam);
 	struct ing_driver *drv = calloc(1, sizeof *drv);
 	if (!drv)
 		return -ENOMEM;
-	drv->cam = cam;
+	drv->sink = sink;
 	drv->name = strdup(info->name);
 	drv->url_redacted = strdup(info->url_redacted);
 	const char *urls[2] = {
@@ -403,7 +397,7 @@ static int rtsp_start(struct ing_camera *cam, uv_loop_t *loop, struct ing_driver
 		struct rtsp_stream *s = &drv->streams[i];
 		if (!s->url)
 			continue;
-		ing_stream_state(cam, s->index, ING_CONNECTING, "");
+		sink->stream_state(sink->ctx, s->index, ING_CONNECTING, "");
 		atomic_fetch_add(&drv->refs, 1);
 		pthread_t t;
 		int e = pthread_create(&t, &attr, stream_thread, s);

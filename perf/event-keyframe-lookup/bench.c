@@ -85,7 +85,7 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* A simple top-level box walk, independent of recorderd/fmp4.c: each fragment is
+/* A simple top-level box walk, independent of common/fmp4_read.c: each fragment is
  * [prft] moof mdat, and its keyframe (ffprobe's position) must be the mdat's first byte. */
 static int walk_fixture(struct fixture *f)
 {

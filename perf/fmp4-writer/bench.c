@@ -1,6 +1,6 @@
 /* fmp4-writer-bench: writes the access units of an Annex-B fixture (looped to --frames)
- * to a fragmented MP4 file, (a) with recorderd's own writer (recorderd/fmp4.c, nal.c,
- * codec_config.c, driven the way recorderd/stream.c drives them: split each access unit
+ * to a fragmented MP4 file, (a) with recorderd's own writer (common/fmp4_write.c,
+ * common/h26x.c, common/h26x_config.c, driven the way recorderd/stream.c drives them: split each access unit
  * into NAL units, convert it to a length-prefixed sample in a GOP buffer, and at the next
  * keyframe pwrite a prft+moof+mdat header and the GOP) and (b) with libavformat's mp4
  * muxer on a custom AVIO (movflags=frag_keyframe+empty_moov+default_base_moof), whose
@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "codec_config.h"
 #include "fmp4.h"
-#include "nal.h"
+#include "h26x.h"
+#include "h26x_config.h"
 
 #define FRAME_90K 3600 /* 25 fps */
 #define GOP_MAX   (32u << 20)
@@ -35,11 +35,11 @@ struct au {
 };
 
 struct input {
-	enum rec_codec codec;
+	enum kp_codec codec;
 	int width, height;
 	struct au *aus;
 	size_t n;
-	uint8_t extradata[3 * (4 + REC_PS_MAX)]; /* Annex-B VPS/SPS/PPS of the first keyframe */
+	uint8_t extradata[3 * (4 + H26X_PS_MAX)]; /* Annex-B VPS/SPS/PPS of the first keyframe */
 	size_t extradata_len;
 };
 
@@ -65,7 +65,7 @@ static double ms_between(const struct timespec *a, const struct timespec *b)
 static void load(const char *path, struct input *in)
 {
 	AVFormatContext *fmt = NULL;
-	const AVInputFormat *f = av_find_input_format(in->codec == REC_CODEC_H264 ? "h264" : "hevc");
+	const AVInputFormat *f = av_find_input_format(in->codec == KP_CODEC_H264 ? "h264" : "hevc");
 	int r = avformat_open_input(&fmt, path, f, NULL);
 	if (r < 0)
 		die(path, r);
@@ -98,14 +98,13 @@ static void load(const char *path, struct input *in)
 	if (!in->n || !in->aus[0].keyframe)
 		die("the fixture does not start with a keyframe", EINVAL);
 	/* Annex-B parameter sets for libavformat's extradata (it builds avcC/hvcC from them). */
-	struct rec_nal nals[REC_NAL_MAX_PER_AU];
-	int nn = rec_nal_split(in->aus[0].data, in->aus[0].len, nals, REC_NAL_MAX_PER_AU);
+	struct h26x_nal nals[H26X_NAL_MAX_PER_AU];
+	int nn = h26x_split(in->aus[0].data, in->aus[0].len, nals, H26X_NAL_MAX_PER_AU);
 	if (nn < 0)
 		die("splitting the first keyframe", -nn);
 	for (int i = 0; i < nn; i++) {
-		int t = rec_nal_type(in->codec, &nals[i]);
-		int ps = in->codec == REC_CODEC_H265 ? t >= 32 && t <= 34 : t == 7 || t == 8;
-		if (!ps || nals[i].len > REC_PS_MAX)
+		if (nals[i].len < h26x_nal_header_size(in->codec) ||
+		    !h26x_is_param_set(in->codec, h26x_nal_type(in->codec, nals[i].data)) || nals[i].len > H26X_PS_MAX)
 			continue;
 		static const uint8_t sc[4] = {0, 0, 0, 1};
 		memcpy(in->extradata + in->extradata_len, sc, 4);
@@ -121,11 +120,11 @@ struct own {
 	uint64_t off;
 	uint8_t *gop;
 	size_t gop_len, gop_cap;
-	struct rec_sample samples[REC_FRAG_MAX_SAMPLES];
+	struct fmp4_sample samples[FMP4_FRAG_MAX_SAMPLES];
 	unsigned n;
 	uint32_t seq;
 	uint64_t first_pts, last_pts;
-	struct rec_param_sets ps;
+	struct h26x_param_sets ps;
 	int have_file;
 	struct result *res;
 };
@@ -149,16 +148,16 @@ static void own_flush(struct own *o)
 {
 	if (!o->n)
 		return;
-	struct rec_frag_desc d = {.seq = ++o->seq,
-				  .base_time = o->first_pts,
-				  .wall_us = 1700000000000000ll + (int64_t)o->first_pts * 100 / 9,
-				  .samples = o->samples,
-				  .nsamples = o->n};
-	static uint8_t hdr[REC_FRAG_HEADER_MAX];
+	struct fmp4_frag_desc d = {.seq = ++o->seq,
+				   .base_time = o->first_pts,
+				   .wall_us = 1700000000000000ll + (int64_t)o->first_pts * 100 / 9,
+				   .samples = o->samples,
+				   .nsamples = o->n};
+	static uint8_t hdr[FMP4_FRAG_HEADER_MAX];
 	size_t hlen;
-	int r = rec_fmp4_frag_header(&d, hdr, sizeof hdr, &hlen);
+	int r = fmp4_write_frag_header(&d, hdr, sizeof hdr, &hlen);
 	if (r < 0)
-		die("rec_fmp4_frag_header", -r);
+		die("fmp4_write_frag_header", -r);
 	pwrite_all(o, hdr, hlen);
 	pwrite_all(o, o->gop, o->gop_len);
 	o->res->fragments++;
@@ -168,37 +167,37 @@ static void own_flush(struct own *o)
 
 static void own_frame(struct own *o, const struct input *in, const struct au *a, uint64_t pts)
 {
-	static struct rec_nal nals[REC_NAL_MAX_PER_AU];
-	int nn = rec_nal_split(a->data, a->len, nals, REC_NAL_MAX_PER_AU);
+	static struct h26x_nal nals[H26X_NAL_MAX_PER_AU];
+	int nn = h26x_split(a->data, a->len, nals, H26X_NAL_MAX_PER_AU);
 	if (nn < 0)
-		die("rec_nal_split", -nn);
+		die("h26x_split", -nn);
 	if (o->n) /* the previous frame lasts until this one, as in stream.c */
 		o->samples[o->n - 1].duration = (uint32_t)(pts - o->last_pts);
 	o->last_pts = pts;
 	if (a->keyframe) {
 		own_flush(o);
-		struct rec_param_sets ps = o->ps;
-		int r = rec_nal_param_sets(in->codec, nals, (unsigned)nn, &ps);
+		struct h26x_param_sets ps = o->ps;
+		int r = h26x_param_sets(in->codec, nals, (unsigned)nn, &ps);
 		if (r < 0)
-			die("rec_nal_param_sets", -r);
+			die("h26x_param_sets", -r);
 		o->ps = ps;
 		if (!o->have_file) {
-			struct rec_track t = {
+			struct fmp4_track t = {
 			    .codec = in->codec, .width = (uint16_t)in->width, .height = (uint16_t)in->height};
-			r = rec_codec_config(in->codec, &ps, t.config, sizeof t.config, &t.config_len);
+			r = h26x_config_write(in->codec, &ps, t.config, sizeof t.config, &t.config_len);
 			if (r < 0)
-				die("rec_codec_config", -r);
-			static uint8_t init[REC_INIT_MAX];
+				die("h26x_config_write", -r);
+			static uint8_t init[FMP4_INIT_MAX];
 			size_t init_len;
-			r = rec_fmp4_init(&t, init, sizeof init, &init_len);
+			r = fmp4_write_init(&t, init, sizeof init, &init_len);
 			if (r < 0)
-				die("rec_fmp4_init", -r);
+				die("fmp4_write_init", -r);
 			pwrite_all(o, init, init_len);
 			o->have_file = 1;
 		}
 	}
-	size_t size = rec_nal_sample_size(nals, (unsigned)nn);
-	if (o->gop_len + size > GOP_MAX || o->n == REC_FRAG_MAX_SAMPLES)
+	size_t size = h26x_sample_size(nals, (unsigned)nn);
+	if (o->gop_len + size > GOP_MAX || o->n == FMP4_FRAG_MAX_SAMPLES)
 		own_flush(o);
 	if (o->gop_len + size > o->gop_cap) {
 		size_t cap = o->gop_cap ? o->gop_cap : 256 * 1024;
@@ -210,12 +209,12 @@ static void own_frame(struct own *o, const struct input *in, const struct au *a,
 		o->gop = g;
 		o->gop_cap = cap;
 	}
-	rec_nal_to_sample(nals, (unsigned)nn, o->gop + o->gop_len);
+	h26x_to_sample(nals, (unsigned)nn, o->gop + o->gop_len);
 	o->gop_len += size;
 	o->res->sample_bytes += size;
 	if (o->n == 0)
 		o->first_pts = pts;
-	o->samples[o->n++] = (struct rec_sample){.size = (uint32_t)size, .keyframe = (uint8_t)a->keyframe};
+	o->samples[o->n++] = (struct fmp4_sample){.size = (uint32_t)size, .keyframe = (uint8_t)a->keyframe};
 }
 
 static void run_own(const struct input *in, unsigned frames, const char *path, struct result *res)
@@ -304,7 +303,7 @@ static void run_lavf(const struct input *in, unsigned frames, const char *path, 
 	st->time_base = (AVRational){1, 90000};
 	AVCodecParameters *par = st->codecpar;
 	par->codec_type = AVMEDIA_TYPE_VIDEO;
-	par->codec_id = in->codec == REC_CODEC_H264 ? AV_CODEC_ID_H264 : AV_CODEC_ID_HEVC;
+	par->codec_id = in->codec == KP_CODEC_H264 ? AV_CODEC_ID_H264 : AV_CODEC_ID_HEVC;
 	par->width = in->width;
 	par->height = in->height;
 	par->extradata = av_mallocz(in->extradata_len + AV_INPUT_BUFFER_PADDING_SIZE);
@@ -434,8 +433,8 @@ int main(int argc, char **argv)
 		usage();
 	size_t il = strlen(input);
 	struct input in = {.codec = il > 5 && (!strcmp(input + il - 5, ".h265") || !strcmp(input + il - 5, ".hevc"))
-					? REC_CODEC_H265
-					: REC_CODEC_H264};
+					? KP_CODEC_H265
+					: KP_CODEC_H264};
 	av_log_set_level(AV_LOG_ERROR);
 	load(input, &in);
 	struct result *own = calloc(runs, sizeof *own), *lavf = calloc(runs, sizeof *lavf), tmp;
@@ -454,7 +453,7 @@ int main(int argc, char **argv)
 	printf("{\n  \"input\": \"%s\",\n  \"codec\": \"%s\",\n  \"width\": %d,\n  \"height\": %d,\n"
 	       "  \"fixture_frames\": %zu,\n  \"frames\": %u,\n  \"runs\": %u,\n  \"warmup\": %u,\n"
 	       "  \"avio_buffer\": %d,\n  \"libavformat\": \"%s\",\n",
-	       input, in.codec == REC_CODEC_H265 ? "h265" : "h264", in.width, in.height, in.n, frames, runs, warmup,
+	       input, in.codec == KP_CODEC_H265 ? "h265" : "h264", in.width, in.height, in.n, frames, runs, warmup,
 	       avio_buffer, LIBAVFORMAT_IDENT);
 	print_runs("own", own, runs, 0);
 	print_runs("lavf", lavf, runs, 1);

@@ -4,7 +4,7 @@
 
     python3 perf/fmp4-writer/run.py --build build [--runs 15] [--warmup 3] [--frames 3000]
 
-Compiles perf/fmp4-writer/bench.c with recorderd/fmp4.c, nal.c and codec_config.c
+Compiles perf/fmp4-writer/bench.c with common/fmp4_write.c, h26x.c and h26x_config.c
 (the project's flags: -std=gnu11 -O2 -g -Werror ...) into BUILD/perf/cc/, runs it per
 fixture, prints nearest-rank p50/p95 of wall and CPU time per 1,000 frames, checks both
 outputs (ffprobe -v error clean, every frame present, the right codec and size, our
@@ -33,8 +33,8 @@ def compile_bench(src, outdir):
     exe = os.path.join(outdir, "fmp4-writer-bench")
     libs = subprocess.run(["pkg-config", "--cflags", "--libs", "libavformat", "libavcodec", "libavutil"],
                           capture_output=True, text=True, check=True).stdout.split()
-    cmd = ["cc", *FLAGS, "-I" + os.path.join(src, "recorderd"), os.path.join(HERE, "bench.c"),
-           *[os.path.join(src, "recorderd", f) for f in ("fmp4.c", "nal.c", "codec_config.c")], *libs, "-o", exe]
+    cmd = ["cc", *FLAGS, "-iquote", os.path.join(src, "common"), os.path.join(HERE, "bench.c"),
+           *[os.path.join(src, "common", f) for f in ("fmp4_write.c", "h26x.c", "h26x_config.c")], *libs, "-o", exe]
     subprocess.run(cmd, check=True)
     return exe, " ".join(cmd)
 
@@ -177,7 +177,7 @@ def markdown(rep):
            "| codec | writer | wall p50 ms/1k fr | wall p95 | CPU p50 ms/1k fr | CPU p95 | bytes written | "
            "fragments | write calls |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for c in rep["cases"]:
-        for w, name in (("own", "own (recorderd/fmp4.c)"), ("lavf", "libavformat mp4")):
+        for w, name in (("own", "own (common/fmp4_write.c)"), ("lavf", "libavformat mp4")):
             x = c["writers"][w]
             out.append(f"| {c['codec']} | {name} | {pc.fmt(x['wall_ms_per_1000']['p50'], 3)} | "
                        f"{pc.fmt(x['wall_ms_per_1000']['p95'], 3)} | {pc.fmt(x['cpu_ms_per_1000']['p50'], 3)} | "

@@ -9,12 +9,12 @@
 #include <stdint.h>
 #include <uv.h>
 
-enum cam_codec { CAM_H264 = 1, CAM_H265 = 2 };
+#include "h26x.h"
 
 /* One access unit of a fixture, Annex-B, with its timestamp on a continuous clock:
  * loops of the fixture keep increasing pts_us. */
 struct cam_frame {
-	enum cam_codec codec;
+	enum kp_codec codec;
 	bool keyframe;
 	uint64_t pts_us;
 	uint64_t seq; /* per source, from 0, never resets */
@@ -29,13 +29,13 @@ struct cam_sub;
 typedef void (*cam_frame_cb)(const struct cam_frame *f, void *arg);
 
 /* Loads an Annex-B elementary stream (.h264/.h265) and starts pacing it at fps. */
-int cam_source_open(uv_loop_t *loop, const char *path, enum cam_codec codec, unsigned fps, struct cam_source **ret);
+int cam_source_open(uv_loop_t *loop, const char *path, enum kp_codec codec, unsigned fps, struct cam_source **ret);
 /* Frames are delivered from the next keyframe on; the callback runs on the loop. */
 int cam_source_subscribe(struct cam_source *src, cam_frame_cb cb, void *arg, struct cam_sub **ret);
 void cam_source_unsubscribe(struct cam_sub *sub);
 /* Stops every source for good (SIGUSR1): connections stay open, counters become final. */
 void cam_sources_pause(void);
-enum cam_codec cam_source_codec(const struct cam_source *src);
+enum kp_codec cam_source_codec(const struct cam_source *src);
 void cam_source_size(const struct cam_source *src, uint32_t *w, uint32_t *h);
 unsigned cam_source_fps(const struct cam_source *src);
 /* Parameter sets of the fixture (without start codes), for SDP: index 0 VPS (H.265

@@ -28,10 +28,11 @@ static void usage(FILE *f)
 		   "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n");
 }
 
-static enum cam_codec codec_of(const char *path)
+static enum kp_codec codec_of(const char *path)
 {
 	size_t n = strlen(path);
-	return n > 5 && (!strcmp(path + n - 5, ".h265") || !strcmp(path + n - 5, ".hevc")) ? CAM_H265 : CAM_H264;
+	return n > 5 && (!strcmp(path + n - 5, ".h265") || !strcmp(path + n - 5, ".hevc")) ? KP_CODEC_H265
+											   : KP_CODEC_H264;
 }
 
 static void put_stream(FILE *f, const char *name, const struct cam_stream_stats s[2])

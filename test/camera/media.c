@@ -37,7 +37,7 @@ void cam_sources_pause(void)
 
 struct cam_source {
 	uv_timer_t timer;
-	enum cam_codec codec;
+	enum kp_codec codec;
 	unsigned fps;
 	uint32_t width, height;
 	struct stored_frame frames[MAX_FRAMES];
@@ -49,34 +49,24 @@ struct cam_source {
 	size_t param_len[3];
 };
 
-/* Remembers VPS/SPS/PPS from a keyframe's NAL units, for SDP. */
+/* Remembers VPS/SPS/PPS from a keyframe's NAL units, for SDP: the first of each. */
 static void collect_params(struct cam_source *src, const uint8_t *p, size_t n)
 {
-	size_t i = 0;
-	while (i + 3 < n) {
-		if (!(p[i] == 0 && p[i + 1] == 0 && (p[i + 2] == 1 || (p[i + 2] == 0 && i + 3 < n && p[i + 3] == 1)))) {
-			i++;
+	size_t off = 0, len;
+	const uint8_t *nal;
+	while (h26x_annexb_next(p, n, &off, &nal, &len)) {
+		if (len < h26x_nal_header_size(src->codec))
 			continue;
-		}
-		size_t start = i + (p[i + 2] == 1 ? 3 : 4);
-		size_t end = start;
-		while (end + 2 < n && !(p[end] == 0 && p[end + 1] == 0 && (p[end + 2] == 1 || p[end + 2] == 0)))
-			end++;
-		if (end + 2 >= n)
-			end = n;
+		unsigned t = h26x_nal_type(src->codec, nal);
 		int slot = -1;
-		if (start < n && src->codec == CAM_H264) {
-			int t = p[start] & 0x1f;
+		if (src->codec == KP_CODEC_H264)
 			slot = t == 7 ? 1 : t == 8 ? 2 : -1;
-		} else if (start < n) {
-			int t = (p[start] >> 1) & 0x3f;
+		else
 			slot = t == 32 ? 0 : t == 33 ? 1 : t == 34 ? 2 : -1;
+		if (slot >= 0 && !src->param_len[slot] && len <= MAX_PARAM) {
+			memcpy(src->params[slot], nal, len);
+			src->param_len[slot] = len;
 		}
-		if (slot >= 0 && !src->param_len[slot] && end - start <= MAX_PARAM) {
-			memcpy(src->params[slot], p + start, end - start);
-			src->param_len[slot] = end - start;
-		}
-		i = end;
 	}
 }
 
@@ -118,10 +108,10 @@ static void on_tick(uv_timer_t *t)
 		deliver(src, src->next++);
 }
 
-int cam_source_open(uv_loop_t *loop, const char *path, enum cam_codec codec, unsigned fps, struct cam_source **ret)
+int cam_source_open(uv_loop_t *loop, const char *path, enum kp_codec codec, unsigned fps, struct cam_source **ret)
 {
 	AVFormatContext *fmt = NULL;
-	const AVInputFormat *in = av_find_input_format(codec == CAM_H264 ? "h264" : "hevc");
+	const AVInputFormat *in = av_find_input_format(codec == KP_CODEC_H264 ? "h264" : "hevc");
 	int r = avformat_open_input(&fmt, path, in, NULL);
 	if (r < 0)
 		return r;
@@ -188,7 +178,7 @@ void cam_source_unsubscribe(struct cam_sub *sub)
 		sub->used = false;
 }
 
-enum cam_codec cam_source_codec(const struct cam_source *src)
+enum kp_codec cam_source_codec(const struct cam_source *src)
 {
 	return src->codec;
 }

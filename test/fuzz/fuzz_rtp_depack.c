@@ -27,17 +27,18 @@ static int feed_again(void *arg, const uint8_t *pkt, size_t len)
  * code or ends in a zero byte (Annex-B cannot carry those), each is longer than its
  * header, has forbidden_zero_bit clear and a NAL type that may travel alone. Only such
  * access units must survive a round trip. */
-static bool clean(enum rtp_codec codec, const uint8_t *au, size_t len)
+static bool clean(enum kp_codec codec, const uint8_t *au, size_t len)
 {
 	size_t off = 0, n, pos = 0;
 	const uint8_t *nal;
-	while (rtp_annexb_next(au, len, &off, &nal, &n)) {
+	while (h26x_annexb_next(au, len, &off, &nal, &n)) {
 		if (len - pos < 4 || memcmp(au + pos, "\0\0\0\1", 4) != 0 || nal != au + pos + 4)
 			return false;
-		if (n < (codec == RTP_H264 ? 1u : 2u) || nal[0] & 0x80 || (codec == RTP_H265 && (nal[1] & 7) == 0))
+		if (n < (codec == KP_CODEC_H264 ? 1u : 2u) || nal[0] & 0x80 ||
+		    (codec == KP_CODEC_H265 && (nal[1] & 7) == 0))
 			return false;
-		unsigned type = rtp_nal_type(codec, nal);
-		if (codec == RTP_H264 ? type == 0 || type >= 24 : type >= 48)
+		unsigned type = h26x_nal_type(codec, nal);
+		if (codec == KP_CODEC_H264 ? type == 0 || type >= 24 : type >= 48)
 			return false;
 		pos += 4 + n;
 	}
@@ -48,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	enum rtp_codec codec = data[0] & 1 ? RTP_H265 : RTP_H264;
+	enum kp_codec codec = data[0] & 1 ? KP_CODEC_H265 : KP_CODEC_H264;
 	struct rtp_depack d;
 	if (rtp_depack_init(&d, codec, 64 * 1024) < 0)
 		return 0;

@@ -9,7 +9,7 @@
 #include "test.h"
 
 /* Appends a whole frame record (header, payload, padding) to out. */
-static size_t frame_n(uint8_t *out, bool key, enum bc_vcodec codec, const char *payload, size_t len, uint32_t ts,
+static size_t frame_n(uint8_t *out, bool key, enum kp_codec codec, const char *payload, size_t len, uint32_t ts,
 		      uint32_t utc)
 {
 	size_t n = bc_media_write_frame_header(out, key, codec, (uint32_t)len, ts, utc);
@@ -47,7 +47,7 @@ static void test_frames(void)
 	uint8_t b[128];
 	struct bc_media_record r;
 	const char *why = NULL;
-	size_t n = frame(b, true, BC_VCODEC_H265,
+	size_t n = frame(b, true, KP_CODEC_H265,
 			 "\0\0\0\1\x40\x01"
 			 "abc",
 			 123456, 1700000000);
@@ -56,7 +56,7 @@ static void test_frames(void)
 	CHECK(memcmp(b + 4, "H265", 4) == 0);
 	CHECK_EQ(bc_media_parse(b, n, &r, &why), 0);
 	CHECK_EQ(r.kind, BC_MEDIA_IFRAME);
-	CHECK_EQ(r.codec, BC_VCODEC_H265);
+	CHECK_EQ(r.codec, KP_CODEC_H265);
 	CHECK_EQ(r.ts_us, 123456);
 	CHECK(r.has_utc);
 	CHECK_EQ(r.utc_s, 1700000000);
@@ -68,7 +68,7 @@ static void test_frames(void)
 	CHECK_EQ(r.record_len, n);
 	for (size_t i = 0; i < n; i++)
 		CHECK_EQ(bc_media_parse(b, i, &r, &why), -EAGAIN);
-	n = frame(b, false, BC_VCODEC_H264, "12345678", 7, 0);
+	n = frame(b, false, KP_CODEC_H264, "12345678", 7, 0);
 	CHECK_EQ(n, 32); /* 8-byte payload: no padding */
 	CHECK_EQ(bc_media_parse(b, n, &r, &why), 0);
 	CHECK_EQ(r.kind, BC_MEDIA_PFRAME);
@@ -89,14 +89,14 @@ static void test_frame_limits(void)
 	uint8_t b[64];
 	struct bc_media_record r;
 	const char *why = NULL;
-	bc_media_write_frame_header(b, true, BC_VCODEC_H264, 16 * 1024 * 1024 - 24, 0, 0);
+	bc_media_write_frame_header(b, true, KP_CODEC_H264, 16 * 1024 * 1024 - 24, 0, 0);
 	CHECK_EQ(bc_media_parse(b, 24, &r, &why), -EAGAIN); /* exactly the ceiling */
-	bc_media_write_frame_header(b, true, BC_VCODEC_H264, 16 * 1024 * 1024 - 23, 0, 0);
+	bc_media_write_frame_header(b, true, KP_CODEC_H264, 16 * 1024 * 1024 - 23, 0, 0);
 	CHECK_EQ(bc_media_parse(b, 24, &r, &why), -EMSGSIZE);
 	CHECK_STR_CONTAINS(why, "16 MiB");
-	bc_media_write_frame_header(b, true, BC_VCODEC_H264, 0xffffffff, 0, 0);
+	bc_media_write_frame_header(b, true, KP_CODEC_H264, 0xffffffff, 0, 0);
 	CHECK_EQ(bc_media_parse(b, 24, &r, &why), -EMSGSIZE);
-	bc_media_write_frame_header(b, true, BC_VCODEC_H264, 8, 0, 0);
+	bc_media_write_frame_header(b, true, KP_CODEC_H264, 8, 0, 0);
 	bc_put_le32(b + 12, 0xfffffff0); /* additional header size */
 	CHECK_EQ(bc_media_parse(b, 24, &r, &why), -EMSGSIZE);
 }
@@ -147,8 +147,8 @@ static void test_stream_split(void)
 {
 	uint8_t all[512];
 	size_t n = bc_media_write_info(all, 1920, 1080, 25);
-	n += frame(all + n, true, BC_VCODEC_H264, "\0\0\0\1\x67keyframe-data", 1000, 1);
-	n += frame(all + n, false, BC_VCODEC_H264, "\0\0\0\1\x41p", 41000, 0);
+	n += frame(all + n, true, KP_CODEC_H264, "\0\0\0\1\x67keyframe-data", 1000, 1);
+	n += frame(all + n, false, KP_CODEC_H264, "\0\0\0\1\x41p", 41000, 0);
 	memcpy(all + n, "05wb\2\0\2\0ab\0\0\0\0\0\0", 16);
 	n += 16;
 	/* Every split point over two messages gives the same four records. */
@@ -175,10 +175,10 @@ static void test_stream_resync(void)
 	size_t n = 0;
 	memcpy(all, "garbage!garbage!", 16);
 	n += 16;
-	n += frame(all + n, true, BC_VCODEC_H264, "\0\0\0\1\x65xx", 1, 0);
+	n += frame(all + n, true, KP_CODEC_H264, "\0\0\0\1\x65xx", 1, 0);
 	memcpy(all + n, "1002\x24\0\0\0", 8); /* info with a bad size */
 	n += 8;
-	n += frame(all + n, false, BC_VCODEC_H264, "\0\0\0\1\x41yy", 2, 0);
+	n += frame(all + n, false, KP_CODEC_H264, "\0\0\0\1\x41yy", 2, 0);
 	struct bc_media_stream m = {0};
 	struct bc_media_record r;
 	int frames = 0;

@@ -62,12 +62,12 @@ static void record(struct rec_setup *rs)
 /* The k-th frame of loop-repeated fixture f as stored: its NAL units, length-prefixed. */
 static uint8_t *stored_form(const struct fixture *f, unsigned k, size_t *ret_len)
 {
-	struct rec_nal nals[64];
-	int nn = rec_nal_split(f->au[k % f->n].data, f->au[k % f->n].len, nals, 64);
+	struct h26x_nal nals[64];
+	int nn = h26x_split(f->au[k % f->n].data, f->au[k % f->n].len, nals, 64);
 	CHECK(nn > 0);
-	*ret_len = rec_nal_sample_size(nals, (unsigned)nn);
+	*ret_len = h26x_sample_size(nals, (unsigned)nn);
 	uint8_t *out = malloc(*ret_len);
-	rec_nal_to_sample(nals, (unsigned)nn, out);
+	h26x_to_sample(nals, (unsigned)nn, out);
 	return out;
 }
 
@@ -102,10 +102,10 @@ static void lookup_stream(struct rec_setup *rs, uint32_t i)
 		CHECK_EQ(rec_keyframe_read(rs->dirfd, &kf, got), 0);
 		CHECK(kf.length == want_len && !memcmp(got, want, want_len));
 		/* As Annex-B: the same NAL units, byte for byte, that the camera sent. */
-		CHECK_EQ(rec_sample_to_annexb(got, kf.length), 0);
-		struct rec_nal a[64], b[64];
-		int na = rec_nal_split(got, kf.length, a, 64);
-		int nb = rec_nal_split(f->au[k % f->n].data, f->au[k % f->n].len, b, 64);
+		CHECK_EQ(h26x_sample_to_annexb(got, kf.length), 0);
+		struct h26x_nal a[64], b[64];
+		int na = h26x_split(got, kf.length, a, 64);
+		int nb = h26x_split(f->au[k % f->n].data, f->au[k % f->n].len, b, 64);
 		CHECK(na > 0 && na == nb);
 		for (int j = 0; j < na && na == nb; j++)
 			CHECK(a[j].len == b[j].len && !memcmp(a[j].data, b[j].data, a[j].len));
@@ -149,7 +149,7 @@ static void test_clean_and_lookup(void)
 	struct rec_keyframe kf;
 	CHECK_EQ(rec_keyframe_find_event(rs.cat, "ev-1", 1, &kf), 0);
 	CHECK_EQ(kf.ms, WALL0 + 5000);
-	CHECK_EQ(kf.codec, REC_CODEC_H265);
+	CHECK_EQ(kf.codec, KP_CODEC_H265);
 	CHECK_EQ(rec_keyframe_find_event(rs.cat, "ev-2", 1, &kf), -ENOENT);
 
 	/* Coverage snapshot from the summaries. */

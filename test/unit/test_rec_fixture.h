@@ -29,7 +29,7 @@ struct fixture_au {
 struct fixture {
 	struct fixture_au au[FIXTURE_MAX_AUS];
 	unsigned n;
-	enum rec_codec codec;
+	enum kp_codec codec;
 	uint32_t width, height;
 };
 
@@ -43,7 +43,7 @@ static int fixture_load(const char *name, struct fixture *fx)
 		return -1;
 	}
 	AVCodecParameters *par = ic->streams[0]->codecpar;
-	fx->codec = par->codec_id == AV_CODEC_ID_HEVC ? REC_CODEC_H265 : REC_CODEC_H264;
+	fx->codec = par->codec_id == AV_CODEC_ID_HEVC ? KP_CODEC_H265 : KP_CODEC_H264;
 	fx->width = (uint32_t)par->width;
 	fx->height = (uint32_t)par->height;
 	fx->n = 0;

@@ -112,13 +112,13 @@ static void record_fixture(const char *name, const char *codec)
 		/* The keyframe range holds exactly the camera's keyframe, length-prefixed. */
 		const struct fixture_au *a = &fx.au[kf[i] % fx.n];
 		CHECK(a->key);
-		struct rec_nal nals[64];
-		int nn = rec_nal_split(a->data, a->len, nals, 64);
+		struct h26x_nal nals[64];
+		int nn = h26x_split(a->data, a->len, nals, 64);
 		CHECK(nn > 0);
-		size_t want_len = rec_nal_sample_size(nals, (unsigned)nn);
+		size_t want_len = h26x_sample_size(nals, (unsigned)nn);
 		CHECK_EQ(f->keyframe_length, want_len);
 		uint8_t *want = malloc(want_len), *got = malloc(want_len);
-		rec_nal_to_sample(nals, (unsigned)nn, want);
+		h26x_to_sample(nals, (unsigned)nn, want);
 		CHECK_EQ(pread(fd, got, want_len, (off_t)f->keyframe_offset), (ssize_t)want_len);
 		CHECK(!memcmp(want, got, want_len));
 		free(want);

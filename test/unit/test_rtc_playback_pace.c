@@ -11,7 +11,7 @@
 #include "test_rtc_playback_fixture.h"
 
 static struct recorded rec;
-static struct rtc_fmp4_track track;
+static struct fmp4_init track;
 static struct rtc_pb_frag frags[REC_MAX_FRAGS];
 
 static int load(void)
@@ -19,7 +19,7 @@ static int load(void)
 	if (recorded_make(&rec, "sub.h264", 3, 0) < 0)
 		return -1;
 	uint8_t *init = recorded_read(&rec, 0, 0, rec.files[0].init_len);
-	int e = rtc_fmp4_parse_init(init, rec.files[0].init_len, &track);
+	int e = fmp4_read_init(init, rec.files[0].init_len, &track);
 	free(init);
 	for (unsigned i = 0; e == 0 && i < rec.nfrags; i++) {
 		struct rtc_pb_frag *f = &frags[i];
@@ -27,7 +27,7 @@ static int load(void)
 		f->len = rec.frags[i].length;
 		f->buf = recorded_read(&rec, 0, rec.frags[i].offset, f->len);
 		f->start_ms = rec.frags[i].start_ms;
-		e = rtc_fmp4_parse_frag(&f->track, f->buf, f->len, &f->frag);
+		e = fmp4_read_frag(&f->track, f->buf, f->len, &f->frag);
 	}
 	return e;
 }
@@ -36,7 +36,7 @@ struct emitted {
 	int64_t media_us, pts_us, clock_us;
 	bool keyframe;
 	const struct rtc_pb_frag *frag;
-	const struct rtc_fmp4_sample *sample;
+	const struct fmp4_sample_info *sample;
 };
 
 static struct emitted out[2048];
@@ -117,10 +117,10 @@ static void test_keyframes_only(void)
 	AVFrame *frame = av_frame_alloc();
 	unsigned decoded = 0;
 	for (unsigned i = 0; i < n; i++) {
-		const struct rtc_fmp4_sample *s = out[i].sample;
-		size_t cap = rtc_fmp4_annexb_cap(&track, s->size), len;
+		const struct fmp4_sample_info *s = out[i].sample;
+		size_t cap = fmp4_annexb_cap(&track, s->size), len;
 		CHECK_EQ(av_new_packet(pkt, (int)cap), 0);
-		CHECK_EQ(rtc_fmp4_annexb(&track, out[i].frag->buf + s->offset, s->size, true, pkt->data, cap, &len), 0);
+		CHECK_EQ(fmp4_annexb(&track, out[i].frag->buf + s->offset, s->size, true, pkt->data, cap, &len), 0);
 		pkt->size = (int)len;
 		CHECK_EQ(avcodec_send_packet(dec, pkt), 0);
 		av_packet_unref(pkt);

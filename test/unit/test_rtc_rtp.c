@@ -48,7 +48,7 @@ static struct capture cap;
 static void one_nal(size_t nal_len, unsigned *ret_packets)
 {
 	memset(&cap, 0, sizeof cap);
-	CHECK_EQ(rtp_packetizer_init(&pk, RTP_H264, 102, 0xabcdef, 100, RTC_MTU), 0);
+	CHECK_EQ(rtp_packetizer_init(&pk, KP_CODEC_H264, 102, 0xabcdef, 100, RTC_MTU), 0);
 	size_t len = add_nal(au, 0, 0x65, 0, nal_len, false); /* IDR slice, nal_ref_idc 3 */
 	CHECK_EQ(rtp_packetize(&pk, au, len, 9000, capture, &cap), 0);
 	*ret_packets = cap.n;
@@ -99,7 +99,7 @@ static void test_mtu_boundaries(void)
 static void test_stap_a(void)
 {
 	memset(&cap, 0, sizeof cap);
-	CHECK_EQ(rtp_packetizer_init(&pk, RTP_H264, 96, 1, 0, RTC_MTU), 0);
+	CHECK_EQ(rtp_packetizer_init(&pk, KP_CODEC_H264, 96, 1, 0, RTC_MTU), 0);
 	size_t len = add_nal(au, 0, 0x67, 0, 20, false); /* SPS */
 	len = add_nal(au, len, 0x68, 0, 6, false);       /* PPS */
 	len = add_nal(au, len, 0x65, 0, 500, false);     /* IDR */
@@ -120,7 +120,7 @@ static void test_stap_a(void)
 static void test_h265_fu(void)
 {
 	memset(&cap, 0, sizeof cap);
-	CHECK_EQ(rtp_packetizer_init(&pk, RTP_H265, 98, 1, 0, RTC_MTU), 0);
+	CHECK_EQ(rtp_packetizer_init(&pk, KP_CODEC_H265, 98, 1, 0, RTC_MTU), 0);
 	size_t len = add_nal(au, 0, 19 << 1, 1, 2 * RTC_MTU, true); /* IDR_W_RADL */
 	CHECK_EQ(rtp_packetize(&pk, au, len, 0, capture, &cap), 0);
 	CHECK(cap.n >= 3);

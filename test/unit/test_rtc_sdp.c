@@ -142,9 +142,9 @@ static void test_h265_and_rejected_media(void)
 	CHECK(sdp_offers_h265(&offer.media[1]));
 	const struct sdp_codec *c = NULL;
 	CHECK_EQ(sdp_choose(&offer, true, &c, err, sizeof err), 1);
-	CHECK(c && c->kind == SDP_H265 && c->pt == 98);
+	CHECK(c && c->kind == KP_CODEC_H265 && c->pt == 98);
 	CHECK_EQ(sdp_choose(&offer, false, &c, err, sizeof err), 1);
-	CHECK(c && c->kind == SDP_H264 && c->pt == 96);
+	CHECK(c && c->kind == KP_CODEC_H264 && c->pt == 96);
 	const char *cands[] = {"candidate:1 1 UDP 1 127.0.0.1 40000 typ host"};
 	struct sdp_answer a = {.offer = &offer,
 			       .media = 1,

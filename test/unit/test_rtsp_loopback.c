@@ -264,9 +264,9 @@ int main(void)
 	snprintf(sub265, sizeof sub265, "%s/test/fixtures/sub.h265", KP_TEST_BUILD_ROOT);
 	uv_loop_init(&loop);
 	struct cam_source *src264, *src265;
-	int r = cam_source_open(&loop, main264, CAM_H264, 25, &src264);
+	int r = cam_source_open(&loop, main264, KP_CODEC_H264, 25, &src264);
 	if (r == 0)
-		r = cam_source_open(&loop, sub265, CAM_H265, 25, &src265);
+		r = cam_source_open(&loop, sub265, KP_CODEC_H265, 25, &src265);
 	if (r < 0) {
 		fprintf(stderr, "fixtures %s, %s: %s (build them first)\n", main264, sub265, av_err2str(r));
 		return 1;

@@ -35,7 +35,7 @@ static const uint8_t pps265[] = {0x44, 0x01, 0xc1};
 
 static void test_h264(void)
 {
-	struct cam_sdp_track t = {.codec = CAM_H264,
+	struct cam_sdp_track t = {.codec = KP_CODEC_H264,
 				  .payload_type = 96,
 				  .param = {NULL, sps264, pps264},
 				  .param_len = {0, sizeof sps264, sizeof pps264},
@@ -71,7 +71,7 @@ static void test_h264(void)
 
 static void test_h265(void)
 {
-	struct cam_sdp_track t = {.codec = CAM_H265,
+	struct cam_sdp_track t = {.codec = KP_CODEC_H265,
 				  .payload_type = 97,
 				  .param = {vps265, sps265, pps265},
 				  .param_len = {3, 3, 3},

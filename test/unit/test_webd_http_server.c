@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "kp_time.h"
 #include "http.h"
 #include "log.h"
 #include "test.h"
@@ -237,8 +238,8 @@ static void cli_close(struct cli *c)
 static void cli_send(struct cli *c, const void *data, size_t len)
 {
 	size_t off = 0;
-	uint64_t until = web_now_ms() + WAIT_MS;
-	while (off < len && web_now_ms() < until) {
+	uint64_t until = kp_mono_ms() + WAIT_MS;
+	while (off < len && kp_mono_ms() < until) {
 		ssize_t n = send(c->fd, (const char *)data + off, len - off, MSG_NOSIGNAL);
 		if (n > 0)
 			off += (size_t)n;
@@ -342,8 +343,8 @@ static bool take_answer(struct cli *c, bool head_only, struct resp *out)
 /* Waits for one answer; its status, or -1 when the connection closed or time ran out. */
 static int cli_answer_ex(struct cli *c, bool head_only, struct resp *out)
 {
-	uint64_t until = web_now_ms() + WAIT_MS;
-	while (web_now_ms() < until) {
+	uint64_t until = kp_mono_ms() + WAIT_MS;
+	while (kp_mono_ms() < until) {
 		if (take_answer(c, head_only, out))
 			return out->status;
 		if (c->eof)
@@ -362,8 +363,8 @@ static int cli_answer(struct cli *c, struct resp *out)
 /* True when the server closed the connection within WAIT_MS (nothing more to read). */
 static bool cli_wait_eof(struct cli *c)
 {
-	uint64_t until = web_now_ms() + WAIT_MS;
-	while (!c->eof && web_now_ms() < until)
+	uint64_t until = kp_mono_ms() + WAIT_MS;
+	while (!c->eof && kp_mono_ms() < until)
 		cli_read_some(c);
 	return c->eof;
 }
@@ -388,8 +389,8 @@ static void resp_free(struct resp *r)
 /* Runs the loop until *v is want (or WAIT_MS passed). */
 static void settle(const unsigned *v, unsigned want)
 {
-	uint64_t until = web_now_ms() + WAIT_MS;
-	while (*v != want && web_now_ms() < until)
+	uint64_t until = kp_mono_ms() + WAIT_MS;
+	while (*v != want && kp_mono_ms() < until)
 		pump();
 }
 
@@ -705,8 +706,8 @@ static size_t ws_frame(uint8_t *out, int op, bool fin, const void *data, size_t 
 /* One server frame (unmasked, payload < 65536): its opcode, or -1. */
 static int ws_read(struct cli *c, char *payload, size_t cap, size_t *len)
 {
-	uint64_t until = web_now_ms() + WAIT_MS;
-	while (web_now_ms() < until) {
+	uint64_t until = kp_mono_ms() + WAIT_MS;
+	while (kp_mono_ms() < until) {
 		if (c->len >= 2) {
 			const uint8_t *b = (const uint8_t *)c->buf;
 			size_t n = b[1] & 0x7f, h = 2;
@@ -792,8 +793,8 @@ static void test_websocket(void)
 	ws_upgrade(&c, "/ws", &r);
 	resp_free(&r);
 	cli_send(&c, frame, ws_frame(frame, 2, true, huge, KP_CONTROL_MESSAGE_MAX));
-	uint64_t until = web_now_ms() + WAIT_MS;
-	while (c.len < 10 + KP_CONTROL_MESSAGE_MAX && !c.eof && web_now_ms() < until)
+	uint64_t until = kp_mono_ms() + WAIT_MS;
+	while (c.len < 10 + KP_CONTROL_MESSAGE_MAX && !c.eof && kp_mono_ms() < until)
 		cli_read_some(&c);
 	CHECK_EQ(c.len, 10 + KP_CONTROL_MESSAGE_MAX);
 	cli_close(&c);
@@ -872,11 +873,11 @@ static bool make_cert(const char *cert, const char *key)
 /* Runs an OpenSSL call on the non-blocking client until it stops wanting I/O. */
 static int tls_call(SSL *ssl, int (*fn)(SSL *, void *, int), void *buf, int len)
 {
-	uint64_t until = web_now_ms() + WAIT_MS;
+	uint64_t until = kp_mono_ms() + WAIT_MS;
 	for (;;) {
 		int n = fn(ssl, buf, len);
 		int e = n > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl, n);
-		if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || web_now_ms() >= until)
+		if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || kp_mono_ms() >= until)
 			return n;
 		pump();
 	}
@@ -898,8 +899,8 @@ static int do_write(SSL *ssl, void *buf, int len)
 static int tls_request(SSL *ssl, struct cli *c, const char *req, struct resp *out)
 {
 	CHECK_EQ(tls_call(ssl, do_write, (void *)req, (int)strlen(req)), (int)strlen(req));
-	uint64_t until = web_now_ms() + WAIT_MS;
-	while (web_now_ms() < until) {
+	uint64_t until = kp_mono_ms() + WAIT_MS;
+	while (kp_mono_ms() < until) {
 		if (take_answer(c, false, out))
 			return out->status;
 		int n = SSL_read(ssl, c->buf + c->len, (int)(c->cap - c->len));

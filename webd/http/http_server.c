@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "kp_time.h"
 #include "http_conn.h"
 #include "log.h"
 
@@ -65,13 +66,6 @@ static uint64_t next_id = 1;
 static size_t body_memory;
 struct conn *conn_list;
 
-uint64_t web_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 void conn_count_status(int status)
 {
 	int cls = status / 100;
@@ -87,7 +81,7 @@ static struct {
 void web_limit_hit(enum web_limit l, const char *addr, const char *fmt, ...)
 {
 	web_counters.limit_rejections[l]++;
-	uint64_t now = web_now_ms();
+	uint64_t now = kp_mono_ms();
 	if (limit_log[l].last_ms && now - limit_log[l].last_ms < WEB_LOG_INTERVAL_MS) {
 		limit_log[l].quiet++;
 		return;
@@ -122,7 +116,7 @@ static void on_write(uv_write_t *req, int status)
 	struct wbuf *b = (struct wbuf *)req;
 	struct conn *c = b->c;
 	c->out_pending -= b->len;
-	c->write_progress_ms = web_now_ms();
+	c->write_progress_ms = kp_mono_ms();
 	web_counters.bytes_out += status == 0 ? b->len : 0;
 	if (b->ws && c->ws == b->ws && b->ws->q_items > 0) {
 		b->ws->q_items--;
@@ -161,7 +155,7 @@ int conn_write_raw(struct conn *c, const void *data, size_t len, struct web_ws *
 	memcpy(b->data, data, len);
 	uv_buf_t buf = uv_buf_init(b->data, (unsigned)len);
 	if (c->out_pending == 0)
-		c->write_progress_ms = web_now_ms();
+		c->write_progress_ms = kp_mono_ms();
 	int r = uv_write(&b->req, (uv_stream_t *)&c->tcp, &buf, 1, on_write);
 	if (r < 0) {
 		free(b);
@@ -229,7 +223,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 	/* Read and discard what the client still sends, so that closing does not reset the
 	 * connection before it has read the answer. */
 	c->state = CONN_DRAIN;
-	c->read_deadline_ms = web_now_ms() + DRAIN_MS;
+	c->read_deadline_ms = kp_mono_ms() + DRAIN_MS;
 	c->in_len = 0;
 	conn_process(c);
 }
@@ -523,7 +517,7 @@ static void start_body(struct conn *c)
 			return;
 	}
 	c->state = CONN_BODY;
-	r->body_start_ms = web_now_ms();
+	r->body_start_ms = kp_mono_ms();
 	c->read_deadline_ms = r->body_start_ms + WEB_BODY_GRACE_SECS * 1000u;
 }
 
@@ -691,11 +685,11 @@ void conn_process(struct conn *c)
 				break;
 			if (c->read_deadline_ms == 0) {
 				/* Idle (keep-alive) until the first byte of the next request. */
-				c->since_ms = web_now_ms();
+				c->since_ms = kp_mono_ms();
 				c->read_deadline_ms = c->since_ms + KP_HTTP_TIMEOUT_SECS * 1000u;
 			}
 			if (c->in_len > 0 && !c->head_started) {
-				uint64_t d = web_now_ms() + WEB_HEAD_SECS * 1000u;
+				uint64_t d = kp_mono_ms() + WEB_HEAD_SECS * 1000u;
 				c->head_started = true;
 				if (d < c->read_deadline_ms)
 					c->read_deadline_ms = d;
@@ -862,7 +856,7 @@ static void on_connection(uv_stream_t *server, int status)
 		uv_close((uv_handle_t *)&c->tcp, on_closed);
 		return;
 	}
-	uint64_t now = web_now_ms();
+	uint64_t now = kp_mono_ms();
 	if (web_counters.connections_active >= KP_HTTP_MAX_CONNECTIONS) {
 		struct conn *v = eviction_victim();
 		if (!v) {
@@ -913,7 +907,7 @@ static void on_connection(uv_stream_t *server, int status)
 static void on_sweep(uv_timer_t *t)
 {
 	(void)t;
-	uint64_t now = web_now_ms();
+	uint64_t now = kp_mono_ms();
 	for (struct conn *c = conn_list, *next; c; c = next) {
 		next = c->next;
 		if (c->failed) {

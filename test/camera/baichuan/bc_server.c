@@ -171,7 +171,7 @@ static void on_frame(const struct cam_frame *f, void *arg)
 		return;
 	uint8_t hdr[BC_MEDIA_FRAME_HEADER_MAX];
 	size_t hl =
-	    bc_media_write_frame_header(hdr, f->keyframe, f->codec == CAM_H264 ? BC_VCODEC_H264 : BC_VCODEC_H265,
+	    bc_media_write_frame_header(hdr, f->keyframe, f->codec == KP_CODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
 					(uint32_t)f->len, (uint32_t)f->pts_us, f->keyframe ? (uint32_t)time(NULL) : 0);
 	size_t pad = bc_media_pad(f->len), total = hl + f->len + pad;
 	uint8_t *rec = malloc(total);

@@ -47,8 +47,8 @@ int cam_sdp_write(const struct cam_sdp_track *t, uint64_t session_id, const char
 		  size_t *ret_len)
 {
 	char b64[3][1400];
-	int first = t->codec == CAM_H264 ? 1 : 0;
-	if ((t->codec != CAM_H264 && t->codec != CAM_H265) || t->payload_type < 96 || t->payload_type > 127)
+	int first = t->codec == KP_CODEC_H264 ? 1 : 0;
+	if ((t->codec != KP_CODEC_H264 && t->codec != KP_CODEC_H265) || t->payload_type < 96 || t->payload_type > 127)
 		return -EINVAL;
 	for (int i = first; i < 3; i++) {
 		if (!t->param[i] || t->param_len[i] < 2)
@@ -56,7 +56,7 @@ int cam_sdp_write(const struct cam_sdp_track *t, uint64_t session_id, const char
 		if (cam_base64(t->param[i], t->param_len[i], b64[i], sizeof b64[i]) < 0)
 			return -ENOBUFS;
 	}
-	if (t->codec == CAM_H264 && t->param_len[1] < 4)
+	if (t->codec == KP_CODEC_H264 && t->param_len[1] < 4)
 		return -EINVAL; /* profile-level-id comes from SPS bytes 1..3 */
 	if (cap == 0)
 		return -ENOBUFS;
@@ -69,7 +69,7 @@ int cam_sdp_write(const struct cam_sdp_track *t, uint64_t session_id, const char
 	put(&w, "a=control:*\r\n");
 	put(&w, "a=range:npt=0-\r\n");
 	put(&w, "m=video 0 RTP/AVP %u\r\n", t->payload_type);
-	if (t->codec == CAM_H264) {
+	if (t->codec == KP_CODEC_H264) {
 		const uint8_t *sps = t->param[1];
 		put(&w, "a=rtpmap:%u H264/90000\r\n", t->payload_type);
 		put(&w, "a=fmtp:%u packetization-mode=1;profile-level-id=%02X%02X%02X;sprop-parameter-sets=%s,%s\r\n",

@@ -11,7 +11,7 @@
 #define CAM_SDP_MAX 4096
 
 struct cam_sdp_track {
-	enum cam_codec codec;
+	enum kp_codec codec;
 	uint8_t payload_type;
 	const uint8_t *param[3]; /* VPS (H.265 only), SPS, PPS without start codes */
 	size_t param_len[3];

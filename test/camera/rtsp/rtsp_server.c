@@ -426,7 +426,7 @@ static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, 
 		return;
 	}
 	struct cam_source *src = client_source(c, stream);
-	enum rtp_codec codec = cam_source_codec(src) == CAM_H264 ? RTP_H264 : RTP_H265;
+	enum kp_codec codec = cam_source_codec(src) == KP_CODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265;
 	if (rtp_packetizer_init(&c->pk, codec, RTSP_PAYLOAD_TYPE, random_u32(), (uint16_t)random_u32(), RTSP_MTU) < 0) {
 		send_simple(c, 500, "Internal Server Error", req->cseq);
 		return;

@@ -1,19 +1,20 @@
-/* avcC and hvcC records from parameter sets, with a small RBSP bit reader for the SPS
- * fields they repeat (see codec_config.h). */
-#include "codec_config.h"
+/* avcC and hvcC records: written from parameter sets, with a small RBSP bit reader for
+ * the SPS fields they repeat, and read back into Annex-B parameter sets (see
+ * h26x_config.h). */
+#include "h26x_config.h"
 
 #include <errno.h>
 #include <string.h>
 
 struct bits {
-	uint8_t rbsp[REC_PS_MAX];
+	uint8_t rbsp[H26X_PS_MAX];
 	size_t len; /* bytes */
 	size_t pos; /* bits */
 	int overrun;
 };
 
 /* The SPS without its emulation-prevention bytes, starting after a header of hdr bytes. */
-static void bits_init(struct bits *b, const struct rec_ps *ps, size_t hdr)
+static void bits_init(struct bits *b, const struct h26x_ps *ps, size_t hdr)
 {
 	b->len = 0;
 	b->pos = 0;
@@ -78,7 +79,7 @@ static void put_bytes(struct out *o, const uint8_t *d, size_t n)
 		put8(o, d[i]);
 }
 
-static int avcc(const struct rec_param_sets *ps, struct out *o)
+static int avcc(const struct h26x_param_sets *ps, struct out *o)
 {
 	if (ps->sps.len < 4 || !ps->pps.len)
 		return -EINVAL;
@@ -113,7 +114,7 @@ static int avcc(const struct rec_param_sets *ps, struct out *o)
 	return 0;
 }
 
-static void hvcc_array(struct out *o, int type, const struct rec_ps *p)
+static void hvcc_array(struct out *o, int type, const struct h26x_ps *p)
 {
 	put8(o, (uint32_t)type); /* array_completeness 0: more may follow in band (hev1) */
 	put16(o, 1);
@@ -121,7 +122,7 @@ static void hvcc_array(struct out *o, int type, const struct rec_ps *p)
 	put_bytes(o, p->data, p->len);
 }
 
-static int hvcc(const struct rec_param_sets *ps, struct out *o)
+static int hvcc(const struct h26x_param_sets *ps, struct out *o)
 {
 	if (!ps->vps.len || ps->sps.len < 3 || !ps->pps.len)
 		return -EINVAL;
@@ -179,14 +180,104 @@ static int hvcc(const struct rec_param_sets *ps, struct out *o)
 	return 0;
 }
 
-int rec_codec_config(enum rec_codec codec, const struct rec_param_sets *ps, uint8_t *out, size_t cap, size_t *ret_len)
+int h26x_config_write(enum kp_codec codec, const struct h26x_param_sets *ps, uint8_t *out, size_t cap, size_t *ret_len)
 {
 	struct out o = {.p = out, .cap = cap};
-	int r = codec == REC_CODEC_H265 ? hvcc(ps, &o) : avcc(ps, &o);
+	int r = codec == KP_CODEC_H265 ? hvcc(ps, &o) : avcc(ps, &o);
 	if (r < 0)
 		return r;
 	if (o.len > cap)
 		return -ENOSPC;
 	*ret_len = o.len;
+	return 0;
+}
+
+/* Copies count entries (2-byte length, NAL unit) at *off, with start codes, when they
+ * are parameter sets. */
+static int copy_entries(enum kp_codec codec, const uint8_t *cfg, size_t len, size_t *off, unsigned count, struct out *o,
+			const char **ret_reason)
+{
+	for (unsigned i = 0; i < count; i++) {
+		if (len - *off < 2) {
+			*ret_reason = "parameter set length truncated";
+			return -EBADMSG;
+		}
+		size_t n = (size_t)cfg[*off] << 8 | cfg[*off + 1];
+		*off += 2;
+		if (n > len - *off || n < h26x_nal_header_size(codec)) {
+			*ret_reason = "parameter set overruns the extradata";
+			return -EBADMSG;
+		}
+		if (h26x_is_param_set(codec, h26x_nal_type(codec, cfg + *off))) {
+			put_bytes(o, (const uint8_t *)"\0\0\0\1", 4);
+			put_bytes(o, cfg + *off, n);
+		}
+		*off += n;
+	}
+	return 0;
+}
+
+static int avcc_read(const uint8_t *cfg, size_t len, struct out *o, unsigned *ret_lsz, const char **ret_reason)
+{
+	if (len < 7 || cfg[0] != 1) {
+		*ret_reason = "avcC extradata too short or not version 1";
+		return -EBADMSG;
+	}
+	size_t off = 6;
+	int r = copy_entries(KP_CODEC_H264, cfg, len, &off, cfg[5] & 0x1fu, o, ret_reason);
+	if (r < 0)
+		return r;
+	if (off >= len) {
+		*ret_reason = "avcC extradata lacks its PPS count";
+		return -EBADMSG;
+	}
+	unsigned pps = cfg[off++];
+	r = copy_entries(KP_CODEC_H264, cfg, len, &off, pps, o, ret_reason);
+	*ret_lsz = (cfg[4] & 3u) + 1;
+	return r;
+}
+
+static int hvcc_read(const uint8_t *cfg, size_t len, struct out *o, unsigned *ret_lsz, const char **ret_reason)
+{
+	if (len < 23 || cfg[0] != 1) {
+		*ret_reason = "hvcC extradata too short or not version 1";
+		return -EBADMSG;
+	}
+	unsigned arrays = cfg[22];
+	size_t off = 23;
+	for (unsigned a = 0; a < arrays; a++) {
+		if (len - off < 3) {
+			*ret_reason = "hvcC array header truncated";
+			return -EBADMSG;
+		}
+		unsigned count = (unsigned)cfg[off + 1] << 8 | cfg[off + 2];
+		off += 3;
+		int r = copy_entries(KP_CODEC_H265, cfg, len, &off, count, o, ret_reason);
+		if (r < 0)
+			return r;
+	}
+	*ret_lsz = (cfg[21] & 3u) + 1;
+	return 0;
+}
+
+int h26x_config_read(enum kp_codec codec, const uint8_t *cfg, size_t len, uint8_t *out, size_t cap, size_t *ret_len,
+		     unsigned *ret_lsz, const char **ret_reason)
+{
+	struct out o = {.p = out, .cap = cap};
+	unsigned lsz = 0;
+	int r = codec == KP_CODEC_H265 ? hvcc_read(cfg, len, &o, &lsz, ret_reason)
+				       : avcc_read(cfg, len, &o, &lsz, ret_reason);
+	if (r < 0)
+		return r;
+	if (lsz == 3) {
+		*ret_reason = "NAL length size 3 is not allowed";
+		return -EBADMSG;
+	}
+	if (o.len > cap) {
+		*ret_reason = "parameter sets too large";
+		return -ENOBUFS;
+	}
+	*ret_len = o.len;
+	*ret_lsz = lsz;
 	return 0;
 }

@@ -1,12 +1,13 @@
-/* rtcd's fMP4 reader on real recordings made by recorderd's writer (H.264 and H.265):
- * the init segment's codec, size, timescale and parameter sets; every catalogued
- * fragment's samples (count, durations, keyframe byte range, 90 kHz times); the Annex-B
- * conversion decoded by libavcodec picture for picture; and truncated or corrupted
- * bytes refused with -EBADMSG instead of being read past. */
+/* The fMP4 reader (common/fmp4_read.c, fmp4_annexb.c, fmp4_rebase.c) on real recordings
+ * made by the writer through recorderd (H.264 and H.265): the init segment's codec, size,
+ * timescale, avcC/hvcC record and parameter sets; every catalogued fragment's header and
+ * samples (count, durations, keyframe byte range, 90 kHz times); the Annex-B conversion
+ * decoded by libavcodec picture for picture; a rebased header read back; and truncated
+ * or corrupted bytes refused (-EAGAIN, -EBADMSG) instead of being read past. */
 #include <errno.h>
 #include <libavcodec/avcodec.h>
 
-#include "fmp4_read.h"
+#include "fmp4.h"
 #include "test.h"
 #include "test_rtc_playback_fixture.h"
 
@@ -38,30 +39,33 @@ static void read_recording(const char *name, kp_Codec codec, unsigned width, uns
 	CHECK_EQ(r.nfiles, 1);
 	uint64_t init_len = r.files[0].init_len;
 	uint8_t *init = recorded_read(&r, 0, 0, init_len);
-	static struct rtc_fmp4_track t;
-	CHECK_EQ(rtc_fmp4_parse_init(init, init_len, &t), 0);
-	CHECK_EQ(t.codec, codec);
-	CHECK_EQ(t.width, width);
-	CHECK_EQ(t.height, height);
+	static struct fmp4_init t;
+	CHECK_EQ(fmp4_read_init(init, init_len, &t), 0);
+	CHECK_EQ(t.len, init_len);
+	CHECK_EQ(t.track.codec, codec);
+	CHECK_EQ(t.track.width, width);
+	CHECK_EQ(t.track.height, height);
+	CHECK(t.track.config_len > 8);
+	CHECK_EQ(t.track.config[0], 1); /* configurationVersion */
 	CHECK_EQ(t.timescale, 90000);
 	CHECK_EQ(t.nal_len_size, 4);
 	CHECK(t.params_len > 8);
 	CHECK(!memcmp(t.params, "\0\0\0\1", 4));
-	/* Every prefix of the init segment is refused (no moov, or a box past the end). */
+	/* Every prefix of the init segment asks for more. */
 	for (size_t cut = 0; cut < init_len; cut += 7)
-		CHECK_EQ(rtc_fmp4_parse_init(init, cut, &t), -EBADMSG);
-	CHECK_EQ(rtc_fmp4_parse_init(init, init_len, &t), 0);
+		CHECK_EQ(fmp4_read_init(init, cut, &t), -EAGAIN);
+	CHECK_EQ(fmp4_read_init(init, init_len, &t), 0);
 
 	const AVCodec *c = avcodec_find_decoder(codec == kp_Codec_CODEC_H265 ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264);
 	AVCodecContext *dec = avcodec_alloc_context3(c);
 	dec->thread_count = 1;
 	CHECK_EQ(avcodec_open2(dec, c, NULL), 0);
-	static struct rtc_fmp4_frag f;
+	static struct fmp4_frag f;
 	unsigned samples = 0, decoded = 0;
 	for (unsigned i = 0; i < r.nfrags; i++) {
 		const struct cat_fragment *cf = &r.frags[i];
 		uint8_t *buf = recorded_read(&r, 0, cf->offset, cf->length);
-		CHECK_EQ(rtc_fmp4_parse_frag(&t, buf, cf->length, &f), 0);
+		CHECK_EQ(fmp4_read_frag(&t, buf, cf->length, &f), 0);
 		CHECK_EQ(f.nsamples, cf->samples);
 		CHECK_EQ(f.base_time, cf->base_time);
 		CHECK_EQ(f.duration, cf->duration);
@@ -71,13 +75,13 @@ static void read_recording(const char *name, kp_Codec codec, unsigned width, uns
 		CHECK_EQ(cf->offset + f.samples[0].offset, cf->keyframe_offset);
 		CHECK_EQ(f.samples[0].size, cf->keyframe_length);
 		for (unsigned s = 0; s < f.nsamples; s++) {
-			const struct rtc_fmp4_sample *sm = &f.samples[s];
+			const struct fmp4_sample_info *sm = &f.samples[s];
 			CHECK_EQ(sm->duration, 3600);
 			CHECK_EQ(sm->dts, cf->base_time + 3600ull * s);
 			CHECK_EQ(sm->keyframe, s == 0);
-			size_t cap = rtc_fmp4_annexb_cap(&t, sm->size), len = 0;
+			size_t cap = fmp4_annexb_cap(&t, sm->size), len = 0;
 			uint8_t *out = malloc(cap);
-			CHECK_EQ(rtc_fmp4_annexb(&t, buf + sm->offset, sm->size, sm->keyframe, out, cap, &len), 0);
+			CHECK_EQ(fmp4_annexb(&t, buf + sm->offset, sm->size, sm->keyframe, out, cap, &len), 0);
 			CHECK(!memcmp(out, "\0\0\0\1", 4));
 			if (sm->keyframe)
 				CHECK(!memcmp(out, t.params, t.params_len));
@@ -86,19 +90,33 @@ static void read_recording(const char *name, kp_Codec codec, unsigned width, uns
 			uint8_t *bad = malloc(sm->size);
 			memcpy(bad, buf + sm->offset, sm->size);
 			bad[0] = 0x7f;
-			CHECK_EQ(rtc_fmp4_annexb(&t, bad, sm->size, false, out, cap, &len), -EBADMSG);
-			CHECK_EQ(rtc_fmp4_annexb(&t, buf + sm->offset, sm->size, sm->keyframe, out, 16, &len), -ENOSPC);
+			CHECK_EQ(fmp4_annexb(&t, bad, sm->size, false, out, cap, &len), -EBADMSG);
+			CHECK_EQ(fmp4_annexb(&t, buf + sm->offset, sm->size, sm->keyframe, out, 16, &len), -ENOSPC);
 			free(bad);
 			free(out);
 		}
 		samples += f.nsamples;
-		/* Cut anywhere, the fragment is refused; a corrupted trun sample count too. */
-		for (uint64_t cut = 0; cut < cf->length; cut += cf->length / 50 + 1)
-			CHECK_EQ(rtc_fmp4_parse_frag(&t, buf, cut, &f), -EBADMSG);
+		/* The header alone reads the same; rebased, it starts that much earlier. */
+		uint32_t header_len = f.header_len;
+		uint64_t base_time = f.base_time;
+		CHECK_EQ(fmp4_read_frag(&t, buf, header_len, &f), 0);
+		CHECK_EQ(f.total_len, cf->length);
+		CHECK_EQ(fmp4_read_frag(&t, buf, header_len - 1, &f), -EAGAIN);
+		uint8_t *hdr = malloc(header_len);
+		memcpy(hdr, buf, header_len);
+		CHECK_EQ(fmp4_frag_rebase(hdr, header_len, base_time + 1), -ERANGE);
+		CHECK_EQ(fmp4_frag_rebase(hdr, header_len, base_time), 0);
+		CHECK_EQ(fmp4_read_frag(&t, hdr, header_len, &f), 0);
+		CHECK_EQ(f.base_time, 0);
+		free(hdr);
+		/* Cut inside the header, the fragment asks for more; a corrupted trun sample
+		 * count is refused. */
+		for (uint64_t cut = 0; cut < header_len; cut += header_len / 50 + 1)
+			CHECK_EQ(fmp4_read_frag(&t, buf, cut, &f), -EAGAIN);
 		for (uint64_t at = 0; at + 8 <= cf->length && at < 512; at++)
 			if (!memcmp(buf + at, "trun", 4)) {
 				buf[at + 8] = 0xff;
-				CHECK_EQ(rtc_fmp4_parse_frag(&t, buf, cf->length, &f), -EBADMSG);
+				CHECK_EQ(fmp4_read_frag(&t, buf, cf->length, &f), -EBADMSG);
 			}
 		free(buf);
 	}

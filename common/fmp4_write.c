@@ -1,0 +1,257 @@
+/* The fMP4 writer: init segments and fragment headers for one video track (see fmp4.h).
+ * Every box is written through a bounded big-endian writer that counts what overflows. */
+#include "fmp4.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "fmp4_boxes.h"
+
+struct bw {
+	uint8_t *p;
+	size_t len, cap;
+	size_t stack[8];
+	unsigned depth;
+	int overflow;
+};
+
+static void u8(struct bw *b, uint32_t v)
+{
+	if (b->len < b->cap)
+		b->p[b->len] = (uint8_t)v;
+	else
+		b->overflow = 1;
+	b->len++;
+}
+
+static void u16(struct bw *b, uint32_t v)
+{
+	u8(b, v >> 8);
+	u8(b, v);
+}
+
+static void u32(struct bw *b, uint32_t v)
+{
+	u16(b, v >> 16);
+	u16(b, v);
+}
+
+static void u64(struct bw *b, uint64_t v)
+{
+	u32(b, (uint32_t)(v >> 32));
+	u32(b, (uint32_t)v);
+}
+
+static void zeros(struct bw *b, size_t n)
+{
+	while (n--)
+		u8(b, 0);
+}
+
+static void bytes(struct bw *b, const void *d, size_t n)
+{
+	const uint8_t *s = d;
+	for (size_t i = 0; i < n; i++)
+		u8(b, s[i]);
+}
+
+static void box(struct bw *b, const char type[4])
+{
+	b->stack[b->depth++] = b->len;
+	u32(b, 0);
+	bytes(b, type, 4);
+}
+
+static void full_box(struct bw *b, const char type[4], uint8_t version, uint32_t flags)
+{
+	box(b, type);
+	u32(b, (uint32_t)version << 24 | flags);
+}
+
+static void end(struct bw *b)
+{
+	size_t at = b->stack[--b->depth];
+	uint32_t size = (uint32_t)(b->len - at);
+	if (at + 4 <= b->cap) {
+		b->p[at] = (uint8_t)(size >> 24);
+		b->p[at + 1] = (uint8_t)(size >> 16);
+		b->p[at + 2] = (uint8_t)(size >> 8);
+		b->p[at + 3] = (uint8_t)size;
+	}
+}
+
+static void matrix(struct bw *b)
+{
+	static const uint32_t unity[9] = {0x00010000, 0, 0, 0, 0x00010000, 0, 0, 0, 0x40000000};
+	for (int i = 0; i < 9; i++)
+		u32(b, unity[i]);
+}
+
+static void sample_entry(struct bw *b, const struct fmp4_track *t)
+{
+	box(b, t->codec == KP_CODEC_H265 ? "hev1" : "avc1");
+	zeros(b, 6);
+	u16(b, 1); /* data_reference_index */
+	zeros(b, 16);
+	u16(b, t->width);
+	u16(b, t->height);
+	u32(b, 0x00480000); /* 72 dpi */
+	u32(b, 0x00480000);
+	u32(b, 0);
+	u16(b, 1); /* frame_count */
+	zeros(b, 32);
+	u16(b, 0x0018);
+	u16(b, 0xffff);
+	box(b, t->codec == KP_CODEC_H265 ? "hvcC" : "avcC");
+	bytes(b, t->config, t->config_len);
+	end(b);
+	end(b);
+}
+
+int fmp4_write_init(const struct fmp4_track *t, uint8_t *out, size_t cap, size_t *ret_len)
+{
+	struct bw b = {.p = out, .cap = cap};
+	box(&b, "ftyp");
+	bytes(&b, "isom", 4);
+	u32(&b, 0x200);
+	bytes(&b, "isomiso6mp41", 12);
+	bytes(&b, t->codec == KP_CODEC_H265 ? "hev1" : "avc1", 4);
+	end(&b);
+	box(&b, "moov");
+	full_box(&b, "mvhd", 0, 0);
+	zeros(&b, 8); /* creation and modification time */
+	u32(&b, 1000);
+	u32(&b, 0); /* duration: the fragments say */
+	u32(&b, 0x00010000);
+	u16(&b, 0x0100);
+	zeros(&b, 10);
+	matrix(&b);
+	zeros(&b, 24);
+	u32(&b, 2); /* next_track_ID */
+	end(&b);
+	box(&b, "trak");
+	full_box(&b, "tkhd", 0, 3);
+	zeros(&b, 8);  /* creation and modification time */
+	u32(&b, 1);    /* track_ID */
+	zeros(&b, 24); /* reserved, duration, reserved, layer, alternate_group, volume, reserved */
+	matrix(&b);
+	u32(&b, (uint32_t)t->width << 16);
+	u32(&b, (uint32_t)t->height << 16);
+	end(&b);
+	box(&b, "mdia");
+	full_box(&b, "mdhd", 0, 0);
+	zeros(&b, 8); /* creation and modification time */
+	u32(&b, FMP4_TIMESCALE);
+	u32(&b, 0);      /* duration */
+	u16(&b, 0x55c4); /* "und" */
+	u16(&b, 0);
+	end(&b);
+	full_box(&b, "hdlr", 0, 0);
+	u32(&b, 0);
+	bytes(&b, "vide", 4);
+	zeros(&b, 12);
+	bytes(&b, "VideoHandler", 13);
+	end(&b);
+	box(&b, "minf");
+	full_box(&b, "vmhd", 0, 1);
+	zeros(&b, 8);
+	end(&b);
+	box(&b, "dinf");
+	full_box(&b, "dref", 0, 0);
+	u32(&b, 1);
+	full_box(&b, "url ", 0, 1);
+	end(&b);
+	end(&b);
+	end(&b);
+	box(&b, "stbl");
+	full_box(&b, "stsd", 0, 0);
+	u32(&b, 1);
+	sample_entry(&b, t);
+	end(&b);
+	const char *empty[] = {"stts", "stsc", "stco"};
+	for (int i = 0; i < 3; i++) {
+		full_box(&b, empty[i], 0, 0);
+		u32(&b, 0);
+		end(&b);
+	}
+	full_box(&b, "stsz", 0, 0);
+	zeros(&b, 8); /* sample_size, sample_count */
+	end(&b);
+	end(&b); /* stbl */
+	end(&b); /* minf */
+	end(&b); /* mdia */
+	end(&b); /* trak */
+	box(&b, "mvex");
+	full_box(&b, "trex", 0, 0);
+	u32(&b, 1);    /* track_ID */
+	u32(&b, 1);    /* default_sample_description_index */
+	zeros(&b, 12); /* default duration, size and flags: every trun says */
+	end(&b);
+	end(&b); /* mvex */
+	end(&b); /* moov */
+	if (b.overflow)
+		return -ENOSPC;
+	*ret_len = b.len;
+	return 0;
+}
+
+static uint64_t ntp_time(int64_t wall_us)
+{
+	uint64_t us = wall_us > 0 ? (uint64_t)wall_us : 0;
+	uint64_t secs = us / 1000000 + FMP4_NTP_UNIX_OFFSET;
+	uint64_t frac = ((us % 1000000) << 32) / 1000000;
+	return secs << 32 | frac;
+}
+
+int fmp4_write_frag_header(const struct fmp4_frag_desc *f, uint8_t *out, size_t cap, size_t *ret_len)
+{
+	if (!f->nsamples || f->nsamples > FMP4_FRAG_MAX_SAMPLES)
+		return -EINVAL;
+	uint64_t payload = 0;
+	for (unsigned i = 0; i < f->nsamples; i++)
+		payload += f->samples[i].size;
+	if (payload > UINT32_MAX - FMP4_FRAG_HEADER_MAX)
+		return -EFBIG;
+	struct bw b = {.p = out, .cap = cap};
+	full_box(&b, "prft", 1, 0);
+	u32(&b, 1);
+	u64(&b, ntp_time(f->wall_us));
+	u64(&b, f->base_time);
+	end(&b);
+	size_t moof_at = b.len;
+	box(&b, "moof");
+	full_box(&b, "mfhd", 0, 0);
+	u32(&b, f->seq);
+	end(&b);
+	box(&b, "traf");
+	full_box(&b, "tfhd", 0, FMP4_TFHD_BASE_IS_MOOF | FMP4_TFHD_DEFAULT_FLAGS);
+	u32(&b, 1);
+	u32(&b, FMP4_FLAGS_NON_SYNC);
+	end(&b);
+	full_box(&b, "tfdt", 1, 0);
+	u64(&b, f->base_time);
+	end(&b);
+	full_box(&b, "trun", 0, FMP4_TRUN_DATA_OFFSET | FMP4_TRUN_FIRST_FLAGS | FMP4_TRUN_DURATION | FMP4_TRUN_SIZE);
+	u32(&b, f->nsamples);
+	size_t data_offset_at = b.len;
+	u32(&b, 0);
+	u32(&b, f->samples[0].keyframe ? FMP4_FLAGS_SYNC : FMP4_FLAGS_NON_SYNC);
+	for (unsigned i = 0; i < f->nsamples; i++) {
+		u32(&b, f->samples[i].duration);
+		u32(&b, f->samples[i].size);
+	}
+	end(&b); /* trun */
+	end(&b); /* traf */
+	end(&b); /* moof */
+	uint32_t data_offset = (uint32_t)(b.len - moof_at + 8);
+	u32(&b, (uint32_t)(8 + payload));
+	bytes(&b, "mdat", 4);
+	if (b.overflow)
+		return -ENOSPC;
+	out[data_offset_at] = (uint8_t)(data_offset >> 24);
+	out[data_offset_at + 1] = (uint8_t)(data_offset >> 16);
+	out[data_offset_at + 2] = (uint8_t)(data_offset >> 8);
+	out[data_offset_at + 3] = (uint8_t)data_offset;
+	*ret_len = b.len;
+	return 0;
+}
