@@ -184,5 +184,4 @@ void web_ws_close(struct web_ws *ws, int code, const char *reason);
 /* Closes every WebSocket signed in as principal name; returns how many. */
 unsigned web_ws_close_principal(const char *name, int code, const char *reason);
 
-
 #endif
