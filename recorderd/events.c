@@ -278,14 +278,16 @@ void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jp
 	push(j);
 }
 
-/* Labels of an alarm: its words, else its kind. */
+/* Labels of an alarm: the camera's comma-separated types as they are ("dog_cat" stays
+ * one label), else its kind. */
 static void alarm_labels(kp_EventRecord *ev, const kp_CameraEvent *e)
 {
-	struct rec_terms *words = malloc(sizeof *words);
-	if (words && rec_query_words(e->labels, words) == 0)
-		for (unsigned i = 0; i < words->n && ev->labels_count < 16; i++)
-			snprintf(ev->labels[ev->labels_count++].name, sizeof ev->labels[0].name, "%s", words->t[i]);
-	free(words);
+	char list[sizeof e->labels];
+	snprintf(list, sizeof list, "%s", e->labels);
+	for (char *save = NULL, *tok = strtok_r(list, ", ", &save); tok && ev->labels_count < 16;
+	     tok = strtok_r(NULL, ", ", &save))
+		if (strlen(tok) < sizeof ev->labels[0].name)
+			snprintf(ev->labels[ev->labels_count++].name, sizeof ev->labels[0].name, "%s", tok);
 	if (!ev->labels_count)
 		snprintf(ev->labels[ev->labels_count++].name, sizeof ev->labels[0].name, "%s",
 			 e->kind[0] ? e->kind : "motion");

@@ -220,7 +220,9 @@ static void on_alarm(struct ing_driver *d, const struct bc_msg_in *in)
 			continue;
 		bc_xml_text(ev.p, ev.len, "status", 0, status, sizeof status, &why);
 		bc_xml_text(ev.p, ev.len, "AItype", 0, ai, sizeof ai, &why);
-		/* AI models report status "none" with AItype "people": either one is motion. */
+		/* AI models report status "none" with AItype "people": either one is an event;
+		 * a doorbell's press is a status holding "visitor" (BAICHUAN.md section 4). */
+		bool visitor = strstr(status, "visitor") != NULL;
 		size_t o = 0;
 		for (char *save = NULL, *tok = strtok_r(ai, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			if (!strcmp(tok, "none") || !*tok)
@@ -230,8 +232,13 @@ static void on_alarm(struct ing_driver *d, const struct bc_msg_in *in)
 				break;
 			o += (size_t)n;
 		}
-		if (strstr(status, "MD") || o)
-			d->sink->event(d->sink->ctx, "motion", labels, wall);
+		if (visitor && !strstr(labels, "visitor")) {
+			int n = snprintf(labels + o, sizeof labels - o, "%svisitor", o ? "," : "");
+			if (n > 0 && (size_t)n < sizeof labels - o)
+				o += (size_t)n;
+		}
+		if (strstr(status, "MD") || visitor || o)
+			d->sink->event(d->sink->ctx, visitor ? "visitor" : "motion", labels, wall);
 	}
 }
 

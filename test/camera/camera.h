@@ -71,6 +71,10 @@ struct cam_config {
 	unsigned motion_interval_s; /* Baichuan msg 33 every N seconds (0 = never) */
 	const char *snapshot_jpeg;  /* path of a JPEG served by msg 109, or NULL */
 	const char *uid;            /* BCUDP: the UID a C2D_C must name (CAM_DEFAULT_UID) */
+	/* What each alarm (msg 33) says: status "MD", "none" or one holding "visitor" (a
+	 * doorbell press), AItype a list of people, vehicle, dog_cat, face, package, visitor
+	 * or "none" (BAICHUAN.md section 4). Default MD and people. */
+	const char *alarm_status, *alarm_ai;
 };
 
 #define CAM_DEFAULT_UID "95270000KEEPPEEK"

@@ -23,7 +23,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: keeppeek-test-camera --main FILE --sub FILE [--fps N] [--host ADDR]\n"
 		   "         [--baichuan-port N] [--bcudp-port N] [--uid UID] [--rtsp-port N]\n"
 		   "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
-		   "         [--motion-interval S] [--snapshot FILE.jpg] [--stats FILE] [--parent PID]\n"
+		   "         [--motion-interval S] [--alarm STATUS/AITYPE] [--snapshot FILE.jpg] [--stats FILE]\n"
+		   "         [--parent PID]\n"
 		   "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder]...\n"
 		   "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n");
 }
@@ -107,8 +108,12 @@ static int parse_fault(struct cam_faults *f, const char *arg)
 
 int main(int argc, char **argv)
 {
-	static struct cam_config cfg = {
-	    .user = "admin", .password = "password", .encryption = CAM_ENC_AES, .uid = CAM_DEFAULT_UID};
+	static struct cam_config cfg = {.user = "admin",
+					.password = "password",
+					.encryption = CAM_ENC_AES,
+					.uid = CAM_DEFAULT_UID,
+					.alarm_status = "MD",
+					.alarm_ai = "people"};
 	const char *main_path = NULL, *sub_path = NULL, *host = "127.0.0.1";
 	unsigned fps = 25;
 	long bc_port = -1, udp_port = -1, rtsp_port = -1;
@@ -129,7 +134,8 @@ int main(int argc, char **argv)
 		O_STATS,
 		O_FAULT,
 		O_PARENT,
-		O_UID
+		O_UID,
+		O_ALARM
 	};
 	static const struct option opts[] = {
 	    {"main", required_argument, NULL, O_MAIN},
@@ -148,6 +154,7 @@ int main(int argc, char **argv)
 	    {"fault", required_argument, NULL, O_FAULT},
 	    {"parent", required_argument, NULL, O_PARENT},
 	    {"uid", required_argument, NULL, O_UID},
+	    {"alarm", required_argument, NULL, O_ALARM},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -178,6 +185,18 @@ int main(int argc, char **argv)
 		case O_UID:
 			cfg.uid = optarg;
 			break;
+		case O_ALARM: {
+			/* STATUS/AITYPE, e.g. visitor/none or none/dog_cat,vehicle */
+			char *slash = strchr(optarg, '/');
+			if (!slash || slash == optarg || !slash[1]) {
+				fprintf(stderr, "keeppeek-test-camera: --alarm wants STATUS/AITYPE\n");
+				return 2;
+			}
+			*slash = '\0';
+			cfg.alarm_status = optarg;
+			cfg.alarm_ai = slash + 1;
+			break;
+		}
 		case O_USER:
 			cfg.user = optarg;
 			break;

@@ -366,7 +366,7 @@ static void on_motion(uv_timer_t *t)
 	char doc[BC_DOC_MAX];
 	if (s->dead || s->stalled)
 		return;
-	bc_doc_alarm_event(doc, sizeof doc, 0, "MD", "people", s->motion_count++);
+	bc_doc_alarm_event(doc, sizeof doc, 0, s->cfg->alarm_status, s->cfg->alarm_ai, s->motion_count++);
 	struct bc_msg m = {.h = {.msg_id = BC_MSG_ALARM_EVENT, .status = BC_STATUS_OK, .cls = BC_CLASS_REPLY},
 			   .payload = (const uint8_t *)doc,
 			   .payload_len = strlen(doc),
