@@ -158,15 +158,9 @@ static void on_ready_timer(uv_timer_t *t)
 	for (unsigned i = 0; i < KP_NPROCS; i++)
 		if (s->procs[i].state != PROC_RUNNING)
 			return;
-	for (unsigned i = 0; i < KP_NPROCS; i++) {
-		struct proc *p = &s->procs[i];
-		if (!p->ipc)
-			continue;
-		kp_Envelope env = kp_Envelope_init_zero;
-		env.which_msg = kp_Envelope_health_request_tag;
-		env.msg.health_request.seq = ++p->health_seq;
-		kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
-	}
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		if (s->procs[i].ipc)
+			workers_ping(&s->procs[i]);
 }
 
 void service_start(struct supervisor *s)

@@ -2,53 +2,33 @@
 // (docs/catalog.md, keeppeek-api(7)); pages only see the normalized objects below.
 import { get, query } from './api.js';
 
-const num = (v) => (typeof v === 'string' ? Number(v) : v);
-
-function pair(r) {
-	if (Array.isArray(r))
-		return [num(r[0]), num(r[1])];
-	return [num(r.start_ms ?? r.from_ms ?? r.start ?? r.from), num(r.end_ms ?? r.to_ms ?? r.end ?? r.to)];
-}
-
 // Number buckets start at from_ms aligned down to a whole hour (docs/queries.md).
-function buckets(list, from, bucket) {
-	from = Math.floor(from / 3600000) * 3600000;
-	return (list || []).map((b, i) => {
-		if (typeof b === 'number')
-			return { start: from + i * bucket, covered: b };
-		if (Array.isArray(b))
-			return { start: num(b[0]), covered: num(b[1]) };
-		return { start: num(b.start_ms ?? b.start ?? from + i * bucket), covered: num(b.covered_ms ?? b.covered ?? 0) };
-	});
-}
+const HOUR_MS = 3600000;
 
+// The answer of GET /api/v1/coverage (recorderd/queries.c, keeppeek-api(7)):
+// {from_ms, to_ms, bucket_ms, total_cameras, cameras: [{name, streams: [{name,
+//  exact_from_ms (null: nothing exact in the window), ranges: [[start, end]],
+//  ranges_truncated, buckets: [covered_ms]}]}]}
 // -> {total, from, to, bucket, cameras: [{name, streams: [{name, exactFrom, ranges:
 //    [[start, end)], buckets: [{start, covered}]}]}]}
-export function normalizeCoverage(j, req) {
-	const from = num(j.from_ms ?? j.from ?? req.from);
-	const to = num(j.to_ms ?? j.to ?? req.to);
-	const bucket = num(j.bucket_ms ?? j.bucket ?? req.bucket);
-	const cams = (j.cameras || []).map((c) => {
-		let streams = c.streams;
-		if (!streams)
-			streams = ['main', 'sub'].filter((s) => c[s]).map((s) => ({ name: s, ...c[s] }));
-		return {
-			name: c.name ?? c.camera,
-			streams: streams.map((s) => ({
-				name: s.name ?? s.stream,
-				exactFrom: num(s.exact_from_ms ?? s.exact_from ?? from),
-				ranges: (s.ranges || s.exact_ranges || []).map(pair),
-				buckets: buckets(s.buckets, from, bucket),
-			})),
-		};
-	});
-	const total = num(j.total ?? j.total_cameras ?? j.cameras_total ?? j.camera_count ?? cams.length);
-	return { total, from, to, bucket, cameras: cams };
+export function normalizeCoverage(j) {
+	const from = j.from_ms;
+	const first = Math.floor(from / HOUR_MS) * HOUR_MS;
+	const cameras = j.cameras.map((c) => ({
+		name: c.name,
+		streams: c.streams.map((s) => ({
+			name: s.name,
+			exactFrom: s.exact_from_ms ?? from,
+			ranges: s.ranges,
+			buckets: s.buckets.map((covered, i) => ({ start: first + i * j.bucket_ms, covered })),
+		})),
+	}));
+	return { total: j.total_cameras, from, to: j.to_ms, bucket: j.bucket_ms, cameras };
 }
 
 export async function coverage({ camera, from, to, bucket, offset, limit, stream }) {
 	const j = await get('/api/v1/coverage' + query({ camera, stream, from, to, bucket, offset, limit }));
-	return normalizeCoverage(j, { from, to, bucket });
+	return normalizeCoverage(j);
 }
 
 // The event JSON of docs/queries.md (search answers and the live fan-out render it in
