@@ -30,7 +30,7 @@ struct kp_camera_conf {
 	struct kp_conf_str url;
 	struct kp_conf_str sub_url; /* RTSP cameras: the sub stream's own URL */
 	unsigned streams;
-	enum kp_record_mode record;
+	unsigned record; /* enum kp_record_mode */
 	unsigned retention_days;
 	bool motion_events;
 	unsigned snapshot_interval;

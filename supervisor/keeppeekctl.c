@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_keys.h"
 #include "ctl.h"
 #include "ipc_frame.h"
 #include "kp_build_config.h"
@@ -37,6 +38,8 @@ static void usage(FILE *f)
 		   "  reload                 re-read the configuration (like SIGHUP)\n"
 		   "  config check FILE      validate a configuration file; starts nothing\n"
 		   "  config show            the running configuration, secrets redacted\n"
+		   "  config keys            every configuration key: section, name, type and range,\n"
+		   "                         default, who reads it, what it is\n"
 		   "  check [--repair | --rebuild]\n"
 		   "                         verify the catalog against the recording files; --rebuild\n"
 		   "                         builds a new one from them (recording stops meanwhile)\n"
@@ -322,6 +325,18 @@ static int config_check(const char *path)
 	return 0;
 }
 
+static int config_keys(void)
+{
+	static char buf[64 * 1024];
+	int n = kp_config_keys_render(buf, sizeof buf);
+	if (n < 0) {
+		fprintf(stderr, "keeppeekctl: the key table does not fit in %zu bytes\n", sizeof buf);
+		return 1;
+	}
+	fwrite(buf, 1, (size_t)n, stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = DEFAULT_SOCKET;
@@ -385,6 +400,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "config")) {
 		if (n == 3 && !strcmp(rest[1], "check"))
 			return config_check(rest[2]);
+		if (n == 2 && !strcmp(rest[1], "keys"))
+			return config_keys();
 		if (n == 2 && !strcmp(rest[1], "show"))
 			return call(sock, "config-show", NULL, 0, json, false);
 		usage(stderr);

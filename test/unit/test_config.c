@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_keys.h"
 #include "test.h"
 
 static struct kp_config cfg;
@@ -268,6 +269,59 @@ static void test_url_authority(void)
 	CHECK_STR_CONTAINS(errs.text, "sub_url is not valid: its port is above 65535");
 }
 
+/* The key table: every default is a valid value of its key, every integer key takes
+ * its bounds and refuses one past each, and what `config show` writes loads back to
+ * the same configuration. */
+static void test_key_table(void)
+{
+	char why[512], text[512];
+	for (size_t i = 0; i < kp_config_nkeys; i++) {
+		const struct kp_key *k = &kp_config_keys[i];
+		const char *where = strcmp(k->section, "camera") ? NULL : "[camera \"c\"]\nurl = rtsp://h/\n";
+		if (k->def) {
+			snprintf(text, sizeof text, "%s%s = %s\n", where ? where : "", k->name, k->def);
+			if (!where)
+				snprintf(text, sizeof text, "[%s]\n%s = %s\n", k->section, k->name, k->def);
+			CHECK_EQ(load(text), 0);
+		}
+		if (k->type != KP_KEY_UINT)
+			continue;
+		unsigned vals[4] = {k->min, k->max, k->min - 1, k->max + 1};
+		for (int v = 0; v < 4; v++) {
+			if (v == 2 && k->min == 0)
+				continue;
+			if (where)
+				snprintf(text, sizeof text, "%s%s = %u\n", where, k->name, vals[v]);
+			else
+				snprintf(text, sizeof text, "[%s]\n%s = %u\n", k->section, k->name, vals[v]);
+			CHECK_EQ(load(text), v < 2 ? 0 : -EINVAL);
+		}
+	}
+	CHECK(kp_config_key_find("camera", "url") != NULL);
+	CHECK(kp_config_key_find("web", "url") == NULL);
+	CHECK(kp_config_keys_render(why, sizeof why) == -ENOSPC);
+
+	static struct kp_config first;
+	static char shown[64 * 1024], again[64 * 1024];
+	CHECK_EQ(
+	    load("[rtc]\nudp_ports = 40000-40010\nmax_transcodes = 3\n[retention]\nmax_disk_gb = 1.5\n"
+		 "[camera \"a\"]\nurl = rtsp://u@h/m\nsub_url = rtsp://h/s\nrecord = events\n"
+		 "motion_events = no\nrollover_secs = 7\n[camera \"b\"]\nurl = baichuan://h:9000/\nstreams = sub\n"),
+	    0);
+	first = cfg;
+	int n = kp_config_render(&cfg, shown, sizeof shown);
+	CHECK(n > 0);
+	CHECK_EQ(load(shown), 0);
+	CHECK_EQ(cfg.udp_port_min, first.udp_port_min);
+	CHECK_EQ(cfg.max_disk_mb, 1500);
+	CHECK_EQ(cfg.cameras[0].record, KP_RECORD_EVENTS);
+	CHECK_EQ(cfg.cameras[0].motion_events, false);
+	CHECK_EQ(cfg.cameras[0].rollover_secs, 7);
+	CHECK_EQ(cfg.cameras[1].streams, KP_STREAM_SUB);
+	CHECK_EQ(cfg.cameras[1].rollover_secs, 0);
+	CHECK(kp_config_render(&cfg, again, sizeof again) == n);
+}
+
 int main(void)
 {
 	RUN(test_defaults_and_example);
@@ -284,5 +338,6 @@ int main(void)
 	RUN(test_not_a_file);
 	RUN(test_unclosed_section);
 	RUN(test_url_authority);
+	RUN(test_key_table);
 	return TEST_EXIT();
 }

@@ -1,0 +1,520 @@
+/* The configuration key table (see config_keys.h) and the parser and printer of each
+ * key type. Adding a key is a row here, a field in config.h and an entry in
+ * keeppeek.conf(5); the lint suite checks the man page against this table. */
+#include "config_keys.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define G(f) offsetof(struct kp_config, f)
+#define C(f) offsetof(struct kp_camera_conf, f)
+
+static const char *const record_values[] = {"continuous", "events", "off", NULL};
+
+const char *const kp_config_sections[] = {"keeppeek", "web", "rtc", "retention", NULL};
+
+const struct kp_key kp_config_keys[] = {
+    {"keeppeek", "data_dir", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_SUPERVISOR | KP_USER_RECORDERD, G(data_dir), 0, 0, 0,
+     NULL, "/var/lib/keeppeek", "the directory of the catalog and the recordings"},
+    {"keeppeek", "run_dir", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_SUPERVISOR, G(run_dir), 0, 0, 0, NULL, "/run/keeppeek",
+     "the directory of the control socket and the pid file"},
+    {"keeppeek", "user", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_SUPERVISOR, G(user), 0, 0, 0, NULL, "keeppeek",
+     "the unprivileged user the workers run as"},
+    {"web", "listen", KP_KEY_LISTEN, 0, KP_USER_WEBD, G(listen), 0, 0, 0, NULL, "127.0.0.1:8080",
+     "HOST:PORT addresses of the HTTP server, comma-separated"},
+    {"web", "tls_cert", KP_KEY_STR, 0, KP_USER_WEBD, G(tls_cert), 0, 0, 0, NULL, NULL,
+     "PEM certificate chain: HTTPS when set with tls_key"},
+    {"web", "tls_key", KP_KEY_STR, 0, KP_USER_WEBD, G(tls_key), 0, 0, 0, NULL, NULL, "PEM private key of tls_cert"},
+    {"rtc", "udp_ports", KP_KEY_PORT_RANGE, 0, KP_USER_RTCD, G(udp_port_min), G(udp_port_max), 1, 65535, NULL,
+     "50000-50100", "UDP ports of WebRTC media, FIRST-LAST"},
+    {"rtc", "stun_server", KP_KEY_HOSTPORT, 0, KP_USER_RTCD, G(stun_server), 0, 0, 0, NULL, NULL,
+     "HOST:PORT of a STUN server"},
+    {"rtc", "addresses", KP_KEY_ADDRESSES, 0, KP_USER_RTCD, G(rtc_addresses), 0, 0, 0, NULL, NULL,
+     "IP literals offered as host candidates (at most 8)"},
+    {"rtc", "max_transcodes", KP_KEY_UINT, 0, KP_USER_RTCD, G(max_transcodes), 0, 1, 64, NULL, "2",
+     "H.265 to H.264 transcodes at once"},
+    {"retention", "max_disk_gb", KP_KEY_GB, 0, KP_USER_RECORDERD, G(max_disk_mb), 0, 0, 1000000, NULL, "0",
+     "disk quota of the recordings in GB (10^9 bytes); 0: none"},
+    {"retention", "max_days", KP_KEY_UINT, 0, KP_USER_RECORDERD, G(max_days), 0, 1, 3650, NULL, "30",
+     "days recordings are kept"},
+    {"camera", "url", KP_KEY_CAMERA_URL, KP_KEY_REQUIRED | KP_KEY_SECRET, KP_USER_INGESTD, C(url), 0, 0, 0, NULL, NULL,
+     "where and how to reach the camera"},
+    {"camera", "sub_url", KP_KEY_RTSP_URL, KP_KEY_OPTIONAL | KP_KEY_SECRET, KP_USER_INGESTD, C(sub_url), 0, 0, 0, NULL,
+     NULL, "RTSP cameras: the sub stream's URL"},
+    {"camera", "streams", KP_KEY_STREAMS, 0, KP_USER_INGESTD | KP_USER_RECORDERD, C(streams), 0, 0, 0, NULL,
+     "main, sub", "the streams used: main, sub or both"},
+    {"camera", "record", KP_KEY_ENUM, 0, KP_USER_RECORDERD, C(record), 0, 0, 0, record_values, "continuous",
+     "continuous, events or off"},
+    {"camera", "retention_days", KP_KEY_UINT, 0, KP_USER_RECORDERD, C(retention_days), 0, 0, 3650, NULL, "0",
+     "days this camera's recordings are kept; 0: max_days"},
+    {"camera", "motion_events", KP_KEY_BOOL, 0, KP_USER_INGESTD, C(motion_events), 0, 0, 0, NULL, "yes",
+     "the camera's alarms become events"},
+    {"camera", "snapshot_interval", KP_KEY_UINT, 0, KP_USER_INGESTD, C(snapshot_interval), 0, 0, 86400, NULL, "0",
+     "seconds between JPEG snapshots; 0: none"},
+    {"camera", "rollover_secs", KP_KEY_UINT, KP_KEY_OPTIONAL, KP_USER_RECORDERD, C(rollover_secs), 0, 1, 86400, NULL,
+     NULL, "seconds per recording file (unset: recorderd's default)"},
+};
+
+const size_t kp_config_nkeys = sizeof kp_config_keys / sizeof kp_config_keys[0];
+
+const struct kp_key *kp_config_key_find(const char *section, const char *name)
+{
+	for (size_t i = 0; i < kp_config_nkeys; i++)
+		if (!strcmp(kp_config_keys[i].section, section) && !strcmp(kp_config_keys[i].name, name))
+			return &kp_config_keys[i];
+	return NULL;
+}
+
+bool kp_config_key_is_string(const struct kp_key *k)
+{
+	switch (k->type) {
+	case KP_KEY_STR:
+	case KP_KEY_CAMERA_URL:
+	case KP_KEY_RTSP_URL:
+	case KP_KEY_LISTEN:
+	case KP_KEY_HOSTPORT:
+	case KP_KEY_ADDRESSES:
+		return true;
+	default:
+		return false;
+	}
+}
+
+#define FIELD(base, off, type)  ((type *)(void *)((char *)(base) + (off)))
+#define CFIELD(base, off, type) ((const type *)(const void *)((const char *)(base) + (off)))
+
+static int parse_uint(const struct kp_key *k, const char *v, unsigned *out, char *why, size_t len)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (!isdigit((unsigned char)v[0]) || *end || errno || n < k->min || n > k->max) {
+		snprintf(why, len, "%s in [%s] must be an integer from %u to %u, not '%s'", k->name, k->section, k->min,
+			 k->max, v);
+		return -EINVAL;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+/* Gigabytes (10^9 bytes) with up to three decimals, kept as megabytes. */
+static int parse_gb(const struct kp_key *k, const char *v, unsigned *out_mb, char *why, size_t len)
+{
+	const char *s = v;
+	unsigned long long mb = 0;
+	int digits = 0, decimals = -1;
+	for (; *s; s++) {
+		if (*s == '.' && decimals < 0) {
+			decimals = 0;
+			continue;
+		}
+		if (!isdigit((unsigned char)*s) || decimals == 3 || mb > 1000000000ull)
+			break;
+		mb = mb * 10 + (unsigned)(*s - '0');
+		digits++;
+		if (decimals >= 0)
+			decimals++;
+	}
+	for (int d = decimals < 0 ? 0 : decimals; d < 3; d++)
+		mb *= 10;
+	if (*s || !digits || !isdigit((unsigned char)v[0]) || mb > (unsigned long long)k->max * 1000u) {
+		snprintf(why, len,
+			 "%s in [%s] must be a number of gigabytes from %u to %u with at most three decimals, not '%s'",
+			 k->name, k->section, k->min, k->max, v);
+		return -EINVAL;
+	}
+	*out_mb = (unsigned)mb;
+	return 0;
+}
+
+static int parse_bool(const struct kp_key *k, const char *v, bool *out, char *why, size_t len)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
+		*out = true;
+	else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0"))
+		*out = false;
+	else {
+		snprintf(why, len, "%s must be yes or no, not '%s'", k->name, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_enum(const struct kp_key *k, const char *v, unsigned *out, char *why, size_t len)
+{
+	for (unsigned i = 0; k->values[i]; i++)
+		if (!strcmp(v, k->values[i])) {
+			*out = i;
+			return 0;
+		}
+	size_t o = (size_t)snprintf(why, len, "%s must be ", k->name);
+	for (unsigned i = 0; k->values[i] && o < len; i++)
+		o += (size_t)snprintf(why + o, len - o, "%s%s", k->values[i],
+				      !k->values[i + 1]   ? ""
+				      : !k->values[i + 2] ? " or "
+							  : ", ");
+	if (o < len)
+		snprintf(why + o, len - o, ", not '%s'", v);
+	return -EINVAL;
+}
+
+static int parse_port_range(const struct kp_key *k, void *base, const char *v, char *why, size_t len)
+{
+	unsigned a, b;
+	char extra;
+	if (sscanf(v, "%u-%u%c", &a, &b, &extra) != 2 || a < k->min || b > k->max || a > b) {
+		snprintf(why, len, "%s must be FIRST-LAST within %u-%u, not '%s'", k->name, k->min, k->max, v);
+		return -EINVAL;
+	}
+	*FIELD(base, k->offset, unsigned) = a;
+	*FIELD(base, k->offset2, unsigned) = b;
+	return 0;
+}
+
+static int parse_streams(const char *v, unsigned *out, char *why, size_t len)
+{
+	char copy[256];
+	snprintf(copy, sizeof copy, "%s", v);
+	unsigned bits = 0;
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+		if (!strcmp(tok, "main"))
+			bits |= KP_STREAM_MAIN;
+		else if (!strcmp(tok, "sub"))
+			bits |= KP_STREAM_SUB;
+		else {
+			snprintf(why, len, "unknown stream '%s' (main, sub)", tok);
+			return -EINVAL;
+		}
+	}
+	if (!bits) {
+		snprintf(why, len, "streams needs main, sub or both");
+		return -EINVAL;
+	}
+	*out = bits;
+	return 0;
+}
+
+static int valid_hostport(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	if (!colon || colon == s)
+		return 0;
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	return *end == '\0' && colon[1] && port > 0 && port < 65536;
+}
+
+int kp_config_check_listen(const char *v, char *bad, size_t badlen)
+{
+	char copy[KP_CONF_STR];
+	snprintf(copy, sizeof copy, "%s", v);
+	char *save = NULL;
+	int n = 0;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		while (isspace((unsigned char)*tok))
+			tok++;
+		char *e = tok + strlen(tok);
+		while (e > tok && isspace((unsigned char)e[-1]))
+			*--e = '\0';
+		if (!valid_hostport(tok)) {
+			snprintf(bad, badlen, "listen address '%s' is not HOST:PORT", tok);
+			return -EINVAL;
+		}
+		n++;
+	}
+	if (n == 0) {
+		snprintf(bad, badlen, "listen needs at least one HOST:PORT");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* At most 8 IPv4/IPv6 literals separated by commas (the worker message carries 512
+ * bytes). */
+static int check_addresses(const char *v, char *why, size_t len)
+{
+	char copy[KP_CONF_STR];
+	snprintf(copy, sizeof copy, "%s", v);
+	if (strlen(v) >= 512) {
+		snprintf(why, len, "addresses is longer than 511 characters");
+		return -EINVAL;
+	}
+	char *save = NULL;
+	unsigned n = 0;
+	for (char *ip = strtok_r(copy, ", ", &save); ip; ip = strtok_r(NULL, ", ", &save)) {
+		unsigned char buf[sizeof(struct in6_addr)];
+		if (inet_pton(AF_INET, ip, buf) != 1 && inet_pton(AF_INET6, ip, buf) != 1) {
+			snprintf(why, len, "addresses: '%s' is not an IPv4 or IPv6 address", ip);
+			return -EINVAL;
+		}
+		if (++n > 8) {
+			snprintf(why, len, "addresses: more than 8 addresses");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int has_scheme(const char *url, const char *const *schemes)
+{
+	for (size_t i = 0; schemes[i]; i++) {
+		size_t l = strlen(schemes[i]);
+		if (!strncmp(url, schemes[i], l) && url[l] && url[l] != '/')
+			return 1;
+	}
+	return 0;
+}
+
+/* The authority of a camera URL (after "scheme://"): [user[:password]@]host[:port], host
+ * a name, an IPv4 literal or a bracketed IPv6 literal, port 1 to 65535; a bcudp:// URL
+ * with uid= in its query may have no host. NULL when it is well formed, else what is
+ * wrong. */
+static const char *url_authority_error(const char *url)
+{
+	const char *a = strstr(url, "://");
+	if (!a)
+		return "it has no scheme";
+	a += 3;
+	size_t alen = strcspn(a, "/?#");
+	const char *host = a, *end = a + alen;
+	for (const char *q = a; q < end; q++)
+		if (*q == '@')
+			host = q + 1; /* the last '@': a password may hold one */
+	const char *port = NULL;
+	if (*host == '[') {
+		const char *close = memchr(host, ']', (size_t)(end - host));
+		if (!close)
+			return "its IPv6 address has no closing ']'";
+		char lit[INET6_ADDRSTRLEN + 1];
+		size_t n = (size_t)(close - host - 1);
+		struct in6_addr a6;
+		if (n >= sizeof lit)
+			return "its IPv6 address is not valid";
+		memcpy(lit, host + 1, n);
+		lit[n] = '\0';
+		if (inet_pton(AF_INET6, lit, &a6) != 1)
+			return "its IPv6 address is not valid";
+		if (close + 1 < end && close[1] != ':')
+			return "something follows its IPv6 address other than :port";
+		port = close + 1 < end ? close + 2 : NULL;
+	} else {
+		const char *colon = memchr(host, ':', (size_t)(end - host));
+		/* A BCUDP camera may be given by its UID alone (found by broadcast). */
+		if (host == end && !strncmp(url, "bcudp://", 8) && strstr(end, "uid="))
+			return NULL;
+		if ((colon ? colon : end) == host)
+			return "it has no host";
+		for (const char *q = host; q < (colon ? colon : end); q++)
+			if (*q == '[' || *q == ']')
+				return "its host has an unbalanced '[' or ']'";
+		port = colon ? colon + 1 : NULL;
+	}
+	if (port) {
+		unsigned long v = 0;
+		if (port == end)
+			return "its port is empty";
+		for (const char *q = port; q < end; q++) {
+			if (*q < '0' || *q > '9')
+				return "its port is not a number";
+			v = v * 10 + (unsigned long)(*q - '0');
+			if (v > 65535)
+				return "its port is above 65535";
+		}
+		if (v == 0)
+			return "its port is 0";
+	}
+	return NULL;
+}
+
+static int check_url(const struct kp_key *k, const struct kp_camera_conf *cam, const char *v, char *why, size_t len)
+{
+	static const char *const camera_schemes[] = {"baichuan://", "bcudp://", "rtsp://", "rtsps://", NULL};
+	static const char *const rtsp_schemes[] = {"rtsp://", "rtsps://", NULL};
+	if (k->type == KP_KEY_CAMERA_URL && !has_scheme(v, camera_schemes)) {
+		snprintf(why, len, "camera '%s': %s must start with baichuan://, bcudp://, rtsp:// or rtsps://",
+			 cam->name, k->name);
+		return -EINVAL;
+	}
+	if (k->type == KP_KEY_RTSP_URL && !has_scheme(v, rtsp_schemes)) {
+		snprintf(why, len, "camera '%s': %s must start with rtsp:// or rtsps://", cam->name, k->name);
+		return -EINVAL;
+	}
+	const char *bad = url_authority_error(v);
+	if (bad) {
+		snprintf(why, len, "camera '%s': %s is not valid: %s", cam->name, k->name, bad);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_string(const struct kp_key *k, const void *base, const char *v, char *why, size_t len)
+{
+	if ((k->flags & KP_KEY_NONEMPTY) && !v[0]) {
+		snprintf(why, len, "%s must not be empty", k->name);
+		return -EINVAL;
+	}
+	switch (k->type) {
+	case KP_KEY_LISTEN:
+		return kp_config_check_listen(v, why, len);
+	case KP_KEY_HOSTPORT:
+		if (v[0] && !valid_hostport(v)) {
+			snprintf(why, len, "%s must be HOST:PORT", k->name);
+			return -EINVAL;
+		}
+		return 0;
+	case KP_KEY_ADDRESSES:
+		return check_addresses(v, why, len);
+	case KP_KEY_CAMERA_URL:
+	case KP_KEY_RTSP_URL:
+		return check_url(k, base, v, why, len);
+	default:
+		return 0;
+	}
+}
+
+int kp_config_key_parse(const struct kp_key *k, void *base, const char *v, char *why, size_t len)
+{
+	switch (k->type) {
+	case KP_KEY_UINT:
+		return parse_uint(k, v, FIELD(base, k->offset, unsigned), why, len);
+	case KP_KEY_BOOL:
+		return parse_bool(k, v, FIELD(base, k->offset, bool), why, len);
+	case KP_KEY_ENUM:
+		return parse_enum(k, v, FIELD(base, k->offset, unsigned), why, len);
+	case KP_KEY_GB:
+		return parse_gb(k, v, FIELD(base, k->offset, unsigned), why, len);
+	case KP_KEY_PORT_RANGE:
+		return parse_port_range(k, base, v, why, len);
+	case KP_KEY_STREAMS:
+		return parse_streams(v, FIELD(base, k->offset, unsigned), why, len);
+	default:
+		return check_string(k, base, v, why, len);
+	}
+}
+
+void kp_redact_url(const char *url, char *out, size_t len)
+{
+	const char *scheme = strstr(url, "://");
+	const char *start = scheme ? scheme + 3 : url;
+	const char *slash = start + strcspn(start, "/?#");
+	const char *at = NULL;
+	for (const char *s = start; s < slash; s++)
+		if (*s == '@')
+			at = s;
+	const char *colon = at ? memchr(start, ':', (size_t)(at - start)) : NULL;
+	if (!colon) {
+		snprintf(out, len, "%s", url);
+		return;
+	}
+	snprintf(out, len, "%.*s:***%s", (int)(colon - url), url, at);
+}
+
+/* A string as `config show` prints it: what the file said for ${ENV} and file: values,
+ * URLs with their password replaced by "***". */
+static void shown(const struct kp_conf_str *s, char *out, size_t len)
+{
+	if (s->secret_ref)
+		snprintf(out, len, "%s", s->raw);
+	else
+		kp_redact_url(s->val, out, len);
+}
+
+int kp_config_key_format(const struct kp_key *k, const void *base, char *out, size_t len)
+{
+	int n = 0;
+	bool numeric = k->type == KP_KEY_UINT || k->type == KP_KEY_ENUM || k->type == KP_KEY_GB ||
+		       k->type == KP_KEY_PORT_RANGE || k->type == KP_KEY_STREAMS;
+	unsigned u = numeric ? *CFIELD(base, k->offset, unsigned) : 0;
+	switch (k->type) {
+	case KP_KEY_UINT:
+		if ((k->flags & KP_KEY_OPTIONAL) && !u)
+			return 1;
+		n = snprintf(out, len, "%u", u);
+		break;
+	case KP_KEY_BOOL:
+		n = snprintf(out, len, "%s", *CFIELD(base, k->offset, bool) ? "yes" : "no");
+		break;
+	case KP_KEY_ENUM:
+		n = snprintf(out, len, "%s", k->values[u]);
+		break;
+	case KP_KEY_GB:
+		n = snprintf(out, len, "%u.%03u", u / 1000, u % 1000);
+		break;
+	case KP_KEY_PORT_RANGE:
+		n = snprintf(out, len, "%u-%u", u, *CFIELD(base, k->offset2, unsigned));
+		break;
+	case KP_KEY_STREAMS:
+		n = snprintf(out, len, "%s",
+			     u == (KP_STREAM_MAIN | KP_STREAM_SUB) ? "main, sub"
+			     : u == KP_STREAM_MAIN                 ? "main"
+								   : "sub");
+		break;
+	default: {
+		const struct kp_conf_str *s = CFIELD(base, k->offset, struct kp_conf_str);
+		if ((k->flags & KP_KEY_OPTIONAL) && !s->val[0])
+			return 1;
+		if (len < sizeof s->val)
+			return -ENOSPC;
+		shown(s, out, len);
+		return 0;
+	}
+	}
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
+static const char *type_name(const struct kp_key *k, char *buf, size_t len)
+{
+	static const char *const names[] = {
+	    [KP_KEY_STR] = "text",
+	    [KP_KEY_BOOL] = "yes|no",
+	    [KP_KEY_PORT_RANGE] = "FIRST-LAST",
+	    [KP_KEY_STREAMS] = "main|sub|main,sub",
+	    [KP_KEY_CAMERA_URL] = "url",
+	    [KP_KEY_RTSP_URL] = "rtsp-url",
+	    [KP_KEY_LISTEN] = "HOST:PORT,...",
+	    [KP_KEY_HOSTPORT] = "HOST:PORT",
+	    [KP_KEY_ADDRESSES] = "IP,...",
+	};
+	size_t o = 0;
+	switch (k->type) {
+	case KP_KEY_UINT:
+		snprintf(buf, len, "%u..%u", k->min, k->max);
+		return buf;
+	case KP_KEY_GB:
+		snprintf(buf, len, "GB %u..%u", k->min, k->max);
+		return buf;
+	case KP_KEY_ENUM:
+		buf[0] = '\0';
+		for (unsigned i = 0; k->values[i] && o < len; i++)
+			o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? "|" : "", k->values[i]);
+		return buf;
+	default:
+		return names[k->type];
+	}
+}
+
+int kp_config_keys_render(char *buf, size_t len)
+{
+	static const char *const users[] = {"keeppeekd", "ingestd", "recorderd", "webd", "rtcd"};
+	size_t o = 0;
+	for (size_t i = 0; i < kp_config_nkeys; i++) {
+		const struct kp_key *k = &kp_config_keys[i];
+		char type[128], who[64] = "";
+		size_t w = 0;
+		for (unsigned b = 0; b < 5; b++)
+			if (k->users & (1u << b))
+				w += (size_t)snprintf(who + w, sizeof who - w, "%s%s", w ? "," : "", users[b]);
+		int n = snprintf(buf + o, len - o, "%s\t%s\t%s\t%s\t%s%s\t%s\n", k->section, k->name,
+				 type_name(k, type, sizeof type), k->def ? k->def : "-",
+				 k->flags & KP_KEY_SECRET ? "secret," : "", who, k->doc);
+		if (n < 0 || (size_t)n >= len - o)
+			return -ENOSPC;
+		o += (size_t)n;
+	}
+	return (int)o;
+}
