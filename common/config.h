@@ -29,6 +29,7 @@ struct kp_camera_conf {
 	char name[KP_CAMERA_NAME_MAX + 1];
 	struct kp_conf_str url;
 	struct kp_conf_str sub_url; /* RTSP cameras: the sub stream's own URL */
+	struct kp_conf_str labels;  /* words that group cameras for plans ("garden, outdoor") */
 	unsigned streams;
 	unsigned record; /* enum kp_record_mode */
 	unsigned retention_days;

@@ -45,6 +45,8 @@ const struct kp_key kp_config_keys[] = {
      "where and how to reach the camera"},
     {"camera", "sub_url", KP_KEY_RTSP_URL, KP_KEY_OPTIONAL | KP_KEY_SECRET, KP_USER_INGESTD, C(sub_url), 0, 0, 0, NULL,
      NULL, "RTSP cameras: the sub stream's URL"},
+    {"camera", "labels", KP_KEY_LABELS, KP_KEY_OPTIONAL, KP_USER_SUPERVISOR, C(labels), 0, 0, 0, NULL, NULL,
+     "words that name groups of cameras in plans (label:WORD)"},
     {"camera", "streams", KP_KEY_STREAMS, 0, KP_USER_INGESTD | KP_USER_RECORDERD, C(streams), 0, 0, 0, NULL,
      "main, sub", "the streams used: main, sub or both"},
     {"camera", "record", KP_KEY_ENUM, 0, KP_USER_RECORDERD, C(record), 0, 0, 0, record_values, "continuous",
@@ -78,6 +80,7 @@ bool kp_config_key_is_string(const struct kp_key *k)
 	case KP_KEY_LISTEN:
 	case KP_KEY_HOSTPORT:
 	case KP_KEY_ADDRESSES:
+	case KP_KEY_LABELS:
 		return true;
 	default:
 		return false;
@@ -260,6 +263,32 @@ static int check_addresses(const char *v, char *why, size_t len)
 	return 0;
 }
 
+/* Up to KP_CAMERA_LABELS_MAX words of 1 to 32 characters a-z, 0-9, '_', '-', separated by
+ * commas and blanks. */
+static int check_labels(const char *v, char *why, size_t len)
+{
+	unsigned n = 0;
+	for (const char *s = v; *s;) {
+		size_t w = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-");
+		size_t gap = strspn(s + w, ", \t");
+		if (!w && !gap) {
+			snprintf(why, len,
+				 "labels: '%c' is not allowed (a-z, 0-9, _ and - in words separated by commas)", *s);
+			return -EINVAL;
+		}
+		if (w > 32) {
+			snprintf(why, len, "labels: a label is longer than 32 characters");
+			return -EINVAL;
+		}
+		if (w && ++n > KP_CAMERA_LABELS_MAX) {
+			snprintf(why, len, "labels: more than %d labels", KP_CAMERA_LABELS_MAX);
+			return -EINVAL;
+		}
+		s += w + gap;
+	}
+	return 0;
+}
+
 static int has_scheme(const char *url, const char *const *schemes)
 {
 	for (size_t i = 0; schemes[i]; i++) {
@@ -369,6 +398,8 @@ static int check_string(const struct kp_key *k, const void *base, const char *v,
 		return 0;
 	case KP_KEY_ADDRESSES:
 		return check_addresses(v, why, len);
+	case KP_KEY_LABELS:
+		return check_labels(v, why, len);
 	case KP_KEY_CAMERA_URL:
 	case KP_KEY_RTSP_URL:
 		return check_url(k, base, v, why, len);
@@ -479,6 +510,7 @@ static const char *type_name(const struct kp_key *k, char *buf, size_t len)
 	    [KP_KEY_LISTEN] = "HOST:PORT,...",
 	    [KP_KEY_HOSTPORT] = "HOST:PORT",
 	    [KP_KEY_ADDRESSES] = "IP,...",
+	    [KP_KEY_LABELS] = "word,...",
 	};
 	size_t o = 0;
 	switch (k->type) {

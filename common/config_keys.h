@@ -23,6 +23,7 @@ enum kp_key_type {
 	KP_KEY_LISTEN,     /* HOST:PORT[,HOST:PORT...] */
 	KP_KEY_HOSTPORT,   /* HOST:PORT or "" */
 	KP_KEY_ADDRESSES,  /* up to 8 IP literals, comma-separated, or "" */
+	KP_KEY_LABELS,     /* up to 8 words of a-z, 0-9, '_' and '-', comma-separated, or "" */
 };
 
 enum kp_key_flags {

@@ -46,8 +46,14 @@
 #define KP_EVENT_REVISION_STEP_MAX (1u << 20) /* a revision is at most this above the stored one */
 
 /* Configuration. */
-#define KP_MAX_CAMERAS     128
-#define KP_CAMERA_NAME_MAX 64
+#define KP_MAX_CAMERAS       128
+#define KP_CAMERA_NAME_MAX   64
+#define KP_CAMERA_LABELS_MAX 8 /* labels = of one camera */
+
+/* Configuration plans (supervisor/config_plan.c, keeppeekctl config plan). */
+#define KP_PLAN_MAX_FIELDS  5           /* fields set by one plan */
+#define KP_PLAN_MAX_CAMERAS 64          /* cameras one plan changes */
+#define KP_PLAN_MAX_BYTES   (64 * 1024) /* an encoded plan, diff included */
 
 /* IPC (SPEC section 2): frame = 4-byte LE envelope length, envelope, raw tail. */
 #define KP_IPC_HEADER_SIZE            4

@@ -106,6 +106,11 @@ void configure_exited(struct proc *p)
 
 int supervisor_reload(struct supervisor *s, char *msg, size_t len)
 {
+	return supervisor_reload_some(s, ~0u, msg, len);
+}
+
+int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size_t len)
+{
 	if (s->stopping) {
 		snprintf(msg, len, "reload refused: stopping\n");
 		return -ESHUTDOWN;
@@ -139,6 +144,10 @@ int supervisor_reload(struct supervisor *s, char *msg, size_t len)
 		struct proc *p = &s->procs[i];
 		if (p->state != PROC_RUNNING || !p->ipc)
 			continue;
+		if (!(peers & (1u << p->peer))) {
+			p->config_generation = s->generation; /* it reads nothing that changed */
+			continue;
+		}
 		kp_Envelope env = kp_Envelope_init_zero;
 		env.which_msg = kp_Envelope_reload_tag;
 		env.msg.reload.generation = s->generation;

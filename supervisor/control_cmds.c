@@ -234,6 +234,8 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct
 	buf[0] = '\0';
 	if (!strcmp(req->command, "backup"))
 		return backup_start(s, req, x, ticket, &o);
+	if (!strcmp(req->command, "config-apply"))
+		return config_apply_command(s, req, x, &o);
 	if (x->nfds) {
 		kp_out_put(&o, "'%s' takes no descriptor\n", req->command);
 		return 2;
@@ -282,6 +284,8 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct
 		kp_out_put(&o, "%s", msg);
 		return r < 0 ? 1 : 0;
 	}
+	if (!strcmp(req->command, "config-plan"))
+		return config_plan_command(s, req, &o);
 	if (!strcmp(req->command, "config-show") && req->args_count == 0) {
 		int n = kp_config_render(&s->cfg, o.buf, o.len);
 		if (n < 0) {

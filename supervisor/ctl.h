@@ -25,4 +25,8 @@ int ctl_restore(const char *sock, int n, char **args, bool json);
 /* `events search ...` (args after "events"). */
 int ctl_events(const char *sock, int n, char **args, bool json);
 
+/* `config plan|apply ...` and `camera add|remove ...` (args after "config" or "camera":
+ * plan, apply, add, remove; ctl_config.c). */
+int ctl_config_change(const char *sock, int n, char **args);
+
 #endif

@@ -38,6 +38,13 @@ static void usage(FILE *f)
 		   "  reload                 re-read the configuration (like SIGHUP)\n"
 		   "  config check FILE      validate a configuration file; starts nothing\n"
 		   "  config show            the running configuration, secrets redacted\n"
+		   "  config plan --cameras TARGETS --set KEY=VALUE... [-o FILE]\n"
+		   "                         the change of up to 5 fields on up to 64 cameras\n"
+		   "                         (names, globs, label:WORD) as a plan with its diff\n"
+		   "  config apply FILE      apply a plan (refused if the file changed since)\n"
+		   "  camera add NAME URL [--set KEY=VALUE...] [-o FILE]\n"
+		   "  camera remove NAME [-o FILE]\n"
+		   "                         add or remove a camera now (or write the plan)\n"
 		   "  config keys            every configuration key: section, name, type and range,\n"
 		   "                         default, who reads it, what it is\n"
 		   "  check [--repair | --rebuild]\n"
@@ -404,9 +411,13 @@ int main(int argc, char **argv)
 			return config_keys();
 		if (n == 2 && !strcmp(rest[1], "show"))
 			return call(sock, "config-show", NULL, 0, json, false);
+		if (n >= 2 && (!strcmp(rest[1], "plan") || !strcmp(rest[1], "apply")))
+			return ctl_config_change(sock, n - 1, rest + 1);
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(cmd, "camera") && n >= 2 && (!strcmp(rest[1], "add") || !strcmp(rest[1], "remove")))
+		return ctl_config_change(sock, n - 1, rest + 1);
 	if (!strcmp(cmd, "check")) {
 		if (n > 2 || (n == 2 && strcmp(rest[1], "--repair") && strcmp(rest[1], "--rebuild"))) {
 			usage(stderr);

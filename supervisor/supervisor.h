@@ -164,6 +164,14 @@ void configure_ready(struct proc *p, bool started, uint32_t generation);
 /* A worker that exited answers no reload. */
 void configure_exited(struct proc *p);
 int supervisor_reload(struct supervisor *s, char *msg, size_t len);
+/* A reload told only to the workers whose peer bit (1 << kp_Peer) is in peers; the
+ * others count as reloaded, for they read nothing that changed. */
+int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size_t len);
+/* config_apply.c: keeppeekctl config plan / config apply. */
+struct control_extra;
+int config_plan_command(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o);
+int config_apply_command(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x,
+			 struct kp_out *o);
 
 /* links.c */
 void links_init(struct supervisor *s);

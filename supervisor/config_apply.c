@@ -1,0 +1,214 @@
+/* keeppeekd's side of configuration plans (config_plan.c): the control commands
+ * config-plan (make a plan against the file as it is now) and config-apply (check a plan
+ * against the file, write the result atomically keeping the previous file as
+ * FILE.bak, and reload only the workers that read a changed key). Only keeppeekd
+ * writes the configuration; keeppeekctl and webd ask. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config_keys.h"
+#include "config_plan.h"
+#include "log.h"
+#include "supervisor.h"
+
+static char file_buf[KP_CONFIG_FILE_MAX + 1];
+static char cand_buf[KP_CONFIG_FILE_MAX + 1];
+static char plan_buf[KP_PLAN_MAX_BYTES + 1];
+
+/* Up to max bytes of fd from its start; -EFBIG beyond. */
+static ssize_t read_all(int fd, char *buf, size_t max)
+{
+	size_t got = 0;
+	for (;;) {
+		ssize_t n = pread(fd, buf + got, max + 1 - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got > max)
+			return -EFBIG;
+	}
+	buf[got] = '\0';
+	return (ssize_t)got;
+}
+
+static ssize_t read_config(const char *path, char *buf)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read_all(fd, buf, KP_CONFIG_FILE_MAX);
+	close(fd);
+	return n;
+}
+
+/* path written through path.new: same owner and mode as the file it replaces, synced,
+ * renamed over it, the directory synced. */
+static int replace_file(const char *path, const struct stat *like, const char *text, size_t len)
+{
+	char tmp[4200];
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.new", path) >= sizeof tmp)
+		return -ENAMETOOLONG;
+	unlink(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	int r = 0;
+	if (geteuid() == 0 && fchown(fd, like->st_uid, like->st_gid) < 0)
+		r = -errno;
+	if (r == 0 && fchmod(fd, like->st_mode & 07777) < 0)
+		r = -errno;
+	for (size_t off = 0; r == 0 && off < len;) {
+		ssize_t n = write(fd, text + off, len - off);
+		if (n < 0 && errno != EINTR)
+			r = -errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%s", path);
+	int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = fsync(dfd) < 0 ? -errno : 0;
+	close(dfd);
+	return r;
+}
+
+static int no_file(struct supervisor *s, struct kp_out *o)
+{
+	if (s->config_path[0])
+		return 0;
+	kp_out_put(o, "keeppeekd runs without a configuration file (--demo): there is nothing to change\n");
+	return 1;
+}
+
+/* config-plan edit TARGETS KEY=VALUE...; add NAME KEY=VALUE...; remove NAME */
+int config_plan_command(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o)
+{
+	static struct plan_request rq;
+	memset(&rq, 0, sizeof rq);
+	if (no_file(s, o))
+		return 1;
+	const char *kind = req->args_count ? req->args[0] : "";
+	unsigned first_field = 2;
+	if (!strcmp(kind, "edit") && req->args_count >= 2) {
+		rq.kind = PLAN_EDIT;
+		snprintf(rq.targets, sizeof rq.targets, "%s", req->args[1]);
+	} else if ((!strcmp(kind, "add") || !strcmp(kind, "remove")) && req->args_count >= 2 &&
+		   strlen(req->args[1]) <= KP_CAMERA_NAME_MAX) {
+		rq.kind = kind[0] == 'a' ? PLAN_ADD_CAMERA : PLAN_REMOVE_CAMERA;
+		snprintf(rq.camera, sizeof rq.camera, "%s", req->args[1]);
+	} else {
+		kp_out_put(o, "config-plan wants edit TARGETS KEY=VALUE..., add NAME KEY=VALUE... or remove NAME\n");
+		return 2;
+	}
+	char why[KP_CONF_MAX_ERRORS * 256 + 256];
+	if (req->args_count - first_field > KP_PLAN_MAX_FIELDS) {
+		kp_out_put(o, "a plan sets at most %d fields\n", KP_PLAN_MAX_FIELDS);
+		return 1;
+	}
+	for (unsigned i = first_field; i < req->args_count; i++)
+		if (plan_field_parse(req->args[i], &rq.fields[rq.nfields++], why, sizeof why) < 0) {
+			kp_out_put(o, "%s\n", why);
+			return 2;
+		}
+	ssize_t n = read_config(s->config_path, file_buf);
+	if (n < 0) {
+		kp_out_put(o, "%s: cannot read it: %s\n", s->config_path, strerror((int)-n));
+		return 1;
+	}
+	int len = plan_make(file_buf, (size_t)n, &rq, plan_buf, why, sizeof why);
+	if (len < 0) {
+		kp_out_put(o, "%s\n", why);
+		return 1;
+	}
+	kp_out_put(o, "%.*s", len, plan_buf);
+	return 0;
+}
+
+/* The processes whose configuration a change of users (enum kp_key_users) touches. */
+static unsigned reload_mask(unsigned users)
+{
+	unsigned mask = 0;
+	if (users & KP_USER_INGESTD)
+		mask |= 1u << kp_Peer_PEER_INGESTD;
+	if (users & KP_USER_RECORDERD)
+		mask |= 1u << kp_Peer_PEER_RECORDERD;
+	if (users & KP_USER_WEBD)
+		mask |= 1u << kp_Peer_PEER_WEBD;
+	if (users & KP_USER_RTCD)
+		mask |= 1u << kp_Peer_PEER_RTCD;
+	return mask;
+}
+
+/* config-apply with the plan file's descriptor. */
+int config_apply_command(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x,
+			 struct kp_out *o)
+{
+	if (no_file(s, o))
+		return 1;
+	if (req->args_count || x->nfds != 1) {
+		kp_out_put(o, "config-apply wants the plan as one descriptor and no arguments\n");
+		return 2;
+	}
+	ssize_t plen = read_all(x->fds[0], plan_buf, KP_PLAN_MAX_BYTES);
+	if (plen < 0) {
+		kp_out_put(o, "reading the plan failed: %s\n",
+			   plen == -EFBIG ? "it is larger than a plan can be" : strerror((int)-plen));
+		return 1;
+	}
+	struct stat st;
+	if (stat(s->config_path, &st) < 0) {
+		kp_out_put(o, "%s: %s\n", s->config_path, strerror(errno));
+		return 1;
+	}
+	ssize_t n = read_config(s->config_path, file_buf);
+	if (n < 0) {
+		kp_out_put(o, "%s: cannot read it: %s\n", s->config_path, strerror((int)-n));
+		return 1;
+	}
+	char why[KP_CONF_MAX_ERRORS * 256 + 256];
+	struct conf_text t = {.p = cand_buf, .cap = KP_CONFIG_FILE_MAX};
+	unsigned users = 0;
+	int r = plan_apply(file_buf, (size_t)n, plan_buf, (size_t)plen, &t, &users, why, sizeof why);
+	if (r < 0) {
+		kp_out_put(o, "plan refused: %s\n", why);
+		kp_warn("config apply refused: %.*s", (int)strcspn(why, "\n"), why);
+		return 1;
+	}
+	char bak[4200];
+	snprintf(bak, sizeof bak, "%s.bak", s->config_path);
+	r = replace_file(bak, &st, file_buf, (size_t)n);
+	if (r == 0)
+		r = replace_file(s->config_path, &st, t.p, t.len);
+	if (r < 0) {
+		kp_out_put(o, "writing %s failed: %s; nothing was changed\n", s->config_path, strerror(-r));
+		kp_err("config apply: writing %s failed: %s", s->config_path, strerror(-r));
+		return 1;
+	}
+	kp_notice("config apply: %s written (the previous one is %s)", s->config_path, bak);
+	char msg[4096];
+	r = supervisor_reload_some(s, reload_mask(users), msg, sizeof msg);
+	kp_out_put(o, "%s written (previous: %s)\n%s", s->config_path, bak, msg);
+	return r < 0 ? 1 : 0;
+}
