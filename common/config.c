@@ -9,6 +9,8 @@
 #include <ini.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +27,8 @@ struct parse_ctx {
 	struct kp_config *cfg;
 	struct kp_config_errors *errs;
 	unsigned err_line; /* last line that already has an error */
-	char seen[64][48]; /* "section\nkey" pairs already set, outside cameras */
-	unsigned nseen;
-	char cam_seen[16][24]; /* keys seen in the current camera section */
-	unsigned ncam_seen;
+	uint64_t seen;     /* keys set outside cameras, by index in kp_config_keys */
+	uint64_t cam_seen; /* keys set in the current camera section */
 	int cur_camera;
 };
 
@@ -105,7 +105,12 @@ static char *reader(char *str, int num, void *stream)
 
 static int expand(struct parse_ctx *p, const char *in, struct kp_conf_str *out)
 {
-	snprintf(out->raw, sizeof out->raw, "%s", in);
+	size_t in_len = strlen(in);
+	if (in_len >= sizeof out->raw) {
+		add_error(p, p->line, "value too long");
+		return -1;
+	}
+	memcpy(out->raw, in, in_len + 1);
 	out->secret_ref = false;
 	if (strncmp(in, "file:", 5) == 0) {
 		const char *path = in + 5;
@@ -183,24 +188,15 @@ static void set_defaults(const char *kind, void *base)
 	}
 }
 
-/* Returns 1 if the key was already set in this scope (and records it otherwise). */
-static int duplicate(struct parse_ctx *p, const char *section, const char *key)
+/* Returns 1 if the key was already set in this scope (and records it otherwise): the
+ * global sections together, or the current camera section. */
+static int duplicate(struct parse_ctx *p, const struct kp_key *k)
 {
-	char id[48];
-	snprintf(id, sizeof id, "%s\n%s", section, key);
-	if (p->cur_camera >= 0) {
-		for (unsigned i = 0; i < p->ncam_seen; i++)
-			if (!strcmp(p->cam_seen[i], key))
-				return 1;
-		if (p->ncam_seen < 16)
-			snprintf(p->cam_seen[p->ncam_seen++], sizeof p->cam_seen[0], "%s", key);
-		return 0;
-	}
-	for (unsigned i = 0; i < p->nseen; i++)
-		if (!strcmp(p->seen[i], id))
-			return 1;
-	if (p->nseen < 64)
-		snprintf(p->seen[p->nseen++], sizeof p->seen[0], "%s", id);
+	uint64_t bit = 1ull << (k - kp_config_keys);
+	uint64_t *seen = p->cur_camera >= 0 ? &p->cam_seen : &p->seen;
+	if (*seen & bit)
+		return 1;
+	*seen |= bit;
 	return 0;
 }
 
@@ -243,24 +239,35 @@ static int camera_section(struct parse_ctx *p, const char *section)
 		add_error(p, p->line, "more than %d cameras", KP_MAX_CAMERAS);
 		return -1;
 	}
+	static struct kp_camera_conf fresh;
+	static bool fresh_made;
+	if (!fresh_made) {
+		set_defaults("camera", &fresh);
+		fresh_made = true;
+	}
 	struct kp_camera_conf *cam = &cfg->cameras[cfg->ncameras];
-	memset(cam, 0, sizeof *cam);
+	*cam = fresh;
 	snprintf(cam->name, sizeof cam->name, "%s", name);
-	set_defaults("camera", cam);
 	cam->line = p->section_line;
 	p->cur_camera = (int)cfg->ncameras++;
-	p->ncam_seen = 0;
+	p->cam_seen = 0;
 	return p->cur_camera;
 }
 
 /* One key of a section (base: the struct kp_config, or the camera's struct
  * kp_camera_conf): strings are expanded, then every value is checked by its type. */
-static int set_key(struct parse_ctx *p, const char *kind, const char *shown_section, void *base, const char *key,
+/* One key of a section (base: the struct kp_config, or the camera's struct
+ * kp_camera_conf): strings are expanded, then every value is checked by its type. */
+static int set_key(struct parse_ctx *p, const char *kind, const char *section, void *base, const char *key,
 		   const char *v)
 {
 	const struct kp_key *k = kp_config_key_find(kind, key);
 	if (!k) {
-		add_error(p, p->line, "unknown key '%s' in [%s]", key, shown_section);
+		add_error(p, p->line, "unknown key '%s' in [%s]", key, section);
+		return -1;
+	}
+	if (duplicate(p, k)) {
+		add_error(p, p->line, "key '%s' set twice in [%s]", key, section);
 		return -1;
 	}
 	char why[KP_CONF_STR + 200];
@@ -286,14 +293,7 @@ static int handler(void *user, const char *section, const char *key, const char 
 		int idx = camera_section(p, section);
 		if (idx < 0)
 			return 0;
-		if (duplicate(p, section, key)) {
-			add_error(p, p->line, "key '%s' set twice in [%s]", key, section);
-			return 0;
-		}
-		struct kp_camera_conf *cam = &cfg->cameras[idx];
-		char shown_section[KP_CAMERA_NAME_MAX + 16];
-		snprintf(shown_section, sizeof shown_section, "camera \"%s\"", cam->name);
-		return set_key(p, "camera", shown_section, cam, key, value) == 0;
+		return set_key(p, "camera", section, &cfg->cameras[idx], key, value) == 0;
 	}
 	p->cur_camera = -1;
 	int known_section = 0;
@@ -304,16 +304,13 @@ static int handler(void *user, const char *section, const char *key, const char 
 			add_error(p, p->line, "unknown section [%s]", section);
 		return 0;
 	}
-	if (duplicate(p, section, key)) {
-		add_error(p, p->line, "key '%s' set twice in [%s]", key, section);
-		return 0;
-	}
 	return set_key(p, section, section, cfg, key, value) == 0;
 }
 
+/* Camera slots are filled as their sections come (camera_section). */
 void kp_config_defaults(struct kp_config *cfg)
 {
-	memset(cfg, 0, sizeof *cfg);
+	memset(cfg, 0, offsetof(struct kp_config, cameras));
 	set_defaults("global", cfg);
 }
 

@@ -65,9 +65,11 @@ const size_t kp_config_nkeys = sizeof kp_config_keys / sizeof kp_config_keys[0];
 
 const struct kp_key *kp_config_key_find(const char *section, const char *name)
 {
-	for (size_t i = 0; i < kp_config_nkeys; i++)
-		if (!strcmp(kp_config_keys[i].section, section) && !strcmp(kp_config_keys[i].name, name))
-			return &kp_config_keys[i];
+	for (size_t i = 0; i < kp_config_nkeys; i++) {
+		const struct kp_key *k = &kp_config_keys[i];
+		if (k->name[0] == name[0] && !strcmp(k->name, name) && !strcmp(k->section, section))
+			return k;
+	}
 	return NULL;
 }
 
@@ -453,6 +455,20 @@ static void shown(const struct kp_conf_str *s, char *out, size_t len)
 		snprintf(out, len, "%s", s->raw);
 	else
 		kp_redact_url(s->val, out, len);
+}
+
+bool kp_config_key_equal(const struct kp_key *k, const void *a, const void *b)
+{
+	if (kp_config_key_is_string(k)) {
+		const struct kp_conf_str *x = CFIELD(a, k->offset, struct kp_conf_str);
+		const struct kp_conf_str *y = CFIELD(b, k->offset, struct kp_conf_str);
+		return !strcmp(x->val, y->val) && !strcmp(x->raw, y->raw);
+	}
+	if (k->type == KP_KEY_BOOL)
+		return *CFIELD(a, k->offset, bool) == *CFIELD(b, k->offset, bool);
+	if (k->type == KP_KEY_PORT_RANGE && *CFIELD(a, k->offset2, unsigned) != *CFIELD(b, k->offset2, unsigned))
+		return false;
+	return *CFIELD(a, k->offset, unsigned) == *CFIELD(b, k->offset, unsigned);
 }
 
 int kp_config_key_format(const struct kp_key *k, const void *base, char *out, size_t len)

@@ -76,6 +76,10 @@ int kp_config_key_parse(const struct kp_key *k, void *base, const char *v, char 
  * the key is unset and optional (nothing to show), or -ENOSPC. */
 int kp_config_key_format(const struct kp_key *k, const void *base, char *out, size_t len);
 
+/* Whether k has the same value in a and b (as stored, ${ENV} and file: references
+ * included). */
+bool kp_config_key_equal(const struct kp_key *k, const void *a, const void *b);
+
 /* The table as text, one key a line: section, name, type and range, default, users. */
 int kp_config_keys_render(char *buf, size_t len);
 

@@ -113,41 +113,110 @@ static int find_section(const struct conf_text *t, const char *section, const ch
 	return found ? 0 : -ENOENT;
 }
 
-int conf_text_set(struct conf_text *t, const char *section, const char *camera, const char *key, const char *value)
+/* The name of a [camera "NAME"] header line (length in *n), or NULL. */
+static const char *camera_of(const struct conf_text *t, const struct line *l, size_t *n)
 {
-	struct line hdr, l;
-	size_t body_end, section_end;
-	int r = find_section(t, section, camera, &hdr, &body_end, &section_end);
-	if (r < 0)
-		return r;
-	for (size_t at = hdr.next; at < section_end && next_line(t, at, &l); at = l.next) {
-		size_t kn;
-		const char *k = key_of(t, &l, &kn);
-		if (!k || kn != strlen(key) || memcmp(k, key, kn))
-			continue;
-		/* Keep "key = " as written and an inline comment with the blanks before it. */
-		const char *sep = k + kn;
-		while (*sep != '=' && *sep != ':')
-			sep++;
-		const char *v = skip_blank(sep + 1, t->p + l.end), *e = t->p + l.end;
-		const char *c = v;
-		while (c < e && !(*c == ';' && c > v && (c[-1] == ' ' || c[-1] == '\t')))
-			c++;
-		while (c > v && (c[-1] == ' ' || c[-1] == '\t' || c[-1] == '\r'))
-			c--;
-		return splice(t, (size_t)(v - t->p), (size_t)(c - v), value, strlen(value));
-	}
-	char add[1200];
-	int n = snprintf(add, sizeof add, "%s = %s\n", key, value);
-	if (n < 0 || (size_t)n >= sizeof add)
+	const char *s = skip_blank(t->p + l->start, t->p + l->end), *e = t->p + l->end;
+	if (e - s < 10 || memcmp(s, "[camera \"", 9))
+		return NULL;
+	const char *q = memchr(s + 9, '"', (size_t)(e - s - 9));
+	if (!q || q + 1 >= e || q[1] != ']')
+		return NULL;
+	*n = (size_t)(q - s - 9);
+	return s + 9;
+}
+
+static int put(struct conf_text *out, const char *p, size_t n)
+{
+	if (n > out->cap - out->len)
 		return -ENOSPC;
-	if (body_end > 0 && body_end == t->len && t->p[t->len - 1] != '\n') {
-		r = splice(t, t->len, 0, "\n", 1);
-		if (r < 0)
-			return r;
-		body_end = t->len;
+	memcpy(out->p + out->len, p, n);
+	out->len += n;
+	return 0;
+}
+
+/* A key line with its value replaced: "key = " as written, the value, and an inline
+ * comment with the blanks before it. */
+static int put_replaced(struct conf_text *out, const struct conf_text *in, const struct line *l, const char *key_end,
+			const char *value)
+{
+	const char *sep = key_end;
+	while (*sep != '=' && *sep != ':')
+		sep++;
+	const char *v = skip_blank(sep + 1, in->p + l->end), *e = in->p + l->end;
+	const char *c = v;
+	while (c < e && !(*c == ';' && c > v && (c[-1] == ' ' || c[-1] == '\t')))
+		c++;
+	while (c > v && (c[-1] == ' ' || c[-1] == '\t' || c[-1] == '\r'))
+		c--;
+	int r = put(out, in->p + l->start, (size_t)(v - in->p) - l->start);
+	if (r == 0)
+		r = put(out, value, strlen(value));
+	if (r == 0)
+		r = put(out, c, (size_t)(in->p + l->next - c));
+	return r;
+}
+
+/* Closes a section: the keys it lacked after its last key line, then the comments and
+ * blank lines that followed that line. */
+static int close_section(struct conf_text *out, const struct conf_text *in, bool picked, const bool *done,
+			 const struct conf_set *set, size_t trailer, size_t at)
+{
+	int r = 0;
+	for (unsigned i = 0; picked && i < set->n && r == 0; i++) {
+		if (done[i])
+			continue;
+		if (out->len && out->p[out->len - 1] != '\n')
+			r = put(out, "\n", 1);
+		if (r == 0)
+			r = put(out, set->keys[i], strlen(set->keys[i]));
+		if (r == 0)
+			r = put(out, " = ", 3);
+		if (r == 0)
+			r = put(out, set->values[i], strlen(set->values[i]));
+		if (r == 0)
+			r = put(out, "\n", 1);
 	}
-	return splice(t, body_end, 0, add, (size_t)n);
+	return r == 0 ? put(out, in->p + trailer, at - trailer) : r;
+}
+
+int conf_text_set_cameras(const struct conf_text *in, struct conf_text *out, const struct conf_set *set)
+{
+	struct line l;
+	bool picked = false, done[CONF_SET_MAX] = {false};
+	size_t trailer = 0; /* start of the lines after the section's last key line */
+	int r = 0;
+	out->len = 0;
+	if (set->n > CONF_SET_MAX)
+		return -E2BIG;
+	for (size_t at = 0; r == 0 && next_line(in, at, &l); at = l.next) {
+		size_t n;
+		const char *k;
+		if (is_any_header(in, &l)) {
+			r = close_section(out, in, picked, done, set, trailer, l.start);
+			const char *name = camera_of(in, &l, &n);
+			picked = name && set->pick(name, n, set->arg);
+			memset(done, 0, sizeof done);
+			if (r == 0)
+				r = put(out, in->p + l.start, l.next - l.start);
+			trailer = l.next;
+		} else if ((k = key_of(in, &l, &n)) != NULL) {
+			r = put(out, in->p + trailer, l.start - trailer);
+			unsigned i = 0;
+			while (picked && i < set->n && (strlen(set->keys[i]) != n || memcmp(set->keys[i], k, n)))
+				i++;
+			if (r == 0 && picked && i < set->n) {
+				r = put_replaced(out, in, &l, k + n, set->values[i]);
+				done[i] = true;
+			} else if (r == 0) {
+				r = put(out, in->p + l.start, l.next - l.start);
+			}
+			trailer = l.next;
+		}
+	}
+	if (r == 0)
+		r = close_section(out, in, picked, done, set, trailer, in->len);
+	return r;
 }
 
 int conf_text_add_camera(struct conf_text *t, const char *name, const char *lines)

@@ -4,6 +4,7 @@
 #ifndef KP_CONFIG_EDIT_H
 #define KP_CONFIG_EDIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct conf_text {
@@ -11,11 +12,20 @@ struct conf_text {
 	size_t len, cap; /* cap: the most the text may grow to */
 };
 
-/* Sets key = value in the section whose header names it: "keeppeek", "web", ... or a
- * camera's name for [camera "NAME"]. An existing line keeps its spacing and inline
- * comment; a new one goes after the section's last key. Returns 0, -ENOENT (no such
- * section) or -ENOSPC (the text would exceed cap). */
-int conf_text_set(struct conf_text *t, const char *section, const char *camera, const char *key, const char *value);
+#define CONF_SET_MAX 8
+
+/* Keys to set in the camera sections that pick() accepts (name not NUL-terminated). */
+struct conf_set {
+	const char *const *keys, *const *values;
+	unsigned n; /* at most CONF_SET_MAX */
+	bool (*pick)(const char *name, size_t len, void *arg);
+	void *arg;
+};
+
+/* Writes in to out (which must not overlap it) with the keys set in every picked
+ * camera section, in one pass: an existing line keeps its spacing and inline comment;
+ * a missing key goes after the section's last key line. 0, -ENOSPC or -E2BIG. */
+int conf_text_set_cameras(const struct conf_text *in, struct conf_text *out, const struct conf_set *set);
 
 /* Appends [camera "NAME"] with its first key lines ("url = ...\n..."). -EEXIST, -ENOSPC. */
 int conf_text_add_camera(struct conf_text *t, const char *name, const char *lines);

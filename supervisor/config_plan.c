@@ -130,6 +130,25 @@ static int resolve(const struct kp_config *cfg, const char *targets, bool pick[K
 	return 0;
 }
 
+struct picked {
+	const bool *pick;
+	unsigned next; /* sections come in the file's order: look from the last match on */
+};
+
+static bool is_picked(const char *name, size_t len, void *arg)
+{
+	struct picked *p = arg;
+	for (unsigned k = 0; k < base_cfg.ncameras; k++) {
+		unsigned i = (p->next + k) % base_cfg.ncameras;
+		const char *n = base_cfg.cameras[i].name;
+		if (strlen(n) == len && !memcmp(n, name, len)) {
+			p->next = i + 1;
+			return p->pick[i];
+		}
+	}
+	return false;
+}
+
 /* The candidate text: base with rq applied to the picked cameras, checked by the
  * loader (into cand_cfg); *users collects who reads what changed. */
 static int candidate(const char *base, size_t base_len, const struct plan_request *rq, const bool *pick,
@@ -169,10 +188,15 @@ static int candidate(const char *base, size_t base_len, const struct plan_reques
 			return fail(why, len, r, "there is no camera '%s'", rq->camera);
 		*users |= KP_USER_SUPERVISOR | KP_USER_INGESTD | KP_USER_RECORDERD;
 	} else {
-		for (unsigned c = 0; c < base_cfg.ncameras && r == 0; c++)
-			for (unsigned i = 0; pick[c] && i < rq->nfields && r == 0; i++)
-				r = conf_text_set(out, "camera", base_cfg.cameras[c].name, rq->fields[i].key,
-						  rq->fields[i].value);
+		const char *keys[KP_PLAN_MAX_FIELDS], *values[KP_PLAN_MAX_FIELDS];
+		for (unsigned i = 0; i < rq->nfields; i++) {
+			keys[i] = rq->fields[i].key;
+			values[i] = rq->fields[i].value;
+		}
+		struct picked p = {.pick = pick};
+		struct conf_set set = {.keys = keys, .values = values, .n = rq->nfields, .pick = is_picked, .arg = &p};
+		struct conf_text in = {.p = (char *)base, .len = base_len, .cap = base_len};
+		r = conf_text_set_cameras(&in, out, &set);
 	}
 	if (r < 0)
 		return fail(why, len, r, "editing the configuration failed: %s", strerror(-r));
@@ -197,7 +221,7 @@ static int diff_camera(const struct kp_camera_conf *a, const struct kp_camera_co
 	int n = 0;
 	for (size_t i = 0; i < kp_config_nkeys; i++) {
 		const struct kp_key *k = &kp_config_keys[i];
-		if (strcmp(k->section, "camera"))
+		if (strcmp(k->section, "camera") || (a && b && kp_config_key_equal(k, a, b)))
 			continue;
 		int ra = a ? kp_config_key_format(k, a, va, sizeof va) : 1;
 		int rb = b ? kp_config_key_format(k, b, vb, sizeof vb) : 1;

@@ -297,6 +297,7 @@ static void test_key_table(void)
 			CHECK_EQ(load(text), v < 2 ? 0 : -EINVAL);
 		}
 	}
+	CHECK(kp_config_nkeys <= 64); /* the loader keeps a 64-bit mask of the keys seen */
 	CHECK(kp_config_key_find("camera", "url") != NULL);
 	CHECK(kp_config_key_find("web", "url") == NULL);
 	CHECK(kp_config_keys_render(why, sizeof why) == -ENOSPC);
