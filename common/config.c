@@ -202,6 +202,10 @@ static int duplicate(struct parse_ctx *p, const struct kp_key *k)
 
 static int camera_section(struct parse_ctx *p, const char *section)
 {
+	struct kp_config *cfg = p->cfg;
+	/* Every key line of a section after its first. */
+	if (p->cur_camera >= 0 && cfg->cameras[p->cur_camera].line == p->section_line)
+		return p->cur_camera;
 	/* section is: camera "NAME" */
 	const char *q = section + strlen("camera");
 	while (*q == ' ' || *q == '\t')
@@ -224,10 +228,6 @@ static int camera_section(struct parse_ctx *p, const char *section)
 			add_error(p, p->line, "camera name '%s' may use only letters, digits, - and _", name);
 			return -1;
 		}
-	struct kp_config *cfg = p->cfg;
-	if (p->cur_camera >= 0 && !strcmp(cfg->cameras[p->cur_camera].name, name) &&
-	    cfg->cameras[p->cur_camera].line == p->section_line)
-		return p->cur_camera;
 	for (unsigned i = 0; i < cfg->ncameras; i++)
 		if (!strcmp(cfg->cameras[i].name, name)) {
 			if (p->err_line != p->section_line)
@@ -247,7 +247,7 @@ static int camera_section(struct parse_ctx *p, const char *section)
 	}
 	struct kp_camera_conf *cam = &cfg->cameras[cfg->ncameras];
 	*cam = fresh;
-	snprintf(cam->name, sizeof cam->name, "%s", name);
+	memcpy(cam->name, name, nlen + 1);
 	cam->line = p->section_line;
 	p->cur_camera = (int)cfg->ncameras++;
 	p->cam_seen = 0;

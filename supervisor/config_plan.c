@@ -37,8 +37,12 @@ static void sha256_hex(const char *p, size_t n, char out[65])
 	unsigned int mdlen = 0;
 	if (!EVP_Digest(p, n, md, &mdlen, EVP_sha256(), NULL) || mdlen != sizeof md)
 		memset(md, 0, sizeof md);
-	for (unsigned i = 0; i < sizeof md; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	static const char hex[] = "0123456789abcdef";
+	for (unsigned i = 0; i < sizeof md; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
+	out[64] = '\0';
 }
 
 int plan_field_parse(const char *arg, struct plan_field *f, char *why, size_t whylen)
@@ -206,11 +210,15 @@ static int candidate(const char *base, size_t base_len, const struct plan_reques
 	return 0;
 }
 
-static int find_camera(const struct kp_config *cfg, const char *name)
+/* The index of the camera called name, looked for from hint on (an edit keeps the
+ * order of cameras, so hint is usually it). */
+static int find_camera(const struct kp_config *cfg, const char *name, unsigned hint)
 {
-	for (unsigned i = 0; i < cfg->ncameras; i++)
+	for (unsigned k = 0; k < cfg->ncameras; k++) {
+		unsigned i = (hint + k) % cfg->ncameras;
 		if (!strcmp(cfg->cameras[i].name, name))
 			return (int)i;
+	}
 	return -1;
 }
 
@@ -313,7 +321,7 @@ int plan_make(const char *base, size_t base_len, const struct plan_request *rq, 
 		r = put(plan, cap, &o, "set %s=%s\n", rq->fields[i].key, rq->fields[i].value);
 	int changes = 0;
 	for (unsigned i = 0; r == 0 && i < base_cfg.ncameras; i++) {
-		int j = find_camera(&cand_cfg, base_cfg.cameras[i].name);
+		int j = find_camera(&cand_cfg, base_cfg.cameras[i].name, i);
 		if (j < 0) {
 			r = put(plan, cap, &o, "# %s: removed\n", base_cfg.cameras[i].name);
 			changes++;
@@ -324,7 +332,7 @@ int plan_make(const char *base, size_t base_len, const struct plan_request *rq, 
 		changes += n > 0 ? n : 0;
 	}
 	for (unsigned j = 0; r == 0 && j < cand_cfg.ncameras; j++)
-		if (find_camera(&base_cfg, cand_cfg.cameras[j].name) < 0) {
+		if (find_camera(&base_cfg, cand_cfg.cameras[j].name, j) < 0) {
 			r = put(plan, cap, &o, "# %s: added\n", cand_cfg.cameras[j].name);
 			int n = r == 0 ? diff_camera(NULL, &cand_cfg.cameras[j], plan, cap, &o) : 0;
 			r = n < 0 ? n : r;
