@@ -65,6 +65,8 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_auth_request_tag, WEBD, SUP},
     {kp_Envelope_auth_reply_tag, SUP, WEBD},
     {kp_Envelope_auth_revoked_tag, SUP, WEBD},
+    /* The configuration from the browser (config_apply.c). */
+    {kp_Envelope_config_ask_tag, WEBD, SUP},
     /* Between workers. */
     {kp_Envelope_peer_hello_tag, WORKERS, WORKERS},
     {kp_Envelope_access_unit_tag, INGESTD, REC | RTCD},

@@ -19,7 +19,7 @@
 
 static char file_buf[KP_CONFIG_FILE_MAX + 1];
 static char cand_buf[KP_CONFIG_FILE_MAX + 1];
-static char plan_buf[KP_PLAN_MAX_BYTES + 1];
+char config_plan_buf[KP_PLAN_MAX_BYTES + 1];
 
 /* Up to max bytes of fd from its start; -EFBIG beyond. */
 static ssize_t read_all(int fd, char *buf, size_t max)
@@ -102,47 +102,56 @@ static int no_file(struct supervisor *s, struct kp_out *o)
 	return 1;
 }
 
-/* config-plan edit TARGETS KEY=VALUE...; add NAME KEY=VALUE...; remove NAME */
-int config_plan_command(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o)
+/* The plan of args (see supervisor.h) into config_plan_buf. */
+int config_plan_args(struct supervisor *s, pb_size_t argc, const char (*args)[1024], char *why, size_t whylen,
+		     bool *usage)
 {
 	static struct plan_request rq;
 	memset(&rq, 0, sizeof rq);
-	if (no_file(s, o))
-		return 1;
-	const char *kind = req->args_count ? req->args[0] : "";
-	unsigned first_field = 2;
-	if (!strcmp(kind, "edit") && req->args_count >= 2) {
+	*usage = false;
+	const char *kind = argc ? args[0] : "";
+	if (!strcmp(kind, "edit") && argc >= 2) {
 		rq.kind = PLAN_EDIT;
-		snprintf(rq.targets, sizeof rq.targets, "%s", req->args[1]);
-	} else if ((!strcmp(kind, "add") || !strcmp(kind, "remove")) && req->args_count >= 2 &&
-		   strlen(req->args[1]) <= KP_CAMERA_NAME_MAX) {
+		snprintf(rq.targets, sizeof rq.targets, "%s", args[1]);
+	} else if ((!strcmp(kind, "add") || !strcmp(kind, "remove")) && argc >= 2 &&
+		   strlen(args[1]) <= KP_CAMERA_NAME_MAX) {
 		rq.kind = kind[0] == 'a' ? PLAN_ADD_CAMERA : PLAN_REMOVE_CAMERA;
-		snprintf(rq.camera, sizeof rq.camera, "%s", req->args[1]);
+		snprintf(rq.camera, sizeof rq.camera, "%s", args[1]);
 	} else {
-		kp_out_put(o, "config-plan wants edit TARGETS KEY=VALUE..., add NAME KEY=VALUE... or remove NAME\n");
-		return 2;
+		*usage = true;
+		snprintf(why, whylen, "a plan is edit TARGETS KEY=VALUE..., add NAME KEY=VALUE... or remove NAME");
+		return -1;
 	}
-	char why[KP_CONF_MAX_ERRORS * 256 + 256];
-	if (req->args_count - first_field > KP_PLAN_MAX_FIELDS) {
-		kp_out_put(o, "a plan sets at most %d fields\n", KP_PLAN_MAX_FIELDS);
-		return 1;
+	if (argc - 2 > KP_PLAN_MAX_FIELDS) {
+		snprintf(why, whylen, "a plan sets at most %d fields", KP_PLAN_MAX_FIELDS);
+		return -1;
 	}
-	for (unsigned i = first_field; i < req->args_count; i++)
-		if (plan_field_parse(req->args[i], &rq.fields[rq.nfields++], why, sizeof why) < 0) {
-			kp_out_put(o, "%s\n", why);
-			return 2;
+	for (pb_size_t i = 2; i < argc; i++)
+		if (plan_field_parse(args[i], &rq.fields[rq.nfields++], why, whylen) < 0) {
+			*usage = true;
+			return -1;
 		}
 	ssize_t n = read_config(s->config_path, file_buf);
 	if (n < 0) {
-		kp_out_put(o, "%s: cannot read it: %s\n", s->config_path, strerror((int)-n));
-		return 1;
+		snprintf(why, whylen, "%s: cannot read it: %s", s->config_path, strerror((int)-n));
+		return -1;
 	}
-	int len = plan_make(file_buf, (size_t)n, &rq, plan_buf, why, sizeof why);
+	int len = plan_make(file_buf, (size_t)n, &rq, config_plan_buf, why, whylen);
+	return len < 0 ? -1 : len;
+}
+
+int config_plan_command(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o)
+{
+	if (no_file(s, o))
+		return 1;
+	char why[KP_CONF_MAX_ERRORS * 256 + 256];
+	bool usage;
+	int len = config_plan_args(s, req->args_count, req->args, why, sizeof why, &usage);
 	if (len < 0) {
 		kp_out_put(o, "%s\n", why);
-		return 1;
+		return usage ? 2 : 1;
 	}
-	kp_out_put(o, "%.*s", len, plan_buf);
+	kp_out_put(o, "%.*s", len, config_plan_buf);
 	return 0;
 }
 
@@ -161,6 +170,47 @@ static unsigned reload_mask(unsigned users)
 	return mask;
 }
 
+/* See supervisor.h. */
+int config_apply_plan(struct supervisor *s, const char *plan, size_t plen, char *msg, size_t msglen)
+{
+	struct stat st;
+	if (stat(s->config_path, &st) < 0) {
+		int e = errno;
+		snprintf(msg, msglen, "%s: %s", s->config_path, strerror(e));
+		return -e;
+	}
+	ssize_t n = read_config(s->config_path, file_buf);
+	if (n < 0) {
+		snprintf(msg, msglen, "%s: cannot read it: %s", s->config_path, strerror((int)-n));
+		return (int)n;
+	}
+	char why[KP_CONF_MAX_ERRORS * 256 + 256];
+	struct conf_text t = {.p = cand_buf, .cap = KP_CONFIG_FILE_MAX};
+	unsigned users = 0;
+	int r = plan_apply(file_buf, (size_t)n, plan, plen, &t, &users, why, sizeof why);
+	if (r < 0) {
+		snprintf(msg, msglen, "plan refused: %s", why);
+		kp_warn("config apply refused: %.*s", (int)strcspn(why, "\n"), why);
+		return r;
+	}
+	char bak[4200];
+	snprintf(bak, sizeof bak, "%s.bak", s->config_path);
+	r = replace_file(bak, &st, file_buf, (size_t)n);
+	if (r == 0)
+		r = replace_file(s->config_path, &st, t.p, t.len);
+	if (r < 0) {
+		snprintf(msg, msglen, "writing %s failed: %s; nothing was changed", s->config_path, strerror(-r));
+		kp_err("config apply: writing %s failed: %s", s->config_path, strerror(-r));
+		return r;
+	}
+	kp_notice("config apply: %s written (the previous one is %s)", s->config_path, bak);
+	char reload[4096];
+	r = supervisor_reload_some(s, reload_mask(users), reload, sizeof reload);
+	snprintf(msg, msglen, "%s written (previous: %s)\n%.*s", s->config_path, bak, (int)strcspn(reload, "\n"),
+		 reload);
+	return r < 0 ? r : 0;
+}
+
 /* config-apply with the plan file's descriptor. */
 int config_apply_command(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x,
 			 struct kp_out *o)
@@ -171,44 +221,14 @@ int config_apply_command(struct supervisor *s, const kp_ControlRequest *req, con
 		kp_out_put(o, "config-apply wants the plan as one descriptor and no arguments\n");
 		return 2;
 	}
-	ssize_t plen = read_all(x->fds[0], plan_buf, KP_PLAN_MAX_BYTES);
+	ssize_t plen = read_all(x->fds[0], config_plan_buf, KP_PLAN_MAX_BYTES);
 	if (plen < 0) {
 		kp_out_put(o, "reading the plan failed: %s\n",
 			   plen == -EFBIG ? "it is larger than a plan can be" : strerror((int)-plen));
 		return 1;
 	}
-	struct stat st;
-	if (stat(s->config_path, &st) < 0) {
-		kp_out_put(o, "%s: %s\n", s->config_path, strerror(errno));
-		return 1;
-	}
-	ssize_t n = read_config(s->config_path, file_buf);
-	if (n < 0) {
-		kp_out_put(o, "%s: cannot read it: %s\n", s->config_path, strerror((int)-n));
-		return 1;
-	}
-	char why[KP_CONF_MAX_ERRORS * 256 + 256];
-	struct conf_text t = {.p = cand_buf, .cap = KP_CONFIG_FILE_MAX};
-	unsigned users = 0;
-	int r = plan_apply(file_buf, (size_t)n, plan_buf, (size_t)plen, &t, &users, why, sizeof why);
-	if (r < 0) {
-		kp_out_put(o, "plan refused: %s\n", why);
-		kp_warn("config apply refused: %.*s", (int)strcspn(why, "\n"), why);
-		return 1;
-	}
-	char bak[4200];
-	snprintf(bak, sizeof bak, "%s.bak", s->config_path);
-	r = replace_file(bak, &st, file_buf, (size_t)n);
-	if (r == 0)
-		r = replace_file(s->config_path, &st, t.p, t.len);
-	if (r < 0) {
-		kp_out_put(o, "writing %s failed: %s; nothing was changed\n", s->config_path, strerror(-r));
-		kp_err("config apply: writing %s failed: %s", s->config_path, strerror(-r));
-		return 1;
-	}
-	kp_notice("config apply: %s written (the previous one is %s)", s->config_path, bak);
-	char msg[4096];
-	r = supervisor_reload_some(s, reload_mask(users), msg, sizeof msg);
-	kp_out_put(o, "%s written (previous: %s)\n%s", s->config_path, bak, msg);
+	char msg[8192];
+	int r = config_apply_plan(s, config_plan_buf, (size_t)plen, msg, sizeof msg);
+	kp_out_put(o, "%s\n", msg);
 	return r < 0 ? 1 : 0;
 }

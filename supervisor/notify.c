@@ -160,7 +160,7 @@ static void on_ready_timer(uv_timer_t *t)
 			return;
 	for (unsigned i = 0; i < KP_NPROCS; i++)
 		if (s->procs[i].ipc)
-			workers_ping(&s->procs[i]);
+			s->hooks->ping(&s->procs[i]);
 }
 
 void service_start(struct supervisor *s)

@@ -167,7 +167,25 @@ int supervisor_reload(struct supervisor *s, char *msg, size_t len);
 /* A reload told only to the workers whose peer bit (1 << kp_Peer) is in peers; the
  * others count as reloaded, for they read nothing that changed. */
 int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size_t len);
-/* config_apply.c: keeppeekctl config plan / config apply. */
+/* config_apply.c: configuration plans made and applied for keeppeekctl (config-plan,
+ * config-apply) and webd (ConfigAsk, config_ask.c). config_plan_args makes the plan of
+ * args (edit TARGETS KEY=VALUE..., add NAME KEY=VALUE..., remove NAME) against the file
+ * as it is now into config_plan_buf: its length, or -1 with why filled and *usage set
+ * when the arguments themselves are malformed. config_apply_plan writes what a plan
+ * makes of the file (keeping FILE.bak) and reloads the readers of what changed: 0 with
+ * msg saying what was done, or a negative errno (-ESTALE: made on another file,
+ * -EINVAL: refused) with msg saying why. */
+extern char config_plan_buf[KP_PLAN_MAX_BYTES + 1];
+int config_plan_args(struct supervisor *s, pb_size_t argc, const char (*args)[1024], char *why, size_t whylen,
+		     bool *usage);
+int config_apply_plan(struct supervisor *s, const char *plan, size_t plen, char *msg, size_t msglen);
+/* topics.c: an answer to webd's question id as QueryReply pieces; code is the
+ * error_code of a status of 400 or more. */
+void query_reply(struct proc *p, uint32_t id, uint32_t status, const char *code, const char *ctype, const char *text,
+		 size_t len);
+/* config_ask.c: webd's ConfigAsk, answered to p. */
+void config_ask_answer(struct supervisor *s, struct proc *p, const kp_ConfigAsk *q, const uint8_t *tail,
+		       size_t tail_len);
 struct control_extra;
 int config_plan_command(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o);
 int config_apply_command(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x,

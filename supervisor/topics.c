@@ -15,7 +15,8 @@
 #define TOPIC_TEXT_MAX (1024 * 1024)
 #define PIECE_MAX      (60 * 1024)
 
-static void reply(struct proc *p, uint32_t id, uint32_t status, const char *ctype, const char *text, size_t len)
+void query_reply(struct proc *p, uint32_t id, uint32_t status, const char *code, const char *ctype, const char *text,
+		 size_t len)
 {
 	size_t off = 0;
 	do {
@@ -30,7 +31,7 @@ static void reply(struct proc *p, uint32_t id, uint32_t status, const char *ctyp
 		if (off == 0)
 			q->total_len = len;
 		if (status >= 400)
-			snprintf(q->error_code, sizeof q->error_code, "%s", "unavailable");
+			snprintf(q->error_code, sizeof q->error_code, "%s", code);
 		int r = p->ipc ? kp_ipc_send(p->ipc, &env, text + off, n, NULL, 0) : -ENOTCONN;
 		if (r < 0) {
 			kp_warn("%s: answering topic query %u failed: %s", p->name, (unsigned)id, strerror(-r));
@@ -257,7 +258,7 @@ void topics_answer(struct supervisor *s, struct proc *p, const kp_TopicQuery *q)
 {
 	char *buf = malloc(TOPIC_TEXT_MAX);
 	if (!buf) {
-		reply(p, q->id, 503, "text/plain; charset=utf-8", "no memory\n", 10);
+		query_reply(p, q->id, 503, "unavailable", "text/plain; charset=utf-8", "no memory\n", 10);
 		return;
 	}
 	struct kp_out o = {.buf = buf, .len = TOPIC_TEXT_MAX};
@@ -287,6 +288,6 @@ void topics_answer(struct supervisor *s, struct proc *p, const kp_TopicQuery *q)
 		status = 500;
 		o.used = (size_t)snprintf(buf, o.len, "answer over %d bytes\n", TOPIC_TEXT_MAX);
 	}
-	reply(p, q->id, status, ctype, buf, o.used);
+	query_reply(p, q->id, status, "unavailable", ctype, buf, o.used);
 	free(buf);
 }

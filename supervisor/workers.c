@@ -74,6 +74,8 @@ static void webd_dispatch(struct proc *p, struct kp_ipc_frame *f)
 		topics_answer(p->s, p, &env->msg.topic_query);
 	else if (env->which_msg == kp_Envelope_auth_request_tag)
 		auth_on_request(p->s, p, &env->msg.auth_request);
+	else if (env->which_msg == kp_Envelope_config_ask_tag)
+		config_ask_answer(p->s, p, &env->msg.config_ask, f->tail, f->tail_len);
 }
 
 static void rtcd_dispatch(struct proc *p, struct kp_ipc_frame *f)

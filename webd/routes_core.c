@@ -54,6 +54,7 @@ static int send_topic(struct webd *d, kp_Peer to, kp_SupervisorTopic topic, uint
 
 struct relay {
 	uint64_t req;
+	bool json_errors; /* a status >= 400 is answered as {"error", "message"} */
 	uint32_t status;
 	char ctype[48];
 	char code[32];
@@ -82,6 +83,9 @@ static void relay_answer(void *arg, struct kp_ipc_frame *f)
 		web_reply_error(r, 504, "upstream_timeout", "the supervisor did not answer");
 	else if (r && x->body.cut)
 		web_reply_error(r, 500, "too_large", "the supervisor's answer is too large");
+	else if (r && x->json_errors && x->status >= 400)
+		web_reply_error(r, (int)x->status, x->code[0] ? x->code : "error", "%.*s", (int)x->body.len,
+				x->body.buf ? x->body.buf : "");
 	else if (r)
 		web_reply(r, (int)x->status, x->ctype[0] ? x->ctype : "text/plain; charset=utf-8",
 			  x->body.buf ? x->body.buf : "", x->body.len, NULL);
@@ -89,7 +93,8 @@ static void relay_answer(void *arg, struct kp_ipc_frame *f)
 	free(x);
 }
 
-static void ask_supervisor(struct web_req *r, kp_SupervisorTopic topic)
+void webd_ask_supervisor(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const void *tail, size_t len,
+			 bool json_errors)
 {
 	struct relay *x = calloc(1, sizeof *x);
 	if (!x) {
@@ -98,18 +103,30 @@ static void ask_supervisor(struct web_req *r, kp_SupervisorTopic topic)
 	}
 	x->req = web_req_id(r);
 	x->status = 500;
+	x->json_errors = json_errors;
 	uint32_t id = webd_answer_expect(kp_Peer_PEER_SUPERVISOR, relay_answer, x);
 	if (!id) {
 		free(x);
 		web_reply_error(r, 503, "busy", "too many questions in flight");
 		return;
 	}
-	int e = send_topic(web_req_app(r), kp_Peer_PEER_SUPERVISOR, topic, id);
+	*id_field = id;
+	struct webd *d = web_req_app(r);
+	int e =
+	    len ? kp_worker_send_supervisor_tail(d->worker, env, tail, len) : kp_worker_send_supervisor(d->worker, env);
 	if (e < 0) {
 		webd_answer_cancel(id);
 		free(x);
 		web_reply_error(r, 503, "supervisor_unreachable", "asking the supervisor failed: %s", strerror(-e));
 	}
+}
+
+static void ask_supervisor(struct web_req *r, kp_SupervisorTopic topic)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_topic_query_tag;
+	env.msg.topic_query.topic = topic;
+	webd_ask_supervisor(r, &env, &env.msg.topic_query.id, NULL, 0, false);
 }
 
 static void route_healthz(struct web_req *r)

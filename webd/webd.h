@@ -26,11 +26,18 @@ struct webd {
 #define WEB_PUBLISH 0x20u
 
 /* Route tables of the modules, each ended by an entry with path NULL. */
-extern const struct web_route webd_core_routes[];  /* /healthz, /metrics, cameras (routes_core.c) */
-extern const struct web_route webd_auth_routes[];  /* login, logout, session (auth.c) */
-extern const struct web_route webd_data_routes[];  /* events, coverage, export, delete */
-extern const struct web_ws_route webd_ws_routes[]; /* live and rtc, in enum webd_ws order */
+extern const struct web_route webd_core_routes[];   /* /healthz, /metrics, cameras (routes_core.c) */
+extern const struct web_route webd_auth_routes[];   /* login, logout, session (auth.c) */
+extern const struct web_route webd_data_routes[];   /* events, coverage, export, delete */
+extern const struct web_route webd_config_routes[]; /* configuration (routes_config.c) */
+extern const struct web_ws_route webd_ws_routes[];  /* live and rtc, in enum webd_ws order */
 enum webd_ws { WEBD_WS_LIVE, WEBD_WS_RTC };
+
+/* A question env to the supervisor (its id set through id_field, tail as its raw tail)
+ * whose QueryReply pieces become the answer to r; with json_errors a status of 400 or
+ * more is answered as {"error": code, "message": the tail} (routes_core.c). */
+void webd_ask_supervisor(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const void *tail, size_t len,
+			 bool json_errors);
 
 /* /api/v1/live: live event fan-out (live.c), its delivery timer on loop (closed by
  * webd_live_stop, after the server closed the WebSockets). */

@@ -4,7 +4,10 @@ apply` writes exactly those (every other line, comment and the order kept; the p
 file kept as .bak); only the worker that reads the changed keys is told to reload and no
 worker restarts; a stale plan, a plan that makes the file invalid and a written-out
 password are refused with the reason; `camera add` brings a real test camera to
-streaming and `camera remove` takes it away; secrets appear in no plan, output or log."""
+streaming and `camera remove` takes it away; the same through the HTTP API
+(/api/v1/config/keys, /api/v1/config pages, /api/v1/config/plan and /apply: admins
+only, 403 for a viewer); secrets appear in no plan, answer, output or log."""
+import json
 import os
 import re
 
@@ -43,6 +46,49 @@ def expected_after(text):
             b += "retention_days = 7\nsnapshot_interval = 60\nmotion_events = no\nrollover_secs = 300\n"
         out.append(b)
     return "".join(out)
+
+
+def api(kp):
+    admin = {"Authorization": "Bearer " + kp.token("admin"), "Content-Type": "application/json"}
+    viewer = {"Authorization": "Bearer " + kp.token("viewer"), "Content-Type": "application/json"}
+    st, _, body = kp.http("GET", "/api/v1/config/keys", headers=viewer)
+    keys = json.loads(body)["keys"] if st == 200 else []
+    rec = [k for k in keys if k["section"] == "camera" and k["name"] == "record"]
+    check(st == 200 and rec and rec[0]["values"] == ["continuous", "events", "off"],
+          f"GET /api/v1/config/keys gives the table ({st}, {len(keys)} keys)")
+    st, _, body = kp.http("GET", "/api/v1/config", headers=viewer)
+    page = json.loads(body) if st == 200 else {}
+    cams = page.get("cameras", [])
+    check(st == 200 and page.get("total_cameras") == 63 and cams and cams[0]["values"]["record"] == "events",
+          f"GET /api/v1/config gives the running configuration ({st}, {len(cams)} cameras on the page)")
+    check(len(body) <= 64 * 1024 and SECRET not in body.decode(), f"a page is <= 64 KiB ({len(body)}) with no secret")
+    if page.get("next_offset") is not None:
+        st2, _, body2 = kp.http("GET", f"/api/v1/config?offset={page['next_offset']}", headers=viewer)
+        check(st2 == 200 and len(json.loads(body2)["cameras"]) > 0, "the next page continues")
+    req = json.dumps({"cameras": "label:street", "set": {"retention_days": 3, "motion_events": False}})
+    st, _, body = kp.http("POST", "/api/v1/config/plan", body=req, headers=viewer)
+    check(st == 403, f"a viewer may not make a plan ({st})")
+    st, _, body = kp.http("POST", "/api/v1/config/plan", body=req, headers=admin)
+    plan = json.loads(body) if st == 200 else {}
+    check(st == 200 and "cam-01: retention_days: 0 -> 3" in plan.get("changes", []),
+          f"an admin's plan comes with its changes ({st}: {body[:120]!r})")
+    st, _, body = kp.http("POST", "/api/v1/config/apply", body=json.dumps({"plan": plan.get("plan", "")}),
+                          headers=viewer)
+    check(st == 403, f"a viewer may not apply ({st})")
+    st, _, body = kp.http("POST", "/api/v1/config/apply", body=json.dumps({"plan": plan.get("plan", "")}),
+                          headers=admin)
+    check(st == 200 and "retention_days = 3" in open(kp.config_path).read(), f"an admin applies it ({st})")
+    st, _, body = kp.http("POST", "/api/v1/config/apply", body=json.dumps({"plan": plan.get("plan", "")}),
+                          headers=admin)
+    err = json.loads(body) if body else {}
+    check(st == 409 and err.get("code") == "stale_plan", f"applied twice: 409 stale_plan ({st} {err})")
+    bad = json.dumps({"cameras": "cam-02", "set": {"record": "sometimes"}})
+    st, _, body = kp.http("POST", "/api/v1/config/plan", body=bad, headers=admin)
+    check(st == 400 and b"record must be" in body, f"an invalid plan: 400 with the reason ({st})")
+    pw = json.dumps({"add": "x", "url": "rtsp://u:hunter2@127.0.0.1/"})
+    st, _, body = kp.http("POST", "/api/v1/config/plan", body=pw, headers=admin)
+    check(st == 400 and b"carries a password" in body and b"hunter2" not in body,
+          f"a written-out password: 400, not echoed ({st})")
 
 
 def test(make):
@@ -108,6 +154,7 @@ def test(make):
         check(rc == 0 and wait_for(lambda: "plan-cam" not in (cameras(kp) or {}), 10),
               "camera remove stops it")
 
+        api(kp)
         st = kp.status()
         check(all(st[w]["pid"] == pids[w] for w in WORKERS), "no worker was restarted by any of it")
         check(not kp.unexpected_restarts(), f"no worker restarted: {kp.unexpected_restarts()}")

@@ -1,0 +1,223 @@
+/* webd's ConfigAsk (the browser's Settings page): the key table, a page of the running
+ * configuration with secrets redacted, a plan with its difference, and the apply of a
+ * plan, each answered as JSON. Plans are made and applied by config_apply.c, exactly as
+ * for keeppeekctl. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_keys.h"
+#include "json.h"
+#include "log.h"
+#include "supervisor.h"
+
+#define CONFIG_ANSWER_MAX (KP_PLAN_MAX_BYTES * 2 + 4096) /* a plan and its difference, escaped */
+
+static void keys(struct json_w *w)
+{
+	static const char *const users[] = {"keeppeekd", "ingestd", "recorderd", "webd", "rtcd"};
+	static const char *const types[] = {
+	    [KP_KEY_STR] = "text",        [KP_KEY_UINT] = "integer",       [KP_KEY_BOOL] = "boolean",
+	    [KP_KEY_ENUM] = "choice",     [KP_KEY_GB] = "gigabytes",       [KP_KEY_PORT_RANGE] = "port-range",
+	    [KP_KEY_STREAMS] = "streams", [KP_KEY_CAMERA_URL] = "url",     [KP_KEY_RTSP_URL] = "rtsp-url",
+	    [KP_KEY_LISTEN] = "listen",   [KP_KEY_HOSTPORT] = "host-port", [KP_KEY_ADDRESSES] = "addresses",
+	    [KP_KEY_LABELS] = "labels",
+	};
+	jw_obj(w);
+	jw_key(w, "keys");
+	jw_arr(w);
+	for (size_t i = 0; i < kp_config_nkeys; i++) {
+		const struct kp_key *k = &kp_config_keys[i];
+		jw_obj(w);
+		jw_key(w, "section");
+		jw_str(w, k->section);
+		jw_key(w, "name");
+		jw_str(w, k->name);
+		jw_key(w, "type");
+		jw_str(w, types[k->type]);
+		if (k->type == KP_KEY_UINT || k->type == KP_KEY_GB) {
+			jw_key(w, "min");
+			jw_int(w, k->min);
+			jw_key(w, "max");
+			jw_int(w, k->max);
+		}
+		if (k->type == KP_KEY_ENUM) {
+			jw_key(w, "values");
+			jw_arr(w);
+			for (unsigned v = 0; k->values[v]; v++)
+				jw_str(w, k->values[v]);
+			jw_arr_end(w);
+		}
+		jw_key(w, "default");
+		if (k->def)
+			jw_str(w, k->def);
+		else
+			jw_null(w);
+		jw_key(w, "secret");
+		jw_bool(w, k->flags & KP_KEY_SECRET);
+		jw_key(w, "required");
+		jw_bool(w, k->flags & KP_KEY_REQUIRED);
+		jw_key(w, "readers");
+		jw_arr(w);
+		for (unsigned b = 0; b < 5; b++)
+			if (k->users & (1u << b))
+				jw_str(w, users[b]);
+		jw_arr_end(w);
+		jw_key(w, "doc");
+		jw_str(w, k->doc);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+/* {"KEY": "value as shown", ...} of one section; unset optional keys are left out. */
+static void section_values(struct json_w *w, const char *section, const void *base)
+{
+	static char v[KP_CONF_STR];
+	jw_obj(w);
+	for (size_t i = 0; i < kp_config_nkeys; i++) {
+		const struct kp_key *k = &kp_config_keys[i];
+		if (strcmp(k->section, section) || kp_config_key_format(k, base, v, sizeof v) != 0)
+			continue;
+		jw_key(w, k->name);
+		jw_str(w, v);
+	}
+	jw_obj_end(w);
+}
+
+/* Cameras from offset while the page stays within KP_PLAN_MAX_BYTES (64 KiB); the
+ * global sections on every page. */
+static void snapshot(struct supervisor *s, struct json_w *w, uint32_t offset)
+{
+	jw_obj(w);
+	jw_key(w, "file");
+	jw_bool(w, s->config_path[0] != 0);
+	jw_key(w, "sections");
+	jw_obj(w);
+	for (size_t i = 0; kp_config_sections[i]; i++) {
+		jw_key(w, kp_config_sections[i]);
+		section_values(w, kp_config_sections[i], &s->cfg);
+	}
+	jw_obj_end(w);
+	jw_key(w, "total_cameras");
+	jw_int(w, s->cfg.ncameras);
+	jw_key(w, "offset");
+	jw_int(w, offset);
+	jw_key(w, "cameras");
+	jw_arr(w);
+	/* Room left for the closing of the page and "next_offset". */
+	const size_t room = KP_PLAN_MAX_BYTES - 64;
+	static char one[KP_PLAN_MAX_BYTES];
+	uint32_t i = offset;
+	for (; i < s->cfg.ncameras; i++) {
+		const struct kp_camera_conf *c = &s->cfg.cameras[i];
+		struct json_w cw;
+		size_t n;
+		jw_init(&cw, one, sizeof one);
+		jw_obj(&cw);
+		jw_key(&cw, "name");
+		jw_str(&cw, c->name);
+		jw_key(&cw, "values");
+		section_values(&cw, "camera", c);
+		jw_obj_end(&cw);
+		if (jw_finish(&cw, &n) < 0 || w->len + n + 1 > room)
+			break; /* this camera goes on the next page */
+		jw_json(w, one, n);
+	}
+	jw_arr_end(w);
+	jw_key(w, "next_offset");
+	if (i < s->cfg.ncameras)
+		jw_int(w, i);
+	else
+		jw_null(w);
+	jw_obj_end(w);
+}
+
+/* {"plan": TEXT, "changes": ["CAMERA: KEY: OLD -> NEW", ...]} */
+static void plan_json(struct json_w *w, const char *plan, size_t len)
+{
+	jw_obj(w);
+	jw_key(w, "plan");
+	jw_strn(w, plan, len);
+	jw_key(w, "changes");
+	jw_arr(w);
+	for (const char *l = plan; l < plan + len;) {
+		const char *nl = memchr(l, '\n', (size_t)(plan + len - l));
+		size_t n = nl ? (size_t)(nl - l) : (size_t)(plan + len - l);
+		if (n > 2 && l[0] == '#' && l[1] == ' ' && strncmp(l, "# KeepPeek", 10) && memchr(l, ':', n))
+			jw_strn(w, l + 2, n - 2);
+		l += n + 1;
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+void config_ask_answer(struct supervisor *s, struct proc *p, const kp_ConfigAsk *q, const uint8_t *tail,
+		       size_t tail_len)
+{
+	static char out[CONFIG_ANSWER_MAX];
+	static char why[KP_CONF_MAX_ERRORS * 256 + 512];
+	struct json_w w;
+	jw_init(&w, out, sizeof out);
+	uint32_t status = 200;
+	const char *code = "";
+	switch (q->kind) {
+	case kp_ConfigAskKind_CONFIG_ASK_KEYS:
+		keys(&w);
+		break;
+	case kp_ConfigAskKind_CONFIG_ASK_SNAPSHOT:
+		snapshot(s, &w, q->offset);
+		break;
+	case kp_ConfigAskKind_CONFIG_ASK_PLAN: {
+		bool usage = false;
+		int len = s->config_path[0] ? config_plan_args(s, q->args_count, q->args, why, sizeof why, &usage) : -1;
+		if (!s->config_path[0])
+			snprintf(why, sizeof why, "keeppeekd runs without a configuration file (--demo)");
+		if (len < 0) {
+			status = s->config_path[0] ? 400 : 409;
+			code = usage ? "bad_request" : s->config_path[0] ? "plan_refused" : "no_config_file";
+		} else {
+			kp_notice("config plan for %s (%d bytes)", q->principal, len);
+			plan_json(&w, config_plan_buf, (size_t)len);
+		}
+		break;
+	}
+	case kp_ConfigAskKind_CONFIG_ASK_APPLY: {
+		int r = -EINVAL;
+		if (!s->config_path[0])
+			snprintf(why, sizeof why, "keeppeekd runs without a configuration file (--demo)");
+		else if (tail_len > KP_PLAN_MAX_BYTES)
+			snprintf(why, sizeof why, "a plan is at most %d bytes", KP_PLAN_MAX_BYTES);
+		else
+			r = config_apply_plan(s, (const char *)tail, tail_len, why, sizeof why);
+		if (r == 0) {
+			kp_notice("config apply for %s", q->principal);
+			jw_obj(&w);
+			jw_key(&w, "message");
+			jw_str(&w, why);
+			jw_obj_end(&w);
+		} else {
+			status = r == -ESTALE || !s->config_path[0] ? 409 : r == -EINVAL ? 400 : 500;
+			code = r == -ESTALE ? "stale_plan" : !s->config_path[0] ? "no_config_file" : "apply_failed";
+		}
+		break;
+	}
+	default:
+		status = 400;
+		code = "bad_request";
+		snprintf(why, sizeof why, "unknown configuration question");
+	}
+	if (status >= 400) {
+		/* webd relays an error's tail as its message: the sentence, not JSON. */
+		query_reply(p, q->id, status, code, "text/plain", why, strlen(why));
+		return;
+	}
+	size_t len;
+	if (jw_finish(&w, &len) < 0) {
+		query_reply(p, q->id, 500, "too_large", "text/plain", "answer too large\n", 17);
+		return;
+	}
+	query_reply(p, q->id, status, code, "application/json", out, len);
+}
