@@ -131,10 +131,12 @@ function render() {
 
 	const grid = el('div', { class: 'grid', style: `--cols:${enlarged ? 1 : cols};--phone-cols:${enlarged || cols <= 2 ? 1 : 2}` });
 	for (const c of shown) {
-		const key = `${c.name}\n${streamName}`;
-		const t = old.get(key) || { ...tile(c, streamName), key };
+		// A camera with one stream (an RTSP camera without sub_url) shows that one.
+		const name = !c.streams.length || c.streams.some((x) => x.name === streamName) ? streamName : c.streams[0].name;
+		const key = `${c.name}\n${name}`;
+		const t = old.get(key) || { ...tile(c, name), key };
 		old.delete(key);
-		t.node.setAttribute('aria-label', `${c.name}, ${streamName} stream. ${enlarged ? 'Press Escape to return to the grid' : 'Activate to enlarge'}`);
+		t.node.setAttribute('aria-label', `${c.name}, ${name} stream. ${enlarged ? 'Press Escape to return to the grid' : 'Activate to enlarge'}`);
 		tiles.push(t);
 		grid.append(t.node);
 	}

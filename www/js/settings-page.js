@@ -1,9 +1,9 @@
 // Settings page: the configured cameras and their streams as the server sees them
 // (state, codec, resolution, frame rate, counters, recording state), refreshed every
-// 5 s. The configuration plan/apply flow (SPEC section 10) needs a webd route that does
-// not exist yet.
+// 5 s, and the configuration with its editor (config-editor.js).
 import { startShell, showError } from './shell.js';
 import { cameras as listCameras } from './adapt.js';
+import { configEditor } from './config-editor.js';
 import { el } from './format.js';
 
 const main = document.getElementById('app');
@@ -44,13 +44,16 @@ async function refresh(box) {
 }
 
 try {
-	await startShell('settings');
+	const session = await startShell('settings');
 	const box = el('div', { class: 'cov settings' });
+	const config = el('section', { class: 'cfg', 'aria-label': 'Configuration' });
 	main.replaceChildren(
 		el('div', { class: 'toolbar' }, el('h1', { text: 'Cameras' })),
 		el('div', { class: 'card' }, box),
-		el('p', { class: 'notice', text: 'Cameras are configured in keeppeek.conf; keeppeekctl config plan and config apply change several cameras at once.' }));
+		el('div', { class: 'toolbar' }, el('h2', { text: 'Configuration' })),
+		config);
 	await refresh(box);
+	await configEditor(config, { admin: session.role === 'admin' });
 	setInterval(() => refresh(box).catch((err) => showError(box, err)), 5000);
 } catch (err) {
 	showError(main, err);
