@@ -14,9 +14,21 @@
 int auth_init(struct supervisor *s);
 /* An AuthRequest from webd (proc.c accepts it from webd only). */
 void auth_on_request(struct supervisor *s, struct proc *p, const kp_AuthRequest *req);
-/* keeppeekctl's user-* and token-* commands: an exit code, or CONTROL_PENDING while a
- * password is hashed (answered later through control_answer with ticket). */
-int auth_control(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o, uint64_t ticket);
+/* Who asked for a user-* or token-* command, for an answer that comes later (a password
+ * being hashed): keeppeekctl's request (ticket), or webd's question id on its link. */
+struct auth_asker {
+	uint64_t ticket;
+	struct proc *webd; /* NULL: keeppeekctl */
+	uint32_t id;
+};
+
+/* The user-* and token-* commands of keeppeekctl and of webd's admins: an exit code
+ * (0 ok, 1 failure, 2 usage) with the text in o, or CONTROL_PENDING while a password is
+ * hashed (answered later to asker: control_answer, or auth_web_answer). */
+int auth_control(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o, const struct auth_asker *asker);
+/* An answer to webd's question: exit code 0 as 200 (text that is JSON as it is, other
+ * text as {"message"}), 2 as 400, 1 as 409 with the text as the message. */
+void auth_web_answer(struct proc *webd, uint32_t id, int code, const char *text, size_t len);
 
 /* ---- between auth.c and auth_ctl.c ---- */
 #define AUTH_PASSWORD_MIN 8

@@ -12,22 +12,53 @@
 
 #include "auth.h"
 #include "auth_store.h"
+#include "json.h"
 #include "kp_time.h"
 #include "log.h"
 
 /* A user-add or user-passwd waiting for its hash. */
 struct pending {
-	uint64_t ticket;
+	struct auth_asker asker;
 	bool add;
 	char name[AUTH_NAME_MAX + 1];
 	kp_Role role;
 };
 
-static void answer(struct supervisor *s, uint64_t ticket, int code, const char *text)
+static void answer(struct supervisor *s, const struct auth_asker *a, int code, const char *text)
 {
-	int r = control_answer(s, ticket, code, text, strlen(text));
+	if (a->webd) {
+		auth_web_answer(a->webd, a->id, code, text, strlen(text));
+		return;
+	}
+	int r = control_answer(s, a->ticket, code, text, strlen(text));
 	if (r < 0 && r != -ENOENT)
 		kp_warn("control client: answer not delivered: %s", strerror(-r));
+}
+
+void auth_web_answer(struct proc *webd, uint32_t id, int code, const char *text, size_t len)
+{
+	char line[512], msg[1100];
+	if (code == 0 && len && text[0] == '{') {
+		query_reply(webd, id, 200, "", "application/json", text, len);
+		return;
+	}
+	while (len && text[len - 1] == '\n')
+		len--;
+	if (code != 0) {
+		query_reply(webd, id, code == 2 ? 400 : 409, code == 2 ? "bad_request" : "refused", "text/plain", text,
+			    len);
+		return;
+	}
+	snprintf(line, sizeof line, "%.*s", (int)len, text);
+	size_t o = (size_t)snprintf(msg, sizeof msg, "{\"message\":");
+	int n = json_quote(msg + o, sizeof msg - o - 1, line);
+	if (n < 0) {
+		query_reply(webd, id, 500, "too_large", "text/plain", "answer too large", 16);
+		return;
+	}
+	o += (size_t)n;
+	msg[o++] = '}';
+	query_reply(webd, id, 200, "", "application/json", msg, o);
 }
 
 static void hashed(struct supervisor *s, void *arg, int result, const char *hash)
@@ -69,12 +100,13 @@ static void hashed(struct supervisor *s, void *arg, int result, const char *hash
 			code = 0;
 		}
 	}
-	answer(s, pd->ticket, code, out);
+	answer(s, &pd->asker, code, out);
 	free(pd);
 }
 
 /* user-add NAME ROLE PASSWORD, user-passwd NAME PASSWORD */
-static int set_password(struct supervisor *s, const kp_ControlRequest *req, bool add, struct kp_out *o, uint64_t ticket)
+static int set_password(struct supervisor *s, const kp_ControlRequest *req, bool add, struct kp_out *o,
+			const struct auth_asker *asker)
 {
 	struct auth_store *st = auth_store_get();
 	pb_size_t want = add ? 3 : 2;
@@ -105,7 +137,7 @@ static int set_password(struct supervisor *s, const kp_ControlRequest *req, bool
 		kp_out_put(o, "out of memory\n");
 		return 1;
 	}
-	*pd = (struct pending){.ticket = ticket, .add = add, .role = role};
+	*pd = (struct pending){.asker = *asker, .add = add, .role = role};
 	snprintf(pd->name, sizeof pd->name, "%s", req->args[0]);
 	int r = auth_hash_async(s, password, len, hashed, pd);
 	if (r < 0) {
@@ -186,7 +218,13 @@ static int token_create(const kp_ControlRequest *req, struct kp_out *o)
 		kp_out_put(o, "creating the token failed (writing %s/tokens): %s\n", st->dir, strerror(-r));
 	} else {
 		kp_notice("auth: API token %s created (%s)", req->args[0], auth_role_name(role));
-		kp_out_put(o, "%s\n", token);
+		if (req->json) {
+			kp_out_put(o, "{\"name\":");
+			kp_out_json_string(o, req->args[0]);
+			kp_out_put(o, ",\"role\":\"%s\",\"token\":\"%s\"}\n", auth_role_name(role), token);
+		} else {
+			kp_out_put(o, "%s\n", token);
+		}
 	}
 	OPENSSL_cleanse(token, sizeof token);
 	return r < 0 ? 1 : 0;
@@ -241,13 +279,13 @@ static void token_list(bool json, struct kp_out *o)
 		kp_out_put(o, "]}\n");
 }
 
-int auth_control(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o, uint64_t ticket)
+int auth_control(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o, const struct auth_asker *asker)
 {
 	const char *c = req->command;
 	if (!strcmp(c, "user-add"))
-		return set_password(s, req, true, o, ticket);
+		return set_password(s, req, true, o, asker);
 	if (!strcmp(c, "user-passwd"))
-		return set_password(s, req, false, o, ticket);
+		return set_password(s, req, false, o, asker);
 	if (!strcmp(c, "user-del"))
 		return user_del(s, req, o);
 	if (!strcmp(c, "token-create"))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "config_keys.h"
 #include "json.h"
 #include "log.h"
@@ -154,6 +155,30 @@ static void plan_json(struct json_w *w, const char *plan, size_t len)
 	jw_obj_end(w);
 }
 
+/* A user-* or token-* command for an admin in the browser, run as keeppeekctl's. */
+static void auth_ask(struct supervisor *s, struct proc *p, const kp_ConfigAsk *q)
+{
+	static kp_ControlRequest req;
+	static char text[64 * 1024];
+	memset(&req, 0, sizeof req);
+	if (!q->args_count || (strncmp(q->args[0], "user-", 5) && strncmp(q->args[0], "token-", 6))) {
+		query_reply(p, q->id, 400, "bad_request", "text/plain", "not a user or token command", 27);
+		return;
+	}
+	snprintf(req.command, sizeof req.command, "%s", q->args[0]);
+	for (pb_size_t i = 1; i < q->args_count; i++)
+		memcpy(req.args[req.args_count++], q->args[i], sizeof req.args[0]);
+	req.json = true;
+	struct kp_out o = {.buf = text, .len = sizeof text};
+	text[0] = '\0';
+	const struct auth_asker asker = {.webd = p, .id = q->id};
+	kp_notice("auth: %s asks for %s from the browser", q->principal, req.command);
+	int code = auth_control(s, &req, &o, &asker);
+	memset(&req, 0, sizeof req); /* a password may be in it */
+	if (code != CONTROL_PENDING)
+		auth_web_answer(p, q->id, code, text, strlen(text));
+}
+
 void config_ask_answer(struct supervisor *s, struct proc *p, const kp_ConfigAsk *q, const uint8_t *tail,
 		       size_t tail_len)
 {
@@ -204,6 +229,9 @@ void config_ask_answer(struct supervisor *s, struct proc *p, const kp_ConfigAsk 
 		}
 		break;
 	}
+	case kp_ConfigAskKind_CONFIG_ASK_AUTH:
+		auth_ask(s, p, q);
+		return;
 	default:
 		status = 400;
 		code = "bad_request";

@@ -248,8 +248,10 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct
 		return keyframe(s, req, ticket, &o);
 	if (!strcmp(req->command, "events-search"))
 		return events_search(s, req, ticket, &o);
-	if (!strncmp(req->command, "user-", 5) || !strncmp(req->command, "token-", 6))
-		return auth_control(s, req, &o, ticket);
+	if (!strncmp(req->command, "user-", 5) || !strncmp(req->command, "token-", 6)) {
+		const struct auth_asker asker = {.ticket = ticket};
+		return auth_control(s, req, &o, &asker);
+	}
 	if (!strcmp(req->command, "status") && req->args_count == 0) {
 		status(s, req->json, &o);
 		return 0;

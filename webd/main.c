@@ -10,8 +10,8 @@
 #include "webd.h"
 #include "worker.h"
 
-static const struct web_route *const routes[] = {webd_core_routes, webd_auth_routes, webd_data_routes,
-						 webd_config_routes, NULL};
+static const struct web_route *const routes[] = {webd_core_routes,   webd_auth_routes,  webd_data_routes,
+						 webd_config_routes, webd_users_routes, NULL};
 
 static const struct web_server_def server_def = {
     .routes = routes,

@@ -2,9 +2,10 @@
 // configuration file and an RTSP test camera: an admin changes retention for two
 // cameras at once (plan, difference, apply; the table and the file show it), adds a
 // camera by URL (its password as ${NAME}) and sees it streaming in the live grid,
-// removes it, and is told why a URL with a written-out password is refused; a viewer
-// sees the table without any control and the API answers 403 to a plan. Screenshots
-// desktop and mobile.
+// removes it, and is told why a URL with a written-out password is refused; adds a
+// viewer user and an API token (shown once, accepted, revoked); the viewer sees the
+// table without any control and the API answers 403 to her plan. Screenshots desktop
+// and mobile.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { check, shoot, waitFor, startTestCamera, launch, login, guard, DESKTOP } from './helpers.mjs';
@@ -83,6 +84,24 @@ export default async function () {
 	await page.click('.cfg-plan >> text=Apply');
 	await waitFor(async () => !(await page.$('.cfg-table tr[data-camera="porch"]')), 10000, 'the removed camera leaves the table');
 	check(!readFileSync(conf, 'utf8').includes('porch'), 'and the file');
+	// Users and tokens: add a viewer, who then signs in; a token shown once, then revoked.
+	await page.fill('form[aria-label="Add a user"] input[name=user]', 'carol');
+	await page.fill('form[aria-label="Add a user"] input[name=password]', 'carol-pass-1');
+	await page.click('form[aria-label="Add a user"] >> text=Add user');
+	await page.waitForSelector('tr[data-user="carol"]', { timeout: 10000 });
+	check((await page.textContent('tr[data-user="carol"] td')) === 'viewer', 'a user added from the page is listed with her role');
+	await page.fill('form[aria-label="Create an API token"] input[name=token]', 'detector');
+	await page.click('form[aria-label="Create an API token"] >> text=Create token');
+	await page.waitForSelector('.cfg-token:not([hidden]) code', { timeout: 10000 });
+	const token = await page.textContent('.cfg-token code');
+	check(token.startsWith('kp_') && (await page.$('tr[data-token="detector"]')) !== null, 'a token is created and shown once');
+	const pub = await fetch(kp.url + '/api/v1/events', { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: '{}' });
+	check(pub.status === 400, `the publisher token is accepted (${pub.status}: an empty event is refused, not the token)`);
+	await page.click('button[aria-label="Revoke token detector"]');
+	await waitFor(async () => !(await page.$('tr[data-token="detector"]')), 10000, 'the revoked token leaves the list');
+	await shoot(page, 'settings-users-desktop');
+	s.guard.assertClean('users and tokens');
+
 	const m = await s.mobile();
 	await login(m.page, kp);
 	await m.page.goto(kp.url + '/settings.html');
@@ -90,16 +109,15 @@ export default async function () {
 	await shoot(m.page, 'settings-mobile');
 	m.guard.assertClean('the settings page on mobile');
 
-	// A viewer: the table, no control; the API refuses a plan.
-	await kp.ctl(['user', 'add', 'cfg-viewer', '--role', 'viewer'], 'cfg-viewer-pass\n');
+	// A viewer (the one added above): the table, no control; the API refuses a plan.
 	const browser = await launch();
 	const vp = await browser.newPage(DESKTOP);
 	const vg = guard(vp, 'viewer');
-	await login(vp, { ...kp, user: 'cfg-viewer', password: 'cfg-viewer-pass' });
+	await login(vp, { ...kp, user: 'carol', password: 'carol-pass-1' });
 	await vp.goto(kp.url + '/settings.html');
 	await vp.waitForSelector('.cfg-table tr[data-camera="yard-1"]', { timeout: 15000 });
-	check(!(await vp.$('.cfg-table input[type=checkbox]')) && !(await vp.$('.cfg-form')) && !(await vp.$('button[aria-label^="Remove"]')),
-		'a viewer sees no checkbox, form or Remove button');
+	check(!(await vp.$('.cfg-table input[type=checkbox]')) && !(await vp.$('.cfg-form')) && !(await vp.$('button[aria-label^="Remove"]')) && !(await vp.$('tr[data-user]')),
+		'a viewer sees no checkbox, form, Remove button or user list');
 	const forbid = vg.allow(/HTTP 403: POST .*\/api\/v1\/config\/plan|status of 403/);
 	const st = await vp.evaluate(async () => {
 		const csrf = document.cookie.split('; ').find((c) => c.startsWith('kp_csrf='))?.split('=')[1] || '';

@@ -1,9 +1,11 @@
 // Settings page: the configured cameras and their streams as the server sees them
 // (state, codec, resolution, frame rate, counters, recording state), refreshed every
-// 5 s, and the configuration with its editor (config-editor.js).
+// 5 s, the configuration with its editor (config-editor.js) and, for admins, users and
+// API tokens (users-editor.js).
 import { startShell, showError } from './shell.js';
 import { cameras as listCameras } from './adapt.js';
 import { configEditor } from './config-editor.js';
+import { usersEditor } from './users-editor.js';
 import { el } from './format.js';
 
 const main = document.getElementById('app');
@@ -54,6 +56,11 @@ try {
 		config);
 	await refresh(box);
 	await configEditor(config, { admin: session.role === 'admin' });
+	if (session.role === 'admin') {
+		const users = el('section', { class: 'cfg', 'aria-label': 'Users and API tokens' });
+		main.append(el('div', { class: 'toolbar' }, el('h2', { text: 'Users and API tokens' })), users);
+		await usersEditor(users);
+	}
 	setInterval(() => refresh(box).catch((err) => showError(box, err)), 5000);
 } catch (err) {
 	showError(main, err);
