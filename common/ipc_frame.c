@@ -51,6 +51,8 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_health_reply_tag, WORKERS, SUP},
     /* Reports about cameras, recordings and the catalog. */
     {kp_Envelope_stream_state_tag, INGESTD, SUP},
+    {kp_Envelope_discover_request_tag, SUP, INGESTD},
+    {kp_Envelope_discover_found_tag, INGESTD, SUP},
     {kp_Envelope_stream_received_tag, REC, SUP},
     {kp_Envelope_recording_status_tag, REC, SUP},
     {kp_Envelope_catalog_status_tag, REC, SUP},

@@ -2,6 +2,7 @@
  * RTSP) and sends access units to recorderd and rtcd. This file declares the worker:
  * its peers, confinement, ceilings and the hooks into the camera table. */
 #include "cameras.h"
+#include "discover.h"
 #include "kp_limits.h"
 #include "sandbox.h"
 #include "worker.h"
@@ -31,7 +32,14 @@ static void on_health(struct kp_worker *w)
 static void on_stop(struct kp_worker *w)
 {
 	(void)w;
+	ing_discover_stop();
 	ing_cameras_stop();
+}
+
+static void on_supervisor_request(struct kp_worker *w, const kp_Envelope *env)
+{
+	if (env->which_msg == kp_Envelope_discover_request_tag)
+		ing_discover(w, &env->msg.discover_request);
 }
 
 static const struct kp_worker_def ingestd = {
@@ -47,6 +55,7 @@ static const struct kp_worker_def ingestd = {
     .on_configured = on_configured,
     .on_health = on_health,
     .on_stop = on_stop,
+    .on_supervisor_request = on_supervisor_request,
 };
 
 int main(int argc, char **argv)
