@@ -1,7 +1,7 @@
 /* The Baichuan driver of ingestd (baichuan:// over TCP, bcudp:// over BCUDP): connect,
  * modern login with a legacy fallback, encryption negotiation, stream start per
  * configured stream (a stream the camera refuses fails alone and is requested again when
- * the core says so), keep-alive, alarms, and the
+ * the core says so), keep-alive, the camera's UDP keep-alive echoed, alarms, and the
  * failure reasons the core shows, all reported through the sink the core hands over at
  * start (ingestd/camera.h). */
 #include <errno.h>
@@ -331,7 +331,11 @@ static int on_message(void *arg, const struct bc_header *h, uint8_t *body, const
 				kp_warn("camera %s: alarm reporting refused: status %u", d->info->name, h->status);
 			break;
 		case BC_MSG_UDP_KEEPALIVE: {
+			/* Echo the camera's channel, stream and number with status 200, as neolink
+			 * does (crates/core/src/bc_protocol/keepalive.rs). */
 			struct bc_msg m = {.h = {.msg_id = h->msg_id,
+						 .channel = h->channel,
+						 .stream_type = h->stream_type,
 						 .msg_num = h->msg_num,
 						 .status = BC_STATUS_OK,
 						 .cls = BC_CLASS_MODERN}};
