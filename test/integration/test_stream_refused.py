@@ -9,6 +9,7 @@ without disturbing main. Over BCUDP, the camera's msg 234 keep-alives are answer
 their channel and stream echoed (the test camera counts mismatches)."""
 import glob
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -146,6 +147,12 @@ def test(make):
                 check(got["reconnects"] == 0, f"{n}/{s}: no reconnect ({got['reconnects']})")
             check(final[n]["streams"][1]["retries"] == len(refusals[n]),
                   f"{n}/sub: {final[n]['streams'][1]['retries']} retries for {len(refusals[n])} refusals")
+        st_, _, body = kp.http("GET", "/metrics", headers={"Authorization": "Bearer " + kp.token()})
+        for n in BC:
+            m = re.search(rf'^keeppeek_stream_retries_total\{{camera="{n}",stream="sub"\}} (\d+)$',
+                          body.decode(), re.M)
+            check(st_ == 200 and m and int(m.group(1)) == len(refusals[n]),
+                  f"/metrics: keeppeek_stream_retries_total of {n}/sub is {m and m.group(1)}")
         r404 = final["rtsp-404"]["streams"]
         check(r404[0]["state"] == "streaming" and r404[0]["reconnects"] == 0
               and sent["rtsp-404"]["rtsp"]["main"]["sessions"] == 1,
