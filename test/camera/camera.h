@@ -57,11 +57,14 @@ struct cam_faults {
 };
 
 /* Counters per server and stream, written to the --stats file as JSON. */
+#define CAM_REFUSED_TIMES 16
 struct cam_stream_stats {
 	uint64_t frames_sent;
 	uint64_t bytes_sent;
 	uint64_t sessions;
 	uint64_t refused; /* stream requests answered 400 by the refuse fault */
+	/* When the first CAM_REFUSED_TIMES of them were answered, ms since the camera started. */
+	uint64_t refused_at_ms[CAM_REFUSED_TIMES];
 };
 
 struct cam_config {

@@ -37,15 +37,25 @@ static enum kp_codec codec_of(const char *path)
 											   : KP_CODEC_H264;
 }
 
+static void put_one(FILE *f, const char *name, const struct cam_stream_stats *s)
+{
+	fprintf(
+	    f,
+	    "\"%s\":{\"frames_sent\":%llu,\"bytes_sent\":%llu,\"sessions\":%llu,\"refused\":%llu,\"refused_at_ms\":[",
+	    name, (unsigned long long)s->frames_sent, (unsigned long long)s->bytes_sent,
+	    (unsigned long long)s->sessions, (unsigned long long)s->refused);
+	for (uint64_t i = 0; i < s->refused && i < CAM_REFUSED_TIMES; i++)
+		fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)s->refused_at_ms[i]);
+	fputs("]}", f);
+}
+
 static void put_stream(FILE *f, const char *name, const struct cam_stream_stats s[2])
 {
-	fprintf(f,
-		"\"%s\":{\"main\":{\"frames_sent\":%llu,\"bytes_sent\":%llu,\"sessions\":%llu,\"refused\":%llu},"
-		"\"sub\":{\"frames_sent\":%llu,\"bytes_sent\":%llu,\"sessions\":%llu,\"refused\":%llu}}",
-		name, (unsigned long long)s[0].frames_sent, (unsigned long long)s[0].bytes_sent,
-		(unsigned long long)s[0].sessions, (unsigned long long)s[0].refused,
-		(unsigned long long)s[1].frames_sent, (unsigned long long)s[1].bytes_sent,
-		(unsigned long long)s[1].sessions, (unsigned long long)s[1].refused);
+	fprintf(f, "\"%s\":{", name);
+	put_one(f, "main", &s[0]);
+	fputc(',', f);
+	put_one(f, "sub", &s[1]);
+	fputc('}', f);
 }
 
 static void write_stats(uv_timer_t *t)

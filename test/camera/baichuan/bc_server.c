@@ -383,7 +383,10 @@ static void on_preview(struct cam_bc_session *s, const struct bc_header *h, cons
 	}
 	int idx = !strcmp(type, "mainStream") ? 0 : !strcmp(type, "subStream") ? 1 : -1;
 	if (idx >= 0 && refused(s, (unsigned)idx)) {
-		s->stats[idx].refused++;
+		struct cam_stream_stats *st = &s->stats[idx];
+		if (st->refused < CAM_REFUSED_TIMES)
+			st->refused_at_ms[st->refused] = uv_now(s->loop) - s->cfg->started_ms;
+		st->refused++;
 		reply(s, h, BC_STATUS_BAD_REQUEST, NULL, &s->cipher);
 		return;
 	}
