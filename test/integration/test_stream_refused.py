@@ -1,6 +1,7 @@
 """One refused stream never stops the other (issue 13 item 2). A Baichuan camera over TCP
 and one over BCUDP answer the sub stream's msg 3 with status 400 during their first 14 s
-(`--fault refuse=sub:14`); an RTSP camera's sub_url answers 404. On each: main records
+(`--fault refuse=sub:14`); an RTSP camera's sub_url answers 404; a Baichuan camera refuses
+main for good (`refuse=main`) and records sub. On each: main records
 continuously on one session (one login, one main stream start, no reconnect, every frame
 sent recorded, files decode with `ffmpeg -v error`), sub shows `retrying` with the
 camera's reason and a scheduled retry in `keeppeekctl cameras`, its retries are spaced by
@@ -25,6 +26,7 @@ listen = 127.0.0.1:{port}
 
 REFUSE_S = 14
 BC = ("bc-refuse", "udp-refuse")
+SUB_FAILS = BC + ("rtsp-404",)
 
 
 def decode(path):
@@ -58,13 +60,14 @@ def test(make):
         "bc-refuse": TestCamera(work, "bc-refuse", "h264", "baichuan", "aes", faults=[f"refuse=sub:{REFUSE_S}"]),
         "udp-refuse": TestCamera(work, "udp-refuse", "h264", "bcudp", "aes", faults=[f"refuse=sub:{REFUSE_S}"]),
         "rtsp-404": TestCamera(work, "rtsp-404", "h264", "rtsp"),
+        "no-main": TestCamera(work, "no-main", "h264", "baichuan", "bc", faults=["refuse=main"]),
     }
     try:
         config = CONFIG
         for name, cam in cams.items():
             config += f'[camera "{name}"]\nurl = {cam.url()}\n'
-        config += f"sub_url = rtsp://{cams['rtsp-404'].user}:{cams['rtsp-404'].password}" \
-                  f"@127.0.0.1:{cams['rtsp-404'].port}/nosuch\n"
+            if name == "rtsp-404":
+                config += f"sub_url = rtsp://{cam.user}:{cam.password}@127.0.0.1:{cam.port}/nosuch\n"
         kp = make(config=config)
         st = kp.wait_running()
         ingestd_pid = st["ingestd"]["pid"]
@@ -72,12 +75,14 @@ def test(make):
         seen_retrying = {}
         main_left_streaming = {n: None for n in cams}
         main_streaming = {n: False for n in cams}
-        text_seen = False
+        text_seen, text_line = False, ""
         deadline = time.monotonic() + REFUSE_S + 40
         while time.monotonic() < deadline:
             c = cameras(kp)
             if c:
                 for n in cams:
+                    if n == "no-main":
+                        continue
                     main, sub = c[n]["streams"]
                     if main["state"] == "streaming":
                         main_streaming[n] = True
@@ -86,7 +91,7 @@ def test(make):
                     if (main["state"] == "streaming" and sub["state"] == "retrying" and sub["retry_in_ms"] > 0
                             and n not in seen_retrying):
                         seen_retrying[n] = sub
-                if not text_seen and len(seen_retrying) == len(cams):
+                if not text_seen and all(n in seen_retrying for n in SUB_FAILS):
                     rc, out, _ = kp.ctl("cameras")
                     lines = [l for l in out.splitlines() if l.startswith("bc-refuse") and " sub " in l]
                     text_seen = rc == 0 and lines and "retrying" in lines[0] and "status 400" in lines[0] \
@@ -98,7 +103,7 @@ def test(make):
             time.sleep(0.1)
         c = cameras(kp)
         refusals = {n: cams[n].stats()[cams[n].protocol]["sub"]["refused_at_ms"] for n in BC}
-        for n in cams:
+        for n in SUB_FAILS:
             check(n in seen_retrying, f"{n}: main streaming while sub is `retrying` with a retry scheduled "
                                       f"({c[n]['streams'] if c else None})")
         for n in BC:
@@ -113,6 +118,8 @@ def test(make):
                   f"{n}/sub: streaming once the camera stops refusing ({c[n]['streams'][1]})")
             check_spacing(n, refusals[n])
         for n in cams:
+            if n == "no-main":
+                continue
             check(main_left_streaming[n] is None, f"{n}/main never left `streaming` ({main_left_streaming[n]})")
 
         # Both streams now record: let sub record a while, then compare counts.
@@ -155,6 +162,16 @@ def test(make):
         check(r404[1]["state"] == "retrying" and r404[1]["retries"] >= 3,
               f"rtsp-404/sub: still retrying on its own ({r404[1]['retries']} retries)")
 
+        nm = final["no-main"]["streams"]
+        nm_sent = sent["no-main"]["baichuan"]
+        check(nm[0]["state"] == "retrying" and "mainStream stream: status 400" in nm[0]["last_error"]
+              and nm[0]["retries"] >= 3 and nm_sent["main"]["refused"] >= 4,
+              f"no-main/main: refused for good, retried on its own ({nm[0]['retries']} retries, "
+              f"{nm_sent['main']['refused']} refusals): {nm[0]['last_error']!r}")
+        check(nm[1]["state"] == "streaming" and nm[1]["recorded_frames"] == nm_sent["sub"]["frames_sent"]
+              and nm[1]["reconnects"] == 0 and sent["no-main"]["logins_ok"] == 1,
+              f"no-main/sub: records on the one session ({nm[1]['recorded_frames']} of "
+              f"{nm_sent['sub']['frames_sent']} frames, {sent['no-main']['logins_ok']} logins)")
         udp = sent["udp-refuse"]
         check(udp["udp_keepalives_answered"] > 0 and udp["udp_keepalive_mismatches"] == 0,
               f"BCUDP msg 234: {udp['udp_keepalives_answered']} of {udp['udp_keepalives_sent']} answered "
