@@ -1,7 +1,8 @@
 """One refused stream never stops the other (issue 13 item 2). A Baichuan camera over TCP
 and one over BCUDP answer the sub stream's msg 3 with status 400 during their first 14 s
 (`--fault refuse=sub:14`); an RTSP camera's sub_url answers 404; a Baichuan camera refuses
-main for good (`refuse=main`) and records sub. On each: main records
+main for good (`refuse=main`) and records sub, and is removed by a reload while its main
+stream waits for a retry. On each: main records
 continuously on one session (one login, one main stream start, no reconnect, every frame
 sent recorded, files decode with `ffmpeg -v error`), sub shows `retrying` with the
 camera's reason and a scheduled retry in `keeppeekctl cameras`, its retries are spaced by
@@ -176,6 +177,17 @@ def test(make):
         check(udp["udp_keepalives_answered"] > 0 and udp["udp_keepalive_mismatches"] == 0,
               f"BCUDP msg 234: {udp['udp_keepalives_answered']} of {udp['udp_keepalives_sent']} answered "
               f"with channel and stream echoed, {udp['udp_keepalive_mismatches']} mismatches")
+        # Removed while its main stream waits for a retry: the timer goes with the camera.
+        with open(kp.config_path) as f:
+            text = f.read()
+        with open(kp.config_path, "w") as f:
+            f.write(text.replace(f'[camera "no-main"]\nurl = {cams["no-main"].url()}\n', ""))
+        check(wait_for(lambda: cameras(kp)["no-main"]["streams"][0]["retry_at_ms"] > 0, 3.0, 0.1),
+              "no-main/main: a retry is pending")
+        rc, out, err = kp.ctl("reload")
+        check(rc == 0, f"reload without no-main: {out.strip()}{err.strip()}")
+        check(wait_for(lambda: "no-main: removed" in kp.log_text(), 5.0, 0.1), "no-main removed")
+        time.sleep(2.0)
         check(kp.status()["ingestd"]["pid"] == ingestd_pid, "ingestd was not restarted")
         check(kp.stop() is not None, "keeppeekd stops (recorderd commits what it holds)")
 
