@@ -133,6 +133,8 @@ def test(make):
                 for i, s in enumerate(("main", "sub")):
                     if cc[n]["streams"][i]["recorded_frames"] != sent[n][cams[n].protocol][s]["frames_sent"]:
                         return None
+            if cc["no-main"]["streams"][1]["recorded_frames"] != sent["no-main"]["baichuan"]["sub"]["frames_sent"]:
+                return None
             return cc
         final = wait_for(settled, 8.0, 0.2) or cameras(kp)
         for n in BC:
