@@ -23,6 +23,7 @@ enum ing_state {
 	ING_UNREACHABLE, /* connect failed, timed out, or the link broke */
 	ING_BACKOFF,     /* waiting before the next attempt */
 	ING_STOPPED,     /* not configured to run */
+	ING_RETRYING,    /* this stream alone failed (refused); retried on its own backoff */
 };
 
 /* One access unit in Annex-B form (start codes), as received: no transcoding. */
@@ -63,6 +64,12 @@ struct ing_sink {
 	 * core stops the driver (from the loop, after this returns) and retries with backoff.
 	 * auth_failed selects the auth-failed state instead of unreachable. */
 	void (*failed)(void *ctx, bool auth_failed, const char *reason);
+	/* One stream failed while the session lives on: the camera refused it (Baichuan
+	 * status 400 to msg 3), or its own RTSP connection ended while another stream of the
+	 * camera runs. The driver sends nothing more for s until the core asks it to try
+	 * again through ops->retry_stream, after the stream's own backoff; the other
+	 * streams keep running. */
+	void (*stream_failed)(void *ctx, enum kp_stream_index s, const char *reason);
 };
 
 struct ing_driver;
@@ -76,6 +83,10 @@ struct ing_driver_ops {
 	/* Stops and frees the driver; no sink calls may follow for this instance. Called from
 	 * the loop thread; must not block for long (RTSP threads are interrupted). */
 	void (*stop)(struct ing_driver *drv);
+	/* Requests stream s again on the running session after sink->stream_failed. Returns
+	 * 0 (progress and a new failure come through the sink) or a negative errno, which
+	 * the core counts as another failure of that stream. */
+	int (*retry_stream)(struct ing_driver *drv, enum kp_stream_index s);
 };
 
 /* Drivers, one per scheme family. */

@@ -1,6 +1,7 @@
 /* ingestd's core: the camera table built from the supervisor's CameraConfig items, one
  * protocol driver per camera (reporting through the sink table it is given), jittered
- * exponential reconnect backoff, per-stream state and counters, and the IPC out: access
+ * exponential reconnect backoff per camera and, for a stream that fails alone while the
+ * session lives on, per stream; per-stream state and counters, and the IPC out: access
  * units to recorderd and rtcd, motion events to recorderd, StreamState to the
  * supervisor. */
 #include <errno.h>
@@ -19,6 +20,12 @@
 #define BACKOFF_FIRST_MS 1000
 #define BACKOFF_MAX_MS   30000
 #define BACKOFF_RESET_MS 60000
+/* A stream the camera refused (or whose own connection ended) while the session lives
+ * on: retried alone, 1 s doubling to 60 s, reset like the camera's after 60 s of media. */
+#define STREAM_BACKOFF_FIRST_MS 1000
+#define STREAM_BACKOFF_MAX_MS   60000
+
+struct ing_camera;
 
 struct ing_stream {
 	enum ing_state state;
@@ -33,6 +40,13 @@ struct ing_stream {
 	uint64_t fps_ms;
 	uint32_t fps_milli;
 	uint64_t streaming_since_ms;
+	/* This stream's own retries after sink->stream_failed. */
+	struct ing_camera *cam;
+	enum kp_stream_index index;
+	uv_timer_t retry_timer;
+	unsigned failures; /* in a row, for the stream's backoff */
+	uint32_t retries;
+	int64_t retry_at_ms; /* wall clock; 0 when no retry is scheduled */
 };
 
 struct ing_camera {
@@ -48,7 +62,8 @@ struct ing_camera {
 	bool last_failure_auth;
 	bool failed; /* a failure is being handled */
 	bool removing;
-	uv_timer_t timer; /* backoff and deferred driver stop */
+	unsigned open_handles; /* timers still to close before the camera is freed */
+	uv_timer_t timer;      /* backoff and deferred driver stop */
 	struct ing_cameras *owner;
 };
 
@@ -67,6 +82,7 @@ static struct ing_cameras table;
 static const char *const state_names[] = {
     [ING_CONNECTING] = "connecting",   [ING_STREAMING] = "streaming", [ING_AUTH_FAILED] = "auth-failed",
     [ING_UNREACHABLE] = "unreachable", [ING_BACKOFF] = "backoff",     [ING_STOPPED] = "stopped",
+    [ING_RETRYING] = "retrying",
 };
 
 static const struct ing_driver_ops *driver_for(const char *url)
@@ -106,6 +122,8 @@ static void report(struct ing_camera *cam, unsigned s)
 	snprintf(m->last_error, sizeof m->last_error, "%s", st->last_error);
 	m->send_rejected = st->send_rejected;
 	m->events = cam->events;
+	m->retry_at_ms = st->retry_at_ms;
+	m->retries = st->retries;
 	kp_worker_send_supervisor(table.w, &env);
 }
 
@@ -132,7 +150,7 @@ static void stream_state(void *ctx, enum kp_stream_index s, enum ing_state st, c
 		return;
 	/* While retrying after a refusal, keep showing why until media flows again. */
 	enum ing_state cur = cam->streams[s].state;
-	if (st == ING_CONNECTING && (cur == ING_AUTH_FAILED || cur == ING_UNREACHABLE))
+	if (st == ING_CONNECTING && (cur == ING_AUTH_FAILED || cur == ING_UNREACHABLE || cur == ING_RETRYING))
 		return;
 	set_state(cam, s, st, reason);
 }
@@ -222,6 +240,65 @@ static void camera_event(void *ctx, const char *kind, const char *labels, int64_
 
 static void start_camera(struct ing_camera *cam);
 
+/* first << failures (at most 6 doublings), capped at max, with +-20% jitter. */
+static uint64_t backoff_ms(unsigned failures, uint64_t first, uint64_t max)
+{
+	unsigned shift = failures < 6 ? failures : 6;
+	uint64_t delay = first << shift;
+	if (delay > max)
+		delay = max;
+	return delay * (80 + (uint64_t)(rand_r(&table.seed) % 41)) / 100;
+}
+
+static void stream_failed(void *ctx, enum kp_stream_index s, const char *reason);
+
+static void on_stream_timer(uv_timer_t *t)
+{
+	struct ing_stream *st = t->data;
+	struct ing_camera *cam = st->cam;
+	if (cam->failed || !cam->drv)
+		return;
+	st->retry_at_ms = 0;
+	st->retries++;
+	report(cam, st->index);
+	int r = cam->ops->retry_stream ? cam->ops->retry_stream(cam->drv, st->index) : -ENOTSUP;
+	if (r < 0 && !cam->failed) {
+		char why[96];
+		snprintf(why, sizeof why, "cannot request the stream again: %s", strerror(-r));
+		stream_failed(cam, st->index, why);
+	}
+}
+
+static void stream_failed(void *ctx, enum kp_stream_index s, const char *reason)
+{
+	struct ing_camera *cam = ctx;
+	if ((unsigned)s > 1 || cam->failed || !configured(cam, s))
+		return;
+	struct ing_stream *st = &cam->streams[s];
+	if (uv_is_active((uv_handle_t *)&st->retry_timer))
+		return;
+	if (st->state == ING_STREAMING && kp_mono_ms() - st->streaming_since_ms >= BACKOFF_RESET_MS)
+		st->failures = 0;
+	uint64_t delay = backoff_ms(st->failures, STREAM_BACKOFF_FIRST_MS, STREAM_BACKOFF_MAX_MS);
+	st->failures++;
+	st->retry_at_ms = kp_wall_ms() + (int64_t)delay;
+	kp_warn("%s/%s: %s; retrying this stream alone in %llu ms (%u failures in a row)", cam->conf.name,
+		s ? "sub" : "main", reason, (unsigned long long)delay, st->failures);
+	enum ing_state prev = st->state;
+	set_state(cam, s, ING_RETRYING, reason);
+	if (prev == ING_RETRYING)
+		report(cam, s); /* the new retry time */
+	uv_timer_start(&st->retry_timer, on_stream_timer, delay, 0);
+}
+
+static void stop_stream_retries(struct ing_camera *cam)
+{
+	for (unsigned s = 0; s < 2; s++) {
+		uv_timer_stop(&cam->streams[s].retry_timer);
+		cam->streams[s].retry_at_ms = 0;
+	}
+}
+
 static void on_timer(uv_timer_t *t)
 {
 	struct ing_camera *cam = t->data;
@@ -232,11 +309,7 @@ static void on_timer(uv_timer_t *t)
 			cam->drv = NULL;
 		}
 		cam->failed = false;
-		unsigned shift = cam->failures < 6 ? cam->failures : 6;
-		uint64_t delay = (uint64_t)BACKOFF_FIRST_MS << shift;
-		if (delay > BACKOFF_MAX_MS)
-			delay = BACKOFF_MAX_MS;
-		delay = delay * (80 + (uint64_t)(rand_r(&table.seed) % 41)) / 100; /* +-20% jitter */
+		uint64_t delay = backoff_ms(cam->failures, BACKOFF_FIRST_MS, BACKOFF_MAX_MS);
 		cam->failures++;
 		kp_info("%s: reconnecting in %llu ms (%u failures in a row)", cam->conf.name, (unsigned long long)delay,
 			cam->failures);
@@ -261,6 +334,7 @@ static void camera_failed(void *ctx, bool auth_failed, const char *reason)
 				cam->failures = 0;
 		}
 	kp_warn("%s (%s): %s", cam->conf.name, cam->conf.url_redacted, reason);
+	stop_stream_retries(cam);
 	enum ing_state st = auth_failed ? ING_AUTH_FAILED : was_streaming ? ING_BACKOFF : ING_UNREACHABLE;
 	for (unsigned s = 0; s < 2; s++)
 		if (configured(cam, s))
@@ -280,7 +354,8 @@ static void start_camera(struct ing_camera *cam)
 				      .access_unit = stream_access_unit,
 				      .bytes = stream_bytes,
 				      .event = camera_event,
-				      .failed = camera_failed};
+				      .failed = camera_failed,
+				      .stream_failed = stream_failed};
 	int r = cam->ops->start(&cam->info, &cam->sink, table.loop, &cam->drv);
 	if (r < 0) {
 		char why[96];
@@ -302,7 +377,9 @@ static void fill_info(struct ing_camera *cam)
 
 static void on_closed(uv_handle_t *h)
 {
-	free(h->data);
+	struct ing_camera *cam = h->data;
+	if (--cam->open_handles == 0)
+		free(cam);
 }
 
 static void remove_camera(struct ing_camera *cam)
@@ -311,7 +388,11 @@ static void remove_camera(struct ing_camera *cam)
 		cam->ops->stop(cam->drv);
 	cam->drv = NULL;
 	cam->failed = true; /* ignore anything late */
-	uv_close((uv_handle_t *)&cam->timer, on_closed);
+	uv_timer_t *timers[] = {&cam->timer, &cam->streams[0].retry_timer, &cam->streams[1].retry_timer};
+	for (unsigned i = 0; i < 3; i++) {
+		timers[i]->data = cam;
+		uv_close((uv_handle_t *)timers[i], on_closed);
+	}
 }
 
 static bool same_camera(const kp_CameraConfig *a, const kp_CameraConfig *b)
@@ -368,10 +449,17 @@ void ing_cameras_apply(uint32_t generation)
 		cam->ops = ops;
 		cam->owner = &table;
 		fill_info(cam);
-		for (unsigned s = 0; s < 2; s++)
-			cam->streams[s].state = configured(cam, s) ? ING_CONNECTING : ING_STOPPED;
 		uv_timer_init(table.loop, &cam->timer);
 		cam->timer.data = cam;
+		for (unsigned s = 0; s < 2; s++) {
+			struct ing_stream *st = &cam->streams[s];
+			st->state = configured(cam, s) ? ING_CONNECTING : ING_STOPPED;
+			st->cam = cam;
+			st->index = (enum kp_stream_index)s;
+			uv_timer_init(table.loop, &st->retry_timer);
+			st->retry_timer.data = st;
+		}
+		cam->open_handles = 3;
 		keep[nkeep++] = cam;
 		kp_info("%s: starting %s", cam->conf.name, cam->conf.url_redacted);
 		start_camera(cam);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kp_time.h"
 #include "supervisor.h"
 
 static struct camera_row *row(struct supervisor *s, const char *camera, uint32_t stream)
@@ -84,9 +85,17 @@ static const char *camera_state(const struct supervisor *s, const struct kp_came
 	return worst;
 }
 
+/* Milliseconds until a stream's own retry (state retrying), 0 when none is scheduled or
+ * it is due. */
+static int64_t retry_in_ms(const kp_StreamState *st, int64_t now)
+{
+	return st->retry_at_ms > now ? st->retry_at_ms - now : 0;
+}
+
 void cameras_render(const struct supervisor *s, bool json, struct kp_out *o)
 {
 	static const char *const names[2] = {"main", "sub"};
+	int64_t now = kp_wall_ms();
 	if (json)
 		kp_out_put(o, "{\"cameras\":[");
 	else
@@ -110,16 +119,21 @@ void cameras_render(const struct supervisor *s, bool json, struct kp_out *o)
 			const kp_StreamState *st = r && r->have_state ? &r->state : &none;
 			const kp_StreamReceived *rec = r ? &r->received : &no_rec;
 			if (!json) {
-				char size[24];
+				char size[24], retry[48] = "";
 				snprintf(size, sizeof size, "%ux%u", (unsigned)st->width, (unsigned)st->height);
-				kp_out_put(o, "%-16s %-5s %-12s %-5s %-10s %7.2f %10llu %12llu %5u %10llu %-12s  %s\n",
+				if (st->retry_at_ms)
+					snprintf(retry, sizeof retry, " (retry %u in %.1f s)",
+						 (unsigned)st->retries + 1, retry_in_ms(st, now) / 1000.0);
+				kp_out_put(o,
+					   "%-16s %-5s %-12s %-5s %-10s %7.2f %10llu %12llu %5u %10llu %-12s  %s%s\n",
 					   c->name, names[k], stream_state(r), codec_name(st->codec), size,
 					   st->fps_milli / 1000.0, (unsigned long long)st->frames,
 					   (unsigned long long)st->bytes, (unsigned)st->reconnects,
 					   (unsigned long long)rec->frames, recording_state(r),
 					   st->last_error[0]                 ? st->last_error
 					   : r && r->recording.last_error[0] ? r->recording.last_error
-									     : "-");
+									     : "-",
+					   retry);
 				continue;
 			}
 			kp_out_put(o,
@@ -140,7 +154,8 @@ void cameras_render(const struct supervisor *s, bool json, struct kp_out *o)
 			kp_out_json_string(o, r ? r->recording.last_error : "");
 			kp_out_put(o, "},\"last_error\":");
 			kp_out_json_string(o, st->last_error);
-			kp_out_put(o, "}");
+			kp_out_put(o, ",\"retries\":%u,\"retry_at_ms\":%lld,\"retry_in_ms\":%lld}",
+				   (unsigned)st->retries, (long long)st->retry_at_ms, (long long)retry_in_ms(st, now));
 		}
 		if (json)
 			kp_out_put(o, "]}");

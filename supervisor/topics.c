@@ -194,6 +194,8 @@ static void stream_metrics(struct supervisor *s, struct kp_out *o)
 	    {"keeppeek_recording_fragments_total", "counter", "Fragments recorderd wrote since it started."},
 	    {"keeppeek_recording_bytes_total", "counter", "Bytes recorderd wrote since it started."},
 	    {"keeppeek_recording_dropped_frames_total", "counter", "Frames recorderd dropped."},
+	    {"keeppeek_stream_retries_total", "counter",
+	     "Times ingestd tried the stream again alone after it failed on its own (refused)."},
 	};
 	for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
 		family(o, fams[k].name, fams[k].type, fams[k].help);
@@ -225,8 +227,11 @@ static void stream_metrics(struct supervisor *s, struct kp_out *o)
 			case 7:
 				v = r->recording.bytes_written;
 				break;
-			default:
+			case 8:
 				v = r->recording.frames_dropped;
+				break;
+			default:
+				v = r->state.retries;
 				break;
 			}
 			kp_out_put(o, "%s{camera=\"", fams[k].name);

@@ -1,7 +1,9 @@
 /* The Baichuan driver of ingestd (baichuan:// over TCP, bcudp:// over BCUDP): connect,
  * modern login with a legacy fallback, encryption negotiation, stream start per
- * configured stream, keep-alive, alarms, and the failure reasons the core shows, all
- * reported through the sink the core hands over at start (ingestd/camera.h). */
+ * configured stream (a stream the camera refuses fails alone and is requested again when
+ * the core says so), keep-alive, the camera's UDP keep-alive echoed, alarms, and the
+ * failure reasons the core shows, all reported through the sink the core hands over at
+ * start (ingestd/camera.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,22 +163,27 @@ static uint64_t now_ms(struct ing_driver *d)
 	return uv_now(d->loop);
 }
 
-static void start_streams(struct ing_driver *d)
+/* msg 3 for stream i under a new message number, so that anything late for an earlier
+ * request of the same stream is ignored. */
+static int request_stream(struct ing_driver *d, int i)
 {
 	char doc[BC_DOC_MAX];
-	for (int i = 0; i < 2 && !d->failed; i++) {
-		struct bc_stream *s = &d->streams[i];
-		if (!(d->info->streams & (i == 0 ? KP_STREAM_MAIN : KP_STREAM_SUB)))
-			continue;
-		s->msg_num = d->next_num++;
-		s->requested = true;
-		s->start_ms = now_ms(d);
-		if (bc_doc_preview(doc, sizeof doc, d->url.channel, s->handle, stream_names[i]) < 0) {
-			fail(d, false, "cannot build the stream request");
-			return;
-		}
-		send_request(d, BC_MSG_PREVIEW, s->msg_num, (uint8_t)i, doc);
+	struct bc_stream *s = &d->streams[i];
+	s->msg_num = d->next_num++;
+	s->requested = true;
+	s->start_ms = now_ms(d);
+	if (bc_doc_preview(doc, sizeof doc, d->url.channel, s->handle, stream_names[i]) < 0) {
+		fail(d, false, "cannot build the stream request");
+		return -ENOBUFS;
 	}
+	return send_request(d, BC_MSG_PREVIEW, s->msg_num, (uint8_t)i, doc);
+}
+
+static void start_streams(struct ing_driver *d)
+{
+	for (int i = 0; i < 2 && !d->failed; i++)
+		if (d->info->streams & (i == 0 ? KP_STREAM_MAIN : KP_STREAM_SUB))
+			request_stream(d, i);
 }
 
 static void on_logged_in(struct ing_driver *d)
@@ -254,9 +261,12 @@ static void on_media(struct ing_driver *d, const struct bc_header *h, uint8_t *b
 		return; /* not ours: a stopped stream, or a stray number */
 	d->sink->bytes(d->sink->ctx, s->index, h->header_len + h->body_len);
 	if (!s->binary && h->status != BC_STATUS_OK) {
+		/* The session is fine: this stream alone is retried (a camera that serves one
+		 * stream, or a busy or waking one, answers 400; BAICHUAN.md sections 1 and 8). */
 		snprintf(reason, sizeof reason, "camera refused the %s stream: status %u", stream_names[s->index],
 			 h->status);
-		fail(d, false, reason);
+		s->requested = false;
+		d->sink->stream_failed(d->sink->ctx, s->index, reason);
 		return;
 	}
 	struct bc_msg_in in;
@@ -321,7 +331,11 @@ static int on_message(void *arg, const struct bc_header *h, uint8_t *body, const
 				kp_warn("camera %s: alarm reporting refused: status %u", d->info->name, h->status);
 			break;
 		case BC_MSG_UDP_KEEPALIVE: {
+			/* Echo the camera's channel, stream and number with status 200, as neolink
+			 * does (crates/core/src/bc_protocol/keepalive.rs). */
 			struct bc_msg m = {.h = {.msg_id = h->msg_id,
+						 .channel = h->channel,
+						 .stream_type = h->stream_type,
 						 .msg_num = h->msg_num,
 						 .status = BC_STATUS_OK,
 						 .cls = BC_CLASS_MODERN}};
@@ -469,4 +483,16 @@ static void bc_stop(struct ing_driver *d)
 	uv_close((uv_handle_t *)&d->tick, on_tick_closed);
 }
 
-const struct ing_driver_ops ing_baichuan_driver = {.scheme = "baichuan", .start = bc_start, .stop = bc_stop};
+/* After sink->stream_failed: the stream starts over (media buffer, timestamps, state)
+ * under a new request on the same session. */
+static int bc_retry_stream(struct ing_driver *d, enum kp_stream_index idx)
+{
+	if (d->failed || d->phase != PHASE_READY || (unsigned)idx > 1)
+		return -EAGAIN;
+	bc_stream_free(&d->streams[idx]);
+	bc_stream_init(&d->streams[idx], d->info, d->sink, idx);
+	return request_stream(d, (int)idx);
+}
+
+const struct ing_driver_ops ing_baichuan_driver = {
+    .scheme = "baichuan", .start = bc_start, .stop = bc_stop, .retry_stream = bc_retry_stream};

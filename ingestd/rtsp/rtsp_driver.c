@@ -3,7 +3,8 @@
  * with a stop flag and an I/O deadline, and hands them to the libuv loop through a
  * bounded queue and a uv_async_t. Only the loop thread calls the sink the core gave it.
  * Threads are detached and share the driver by reference count, so stop() never waits
- * for the network. */
+ * for the network. A stream that ends while the other still runs fails alone and gets a
+ * new thread when the core retries it. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -340,6 +341,13 @@ static void on_async(uv_async_t *h)
 			s->dropped_logged = dropped;
 		}
 		if (done) {
+			s->running = false;
+			s->streaming = false;
+			const struct rtsp_stream *other = &drv->streams[1 - i];
+			if (!auth && other->running) {
+				drv->sink->stream_failed(drv->sink->ctx, s->index, reason);
+				continue;
+			}
 			drv->failed = true;
 			drv->sink->failed(drv->sink->ctx, auth, reason);
 		}
@@ -434,8 +442,37 @@ static void rtsp_stop(struct ing_driver *drv)
 	uv_close((uv_handle_t *)&drv->async, on_async_close);
 }
 
+/* After sink->stream_failed: a new thread for the stream (the old one has ended). */
+static int rtsp_retry_stream(struct ing_driver *drv, enum kp_stream_index idx)
+{
+	struct rtsp_stream *s = &drv->streams[idx];
+	if (drv->failed || atomic_load(&drv->stop) || !s->url || s->running)
+		return -EAGAIN;
+	pthread_mutex_lock(&drv->lock);
+	s->done = false;
+	s->auth_failed = false;
+	s->skip_to_keyframe = false;
+	s->reason[0] = '\0';
+	pthread_mutex_unlock(&drv->lock);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	atomic_fetch_add(&drv->refs, 1);
+	pthread_t t;
+	int e = pthread_create(&t, &attr, stream_thread, s);
+	pthread_attr_destroy(&attr);
+	if (e) {
+		atomic_fetch_sub(&drv->refs, 1);
+		return -e;
+	}
+	s->running = true;
+	drv->sink->stream_state(drv->sink->ctx, s->index, ING_CONNECTING, "");
+	return 0;
+}
+
 const struct ing_driver_ops ing_rtsp_driver = {
     .scheme = "rtsp",
     .start = rtsp_start,
     .stop = rtsp_stop,
+    .retry_stream = rtsp_retry_stream,
 };

@@ -52,13 +52,19 @@ struct cam_faults {
 	bool oversize_body;        /* send a Baichuan header declaring a 16 MiB + 1 body */
 	unsigned udp_loss_percent; /* BCUDP: drop this share of data packets (first send) */
 	bool udp_reorder;          /* BCUDP: swap adjacent data packets */
+	unsigned refuse_streams;   /* Baichuan: answer msg 3 with 400 for these (bit 0 main, 1 sub) */
+	unsigned refuse_for_s;     /* ... during the first N seconds of the camera (0 = always) */
 };
 
 /* Counters per server and stream, written to the --stats file as JSON. */
+#define CAM_REFUSED_TIMES 16
 struct cam_stream_stats {
 	uint64_t frames_sent;
 	uint64_t bytes_sent;
 	uint64_t sessions;
+	uint64_t refused; /* stream requests answered 400 by the refuse fault */
+	/* When the first CAM_REFUSED_TIMES of them were answered, ms since the camera started. */
+	uint64_t refused_at_ms[CAM_REFUSED_TIMES];
 };
 
 struct cam_config {
@@ -75,6 +81,7 @@ struct cam_config {
 	 * doorbell press), AItype a list of people, vehicle, dog_cat, face, package, visitor
 	 * or "none" (BAICHUAN.md section 4). Default MD and people. */
 	const char *alarm_status, *alarm_ai;
+	uint64_t started_ms; /* loop time the camera started (the refuse fault's clock) */
 };
 
 #define CAM_DEFAULT_UID "95270000KEEPPEEK"
@@ -82,6 +89,9 @@ struct cam_config {
 struct cam_stats {
 	struct cam_stream_stats baichuan[2], bcudp[2], rtsp[2]; /* [0] main, [1] sub */
 	uint64_t logins_ok, logins_refused, motion_sent;
+	/* BCUDP msg 234 keep-alives sent, replies echoing channel, stream and number with
+	 * status 200, and replies that did not. */
+	uint64_t udp_keepalives_sent, udp_keepalives_answered, udp_keepalive_mismatches;
 };
 
 extern struct cam_stats cam_stats;
@@ -94,6 +104,7 @@ struct cam_bc_transport {
 	int (*write)(void *t, const uint8_t *data, size_t len); /* 0, or <0: session ends */
 	void (*close)(void *t);                                 /* the session wants to hang up */
 	void *t;
+	bool bcudp; /* carried by BCUDP: the camera sends msg 234 keep-alives */
 };
 struct cam_bc_session *cam_bc_session_new(uv_loop_t *loop, const struct cam_config *cfg,
 					  struct cam_stream_stats stats[2], struct cam_bc_transport tr);

@@ -25,7 +25,8 @@ static void usage(FILE *f)
 		   "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
 		   "         [--motion-interval S] [--alarm STATUS/AITYPE] [--snapshot FILE.jpg] [--stats FILE]\n"
 		   "         [--parent PID]\n"
-		   "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder]...\n"
+		   "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder|\n"
+		   "                  refuse=main|sub[:S]]...\n"
 		   "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n");
 }
 
@@ -36,14 +37,25 @@ static enum kp_codec codec_of(const char *path)
 											   : KP_CODEC_H264;
 }
 
+static void put_one(FILE *f, const char *name, const struct cam_stream_stats *s)
+{
+	fprintf(
+	    f,
+	    "\"%s\":{\"frames_sent\":%llu,\"bytes_sent\":%llu,\"sessions\":%llu,\"refused\":%llu,\"refused_at_ms\":[",
+	    name, (unsigned long long)s->frames_sent, (unsigned long long)s->bytes_sent,
+	    (unsigned long long)s->sessions, (unsigned long long)s->refused);
+	for (uint64_t i = 0; i < s->refused && i < CAM_REFUSED_TIMES; i++)
+		fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)s->refused_at_ms[i]);
+	fputs("]}", f);
+}
+
 static void put_stream(FILE *f, const char *name, const struct cam_stream_stats s[2])
 {
-	fprintf(f,
-		"\"%s\":{\"main\":{\"frames_sent\":%llu,\"bytes_sent\":%llu,\"sessions\":%llu},"
-		"\"sub\":{\"frames_sent\":%llu,\"bytes_sent\":%llu,\"sessions\":%llu}}",
-		name, (unsigned long long)s[0].frames_sent, (unsigned long long)s[0].bytes_sent,
-		(unsigned long long)s[0].sessions, (unsigned long long)s[1].frames_sent,
-		(unsigned long long)s[1].bytes_sent, (unsigned long long)s[1].sessions);
+	fprintf(f, "\"%s\":{", name);
+	put_one(f, "main", &s[0]);
+	fputc(',', f);
+	put_one(f, "sub", &s[1]);
+	fputc('}', f);
 }
 
 static void write_stats(uv_timer_t *t)
@@ -60,9 +72,13 @@ static void write_stats(uv_timer_t *t)
 	put_stream(f, "bcudp", cam_stats.bcudp);
 	fputc(',', f);
 	put_stream(f, "rtsp", cam_stats.rtsp);
-	fprintf(f, ",\"logins_ok\":%llu,\"logins_refused\":%llu,\"motion_sent\":%llu}\n",
+	fprintf(f,
+		",\"logins_ok\":%llu,\"logins_refused\":%llu,\"motion_sent\":%llu,\"udp_keepalives_sent\":%llu,"
+		"\"udp_keepalives_answered\":%llu,\"udp_keepalive_mismatches\":%llu}\n",
 		(unsigned long long)cam_stats.logins_ok, (unsigned long long)cam_stats.logins_refused,
-		(unsigned long long)cam_stats.motion_sent);
+		(unsigned long long)cam_stats.motion_sent, (unsigned long long)cam_stats.udp_keepalives_sent,
+		(unsigned long long)cam_stats.udp_keepalives_answered,
+		(unsigned long long)cam_stats.udp_keepalive_mismatches);
 	if (fclose(f) == 0)
 		rename(tmp, stats_path);
 }
@@ -101,7 +117,14 @@ static int parse_fault(struct cam_faults *f, const char *arg)
 		f->garbage_after_s = (unsigned)strtoul(arg + 8, &end, 10);
 	else if (!strncmp(arg, "udp-loss=", 9))
 		f->udp_loss_percent = (unsigned)strtoul(arg + 9, &end, 10);
-	else
+	else if (!strncmp(arg, "refuse=main", 11) || !strncmp(arg, "refuse=sub", 10)) {
+		/* refuse=sub or refuse=sub:S (only during the camera's first S seconds) */
+		bool sub = arg[7] == 's';
+		end = (char *)arg + (sub ? 10 : 11);
+		f->refuse_streams |= sub ? 2u : 1u;
+		if (*end == ':')
+			f->refuse_for_s = (unsigned)strtoul(end + 1, &end, 10);
+	} else
 		return -EINVAL;
 	return end && *end ? -EINVAL : 0;
 }
@@ -253,6 +276,7 @@ int main(int argc, char **argv)
 		return 0;
 	signal(SIGPIPE, SIG_IGN);
 	uv_loop_t *loop = uv_default_loop();
+	cfg.started_ms = uv_now(loop);
 	int r = cam_source_open(loop, main_path, codec_of(main_path), fps, &cfg.main);
 	if (r == 0)
 		r = cam_source_open(loop, sub_path, codec_of(sub_path), fps, &cfg.sub);

@@ -81,6 +81,7 @@ export async function cameras() {
 		streams: (c.streams || []).map((s) => ({
 			name: s.name, codec: s.codec, width: s.width, height: s.height, state: s.state, fps: s.fps,
 			frames: s.frames, bytes: s.bytes, reconnects: s.reconnects, recording: s.recording ? s.recording.state : '',
+			lastError: s.last_error || '', retries: s.retries || 0, retryInMs: s.retry_in_ms || 0,
 		})),
 	}));
 }

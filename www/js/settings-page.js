@@ -1,7 +1,8 @@
 // Settings page: the configured cameras and their streams as the server sees them
-// (state, codec, resolution, frame rate, counters, recording state), refreshed every
-// 5 s, the configuration with its editor (config-editor.js) and, for admins, users and
-// API tokens (users-editor.js).
+// (state, codec, resolution, frame rate, counters, recording state, the last error and,
+// for a stream retried on its own, when it is tried again), refreshed every 5 s; the
+// configuration with its editor (config-editor.js) and, for admins, users and API tokens
+// (users-editor.js).
 import { startShell, showError } from './shell.js';
 import { cameras as listCameras } from './adapt.js';
 import { configEditor } from './config-editor.js';
@@ -9,7 +10,17 @@ import { usersEditor } from './users-editor.js';
 import { el } from './format.js';
 
 const main = document.getElementById('app');
-const STATE = { streaming: 'live', connecting: 'connecting', 'auth-failed': 'error', failed: 'error', stopped: 'offline' };
+const STATE = { streaming: 'live', connecting: 'connecting', 'auth-failed': 'error', failed: 'error', retrying: 'error', stopped: 'offline' };
+
+// "camera refused the subStream stream: status 400 · retry 3 in 4 s"
+function lastError(s) {
+	if (!s.lastError)
+		return '—';
+	if (s.state !== 'retrying')
+		return s.lastError;
+	const when = s.retryInMs > 0 ? `in ${Math.ceil(s.retryInMs / 1000)} s` : 'now';
+	return `${s.lastError} · retry ${s.retries + 1} ${when}`;
+}
 
 function bytes(n) {
 	if (!Number.isFinite(n))
@@ -23,7 +34,7 @@ function bytes(n) {
 
 function table(cams) {
 	const t = el('table', {});
-	t.append(el('tr', {}, ...['Camera', 'Stream', 'State', 'Codec', 'Resolution', 'Frame rate', 'Frames', 'Received', 'Reconnects', 'Recording'].map((h) => el('th', { scope: 'col', text: h }))));
+	t.append(el('tr', {}, ...['Camera', 'Stream', 'State', 'Codec', 'Resolution', 'Frame rate', 'Frames', 'Received', 'Reconnects', 'Recording', 'Last error'].map((h) => el('th', { scope: 'col', text: h }))));
 	for (const c of cams)
 		for (const [i, s] of c.streams.entries())
 			t.append(el('tr', { 'data-camera': c.name },
@@ -36,7 +47,8 @@ function table(cams) {
 				el('td', { class: 'num', text: Number.isFinite(s.frames) ? s.frames.toLocaleString() : '—' }),
 				el('td', { class: 'num', text: bytes(s.bytes) }),
 				el('td', { class: 'num', text: String(s.reconnects ?? '—') }),
-				el('td', { text: s.recording || '—' })));
+				el('td', { text: s.recording || '—' }),
+				el('td', { class: 'last-error', text: lastError(s) })));
 	return t;
 }
 

@@ -1,6 +1,7 @@
 /* The test camera's Baichuan session over any byte transport (camera.h): modern and
  * legacy login in every encryption mode, main/sub streams by handle as BcMedia, keep-
- * alive replies, motion alarms, JPEG snapshots in chunks, and the fault switches. */
+ * alive replies, msg 234 keep-alives over BCUDP with their replies checked, motion
+ * alarms, JPEG snapshots in chunks, and the fault switches. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,15 @@
 #define CAM_BC_ENCRYPT_LEN 256   /* full AES: leading media bytes encrypted per chunk */
 #define CAM_BC_TICK_MS     250
 #define CAM_BC_GARBAGE_LEN 512
+/* BCUDP: msg 234 from the camera every second ([G] sends one every 500 ms over UDP,
+ * BAICHUAN.md section 3). Channel and stream are non-zero on purpose: the client must
+ * echo what it received (neolink crates/core/src/bc_protocol/keepalive.rs), so a reply
+ * of zeros is counted as a mismatch. */
+#define BC_MSG_UDP_KEEPALIVE         234
+#define CAM_BC_UDP_KEEPALIVE_MS      1000
+#define CAM_BC_UDP_KEEPALIVE_CHANNEL 7
+#define CAM_BC_UDP_KEEPALIVE_STREAM  1
+#define CAM_BC_UDP_KEEPALIVE_WINDOW  8 /* replies accepted for the last N sent */
 
 struct cam_bc_stream {
 	struct cam_bc_session *s;
@@ -40,11 +50,13 @@ struct cam_bc_session {
 	char nonce[33];
 	struct cam_bc_stream streams[2];
 	uint16_t push_num;
-	uv_timer_t tick, motion, hangup;
+	uv_timer_t tick, motion, hangup, keepalive;
 	unsigned open_handles;
 	uint64_t start_ms;
 	bool stalled, garbage_sent, oversize_sent, dead;
 	unsigned motion_count;
+	uint16_t keepalive_num; /* msg_num of the next msg 234 */
+	unsigned keepalives_out;
 };
 
 static void hang_up(struct cam_bc_session *s);
@@ -72,6 +84,7 @@ static void hang_up(struct cam_bc_session *s)
 		stop_stream(&s->streams[i]);
 	uv_timer_stop(&s->motion);
 	uv_timer_stop(&s->tick);
+	uv_timer_stop(&s->keepalive);
 	/* Deferred: the transport may free us from inside close. */
 	uv_timer_start(&s->hangup, on_hangup, 0, 0);
 }
@@ -192,6 +205,42 @@ static void on_frame(const struct cam_frame *f, void *arg)
 	}
 }
 
+static void on_keepalive(uv_timer_t *t)
+{
+	struct cam_bc_session *s = t->data;
+	if (s->dead || s->stalled)
+		return;
+	struct bc_msg m = {.h = {.msg_id = BC_MSG_UDP_KEEPALIVE,
+				 .channel = CAM_BC_UDP_KEEPALIVE_CHANNEL,
+				 .stream_type = CAM_BC_UDP_KEEPALIVE_STREAM,
+				 .msg_num = s->keepalive_num,
+				 .cls = BC_CLASS_REPLY}};
+	if (send_msg(s, &m, &s->cipher, NULL) == 0) {
+		s->keepalive_num++;
+		s->keepalives_out++;
+		cam_stats.udp_keepalives_sent++;
+	}
+}
+
+/* A reply to one of our msg 234: it must carry the channel, stream and a number we sent
+ * recently, with status 200. */
+static void on_keepalive_reply(struct cam_bc_session *s, const struct bc_header *h)
+{
+	uint16_t age = (uint16_t)(s->keepalive_num - h->msg_num);
+	if (h->channel == CAM_BC_UDP_KEEPALIVE_CHANNEL && h->stream_type == CAM_BC_UDP_KEEPALIVE_STREAM &&
+	    h->status == BC_STATUS_OK && age >= 1 && age <= CAM_BC_UDP_KEEPALIVE_WINDOW && s->keepalives_out) {
+		cam_stats.udp_keepalives_answered++;
+		s->keepalives_out--;
+		return;
+	}
+	cam_stats.udp_keepalive_mismatches++;
+	fprintf(stderr,
+		"test camera: msg 234 reply mismatch: channel %u stream %u num %u status %u (sent channel %u stream "
+		"%u, next num %u)\n",
+		h->channel, h->stream_type, h->msg_num, h->status, CAM_BC_UDP_KEEPALIVE_CHANNEL,
+		CAM_BC_UDP_KEEPALIVE_STREAM, s->keepalive_num);
+}
+
 static void login_ok(struct cam_bc_session *s, const struct bc_header *h, const struct bc_cipher *reply_cipher)
 {
 	char doc[BC_DOC_MAX];
@@ -202,6 +251,8 @@ static void login_ok(struct cam_bc_session *s, const struct bc_header *h, const 
 	cam_stats.logins_ok++;
 	s->state = CAM_BC_READY;
 	reply(s, h, BC_STATUS_OK, doc, reply_cipher);
+	if (s->tr.bcudp && !s->dead)
+		uv_timer_start(&s->keepalive, on_keepalive, CAM_BC_UDP_KEEPALIVE_MS, CAM_BC_UDP_KEEPALIVE_MS);
 	if (s->cfg->faults.oversize_body && !s->oversize_sent && !s->dead) {
 		/* A header declaring one byte more than the 16 MiB ceiling, and a little body. */
 		uint8_t buf[BC_HEADER_LONG + 16] = {0};
@@ -298,6 +349,18 @@ static void on_login(struct cam_bc_session *s, const struct bc_header *h, uint8_
 		login_ok(s, h, &s->login_cipher);
 }
 
+/* The refuse fault: a camera that serves one stream, or is busy or still waking, answers
+ * the stream start with a header-only 400 (BAICHUAN.md sections 1 and 8, item 3; neolink
+ * crates/core/src/bc_protocol/stream.rs fails the stream on any start reply but 200;
+ * reolink_aio baichuan/baichuan.py send() retries a 400 after 1.5 s). */
+static bool refused(const struct cam_bc_session *s, unsigned idx)
+{
+	const struct cam_faults *f = &s->cfg->faults;
+	if (!(f->refuse_streams & (1u << idx)))
+		return false;
+	return !f->refuse_for_s || uv_now(s->loop) - s->cfg->started_ms < f->refuse_for_s * 1000ull;
+}
+
 static void on_preview(struct cam_bc_session *s, const struct bc_header *h, const struct bc_msg_in *in)
 {
 	const char *doc = (const char *)in->payload, *why;
@@ -319,6 +382,14 @@ static void on_preview(struct cam_bc_session *s, const struct bc_header *h, cons
 		return;
 	}
 	int idx = !strcmp(type, "mainStream") ? 0 : !strcmp(type, "subStream") ? 1 : -1;
+	if (idx >= 0 && refused(s, (unsigned)idx)) {
+		struct cam_stream_stats *st = &s->stats[idx];
+		if (st->refused < CAM_REFUSED_TIMES)
+			st->refused_at_ms[st->refused] = uv_now(s->loop) - s->cfg->started_ms;
+		st->refused++;
+		reply(s, h, BC_STATUS_BAD_REQUEST, NULL, &s->cipher);
+		return;
+	}
 	struct cam_source *src = idx == 0 ? s->cfg->main : idx == 1 ? s->cfg->sub : NULL;
 	bool handle_used = false;
 	for (int i = 0; i < 2; i++)
@@ -410,6 +481,10 @@ static int on_message(void *arg, const struct bc_header *h, uint8_t *body, const
 		on_login(s, h, body);
 		goto out;
 	}
+	if (h->msg_id == BC_MSG_UDP_KEEPALIVE && s->state == CAM_BC_READY) {
+		on_keepalive_reply(s, h);
+		goto out;
+	}
 	if (s->state != CAM_BC_READY) {
 		reply(s, h, BC_STATUS_BAD_REQUEST, NULL, &s->login_cipher);
 		hang_up(s);
@@ -489,12 +564,12 @@ struct cam_bc_session *cam_bc_session_new(uv_loop_t *loop, const struct cam_conf
 	s->start_ms = uv_now(loop);
 	s->login_cipher.mode = BC_ENC_BC;
 	s->cipher.mode = BC_ENC_BC;
-	uv_timer_t *timers[] = {&s->tick, &s->motion, &s->hangup};
-	for (int i = 0; i < 3; i++) {
+	uv_timer_t *timers[] = {&s->tick, &s->motion, &s->hangup, &s->keepalive};
+	for (int i = 0; i < 4; i++) {
 		uv_timer_init(loop, timers[i]);
 		timers[i]->data = s;
 	}
-	s->open_handles = 3;
+	s->open_handles = 4;
 	uv_timer_start(&s->tick, on_tick, CAM_BC_TICK_MS, CAM_BC_TICK_MS);
 	return s;
 }
@@ -526,4 +601,5 @@ void cam_bc_session_free(struct cam_bc_session *s)
 	uv_close((uv_handle_t *)&s->tick, on_timer_closed);
 	uv_close((uv_handle_t *)&s->motion, on_timer_closed);
 	uv_close((uv_handle_t *)&s->hangup, on_timer_closed);
+	uv_close((uv_handle_t *)&s->keepalive, on_timer_closed);
 }

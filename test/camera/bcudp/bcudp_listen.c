@@ -24,7 +24,7 @@ static void tr_close(void *t)
 static void *app_open(void *arg, struct cam_bcudp_link *link)
 {
 	struct listener *ls = arg;
-	struct cam_bc_transport tr = {.write = tr_write, .close = tr_close, .t = link};
+	struct cam_bc_transport tr = {.write = tr_write, .close = tr_close, .t = link, .bcudp = true};
 	return cam_bc_session_new(ls->loop, ls->cfg, cam_stats.bcudp, tr);
 }
 
