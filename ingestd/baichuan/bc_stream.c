@@ -30,6 +30,7 @@ static void deliver(struct bc_stream *s, const struct bc_media_record *r, uint64
 	    .codec = r->codec == KP_CODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
 	    .keyframe = r->kind == BC_MEDIA_IFRAME,
 	    .pts_90k = pts,
+	    .dts_90k = pts,
 	    .wall_us = kp_wall_us(),
 	    .width = s->width,
 	    .height = s->height,
