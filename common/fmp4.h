@@ -7,7 +7,7 @@
  *   it knows the exact byte range of every fragment and of its keyframe. 90 kHz. The
  *   timeline is the decode time (tfdt, sample durations from DTS deltas); a fragment
  *   with B-frames gets signed composition offsets (trun version 1, 14496-12 8.8.8) and
- *   no edit list: docs/decisions/0008-bframes-no-edit-list.md.
+ *   no edit list: docs/decisions/0008-bframes-timeline.md.
  * - fmp4_rebase.c: moves a written fragment header earlier on the timeline.
  * - fmp4_read.c: the one bounded reader of what fmp4_write.c writes (and of other
  *   single-track fragmented MP4): init segment and one fragment at a time, every length
