@@ -6,7 +6,10 @@ file and an export of a range decode with `ffmpeg -v warning` without a single m
 each sample's PTS - DTS equals the source's for the same frame; the frames come out of
 the decoder in strictly increasing PTS, and the k-th frame shown holds the same picture
 (frame MD5) as the source frame at the same PTS distance from the first: frame-exact
-PTS against the source, modulo a constant offset. Frames sent = frames recorded."""
+PTS against the source, modulo a constant offset. Frames sent = frames recorded. The
+same fixtures served by an RTSP server that is not ours (GStreamer's gst-rtsp-server,
+rtsp_external_server.py, given each access unit's PTS and DTS) are recorded as
+frame-exact."""
 import glob
 import json
 import os
@@ -14,7 +17,7 @@ import subprocess
 import tempfile
 import time
 
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import FIXTURES, TestCamera, cameras, check, free_port, run, wait_for
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -24,6 +27,19 @@ listen = 127.0.0.1:{port}
 """
 FRAME = 3600  # 25 fps on the 90 kHz clock
 CODECS = {"h264": "h264", "h265": "hevc"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def serve_gst(fixture, port):
+    """GStreamer's RTSP server on the fixture; Debian's python3, where python3-gi lives."""
+    p = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "rtsp_external_server.py"),
+                          os.path.join(FIXTURES, fixture), str(port)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = p.stdout.readline()
+    if line.strip() != "ready":
+        p.kill()
+        raise AssertionError(f"GStreamer RTSP server did not start: {line!r} {p.stdout.read()[:2000]}")
+    return p
 
 
 def packets(path):
@@ -90,18 +106,22 @@ def check_against_source(path, src_pk, src_frames):
 def test(make):
     work = tempfile.mkdtemp(prefix="kp-bframes-")
     cams = {c: TestCamera(work, f"rtsp-bf-{c}", c, "rtsp", main=f"bframes.{c}.ts") for c in CODECS}
+    gst_ports = {c: free_port() for c in CODECS}
+    gst = [serve_gst(f"bframes.{c}.ts", port) for c, port in gst_ports.items()]
     try:
         config = CONFIG
         for c, cam in cams.items():
             config += f'[camera "{cam.name}"]\nurl = {cam.url()}\nstreams = main\n'
+        for c, port in gst_ports.items():
+            config += f'[camera "gst-bf-{c}"]\nurl = rtsp://127.0.0.1:{port}/stream\nstreams = main\n'
         kp = make(config=config)
         kp.wait_running()
 
         def streaming():
             cc = cameras(kp)
-            return cc if cc and all(cc[cam.name]["streams"][0]["state"] == "streaming"
-                                    for cam in cams.values()) else None
-        check(wait_for(streaming, 10.0, 0.1) is not None, f"both streams streaming: {cameras(kp)}")
+            names = [cam.name for cam in cams.values()] + [f"gst-bf-{c}" for c in CODECS]
+            return cc if cc and all(cc[n]["streams"][0]["state"] == "streaming" for n in names) else None
+        check(wait_for(streaming, 15.0, 0.1) is not None, f"all four streams streaming: {cameras(kp)}")
         time.sleep(12.0)
         sent = {c: cam.pause()["rtsp"]["main"]["frames_sent"] for c, cam in cams.items()}
 
@@ -150,9 +170,16 @@ def test(make):
             check(total == recorded[c], f"{cam.name}: {total} frames in the files, {recorded[c]} received")
             n = check_against_source(exports[c], src_pk, src_frames)
             check(120 <= n <= 200, f"{cam.name}: the 5 s export holds {n} frames")
+            files = sorted(glob.glob(os.path.join(kp.data, "recordings", f"gst-bf-{c}", "main", "*.mp4")))
+            check(files, f"gst-bf-{c}: recording files")
+            n = sum(check_against_source(f, src_pk, src_frames) for f in files)
+            check(n >= 200, f"gst-bf-{c}: {n} frames recorded from GStreamer's server")
     finally:
         for cam in cams.values():
             cam.kill()
+        for p in gst:
+            p.kill()
+            p.wait()
 
 
 if __name__ == "__main__":
