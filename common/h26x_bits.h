@@ -61,10 +61,12 @@ static inline uint32_t h26x_bits_ue(struct h26x_bits *b)
 	return zeros ? (uint32_t)((1ull << zeros) - 1 + h26x_bits_u(b, zeros)) : 0;
 }
 
+/* se(v), within -2^31 + 1 .. 2^31 - 1 (the largest code, 2^32 - 1, would be 2^31). */
 static inline int32_t h26x_bits_se(struct h26x_bits *b)
 {
 	uint32_t k = h26x_bits_ue(b);
-	return k & 1 ? (int32_t)((k + 1ull) / 2) : -(int32_t)(k / 2);
+	int64_t v = k & 1 ? (int64_t)((k + 1ull) / 2) : -(int64_t)(k / 2);
+	return v > INT32_MAX ? INT32_MAX : (int32_t)v;
 }
 
 #endif

@@ -12,10 +12,10 @@ void h26x_poc_init(struct h26x_poc *p, enum kp_codec codec)
 
 static void skip_scaling_list(struct h26x_bits *b, unsigned size)
 {
-	int32_t last = 8, next = 8;
+	int64_t last = 8, next = 8;
 	for (unsigned j = 0; j < size && !b->overrun; j++) {
 		if (next != 0)
-			next = (last + h26x_bits_se(b) + 256) % 256;
+			next = ((last + h26x_bits_se(b)) % 256 + 256) % 256;
 		last = next == 0 ? last : next;
 	}
 }
@@ -145,15 +145,16 @@ static int h264_pps(struct h26x_poc *p, const uint8_t *nal, size_t len)
 	return 0;
 }
 
-/* The POC msb of lsb against the previous picture's (H.264 8-3, H.265 8-1). */
+/* The POC msb of lsb against the previous picture's (H.264 8-3, H.265 8-1). After
+ * 2^30 counts without a reset (years of frames) it starts again from 0. */
 static int32_t poc_msb(const struct h26x_poc *p, int32_t lsb)
 {
-	int32_t max = (int32_t)1 << p->log2_max_poc_lsb;
+	int64_t max = (int64_t)1 << p->log2_max_poc_lsb, msb = p->prev_msb;
 	if (lsb < p->prev_lsb && p->prev_lsb - lsb >= max / 2)
-		return p->prev_msb + max;
-	if (lsb > p->prev_lsb && lsb - p->prev_lsb > max / 2)
-		return p->prev_msb - max;
-	return p->prev_msb;
+		msb += max;
+	else if (lsb > p->prev_lsb && lsb - p->prev_lsb > max / 2)
+		msb -= max;
+	return msb > (1 << 30) || msb < -(1 << 30) ? 0 : (int32_t)msb;
 }
 
 static int h264_slice(struct h26x_poc *p, const uint8_t *nal, size_t len, int32_t *ret_poc, bool *ret_reset)
