@@ -5,8 +5,9 @@
 
 void ing_rtsp_ts_init(struct ing_rtsp_ts *c, int64_t frame_90k)
 {
-	*c = (struct ing_rtsp_ts){.frame = frame_90k > 0 && frame_90k <= 90000 ? frame_90k : 3000,
-				  .last_dts = ING_RTSP_TS_NONE};
+	bool known = frame_90k >= ING_RTSP_TS_MIN_FRAME && frame_90k <= 90000;
+	*c =
+	    (struct ing_rtsp_ts){.frame = known ? frame_90k : 3000, .frame_known = known, .last_dts = ING_RTSP_TS_NONE};
 }
 
 /* 2^60 ticks of 90 kHz are 400,000 years: a time beyond is no time, and every sum below
@@ -64,6 +65,16 @@ static unsigned start(struct ing_rtsp_ts *c, int64_t raw_pts, int64_t raw_dts, s
 	for (unsigned i = 0; i < n; i++)
 		pts[i] = c->held_pts[i];
 	pts[n] = raw_pts;
+	/* Without a frame rate, one frame is the smallest step between the PTS held, when two
+	 * are known. */
+	int64_t step = 0;
+	for (unsigned i = 0; i <= n; i++)
+		for (unsigned j = 0; j <= n; j++)
+			if (pts[i] != ING_RTSP_TS_NONE && pts[j] != ING_RTSP_TS_NONE && pts[i] > pts[j] &&
+			    (step == 0 || pts[i] - pts[j] < step))
+				step = pts[i] - pts[j];
+	if (!c->frame_known && step >= ING_RTSP_TS_MIN_FRAME && step <= 90000)
+		c->frame = step;
 	int64_t later = ING_RTSP_TS_NONE; /* the earliest PTS after packet i */
 	for (unsigned i = n + 1; i-- > 0;) {
 		if (pts[i] == ING_RTSP_TS_NONE && later != ING_RTSP_TS_NONE)

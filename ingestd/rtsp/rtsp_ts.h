@@ -11,12 +11,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define ING_RTSP_TS_NONE INT64_MIN
-#define ING_RTSP_TS_HOLD 16          /* packets held at most while the first DTS is missing */
-#define ING_RTSP_TS_BACK (1 * 90000) /* a DTS this far back restarts the clock */
+#define ING_RTSP_TS_NONE      INT64_MIN
+#define ING_RTSP_TS_HOLD      16          /* packets held at most while the first DTS is missing */
+#define ING_RTSP_TS_BACK      (1 * 90000) /* a DTS this far back restarts the clock */
+#define ING_RTSP_TS_MIN_FRAME 300         /* 90 kHz: a shorter frame (over 300 fps) is no frame */
 
 struct ing_rtsp_ts {
-	int64_t frame; /* one frame, 90 kHz: spacing of the times inferred */
+	int64_t frame;    /* one frame, 90 kHz: spacing of the times inferred */
+	bool frame_known; /* from the stream's frame rate */
 	bool started;
 	int64_t offset, last_dts;
 	unsigned nheld;
@@ -29,7 +31,8 @@ struct ing_rtsp_times {
 	int64_t pts, dts;
 };
 
-/* frame_90k: the stream's frame duration when known, else 0 (3000 is used). */
+/* frame_90k: the stream's frame duration when known, else 0 (or nonsense): then the
+ * smallest step between the PTS held at the start, or 3000. */
 void ing_rtsp_ts_init(struct ing_rtsp_ts *c, int64_t frame_90k);
 
 /* One packet's times (ING_RTSP_TS_NONE when missing), in decode order. Returns how many

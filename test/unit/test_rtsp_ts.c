@@ -35,6 +35,27 @@ static void test_bframes_start(void)
 	CHECK_EQ(c.inferred, 3u);
 }
 
+/* Without a frame rate (libavformat's can be nonsense: 90000 fps), the held PTS give the
+ * frame; with one, the rate is kept. */
+static void test_frame_from_held_pts(void)
+{
+	struct ing_rtsp_ts c;
+	ing_rtsp_ts_init(&c, 1);
+	CHECK_EQ(c.frame, 3000);
+	struct ing_rtsp_times t[ING_RTSP_TS_HOLD + 1];
+	CHECK_EQ(ing_rtsp_ts_push(&c, N, N, t), 0u);
+	CHECK_EQ(ing_rtsp_ts_push(&c, 10800, N, t), 0u);
+	CHECK_EQ(ing_rtsp_ts_push(&c, 3600, N, t), 0u);
+	CHECK_EQ(ing_rtsp_ts_push(&c, 7200, 3600, t), 4u);
+	CHECK_EQ(c.frame, 3600);
+	CHECK(t[0].dts == 0 && t[0].pts == 7200);
+	CHECK(t[3].dts == 10800 && t[3].pts == 14400);
+	ing_rtsp_ts_init(&c, 3000);
+	CHECK_EQ(ing_rtsp_ts_push(&c, 10800, N, t), 0u);
+	CHECK_EQ(ing_rtsp_ts_push(&c, 3600, 0, t), 2u);
+	CHECK_EQ(c.frame, 3000);
+}
+
 static void test_no_bframes(void)
 {
 	struct ing_rtsp_ts c;
@@ -102,6 +123,7 @@ static void test_no_dts_at_all(void)
 int main(void)
 {
 	RUN(test_bframes_start);
+	RUN(test_frame_from_held_pts);
 	RUN(test_no_bframes);
 	RUN(test_repairs);
 	RUN(test_no_dts_at_all);
