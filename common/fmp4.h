@@ -4,7 +4,10 @@
  * - fmp4_write.c: the init segment (ftyp + moov, avc1/hev1 with the avcC/hvcC record)
  *   and, per fragment, a prft box (the wall-clock time of its first sample), moof (mfhd,
  *   traf: tfhd, tfdt, trun) and the mdat header; the caller appends the sample bytes, so
- *   it knows the exact byte range of every fragment and of its keyframe. 90 kHz.
+ *   it knows the exact byte range of every fragment and of its keyframe. 90 kHz. The
+ *   timeline is the decode time (tfdt, sample durations from DTS deltas); a fragment
+ *   with B-frames gets signed composition offsets (trun version 1, 14496-12 8.8.8) and
+ *   no edit list: docs/decisions/0010-bframes-timeline.md.
  * - fmp4_rebase.c: moves a written fragment header earlier on the timeline.
  * - fmp4_read.c: the one bounded reader of what fmp4_write.c writes (and of other
  *   single-track fragmented MP4): init segment and one fragment at a time, every length
@@ -25,7 +28,7 @@
 #define FMP4_TIMESCALE        90000
 #define FMP4_FRAG_MAX_SAMPLES 1024
 #define FMP4_INIT_MAX         (1024 + H26X_CONFIG_MAX) /* what the writer makes */
-#define FMP4_FRAG_HEADER_MAX  (32 + 8 + 16 + 8 + 20 + 20 + 24 + 8 * FMP4_FRAG_MAX_SAMPLES + 8)
+#define FMP4_FRAG_HEADER_MAX  (32 + 8 + 16 + 8 + 20 + 20 + 24 + 12 * FMP4_FRAG_MAX_SAMPLES + 8)
 #define FMP4_READ_INIT_MAX    (64 * 1024) /* ftyp + moov the reader accepts */
 #define FMP4_PARAMS_MAX       4096        /* VPS/SPS/PPS in Annex-B */
 
@@ -41,7 +44,8 @@ struct fmp4_track {
 
 struct fmp4_sample {
 	uint32_t size;
-	uint32_t duration; /* 90 kHz */
+	uint32_t duration; /* 90 kHz: the next sample's DTS minus this one's */
+	int32_t cto;       /* composition offset, PTS - DTS, 90 kHz (B-frames) */
 	uint8_t keyframe;
 };
 

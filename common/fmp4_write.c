@@ -3,6 +3,7 @@
 #include "fmp4.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "fmp4_boxes.h"
@@ -231,7 +232,13 @@ int fmp4_write_frag_header(const struct fmp4_frag_desc *f, uint8_t *out, size_t 
 	full_box(&b, "tfdt", 1, 0);
 	u64(&b, f->base_time);
 	end(&b);
-	full_box(&b, "trun", 0, FMP4_TRUN_DATA_OFFSET | FMP4_TRUN_FIRST_FLAGS | FMP4_TRUN_DURATION | FMP4_TRUN_SIZE);
+	bool cto = false;
+	for (unsigned i = 0; i < f->nsamples; i++)
+		cto = cto || f->samples[i].cto != 0;
+	/* Version 1: signed offsets; written only when a sample has one (no B-frames: none). */
+	full_box(&b, "trun", cto ? 1 : 0,
+		 FMP4_TRUN_DATA_OFFSET | FMP4_TRUN_FIRST_FLAGS | FMP4_TRUN_DURATION | FMP4_TRUN_SIZE |
+		     (cto ? FMP4_TRUN_CTS : 0));
 	u32(&b, f->nsamples);
 	size_t data_offset_at = b.len;
 	u32(&b, 0);
@@ -239,6 +246,8 @@ int fmp4_write_frag_header(const struct fmp4_frag_desc *f, uint8_t *out, size_t 
 	for (unsigned i = 0; i < f->nsamples; i++) {
 		u32(&b, f->samples[i].duration);
 		u32(&b, f->samples[i].size);
+		if (cto)
+			u32(&b, (uint32_t)f->samples[i].cto);
 	}
 	end(&b); /* trun */
 	end(&b); /* traf */

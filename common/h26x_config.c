@@ -1,59 +1,12 @@
-/* avcC and hvcC records: written from parameter sets, with a small RBSP bit reader for
- * the SPS fields they repeat, and read back into Annex-B parameter sets (see
- * h26x_config.h). */
+/* avcC and hvcC records: written from parameter sets, with the RBSP bit reader
+ * (h26x_bits.h) for the SPS fields they repeat, and read back into Annex-B parameter
+ * sets (see h26x_config.h). */
 #include "h26x_config.h"
 
 #include <errno.h>
 #include <string.h>
 
-struct bits {
-	uint8_t rbsp[H26X_PS_MAX];
-	size_t len; /* bytes */
-	size_t pos; /* bits */
-	int overrun;
-};
-
-/* The SPS without its emulation-prevention bytes, starting after a header of hdr bytes. */
-static void bits_init(struct bits *b, const struct h26x_ps *ps, size_t hdr)
-{
-	b->len = 0;
-	b->pos = 0;
-	b->overrun = 0;
-	unsigned zeros = 0;
-	for (size_t i = hdr; i < ps->len; i++) {
-		if (zeros >= 2 && ps->data[i] == 3) {
-			zeros = 0;
-			continue;
-		}
-		zeros = ps->data[i] == 0 ? zeros + 1 : 0;
-		b->rbsp[b->len++] = ps->data[i];
-	}
-}
-
-static uint32_t bits_u(struct bits *b, unsigned n)
-{
-	uint32_t v = 0;
-	for (unsigned i = 0; i < n; i++) {
-		if (b->pos >= b->len * 8) {
-			b->overrun = 1;
-			return 0;
-		}
-		v = v << 1 | ((b->rbsp[b->pos / 8] >> (7 - b->pos % 8)) & 1);
-		b->pos++;
-	}
-	return v;
-}
-
-static uint32_t bits_ue(struct bits *b)
-{
-	unsigned zeros = 0;
-	while (!b->overrun && bits_u(b, 1) == 0)
-		if (++zeros > 31) {
-			b->overrun = 1;
-			return 0;
-		}
-	return zeros ? (1u << zeros) - 1 + bits_u(b, zeros) : 0;
-}
+#include "h26x_bits.h"
 
 struct out {
 	uint8_t *p;
@@ -97,13 +50,13 @@ static int avcc(const struct h26x_param_sets *ps, struct out *o)
 	put_bytes(o, ps->pps.data, ps->pps.len);
 	uint8_t profile = sps[1];
 	if (profile == 100 || profile == 110 || profile == 122 || profile == 144) {
-		struct bits b;
-		bits_init(&b, &ps->sps, 4);
-		bits_ue(&b); /* seq_parameter_set_id */
-		uint32_t chroma = bits_ue(&b);
+		struct h26x_bits b;
+		h26x_bits_init(&b, ps->sps.data, ps->sps.len, 4);
+		h26x_bits_ue(&b); /* seq_parameter_set_id */
+		uint32_t chroma = h26x_bits_ue(&b);
 		if (chroma == 3)
-			bits_u(&b, 1);
-		uint32_t luma = bits_ue(&b), chroma_depth = bits_ue(&b);
+			h26x_bits_u(&b, 1);
+		uint32_t luma = h26x_bits_ue(&b), chroma_depth = h26x_bits_ue(&b);
 		if (b.overrun || chroma > 3 || luma > 7 || chroma_depth > 7)
 			return -EBADMSG;
 		put8(o, 0xfc | chroma);
@@ -126,42 +79,42 @@ static int hvcc(const struct h26x_param_sets *ps, struct out *o)
 {
 	if (!ps->vps.len || ps->sps.len < 3 || !ps->pps.len)
 		return -EINVAL;
-	struct bits b;
-	bits_init(&b, &ps->sps, 2);
-	bits_u(&b, 4); /* sps_video_parameter_set_id */
-	uint32_t max_sub_layers = bits_u(&b, 3);
-	uint32_t nesting = bits_u(&b, 1);
+	struct h26x_bits b;
+	h26x_bits_init(&b, ps->sps.data, ps->sps.len, 2);
+	h26x_bits_u(&b, 4); /* sps_video_parameter_set_id */
+	uint32_t max_sub_layers = h26x_bits_u(&b, 3);
+	uint32_t nesting = h26x_bits_u(&b, 1);
 	size_t ptl_at = b.pos / 8; /* the 12-byte general profile_tier_level, byte aligned */
-	bits_u(&b, 32);
-	bits_u(&b, 32);
-	bits_u(&b, 32);
+	h26x_bits_u(&b, 32);
+	h26x_bits_u(&b, 32);
+	h26x_bits_u(&b, 32);
 	uint8_t sub_profile[8] = {0}, sub_level[8] = {0};
 	for (uint32_t i = 0; i < max_sub_layers; i++) {
-		sub_profile[i] = (uint8_t)bits_u(&b, 1);
-		sub_level[i] = (uint8_t)bits_u(&b, 1);
+		sub_profile[i] = (uint8_t)h26x_bits_u(&b, 1);
+		sub_level[i] = (uint8_t)h26x_bits_u(&b, 1);
 	}
 	if (max_sub_layers > 0)
 		for (uint32_t i = max_sub_layers; i < 8; i++)
-			bits_u(&b, 2);
+			h26x_bits_u(&b, 2);
 	for (uint32_t i = 0; i < max_sub_layers; i++) {
 		if (sub_profile[i]) {
-			bits_u(&b, 32);
-			bits_u(&b, 32);
-			bits_u(&b, 24);
+			h26x_bits_u(&b, 32);
+			h26x_bits_u(&b, 32);
+			h26x_bits_u(&b, 24);
 		}
 		if (sub_level[i])
-			bits_u(&b, 8);
+			h26x_bits_u(&b, 8);
 	}
-	bits_ue(&b); /* sps_seq_parameter_set_id */
-	uint32_t chroma = bits_ue(&b);
+	h26x_bits_ue(&b); /* sps_seq_parameter_set_id */
+	uint32_t chroma = h26x_bits_ue(&b);
 	if (chroma == 3)
-		bits_u(&b, 1);
-	bits_ue(&b); /* width */
-	bits_ue(&b); /* height */
-	if (bits_u(&b, 1))
+		h26x_bits_u(&b, 1);
+	h26x_bits_ue(&b); /* width */
+	h26x_bits_ue(&b); /* height */
+	if (h26x_bits_u(&b, 1))
 		for (int i = 0; i < 4; i++)
-			bits_ue(&b);
-	uint32_t luma = bits_ue(&b), chroma_depth = bits_ue(&b);
+			h26x_bits_ue(&b);
+	uint32_t luma = h26x_bits_ue(&b), chroma_depth = h26x_bits_ue(&b);
 	if (b.overrun || chroma > 3 || luma > 7 || chroma_depth > 7 || max_sub_layers > 6)
 		return -EBADMSG;
 	put8(o, 1);

@@ -26,11 +26,13 @@ enum ing_state {
 	ING_RETRYING,    /* this stream alone failed (refused); retried on its own backoff */
 };
 
-/* One access unit in Annex-B form (start codes), as received: no transcoding. */
+/* One access unit in Annex-B form (start codes), as received, in decode order: no
+ * transcoding. With B-frames PTS is not monotonic; DTS always is. */
 struct kp_access_unit {
 	enum kp_codec codec;
 	bool keyframe;
-	int64_t pts_90k;        /* 90 kHz, continuous and monotonic per stream */
+	int64_t pts_90k;        /* presentation time, 90 kHz, >= dts_90k */
+	int64_t dts_90k;        /* decode time, 90 kHz, continuous and strictly increasing per stream */
 	int64_t wall_us;        /* receive time, CLOCK_REALTIME microseconds */
 	uint32_t width, height; /* 0 when unknown */
 	const uint8_t *data;

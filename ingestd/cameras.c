@@ -173,6 +173,7 @@ static void send_au(struct ing_camera *cam, unsigned s, const struct kp_access_u
 	m->codec = (kp_Codec)au->codec;
 	m->keyframe = au->keyframe;
 	m->pts_90k = au->pts_90k;
+	m->dts_90k = au->dts_90k;
 	m->wall_us = au->wall_us;
 	m->width = au->width;
 	m->height = au->height;

@@ -383,7 +383,8 @@ void rec_access_unit(const kp_AccessUnit *au, const uint8_t *data, size_t len)
 	if (au->codec != kp_Codec_CODEC_H264 && au->codec != kp_Codec_CODEC_H265)
 		return;
 	rec_stream_frame(&c->s[au->stream], au->codec == kp_Codec_CODEC_H265 ? KP_CODEC_H265 : KP_CODEC_H264,
-			 au->keyframe, au->pts_90k, au->wall_us, au->width, au->height, au->seq, data, len);
+			 au->keyframe, au->pts_90k, au->dts_90k, au->wall_us, au->width, au->height, au->seq, data,
+			 len);
 }
 
 void rec_camera_event(const kp_CameraEvent *e)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "catalog_keys.h"
+#include "kp_checked.h"
 #include "log.h"
 
 #define DEFAULT_FRAME_90K 3600 /* 25 fps, when a last frame has no successor */
@@ -68,7 +69,7 @@ static int64_t floor_div90(int64_t v)
 	return v >= 0 ? v / 90 : -((-v + 89) / 90);
 }
 
-static int open_file(struct rec_stream *s, int64_t pts, const uint8_t *init, size_t init_len);
+static int open_file(struct rec_stream *s, int64_t dts, const uint8_t *init, size_t init_len);
 static void close_file(struct rec_stream *s);
 
 /* record = events: whether the buffered GOP is kept; a kept GOP without a file opens
@@ -86,7 +87,7 @@ static int keep_gop(struct rec_stream *s, unsigned n)
 	if (s->fd >= 0 || !s->deferred)
 		return 1;
 	s->deferred = 0;
-	int r = open_file(s, s->held_pts, s->held_init, s->held_len);
+	int r = open_file(s, s->held_dts, s->held_init, s->held_len);
 	if (r < 0) {
 		s->frames_dropped += n;
 		s->retry_at_ms = s->gop_wall_ms + REC_DISK_RETRY_MS;
@@ -108,7 +109,7 @@ static void write_gop(struct rec_stream *s)
 		return;
 	if (!n || s->fd < 0)
 		return;
-	uint64_t base = (uint64_t)(s->first_pts - s->file_pts0);
+	uint64_t base = (uint64_t)(s->first_dts - s->file_dts0);
 	uint64_t dur = 0;
 	for (unsigned i = 0; i < n; i++)
 		dur += s->samples[i].duration;
@@ -206,9 +207,9 @@ static int mkdir_at(int dirfd, const char *path)
 	return mkdirat(dirfd, path, 0750) < 0 && errno != EEXIST ? -errno : 0;
 }
 
-static int open_file(struct rec_stream *s, int64_t pts, const uint8_t *init, size_t init_len)
+static int open_file(struct rec_stream *s, int64_t dts, const uint8_t *init, size_t init_len)
 {
-	int64_t start_ms = s->anchor_ms + floor_div90(pts - s->anchor_pts);
+	int64_t start_ms = s->anchor_ms + floor_div90(dts - s->anchor_dts);
 	char dir[CAT_PATH_MAX];
 	snprintf(dir, sizeof dir, "recordings/%s/%s", s->camera, stream_name(s->stream));
 	int r = mkdir_at(s->env->data_dirfd, "recordings");
@@ -241,7 +242,7 @@ static int open_file(struct rec_stream *s, int64_t pts, const uint8_t *init, siz
 	s->off = init_len;
 	s->seq = 0;
 	s->first_fragment = 1;
-	s->file_pts0 = pts;
+	s->file_dts0 = dts;
 	s->rec.id = s->env->next_recording_id++;
 	s->rec.stream_id = s->stream_id;
 	s->rec.codec = s->track.codec;
@@ -251,7 +252,7 @@ static int open_file(struct rec_stream *s, int64_t pts, const uint8_t *init, siz
 	s->rec.end_ms = start_ms;
 	s->rec.bytes = init_len;
 	s->rec.anchor_ms = s->anchor_ms;
-	s->rec.anchor_offset = (uint64_t)(pts - s->anchor_pts);
+	s->rec.anchor_offset = (uint64_t)(dts - s->anchor_dts);
 	kp_info("%s/%s: recording to %s", s->camera, stream_name(s->stream), s->rec.path);
 	return 0;
 }
@@ -262,7 +263,7 @@ static int same_ps(const struct h26x_ps *a, const struct h26x_ps *b)
 }
 
 /* Starts a new file at this keyframe when needed; 0 when a file is ready. */
-static int ensure_file(struct rec_stream *s, enum kp_codec codec, int64_t pts, int64_t wall_us, uint32_t width,
+static int ensure_file(struct rec_stream *s, enum kp_codec codec, int64_t dts, int64_t wall_us, uint32_t width,
 		       uint32_t height, const struct h26x_nal *nals, unsigned nn)
 {
 	struct h26x_param_sets ps = s->ps;
@@ -274,7 +275,7 @@ static int ensure_file(struct rec_stream *s, enum kp_codec codec, int64_t pts, i
 	int64_t wall_ms = wall_us / 1000;
 	int changed = s->track.codec != codec || s->track.width != width || s->track.height != height ||
 		      !same_ps(&ps.sps, &s->ps.sps) || !same_ps(&ps.pps, &s->ps.pps) || !same_ps(&ps.vps, &s->ps.vps);
-	int64_t derived_ms = s->anchor_ms + floor_div90(pts - s->anchor_pts);
+	int64_t derived_ms = s->anchor_ms + floor_div90(dts - s->anchor_dts);
 	uint32_t rollover_ms = s->rollover_ms ? s->rollover_ms : s->env->rollover_ms;
 	int rollover = s->fd >= 0 && wall_ms - s->rec.start_ms >= (int64_t)rollover_ms;
 	if (s->fd >= 0 && !changed && !rollover)
@@ -284,7 +285,7 @@ static int ensure_file(struct rec_stream *s, enum kp_codec codec, int64_t pts, i
 	if (!s->anchored || llabs(derived_ms - wall_ms) > REC_REANCHOR_MS) {
 		s->anchored = 1;
 		s->anchor_ms = wall_ms;
-		s->anchor_pts = pts;
+		s->anchor_dts = dts;
 	}
 	if (width == 0 || height == 0 || width > UINT16_MAX || height > UINT16_MAX)
 		return -EINVAL;
@@ -296,7 +297,7 @@ static int ensure_file(struct rec_stream *s, enum kp_codec codec, int64_t pts, i
 	s->ps = ps;
 	if (s->events_only) { /* the file waits for the first GOP that is kept */
 		r = fmp4_write_init(&t, s->held_init, sizeof s->held_init, &s->held_len);
-		s->held_pts = pts;
+		s->held_dts = dts;
 		s->deferred = r == 0;
 		return r;
 	}
@@ -304,11 +305,12 @@ static int ensure_file(struct rec_stream *s, enum kp_codec codec, int64_t pts, i
 	size_t init_len;
 	r = fmp4_write_init(&t, init, sizeof init, &init_len);
 	if (r == 0)
-		r = open_file(s, pts, init, init_len);
+		r = open_file(s, dts, init, init_len);
 	return r;
 }
 
-static int append(struct rec_stream *s, const struct h26x_nal *nals, unsigned nn, int keyframe, int64_t pts)
+static int append(struct rec_stream *s, const struct h26x_nal *nals, unsigned nn, int keyframe, int64_t dts,
+		  int32_t cto)
 {
 	size_t size = h26x_sample_size(nals, nn);
 	if (s->gop_len + size > REC_GOP_MAX_BYTES || s->n == FMP4_FRAG_MAX_SAMPLES)
@@ -326,22 +328,30 @@ static int append(struct rec_stream *s, const struct h26x_nal *nals, unsigned nn
 	h26x_to_sample(nals, nn, s->gop + s->gop_len);
 	s->gop_len += size;
 	if (s->n == 0)
-		s->first_pts = pts;
-	s->samples[s->n++] = (struct fmp4_sample){.size = (uint32_t)size, .keyframe = (uint8_t)keyframe};
+		s->first_dts = dts;
+	s->samples[s->n++] = (struct fmp4_sample){.size = (uint32_t)size, .cto = cto, .keyframe = (uint8_t)keyframe};
 	return 0;
 }
 
-void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, int64_t pts, int64_t wall_us,
-		      uint32_t width, uint32_t height, uint64_t seq, const uint8_t *data, size_t len)
+void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, int64_t pts, int64_t dts,
+		      int64_t wall_us, uint32_t width, uint32_t height, uint64_t seq, const uint8_t *data, size_t len)
 {
 	static struct h26x_nal nals[H26X_NAL_MAX_PER_AU];
 	int nn = h26x_split(data, len, nals, H26X_NAL_MAX_PER_AU);
 	int gap = s->last_seq && seq != s->last_seq + 1;
 	s->last_seq = seq;
-	int64_t step = s->have_pts ? pts - s->last_pts : 0;
-	int jump = s->have_pts && (step <= 0 || step > REC_MAX_JUMP_90K);
-	s->have_pts = 1;
-	s->last_pts = pts;
+	int64_t step = 0, cto = 0;
+	int jump = s->have_dts && (kp_sub_i64(dts, s->last_dts, &step) < 0 || step <= 0 || step > REC_MAX_JUMP_90K);
+	if (kp_sub_i64(pts, dts, &cto) < 0 || cto < 0 || cto > REC_MAX_CTO_90K) {
+		/* ingestd keeps PTS >= DTS; a frame that breaks it is shown at its decode time. */
+		if (s->bad_cto++ % 1000 == 0)
+			kp_warn("%s/%s: a frame's PTS lies %s its DTS (%llu such frames): recorded at its DTS",
+				s->camera, stream_name(s->stream), cto < 0 ? "before" : "more than 10 s after",
+				(unsigned long long)s->bad_cto);
+		cto = 0;
+	}
+	s->have_dts = 1;
+	s->last_dts = dts;
 	if (nn < 0 || gap || jump) {
 		end_gop(s);
 		if (jump) { /* a new run: new anchor, new file */
@@ -364,10 +374,10 @@ void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, i
 			s->frames_dropped++;
 			return;
 		}
-		int r = append(s, nals, (unsigned)nn, 0, pts);
+		int r = append(s, nals, (unsigned)nn, 0, dts, (int32_t)cto);
 		if (r == -E2BIG) { /* a GOP too long for one fragment: cut it here */
 			end_gop(s);
-			r = append(s, nals, (unsigned)nn, 0, pts);
+			r = append(s, nals, (unsigned)nn, 0, dts, (int32_t)cto);
 		}
 		if (r < 0) {
 			s->frames_dropped++;
@@ -380,7 +390,7 @@ void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, i
 		s->frames_dropped++;
 		return;
 	}
-	int r = ensure_file(s, codec, pts, wall_us, width, height, nals, (unsigned)nn);
+	int r = ensure_file(s, codec, dts, wall_us, width, height, nals, (unsigned)nn);
 	if (r < 0) {
 		s->frames_dropped++;
 		s->retry_at_ms = wall_us / 1000 + REC_DISK_RETRY_MS;
@@ -388,7 +398,7 @@ void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, i
 		     r);
 		return;
 	}
-	r = append(s, nals, (unsigned)nn, 1, pts);
+	r = append(s, nals, (unsigned)nn, 1, dts, (int32_t)cto);
 	if (r < 0) {
 		s->frames_dropped++;
 		fail(s, REC_WAIT_KEYFRAME, "buffering a keyframe failed", r);

@@ -17,7 +17,8 @@
 
 #define REC_GOP_MAX_BYTES       (32 * KP_MIB)
 #define REC_DISK_RETRY_MS       5000
-#define REC_MAX_JUMP_90K        (10 * 90000) /* larger timestamp steps are discontinuities */
+#define REC_MAX_JUMP_90K        (10 * 90000) /* larger DTS steps are discontinuities */
+#define REC_MAX_CTO_90K         (10 * 90000) /* PTS - DTS beyond this is not believed */
 #define REC_REANCHOR_MS         2000         /* re-anchor a run whose clock drifted this far */
 #define REC_DEFAULT_ROLLOVER_MS (600 * 1000)
 #define REC_EVENT_POST_MS       (30 * 1000) /* record = events: kept this long after an event */
@@ -41,32 +42,33 @@ struct rec_stream {
 	char last_error[160];
 
 	uint64_t last_seq;
-	int have_pts;
-	int64_t last_pts;
+	int have_dts;
+	int64_t last_dts;
 	int64_t retry_at_ms;
 
 	/* the GOP being collected */
 	uint8_t *gop;
 	size_t gop_len, gop_cap;
 	struct fmp4_sample samples[FMP4_FRAG_MAX_SAMPLES];
-	int64_t first_pts;
+	int64_t first_dts;
 	unsigned n;
 
 	/* the run: timestamps continuous since its first keyframe */
 	int anchored;
-	int64_t anchor_ms, anchor_pts;
+	int64_t anchor_ms, anchor_dts;
 
 	/* the file */
 	int fd;
 	struct cat_recording rec;
 	struct fmp4_track track;
 	struct h26x_param_sets ps;
-	int64_t file_pts0;
+	int64_t file_dts0;
 	uint64_t off;
 	uint32_t seq;
 	int first_fragment;
 
 	uint64_t fragments, bytes_written, frames_dropped;
+	uint64_t bad_cto; /* frames whose PTS was below their DTS or too far after it */
 
 	/* record = events: the GOP in memory is the pre-roll; it is written only when an
 	 * event armed the stream up to at least its start, else dropped (and the file of
@@ -75,7 +77,7 @@ struct rec_stream {
 	int64_t armed_until_ms;
 	int64_t gop_wall_ms; /* receive time of the buffered GOP's keyframe */
 	int deferred;        /* held_init waits for the first kept GOP */
-	int64_t held_pts;
+	int64_t held_dts;
 	size_t held_len;
 	uint8_t held_init[FMP4_INIT_MAX];
 	uint64_t gops_skipped;
@@ -83,9 +85,10 @@ struct rec_stream {
 
 void rec_stream_init(struct rec_stream *s, struct rec_env *env, const char *camera, uint32_t stream,
 		     uint32_t camera_id);
-/* One access unit (its Annex-B bytes); codec is an enum kp_codec. */
-void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, int64_t pts_90k, int64_t wall_us,
-		      uint32_t width, uint32_t height, uint64_t seq, const uint8_t *data, size_t len);
+/* One access unit (its Annex-B bytes) in decode order; codec is an enum kp_codec. The
+ * file's timeline is the DTS; PTS - DTS becomes the sample's composition offset. */
+void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, int64_t pts_90k, int64_t dts_90k,
+		      int64_t wall_us, uint32_t width, uint32_t height, uint64_t seq, const uint8_t *data, size_t len);
 /* record = events: keep (or start) recording until until_ms (an event's end plus
  * REC_EVENT_POST_MS); the GOP in memory is kept when it starts before that. */
 void rec_stream_arm(struct rec_stream *s, int64_t until_ms);

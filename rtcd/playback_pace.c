@@ -59,7 +59,10 @@ int rtc_pb_step(struct rtc_pb_frag *f, struct rtc_pace *p, int64_t now_us, struc
 	}
 	out->sample = &f->frag.samples[f->next];
 	out->media_us = media;
-	out->pts_us = due;
+	/* Frames go out in decode order at their decode time; the RTP timestamp is the
+	 * presentation time: the composition offset (B-frames) added, at the play rate. */
+	int64_t cts_us = (int64_t)out->sample->cts * 1000000 / (int64_t)f->track.timescale;
+	out->pts_us = due + cts_us / (int64_t)p->rate;
 	f->next++;
 	return 1;
 }

@@ -35,7 +35,7 @@ struct rtc_pb_frag {
 struct rtc_pb_out {
 	const struct fmp4_sample_info *sample;
 	int64_t media_us; /* recorded wall time of the sample */
-	int64_t pts_us;   /* the clock time it was due: increases over seeks, rates, pauses */
+	int64_t pts_us;   /* the clock time it was due plus its composition offset: over seeks, rates, pauses */
 };
 
 void rtc_pace_init(struct rtc_pace *p);

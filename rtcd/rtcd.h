@@ -26,6 +26,7 @@
 #define RTC_KEYCACHE_MAX   (4 * KP_MIB)
 #define RTC_REPLAY_TICK_MS 5
 #define RTC_REPLAY_BYTES   (96 * KP_KIB) /* per tick: about 150 Mbit/s while catching up */
+#define RTC_REORDER_90K    90000         /* a B-frame's PTS may lie this far before the last one sent */
 
 enum rtc_state { RTC_GATHERING, RTC_CONNECTING, RTC_SECURING, RTC_STREAMING, RTC_CLOSED, RTC_NSTATES };
 

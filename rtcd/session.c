@@ -298,17 +298,20 @@ void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool co
 		return;
 	s->need_keyframe = false;
 	int64_t d = au->pts_90k - s->ts_base_pts;
-	if (!s->ts_init || d < 0 || d > 10 * 90000) {
+	/* Access units come in decode order with RTP timestamps from their PTS (RFC 6184 5.1,
+	 * RFC 7798 4.1): a B-frame's lies up to RTC_REORDER_90K before the frame sent ahead of it. */
+	if (!s->ts_init || d < -RTC_REORDER_90K || d > 10 * 90000) {
 		/* A new source, a seek, or a jump: continue the RTP clock smoothly. */
 		s->ts_base_pts = au->pts_90k;
 		s->ts_base_rtp = s->last_ts + 3000;
 		s->ts_init = true;
-	} else if (compress) {
+	} else if (compress && d > 0) {
 		s->ts_base_pts = au->pts_90k;
 		s->ts_base_rtp = s->last_ts + 90;
 	}
 	uint32_t ts = s->ts_base_rtp + (uint32_t)(au->pts_90k - s->ts_base_pts);
-	s->last_ts = ts;
+	if ((int32_t)(ts - s->last_ts) > 0)
+		s->last_ts = ts; /* the latest presentation time sent, for RTCP and the next source */
 	s->last_send_ms = kp_mono_ms();
 	if (s->mode == RTC_LIVE)
 		s->cst.position_ms = au->wall_ms;

@@ -1,6 +1,6 @@
 /* Baichuan media to access units: BcMedia records (with resync on garbage) to Annex-B
- * access units with keyframe flag, 90 kHz PTS from the unwrapped µs timestamp, and the
- * size from InfoV1/V2. */
+ * access units with keyframe flag, 90 kHz DTS from the unwrapped µs timestamp and PTS
+ * from it and the picture order count (bc_pts.h), and the size from InfoV1/V2. */
 #include <errno.h>
 #include <time.h>
 
@@ -15,21 +15,27 @@ void bc_stream_init(struct bc_stream *s, const struct ing_camera_info *info, con
 				.sink = sink,
 				.index = index,
 				.handle = index == KP_STREAM_INDEX_MAIN ? 0 : 256,
-				.last_pts = -1};
+				.last_dts = -1};
+	bc_pts_init(&s->pts);
 }
 
 static void deliver(struct bc_stream *s, const struct bc_media_record *r, uint64_t now_ms)
 {
 	int64_t us = bc_ts_unwrap(&s->ts, r->ts_us);
-	int64_t pts = us * 9 / 100;
-	/* Keep PTS monotonic when a camera steps its clock back. */
-	if (pts <= s->last_pts)
-		pts = s->last_pts + 1;
-	s->last_pts = pts;
+	/* The frame's one time, in decode order, is its DTS (bc_pts.h); kept increasing when
+	 * a camera steps its clock back. */
+	int64_t dts = us * 9 / 100;
+	if (dts <= s->last_dts)
+		dts = s->last_dts + 1;
+	s->last_dts = dts;
+	enum kp_codec codec = r->codec == KP_CODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265;
+	bool key = r->kind == BC_MEDIA_IFRAME;
+	int64_t pts = bc_pts_next(&s->pts, codec, r->data, r->len, key, dts);
 	struct kp_access_unit au = {
-	    .codec = r->codec == KP_CODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
-	    .keyframe = r->kind == BC_MEDIA_IFRAME,
+	    .codec = codec,
+	    .keyframe = key,
 	    .pts_90k = pts,
+	    .dts_90k = dts,
 	    .wall_us = kp_wall_us(),
 	    .width = s->width,
 	    .height = s->height,
@@ -59,6 +65,7 @@ int bc_stream_payload(struct bc_stream *s, const uint8_t *data, size_t len, uint
 		case BC_MEDIA_INFO:
 			s->width = r.width;
 			s->height = r.height;
+			bc_pts_fps(&s->pts, r.fps);
 			break;
 		case BC_MEDIA_IFRAME:
 		case BC_MEDIA_PFRAME:

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "bc_media.h"
+#include "bc_pts.h"
 #include "camera.h"
 
 struct bc_stream {
@@ -22,7 +23,8 @@ struct bc_stream {
 	uint32_t width, height;
 	uint64_t frames;
 	uint64_t start_ms, last_frame_ms; /* loop time */
-	int64_t last_pts;
+	int64_t last_dts;
+	struct bc_pts pts;
 	struct bc_ts_unwrap ts;
 	struct bc_media_stream media;
 };

@@ -20,6 +20,7 @@
 #include "kp_time.h"
 #include "log.h"
 #include "rtsp_au.h"
+#include "rtsp_ts.h"
 
 #define RTSP_QUEUE_ITEMS    64
 #define RTSP_OPEN_TIMEOUT   (10 * 1000000LL) /* µs to connect, DESCRIBE, SETUP, PLAY, probe */
@@ -40,12 +41,12 @@ struct rtsp_stream {
 	struct rtsp_item *queue[RTSP_QUEUE_ITEMS];
 	unsigned head, count;
 	bool skip_to_keyframe;
-	uint64_t dropped, bytes;
+	uint64_t dropped, bytes, repaired;
 	bool done, auth_failed;
 	char reason[192];
 	/* Loop thread only. */
 	bool running, streaming;
-	uint64_t dropped_logged;
+	uint64_t dropped_logged, repaired_logged;
 };
 
 struct ing_driver {
@@ -89,10 +90,11 @@ static void notify(struct ing_driver *drv)
 
 /* Thread side: queues one access unit, or drops it (and every frame up to the next
  * keyframe) when the loop is RTSP_QUEUE_ITEMS behind. */
-static void enqueue(struct rtsp_stream *s, const struct kp_access_unit *au)
+static void enqueue(struct rtsp_stream *s, const struct kp_access_unit *au, uint64_t repaired)
 {
 	struct ing_driver *drv = s->drv;
 	pthread_mutex_lock(&drv->lock);
+	s->repaired = repaired;
 	if ((s->skip_to_keyframe && !au->keyframe) || s->count == RTSP_QUEUE_ITEMS) {
 		s->skip_to_keyframe = true;
 		s->dropped++;
@@ -155,33 +157,34 @@ static int stream_codec(const AVCodecParameters *par, enum kp_codec *ret)
 	return 0;
 }
 
-/* 90 kHz timestamps starting at 0, monotonic. libavformat leaves the first RTSP packet
- * without a timestamp: it gets 0, and the first real timestamp lands one frame later. */
-struct pts_clock {
-	int64_t last, offset;
-	bool have_offset;
+/* The packet's time in 90 kHz, or ING_RTSP_TS_NONE. */
+static int64_t ts90k(int64_t t, const AVStream *st)
+{
+	return t == AV_NOPTS_VALUE ? ING_RTSP_TS_NONE : av_rescale_q(t, st->time_base, (AVRational){1, 90000});
+}
+
+/* Access units whose times wait for the first DTS (rtsp_ts.h), copied. */
+struct held_aus {
+	struct kp_access_unit au[ING_RTSP_TS_HOLD + 1];
+	unsigned n;
 };
 
-static int64_t next_pts(struct pts_clock *c, const AVPacket *pkt, const AVStream *st)
+static void held_free(struct held_aus *h)
 {
-	int64_t ts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
-	int64_t pts;
-	if (ts == AV_NOPTS_VALUE) {
-		pts = c->last == INT64_MIN ? 0 : c->last + 1;
-	} else {
-		int64_t raw = av_rescale_q(ts, st->time_base, (AVRational){1, 90000});
-		if (!c->have_offset) {
-			AVRational fr = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : st->r_frame_rate;
-			int64_t frame = fr.num > 0 && fr.den > 0 ? av_rescale(90000, fr.den, fr.num) : 3000;
-			c->offset = raw - (c->last == INT64_MIN ? 0 : c->last + frame);
-			c->have_offset = true;
-		}
-		pts = raw - c->offset;
-	}
-	if (c->last != INT64_MIN && pts <= c->last)
-		pts = c->last + 1;
-	c->last = pts;
-	return pts;
+	for (unsigned i = 0; i < h->n; i++)
+		free((void *)h->au[i].data);
+	h->n = 0;
+}
+
+static int hold(struct held_aus *h, const struct kp_access_unit *au)
+{
+	uint8_t *copy = malloc(au->len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, au->data, au->len);
+	h->au[h->n] = *au;
+	h->au[h->n++].data = copy;
+	return 0;
 }
 
 /* Reads packets until an error or stop; returns with reason set. */
@@ -220,7 +223,10 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 	}
 	uint8_t *buf = NULL;
 	size_t buf_cap = 0;
-	struct pts_clock clock = {.last = INT64_MIN};
+	AVRational fr = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : st->r_frame_rate;
+	struct ing_rtsp_ts clock;
+	ing_rtsp_ts_init(&clock, fr.num > 0 && fr.den > 0 ? av_rescale(90000, fr.den, fr.num) : 0);
+	struct held_aus held = {.n = 0};
 	for (;;) {
 		set_deadline(s, RTSP_READ_TIMEOUT);
 		err = av_read_frame(fmt, pkt);
@@ -247,20 +253,32 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 			snprintf(reason, cap, "bad access unit: %s", why);
 			break;
 		}
-		int64_t pts = next_pts(&clock, pkt, st);
 		struct kp_access_unit au = {
 		    .codec = codec,
 		    .keyframe = key,
-		    .pts_90k = pts,
 		    .wall_us = kp_wall_us(),
 		    .width = (uint32_t)(st->codecpar->width > 0 ? st->codecpar->width : 0),
 		    .height = (uint32_t)(st->codecpar->height > 0 ? st->codecpar->height : 0),
 		    .data = buf,
 		    .len = len,
 		};
-		enqueue(s, &au);
+		struct ing_rtsp_times t[ING_RTSP_TS_HOLD + 1];
+		unsigned n = ing_rtsp_ts_push(&clock, ts90k(pkt->pts, st), ts90k(pkt->dts, st), t);
 		av_packet_unref(pkt);
+		if (n == 0 && hold(&held, &au) < 0) {
+			snprintf(reason, cap, "out of memory");
+			break;
+		}
+		for (unsigned i = 0; i < n; i++) {
+			struct kp_access_unit *a = i < held.n ? &held.au[i] : &au;
+			a->pts_90k = t[i].pts;
+			a->dts_90k = t[i].dts;
+			enqueue(s, a, clock.repaired);
+		}
+		if (n)
+			held_free(&held);
 	}
+	held_free(&held);
 	free(buf);
 	av_packet_free(&pkt);
 }
@@ -317,7 +335,7 @@ static void on_async(uv_async_t *h)
 			items[k] = s->queue[(s->head + k) % RTSP_QUEUE_ITEMS];
 		s->head = (s->head + n) % RTSP_QUEUE_ITEMS;
 		s->count = 0;
-		uint64_t bytes = s->bytes, dropped = s->dropped;
+		uint64_t bytes = s->bytes, dropped = s->dropped, repaired = s->repaired;
 		s->bytes = 0;
 		bool done = s->done, auth = s->auth_failed;
 		char reason[sizeof s->reason];
@@ -339,6 +357,12 @@ static void on_async(uv_async_t *h)
 				drv->name, s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub",
 				(unsigned long long)(dropped - s->dropped_logged));
 			s->dropped_logged = dropped;
+		}
+		if (repaired != s->repaired_logged && (!s->repaired_logged || repaired - s->repaired_logged >= 1000)) {
+			kp_warn("camera %s: %s stream: %llu timestamps repaired (DTS not increasing or PTS before DTS)",
+				drv->name, s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub",
+				(unsigned long long)(repaired - s->repaired_logged));
+			s->repaired_logged = repaired;
 		}
 		if (done) {
 			s->running = false;

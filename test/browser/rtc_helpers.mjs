@@ -22,12 +22,14 @@ function freePort() {
 	});
 }
 
-// keeppeek-test-camera serving RTSP with main.CODEC and sub.CODEC fixtures.
+// keeppeek-test-camera serving RTSP with main.CODEC and sub.CODEC fixtures (or a fixture
+// file named in full, such as 'bframes.h264.ts').
 async function startCamera(dir, name, main, sub) {
 	const port = await freePort();
 	const fx = join(BUILD_ROOT, 'test', 'fixtures');
+	const file = (kind, v) => join(fx, v.includes('.') ? v : `${kind}.${v}`);
 	const proc = spawn(join(BUILD_ROOT, 'test', 'camera', 'keeppeek-test-camera'),
-		['--main', join(fx, `main.${main}`), '--sub', join(fx, `sub.${sub}`), '--rtsp-port', String(port), '--user', 'admin', '--password', 'cam-pass'],
+		['--main', file('main', main), '--sub', file('sub', sub), '--rtsp-port', String(port), '--user', 'admin', '--password', 'cam-pass'],
 		{ cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
 	let err = '';
 	proc.stderr.on('data', (d) => (err += d));
@@ -194,6 +196,10 @@ async function pageSetup({ user, password }) {
 				await new Promise((ok) => setTimeout(ok, 100));
 			}
 			return { ok: false, first, frames: await decoded(pc), time: video.currentTime, ice: pc.iceConnectionState, conn: pc.connectionState };
+		},
+		// The session's RTCPeerConnection (for getStats()).
+		pc(sid) {
+			return sessions.get(sid).pc;
 		},
 		// Closes the peer connection without a bye (a crashed or frozen page).
 		drop(sid) {

@@ -11,12 +11,14 @@
 
 #include "h26x.h"
 
-/* One access unit of a fixture, Annex-B, with its timestamp on a continuous clock:
- * loops of the fixture keep increasing pts_us. */
+/* One access unit of a fixture, Annex-B, in decode order, with its timestamps on a
+ * continuous clock: loops of the fixture keep increasing dts_us. pts_us equals dts_us
+ * without B-frames; with them it is dts_us plus the fixture's PTS - DTS. */
 struct cam_frame {
 	enum kp_codec codec;
 	bool keyframe;
 	uint64_t pts_us;
+	uint64_t dts_us;
 	uint64_t seq; /* per source, from 0, never resets */
 	uint32_t width, height;
 	const uint8_t *data;
@@ -28,7 +30,8 @@ struct cam_sub;
 
 typedef void (*cam_frame_cb)(const struct cam_frame *f, void *arg);
 
-/* Loads an Annex-B elementary stream (.h264/.h265) and starts pacing it at fps. */
+/* Loads an Annex-B elementary stream (.h264/.h265) or an MPEG-TS file (.ts, B-frame
+ * fixtures) and starts pacing it at fps. */
 int cam_source_open(uv_loop_t *loop, const char *path, enum kp_codec codec, unsigned fps, struct cam_source **ret);
 /* Frames are delivered from the next keyframe on; the callback runs on the loop. */
 int cam_source_subscribe(struct cam_source *src, cam_frame_cb cb, void *arg, struct cam_sub **ret);

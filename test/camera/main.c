@@ -20,21 +20,26 @@ static uv_signal_t sig_term, sig_int, sig_usr1;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: keeppeek-test-camera --main FILE --sub FILE [--fps N] [--host ADDR]\n"
-		   "         [--baichuan-port N] [--bcudp-port N] [--uid UID] [--rtsp-port N]\n"
-		   "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
-		   "         [--motion-interval S] [--alarm STATUS/AITYPE] [--snapshot FILE.jpg] [--stats FILE]\n"
-		   "         [--parent PID]\n"
-		   "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder|\n"
-		   "                  refuse=main|sub[:S]]...\n"
-		   "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n");
+	fprintf(
+	    f, "usage: keeppeek-test-camera --main FILE --sub FILE [--fps N] [--host ADDR]\n"
+	       "         [--baichuan-port N] [--bcudp-port N] [--uid UID] [--rtsp-port N]\n"
+	       "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
+	       "         [--motion-interval S] [--alarm STATUS/AITYPE] [--snapshot FILE.jpg] [--stats FILE]\n"
+	       "         [--parent PID]\n"
+	       "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder|\n"
+	       "                  refuse=main|sub[:S]]...\n"
+	       "FILE is an Annex-B stream (.h264, .h265) or MPEG-TS (.h264.ts, .h265.ts: B-frames, PTS and DTS kept).\n"
+	       "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n");
 }
 
+/* .h265 / .hevc, and .h265.ts for an MPEG-TS fixture, are H.265; the rest H.264. */
 static enum kp_codec codec_of(const char *path)
 {
 	size_t n = strlen(path);
-	return n > 5 && (!strcmp(path + n - 5, ".h265") || !strcmp(path + n - 5, ".hevc")) ? KP_CODEC_H265
-											   : KP_CODEC_H264;
+	if (n > 3 && !strcmp(path + n - 3, ".ts"))
+		n -= 3;
+	return n > 5 && (!strncmp(path + n - 5, ".h265", 5) || !strncmp(path + n - 5, ".hevc", 5)) ? KP_CODEC_H265
+												   : KP_CODEC_H264;
 }
 
 static void put_one(FILE *f, const char *name, const struct cam_stream_stats *s)

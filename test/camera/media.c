@@ -1,7 +1,9 @@
 /* Fixture media for the test camera: an Annex-B elementary stream read once with
- * libavformat's raw H.264/H.265 demuxer (which splits it into access units), then
- * looped and paced in real time on a libuv timer with timestamps that keep increasing
- * across loops. Subscribers start at the next keyframe. */
+ * libavformat's raw H.264/H.265 demuxer (which splits it into access units), or an
+ * MPEG-TS file (B-frame fixtures: the raw demuxer knows no presentation times, the
+ * transport stream's PES headers carry PTS and DTS, ISO/IEC 13818-1 2.4.3.7), then
+ * looped and paced in real time, in decode order, on a libuv timer with timestamps that
+ * keep increasing across loops. Subscribers start at the next keyframe. */
 #include <errno.h>
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -18,6 +20,7 @@ struct stored_frame {
 	uint8_t *data;
 	size_t len;
 	bool keyframe;
+	int64_t cto_us; /* PTS - DTS in the fixture (B-frames), else 0 */
 };
 
 struct cam_sub {
@@ -76,7 +79,8 @@ static void deliver(struct cam_source *src, uint64_t index)
 	struct cam_frame f = {
 	    .codec = src->codec,
 	    .keyframe = sf->keyframe,
-	    .pts_us = index * 1000000ull / src->fps,
+	    .pts_us = index * 1000000ull / src->fps + (uint64_t)sf->cto_us,
+	    .dts_us = index * 1000000ull / src->fps,
 	    .seq = index,
 	    .width = src->width,
 	    .height = src->height,
@@ -108,10 +112,18 @@ static void on_tick(uv_timer_t *t)
 		deliver(src, src->next++);
 }
 
+static bool is_ts(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 3 && !strcmp(path + n - 3, ".ts");
+}
+
 int cam_source_open(uv_loop_t *loop, const char *path, enum kp_codec codec, unsigned fps, struct cam_source **ret)
 {
 	AVFormatContext *fmt = NULL;
-	const AVInputFormat *in = av_find_input_format(codec == KP_CODEC_H264 ? "h264" : "hevc");
+	const AVInputFormat *in = av_find_input_format(is_ts(path)              ? "mpegts"
+						       : codec == KP_CODEC_H264 ? "h264"
+										: "hevc");
 	int r = avformat_open_input(&fmt, path, in, NULL);
 	if (r < 0)
 		return r;
@@ -136,6 +148,10 @@ int cam_source_open(uv_loop_t *loop, const char *path, enum kp_codec codec, unsi
 				memcpy(sf->data, pkt->data, (size_t)pkt->size);
 				sf->len = (size_t)pkt->size;
 				sf->keyframe = (pkt->flags & AV_PKT_FLAG_KEY) != 0;
+				if (pkt->pts != AV_NOPTS_VALUE && pkt->dts != AV_NOPTS_VALUE && pkt->pts > pkt->dts)
+					sf->cto_us = av_rescale_q(pkt->pts - pkt->dts,
+								  fmt->streams[pkt->stream_index]->time_base,
+								  (AVRational){1, 1000000});
 				if (sf->keyframe)
 					collect_params(src, sf->data, sf->len);
 				src->nframes++;

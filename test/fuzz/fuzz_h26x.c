@@ -1,7 +1,9 @@
 /* libFuzzer harness for common/h26x.c and common/h26x_config.c over untrusted access
  * units: strict and lenient Annex-B splitting (which must agree on every unit),
  * parameter-set extraction, the avcC/hvcC record from them and back, and conversion to a
- * length-prefixed sample and back to Annex-B. The first byte chooses the codec. */
+ * length-prefixed sample and back to Annex-B, and picture order counts (h26x_poc.c: the
+ * unit's parameter sets, then its first slice, twice so that the POC state is used). The
+ * first byte chooses the codec. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 
 #include "h26x.h"
 #include "h26x_config.h"
+#include "h26x_poc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -42,6 +45,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    h26x_config_read(codec, cfg, cfg_len, params, sizeof params, &params_len, &lsz, &why) != 0)
 			abort();
 	}
+	struct h26x_poc poc;
+	h26x_poc_init(&poc, codec);
+	int32_t poc_value;
+	bool reset;
+	for (int k = 0; k < 2; k++)
+		(void)h26x_poc_au(&poc, au, len, &poc_value, &reset);
+	(void)h26x_poc_reorder(&poc);
 	size_t out = h26x_sample_size(nals, (unsigned)n);
 	uint8_t *buf = malloc(out);
 	if (buf) {

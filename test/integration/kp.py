@@ -247,14 +247,15 @@ class TestCamera:
     """A real keeppeek-test-camera process on loopback ports chosen at run time."""
 
     def __init__(self, workdir, name, codec="h264", protocol="baichuan", encryption="aes", faults=(),
-                 user="admin", password="cam-pass", port=None, extra=()):
+                 user="admin", password="cam-pass", port=None, extra=(), main=None, sub=None):
         self.name = name
         self.protocol = protocol
         self.port = port or free_port() if protocol != "bcudp" else port or free_udp_port()
         self.stats_path = os.path.join(workdir, f"{name}.stats.json")
         self.log_path = os.path.join(workdir, f"{name}.log")
-        self.args = [TEST_CAMERA, "--main", os.path.join(FIXTURES, f"main.{codec}"),
-                     "--sub", os.path.join(FIXTURES, f"sub.{codec}"),
+        # main/sub: other fixture files (e.g. "bframes.h264.ts") instead of main/sub.CODEC.
+        self.args = [TEST_CAMERA, "--main", os.path.join(FIXTURES, main or f"main.{codec}"),
+                     "--sub", os.path.join(FIXTURES, sub or f"sub.{codec}"),
                      f"--{protocol}-port", str(self.port), "--user", user, "--password", password,
                      "--encryption", encryption, "--stats", self.stats_path, *extra]
         for f in faults:

@@ -12,13 +12,18 @@ where python3-gi lives.
 
 The file is split into access units here (GStreamer's parsers do not timestamp a raw
 elementary stream read from a file) and pushed through appsrc with one frame duration
-per access unit; the server's sinks pace them against the pipeline clock.
+per access unit; the server's sinks pace them against the pipeline clock. An MPEG-TS
+fixture (FIXTURE.h264.ts, FIXTURE.h265.ts: B-frames) is copied to Annex-B by ffmpeg and
+each access unit, in decode order, gets the PTS - DTS that ffprobe reads from the
+transport stream; the payloader then stamps each RTP packet with the PTS.
 
-usage: rtsp_external_server.py FIXTURE.h264|FIXTURE.h265 PORT [--fps N] [--user U --password P]
+usage: rtsp_external_server.py FIXTURE.h264|FIXTURE.h265|FIXTURE.h26x.ts PORT [--fps N]
+       [--user U --password P]
 """
 import argparse
 import re
 import signal
+import subprocess
 import sys
 
 import gi
@@ -64,17 +69,32 @@ def access_units(codec, data):
     return aus
 
 
+def ts_fixture(path, codec):
+    """Access units of an MPEG-TS fixture in decode order, and each one's PTS - DTS in ns."""
+    raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-c", "copy", "-f",
+                          "h264" if codec == "h264" else "hevc", "-"], capture_output=True, check=True).stdout
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "packet=pts,dts",
+                          "-of", "csv=p=0", path], capture_output=True, text=True, check=True).stdout
+    times = [tuple(int(v) for v in l.split(",")[:2]) for l in out.split()]
+    aus = access_units(codec, raw)
+    if len(aus) != len(times):
+        raise SystemExit(f"{path}: {len(aus)} access units but {len(times)} packets")
+    return aus, [(pts - dts) * Gst.SECOND // 90000 for pts, dts in times]
+
+
 class Feeder:
     """Pushes access units into a media's appsrc, looping, with continuous timestamps."""
 
-    def __init__(self, aus, fps):
+    def __init__(self, aus, fps, cto=None):
         self.aus, self.fps, self.index = aus, fps, 0
+        self.cto = cto or [0] * len(aus)
 
     def need_data(self, src, _length):
         for _ in range(5):
             au = self.aus[self.index % len(self.aus)]
             buf = Gst.Buffer.new_wrapped(au)
-            buf.pts = buf.dts = self.index * Gst.SECOND // self.fps
+            buf.dts = self.index * Gst.SECOND // self.fps
+            buf.pts = buf.dts + self.cto[self.index % len(self.aus)]
             buf.duration = Gst.SECOND // self.fps
             self.index += 1
             if src.emit("push-buffer", buf) != Gst.FlowReturn.OK:
@@ -89,14 +109,19 @@ def main():
     ap.add_argument("--user")
     ap.add_argument("--password")
     args = ap.parse_args()
-    codec = "h265" if args.fixture.endswith((".h265", ".hevc")) else "h264"
-    with open(args.fixture, "rb") as f:
-        aus = access_units(codec, f.read())
+    name = args.fixture[:-3] if args.fixture.endswith(".ts") else args.fixture
+    codec = "h265" if name.endswith((".h265", ".hevc")) else "h264"
+    Gst.init(None)
+    cto = None
+    if name != args.fixture:
+        aus, cto = ts_fixture(args.fixture, codec)
+    else:
+        with open(args.fixture, "rb") as f:
+            aus = access_units(codec, f.read())
     if not aus:
         print(f"{args.fixture}: no access units", file=sys.stderr)
         return 1
 
-    Gst.init(None)
     server = GstRtspServer.RTSPServer()
     server.set_address("127.0.0.1")
     server.set_service(str(args.port))
@@ -108,7 +133,7 @@ def main():
 
     def configure(_factory, media):
         src = media.get_element().get_child_by_name("src")
-        src.connect("need-data", Feeder(aus, args.fps).need_data)
+        src.connect("need-data", Feeder(aus, args.fps, cto).need_data)
 
     factory.connect("media-configure", configure)
     if args.user:

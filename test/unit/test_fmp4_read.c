@@ -146,8 +146,69 @@ static void test_h265(void)
 	read_recording("main.h265", kp_Codec_CODEC_H265, 1920, 1080);
 }
 
+/* The offset of the trun box's version byte in a fragment header, or 0. */
+static size_t trun_at(const uint8_t *hdr, size_t len)
+{
+	for (size_t at = 4; at + 8 <= len; at++)
+		if (!memcmp(hdr + at, "trun", 4))
+			return at + 4;
+	return 0;
+}
+
+/* Composition offsets (B-frames): written as trun version 1 with flag 0x800 (14496-12
+ * 8.8.8), signed, read back per sample beside DTS from the durations; a fragment without
+ * them keeps trun version 0 without the field; a rebased header keeps them. */
+static void test_composition_offsets(void)
+{
+	/* I0 P3 B1 B2 in decode order: PTS - DTS 7200, 14400, 3600, 3600; and a signed one. */
+	const int32_t cto[] = {7200, 14400, 3600, 3600, -3600};
+	struct fmp4_sample sm[5];
+	for (unsigned i = 0; i < 5; i++)
+		sm[i] = (struct fmp4_sample){.size = 10 + i, .duration = 3600 + i, .cto = cto[i], .keyframe = i == 0};
+	struct fmp4_frag_desc d = {.seq = 1, .base_time = 900000, .wall_us = 1, .samples = sm, .nsamples = 5};
+	static uint8_t hdr[FMP4_FRAG_HEADER_MAX];
+	size_t hlen;
+	CHECK_EQ(fmp4_write_frag_header(&d, hdr, sizeof hdr, &hlen), 0);
+	size_t at = trun_at(hdr, hlen);
+	CHECK(at > 0);
+	CHECK_EQ(hdr[at], 1);               /* version 1: signed offsets */
+	CHECK_EQ(hdr[at + 2] & 0x08, 0x08); /* sample_composition_time_offsets_present */
+	static struct fmp4_frag f;
+	CHECK_EQ(fmp4_read_frag(NULL, hdr, hlen, &f), 0);
+	CHECK_EQ(f.nsamples, 5);
+	uint64_t dts = 900000;
+	for (unsigned i = 0; i < 5; i++) {
+		CHECK_EQ(f.samples[i].cts, cto[i]);
+		CHECK_EQ(f.samples[i].dts, dts);
+		CHECK_EQ(f.samples[i].duration, 3600 + i);
+		CHECK_EQ(f.samples[i].size, 10 + i);
+		dts += 3600 + i;
+	}
+	CHECK_EQ(fmp4_frag_rebase(hdr, hlen, 900000), 0);
+	CHECK_EQ(fmp4_read_frag(NULL, hdr, hlen, &f), 0);
+	CHECK(f.base_time == 0 && f.samples[1].dts == 3600 && f.samples[1].cts == 14400);
+	/* The largest fragment with offsets fits FMP4_FRAG_HEADER_MAX. */
+	static struct fmp4_sample many[FMP4_FRAG_MAX_SAMPLES];
+	for (unsigned i = 0; i < FMP4_FRAG_MAX_SAMPLES; i++)
+		many[i] = (struct fmp4_sample){.size = 1, .duration = 3600, .cto = 7200};
+	d.samples = many;
+	d.nsamples = FMP4_FRAG_MAX_SAMPLES;
+	CHECK_EQ(fmp4_write_frag_header(&d, hdr, sizeof hdr, &hlen), 0);
+	/* Without offsets: version 0, no field, cts 0. */
+	for (unsigned i = 0; i < 5; i++)
+		sm[i].cto = 0;
+	d.samples = sm;
+	d.nsamples = 5;
+	CHECK_EQ(fmp4_write_frag_header(&d, hdr, sizeof hdr, &hlen), 0);
+	at = trun_at(hdr, hlen);
+	CHECK(at > 0 && hdr[at] == 0 && (hdr[at + 2] & 0x08) == 0);
+	CHECK_EQ(fmp4_read_frag(NULL, hdr, hlen, &f), 0);
+	CHECK(f.samples[0].cts == 0 && f.samples[4].cts == 0 && f.samples[4].dts == 900000 + 4 * 3600 + 6);
+}
+
 int main(void)
 {
+	RUN(test_composition_offsets);
 	RUN(test_h264);
 	RUN(test_h265);
 	return TEST_EXIT();

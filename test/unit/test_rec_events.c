@@ -724,8 +724,9 @@ static void test_record_events(void)
 			key_after = at;
 		if (at == event_ms)
 			rec_stream_arm(&st, until);
-		rec_stream_frame(&st, f->codec, f->au[k % f->n].key, 1000000 + (int64_t)k * 3600, at * 1000, f->width,
-				 f->height, k + 1, f->au[k % f->n].data, f->au[k % f->n].len);
+		rec_stream_frame(&st, f->codec, f->au[k % f->n].key, 1000000 + (int64_t)k * 3600,
+				 1000000 + (int64_t)k * 3600, at * 1000, f->width, f->height, k + 1,
+				 f->au[k % f->n].data, f->au[k % f->n].len);
 	}
 	rec_stream_close(&st);
 	CHECK(st.gops_skipped > 0);

@@ -102,7 +102,7 @@ static void rec_feed(struct rec_stream *s, const struct fixture *fx, unsigned lo
 	for (unsigned l = 0; l < loops; l++)
 		for (unsigned i = 0; i < fx->n; i++) {
 			int64_t frame = (int64_t)*seq;
-			rec_stream_frame(s, fx->codec, fx->au[i].key, 1000000 + frame * 3600,
+			rec_stream_frame(s, fx->codec, fx->au[i].key, 1000000 + frame * 3600, 1000000 + frame * 3600,
 					 (wall0_ms + frame * 40) * 1000, fx->width, fx->height, ++*seq, fx->au[i].data,
 					 fx->au[i].len);
 		}

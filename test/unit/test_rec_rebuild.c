@@ -47,8 +47,8 @@ static void feed(struct rec_stream *s, const struct fixture *f, unsigned loops, 
 		for (unsigned i = 0; i < f->n; i++) {
 			int64_t frame = (int64_t)*seq;
 			int64_t wall_ms = T0 + frame * 40 + ((uint64_t)frame >= jump_at ? 9000 : 0);
-			rec_stream_frame(s, f->codec, f->au[i].key, 777 + frame * 3597, wall_ms * 1000 + 17, f->width,
-					 f->height, ++*seq, f->au[i].data, f->au[i].len);
+			rec_stream_frame(s, f->codec, f->au[i].key, 777 + frame * 3597, 777 + frame * 3597,
+					 wall_ms * 1000 + 17, f->width, f->height, ++*seq, f->au[i].data, f->au[i].len);
 		}
 }
 

@@ -2,8 +2,8 @@
  * loops = 12 s, a keyframe every second), driven by a test clock: 1x hands out every
  * frame 40 ms apart, 2x 20 ms apart, 4x and 8x only the keyframes (250 ms, 125 ms); a
  * rate change keeps the position continuous; a stall or a pause does not cause a burst;
- * a gap in the recording is skipped; and the keyframes-only stream decodes frame by
- * frame in libavcodec. */
+ * a gap in the recording is skipped; the keyframes-only stream decodes frame by frame
+ * in libavcodec; and a B-frame's composition offset is added to the time it carries. */
 #include <libavcodec/avcodec.h>
 
 #include "playback_pace.h"
@@ -181,6 +181,27 @@ static void test_gap_skipped(void)
 	CHECK_EQ(out[50].media_us - out[49].media_us, 3600000000ll + 40000);
 }
 
+/* B-frames: frames still go out in decode order at their decode time; the time they
+ * carry (the RTP timestamp) is that plus their composition offset, at the play rate. */
+static void test_composition_offsets(void)
+{
+	struct fmp4_frag *f = &frags[0].frag;
+	for (unsigned i = 0; i < f->nsamples; i++)
+		f->samples[i].cts = i == 0 ? 7200 : i % 3 == 1 ? 14400 : 3600;
+	for (unsigned rate = 1; rate <= 2; rate++) {
+		int64_t now = 1000000;
+		unsigned n = play(0, 1, rate, &now, 0, 0, 0, 0);
+		CHECK_EQ(n, f->nsamples);
+		for (unsigned i = 0; i < n; i++) {
+			CHECK_EQ(out[i].pts_us - out[i].clock_us, (int64_t)out[i].sample->cts * 1000000 / 90000 / rate);
+			if (i)
+				CHECK_EQ(out[i].clock_us - out[i - 1].clock_us, 40000 / (int64_t)rate);
+		}
+	}
+	for (unsigned i = 0; i < f->nsamples; i++)
+		f->samples[i].cts = 0;
+}
+
 int main(void)
 {
 	if (load() < 0) {
@@ -192,6 +213,7 @@ int main(void)
 	RUN(test_rate_change_is_continuous);
 	RUN(test_stall_no_burst);
 	RUN(test_gap_skipped);
+	RUN(test_composition_offsets);
 	for (unsigned i = 0; i < rec.nfrags; i++)
 		free(frags[i].buf);
 	recorded_free(&rec);

@@ -183,9 +183,12 @@ static void on_frame(const struct cam_frame *f, void *arg)
 	if (f->len > BC_MEDIA_MAX_RECORD - BC_MEDIA_FRAME_HEADER_MAX - 8)
 		return;
 	uint8_t hdr[BC_MEDIA_FRAME_HEADER_MAX];
+	/* One µs time per frame, frames in decode order (BAICHUAN.md section 5; neolink takes
+	 * it as both PTS and DTS, src/rtsp/factory.rs): the decode time. Without B-frames it
+	 * is the presentation time too. */
 	size_t hl =
 	    bc_media_write_frame_header(hdr, f->keyframe, f->codec == KP_CODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
-					(uint32_t)f->len, (uint32_t)f->pts_us, f->keyframe ? (uint32_t)time(NULL) : 0);
+					(uint32_t)f->len, (uint32_t)f->dts_us, f->keyframe ? (uint32_t)time(NULL) : 0);
 	size_t pad = bc_media_pad(f->len), total = hl + f->len + pad;
 	uint8_t *rec = malloc(total);
 	if (!rec) {
