@@ -453,10 +453,44 @@ static int camera_section(struct parse_ctx *p, const char *section)
 	cam->streams = KP_STREAM_MAIN | KP_STREAM_SUB;
 	cam->record = KP_RECORD_CONTINUOUS;
 	cam->motion_events = true;
+	cam->transport = KP_RTSP_TCP;
+	cam->rtp_port_min = KP_RTP_PORT_MIN_DEFAULT;
+	cam->rtp_port_max = KP_RTP_PORT_MAX_DEFAULT;
 	cam->line = p->section_line;
 	p->cur_camera = (int)cfg->ncameras++;
 	p->ncam_seen = 0;
 	return p->cur_camera;
+}
+
+static const char *const transport_names[] = {"tcp", "udp", "auto"};
+
+static int parse_transport(struct parse_ctx *p, struct kp_camera_conf *cam, const char *v)
+{
+	for (unsigned i = 0; i < sizeof transport_names / sizeof transport_names[0]; i++)
+		if (!strcmp(v, transport_names[i])) {
+			cam->transport = (enum kp_rtsp_transport)i;
+			return 0;
+		}
+	add_error(p, p->line, "camera '%s': transport must be tcp, udp or auto, not '%s'", cam->name, v);
+	return -1;
+}
+
+/* FIRST-LAST, even FIRST (RTP on even ports, RTCP on the next odd one: RFC 3550 11),
+ * at least one pair, within 1024-65535. */
+static int parse_rtp_ports(struct parse_ctx *p, struct kp_camera_conf *cam, const char *v)
+{
+	unsigned a, b;
+	char extra;
+	if (sscanf(v, "%u-%u%c", &a, &b, &extra) != 2 || a < 1024 || b > 65535 || a % 2 || b < a + 1) {
+		add_error(p, p->line,
+			  "camera '%s': rtp_ports must be FIRST-LAST within 1024-65535, FIRST even, at least two "
+			  "ports, not '%s'",
+			  cam->name, v);
+		return -1;
+	}
+	cam->rtp_port_min = a;
+	cam->rtp_port_max = b;
+	return 0;
 }
 
 static int camera_key(struct parse_ctx *p, struct kp_camera_conf *cam, const char *key, const char *v)
@@ -514,6 +548,10 @@ static int camera_key(struct parse_ctx *p, struct kp_camera_conf *cam, const cha
 		return parse_uint(p, "camera", key, v, 0, 86400, &cam->snapshot_interval);
 	if (!strcmp(key, "rollover_secs"))
 		return parse_uint(p, "camera", key, v, 1, 86400, &cam->rollover_secs);
+	if (!strcmp(key, "transport"))
+		return parse_transport(p, cam, v);
+	if (!strcmp(key, "rtp_ports"))
+		return parse_rtp_ports(p, cam, v);
 	add_error(p, p->line, "unknown key '%s' in [camera \"%s\"]", key, cam->name);
 	return -1;
 }
@@ -630,6 +668,11 @@ static void validate(struct parse_ctx *p)
 			add_error(p, c->line, "camera '%s' has no url", c->name);
 		else if (c->sub_url.val[0] && strncmp(c->url.val, "rtsp", 4))
 			add_error(p, c->line, "camera '%s': sub_url is for rtsp:// cameras only", c->name);
+		else if (strncmp(c->url.val, "rtsp", 4) &&
+			 (c->transport != KP_RTSP_TCP || c->rtp_port_min != KP_RTP_PORT_MIN_DEFAULT ||
+			  c->rtp_port_max != KP_RTP_PORT_MAX_DEFAULT))
+			add_error(p, c->line, "camera '%s': transport and rtp_ports are for rtsp:// cameras only",
+				  c->name);
 		else if (!strncmp(c->url.val, "rtsp", 4) && !c->sub_url.val[0]) {
 			/* One RTSP URL is one stream: without sub_url there is no sub stream. */
 			if (c->streams == KP_STREAM_SUB)
@@ -745,13 +788,17 @@ int kp_config_render(const struct kp_config *cfg, char *buf, size_t len)
 		const char *streams = c->streams == (KP_STREAM_MAIN | KP_STREAM_SUB) ? "main, sub"
 				      : c->streams == KP_STREAM_MAIN                 ? "main"
 										     : "sub";
+		char rtsp[80] = "";
+		if (!strncmp(c->url.val, "rtsp", 4))
+			snprintf(rtsp, sizeof rtsp, "transport = %s\nrtp_ports = %u-%u\n",
+				 transport_names[c->transport], c->rtp_port_min, c->rtp_port_max);
 		n = snprintf(buf + o, len - o,
 			     "\n[camera \"%s\"]\nurl = %s\n%s%s%sstreams = %s\nrecord = %s\nretention_days = %u\n"
-			     "motion_events = %s\nsnapshot_interval = %u\n%s",
+			     "motion_events = %s\nsnapshot_interval = %u\n%s%s",
 			     c->name, shown(&c->url, t[0], sizeof t[0]), c->sub_url.val[0] ? "sub_url = " : "",
 			     c->sub_url.val[0] ? shown(&c->sub_url, t[1], sizeof t[1]) : "",
 			     c->sub_url.val[0] ? "\n" : "", streams, record_names[c->record], c->retention_days,
-			     c->motion_events ? "yes" : "no", c->snapshot_interval, rollover);
+			     c->motion_events ? "yes" : "no", c->snapshot_interval, rollover, rtsp);
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOSPC;
 		o += (size_t)n;
