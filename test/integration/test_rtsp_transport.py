@@ -8,6 +8,7 @@ reached recorderd (less the two still held when the camera stops: libavformat's 
 and ingestd's one-unit hold); every recording decodes with `ffmpeg -v error`."""
 import glob
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -47,6 +48,7 @@ def test(make):
         config = CONFIG
         for name, cam in cams.items():
             config += f'[camera "{name}"]\nurl = {cam.url()}\ntransport = {CAMERAS[name][0]}\n'
+        config += "rtp_ports = 41500-41509\n"  # the last camera, udp-reorder
         kp = make(config=config)
         kp.wait_running()
 
@@ -65,6 +67,10 @@ def test(make):
                   f"{name}: the fall back to TCP is logged")
         check("no media within 5 s of PLAY" in log, "auto-silent: the log says why (no media within 5 s)")
         check("461 Unsupported Transport" in log, "auto-461: the log names the 461")
+        with open(cams["udp-reorder"].log_path) as f:
+            ports = [tuple(map(int, m)) for m in re.findall(r"RTP over UDP to client ports (\d+)-(\d+)", f.read())]
+        check(ports and all(41500 <= a < b <= 41509 and a % 2 == 0 and b == a + 1 for a, b in ports),
+              f"udp-reorder: RTP and RTCP on an even/odd pair within rtp_ports 41500-41509: {ports}")
         time.sleep(6.0)
         sent = {name: cam.pause() for name, cam in cams.items()}
 

@@ -539,6 +539,9 @@ static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, 
 		send_simple(c, 500, "Internal Server Error", req->cseq);
 		return;
 	}
+	if (udp)
+		fprintf(stderr, "keeppeek-test-camera: rtsp: RTP over UDP to client ports %u-%u from %u-%u\n",
+			t.client_port[0], t.client_port[1], server_port[0], server_port[1]);
 	c->stream = stream;
 	c->ch_rtp = t.interleaved[0];
 	c->ch_rtcp = t.interleaved[1];
