@@ -476,14 +476,15 @@ static int parse_transport(struct parse_ctx *p, struct kp_camera_conf *cam, cons
 }
 
 /* FIRST-LAST, even FIRST (RTP on even ports, RTCP on the next odd one: RFC 3550 11),
- * at least one pair, within 1024-65535. */
+ * at least four ports (libavformat/rtsp.c picks a random start modulo half the range's
+ * span, which must not be 0), within 1024-65535. */
 static int parse_rtp_ports(struct parse_ctx *p, struct kp_camera_conf *cam, const char *v)
 {
 	unsigned a, b;
 	char extra;
-	if (sscanf(v, "%u-%u%c", &a, &b, &extra) != 2 || a < 1024 || b > 65535 || a % 2 || b < a + 1) {
+	if (sscanf(v, "%u-%u%c", &a, &b, &extra) != 2 || a < 1024 || b > 65535 || a % 2 || b < a + 3) {
 		add_error(p, p->line,
-			  "camera '%s': rtp_ports must be FIRST-LAST within 1024-65535, FIRST even, at least two "
+			  "camera '%s': rtp_ports must be FIRST-LAST within 1024-65535, FIRST even, at least four "
 			  "ports, not '%s'",
 			  cam->name, v);
 		return -1;

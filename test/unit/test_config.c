@@ -241,10 +241,10 @@ static void test_rtsp_transport(void)
 		CHECK_EQ(load(text), -EINVAL);
 		CHECK_STR_CONTAINS(errs.text, "t.conf:3: camera 'c': transport must be tcp, udp or auto");
 	}
-	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nrtp_ports = 1024-1025\n"), 0);
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nrtp_ports = 1024-1027\n"), 0);
 	CHECK_EQ(cfg.cameras[0].rtp_port_min, 1024);
-	CHECK_EQ(cfg.cameras[0].rtp_port_max, 1025);
-	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nrtp_ports = 65534-65535\n"), 0);
+	CHECK_EQ(cfg.cameras[0].rtp_port_max, 1027);
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nrtp_ports = 65532-65535\n"), 0);
 	static const char *const bad_ports[] = {"1022-1025", "1024-1024", "1025-1030",    "65534-65536",
 						"40000",     "a-b",       "40000-40010x", "40010-40000"};
 	for (size_t i = 0; i < sizeof bad_ports / sizeof bad_ports[0]; i++) {
