@@ -32,6 +32,7 @@
 #define RTSP_SOCKET_TIMEOUT "5000000"        /* libavformat's own socket timeout, µs */
 #define RTSP_UDP_WAIT       (5 * 1000000LL)  /* auto: µs from PLAY to the first access unit over UDP */
 #define RTSP_REORDER_QUEUE  "500"            /* RTP packets libavformat holds to put UDP back in order */
+#define RTSP_REORDER_WAIT   "100000"         /* µs it waits for a missing one before going on without */
 #define RTSP_UDP_RCVBUF     "2097152"        /* SO_RCVBUF asked for (capped by net.core.rmem_max) */
 #define RTSP_LOSS_LOG_MS    10000            /* at most one loss log line per stream this often */
 
@@ -410,6 +411,8 @@ static int session_options(const struct ing_driver *drv, bool udp, AVDictionary 
 	if (r >= 0 && udp)
 		r = av_dict_set(ret, "reorder_queue_size", RTSP_REORDER_QUEUE, 0);
 	if (r >= 0 && udp)
+		r = av_dict_set(ret, "max_delay", RTSP_REORDER_WAIT, 0);
+	if (r >= 0 && udp)
 		r = av_dict_set(ret, "buffer_size", RTSP_UDP_RCVBUF, 0);
 	return r;
 }
@@ -456,6 +459,9 @@ static enum session_end run_session(struct rtsp_stream *s, bool udp, int64_t wai
 	fmt->opaque = s;
 	set_deadline(s, RTSP_OPEN_TIMEOUT);
 	int err = avformat_open_input(&fmt, s->url, NULL, &opts); /* frees fmt on failure */
+	const AVDictionaryEntry *unused = av_dict_get(opts, "", NULL, AV_DICT_IGNORE_SUFFIX);
+	if (unused)
+		kp_warn("camera %s: libavformat does not know the RTSP option %s", s->drv->name, unused->key);
 	av_dict_free(&opts);
 	if (err == AVERROR(EPROTONOSUPPORT)) {
 		/* libavformat/rtsp.c gives this for 461 when no other transport is allowed. */
