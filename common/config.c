@@ -674,6 +674,10 @@ static void validate(struct parse_ctx *p)
 			  c->rtp_port_max != KP_RTP_PORT_MAX_DEFAULT))
 			add_error(p, c->line, "camera '%s': transport and rtp_ports are for rtsp:// cameras only",
 				  c->name);
+		else if (c->transport != KP_RTSP_TCP &&
+			 (!strncmp(c->url.val, "rtsps://", 8) || !strncmp(c->sub_url.val, "rtsps://", 8)))
+			/* libavformat/rtsp.c carries RTSPS media on its TLS connection only. */
+			add_error(p, c->line, "camera '%s': transport must be tcp for rtsps:// URLs", c->name);
 		else if (!strncmp(c->url.val, "rtsp", 4) && !c->sub_url.val[0]) {
 			/* One RTSP URL is one stream: without sub_url there is no sub stream. */
 			if (c->streams == KP_STREAM_SUB)

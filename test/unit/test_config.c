@@ -254,6 +254,11 @@ static void test_rtsp_transport(void)
 	}
 	CHECK_EQ(load("[camera \"c\"]\nurl = baichuan://h/\ntransport = udp\n"), -EINVAL);
 	CHECK_STR_CONTAINS(errs.text, "camera 'c': transport and rtp_ports are for rtsp:// cameras only");
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsps://h/\ntransport = auto\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "camera 'c': transport must be tcp for rtsps:// URLs");
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nsub_url = rtsps://h/s\ntransport = udp\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "camera 'c': transport must be tcp for rtsps:// URLs");
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsps://h/\ntransport = tcp\n"), 0);
 	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\ntransport = auto\nrtp_ports = 50000-50011\n"), 0);
 	static char out[64 * 1024];
 	CHECK(kp_config_render(&cfg, out, sizeof out) > 0);
