@@ -2,7 +2,9 @@
 with UDP working, auto with a camera whose UDP never arrives (udp-silent: ingestd falls
 back to TCP after 5 s), auto with a camera that answers 461 Unsupported Transport to
 UDP (udp-461: TCP at once), and udp with adjacent RTP packets swapped (udp-reorder:
-libavformat's reorder queue puts them back). Each stream shows the transport it ended
+libavformat's reorder queue puts them back). A camera set to udp whose UDP never
+arrives fails with "no media within 10 s of PLAY" and is retried. Each stream shows the
+transport it ended
 on in `keeppeekctl cameras --json`, never reconnected, and every frame the cameras sent
 reached recorderd (less the two still held when the camera stops: libavformat's parser
 and ingestd's one-unit hold); every recording decodes with `ffmpeg -v error`."""
@@ -44,17 +46,19 @@ def test(make):
     work = tempfile.mkdtemp(prefix="kp-rtsp-tr-")
     cams = {name: TestCamera(work, name, "h264", "rtsp", faults=faults)
             for name, (_, faults, _) in CAMERAS.items()}
+    silent = TestCamera(work, "udp-silent", "h264", "rtsp", faults=["udp-silent"])
     try:
         config = CONFIG
         for name, cam in cams.items():
             config += f'[camera "{name}"]\nurl = {cam.url()}\ntransport = {CAMERAS[name][0]}\n'
         config += "rtp_ports = 41500-41509\n"  # the last camera, udp-reorder
+        config += f'[camera "udp-silent"]\nurl = {silent.url()}\ntransport = udp\n'
         kp = make(config=config)
         kp.wait_running()
 
         def all_streaming():
             c = cameras(kp)
-            ok = c and len(c) == len(cams) and all(c[n]["streams"][0]["state"] == "streaming" for n in cams)
+            ok = c and len(c) == len(cams) + 1 and all(c[n]["streams"][0]["state"] == "streaming" for n in cams)
             return c if ok else None
         c = wait_for(all_streaming, 20.0, 0.2)
         check(c is not None, f"every camera streaming within 20 s: {cameras(kp)}")
@@ -67,6 +71,13 @@ def test(make):
                   f"{name}: the fall back to TCP is logged")
         check("no media within 5 s of PLAY" in log, "auto-silent: the log says why (no media within 5 s)")
         check("461 Unsupported Transport" in log, "auto-461: the log names the 461")
+        def silent_failed():
+            c = cameras(kp)
+            s = c and c["udp-silent"]["streams"][0]
+            return s if s and "no media within 10 s of PLAY" in s["last_error"] else None
+        s = wait_for(silent_failed, 15.0, 0.2)
+        check(s is not None and s["state"] in ("unreachable", "backoff", "connecting") and s["transport"] == "udp",
+              f"udp-silent: fails with 'no media within 10 s of PLAY': {s or cameras(kp)['udp-silent']}")
         with open(cams["udp-reorder"].log_path) as f:
             ports = [tuple(map(int, m)) for m in re.findall(r"RTP over UDP to client ports (\d+)-(\d+)", f.read())]
         check(ports and all(41500 <= a < b <= 41509 and a % 2 == 0 and b == a + 1 for a, b in ports),
@@ -105,7 +116,7 @@ def test(make):
                 rc, err = decode(f)
                 check(rc == 0 and err == "", f"{f}: ffmpeg -v error is clean ({err.strip()[:300]!r})")
     finally:
-        for cam in cams.values():
+        for cam in (*cams.values(), silent):
             cam.kill()
 
 
