@@ -1,8 +1,8 @@
 """RTSP media that ends or arrives damaged. A camera cuts its TCP connection in the
 middle of a frame's RTP packets (cut-mid-frame=3): the cut access unit is dropped and
 counted (truncated_dropped, and a log line), never recorded, so recorderd holds exactly
-the frames sent whole; ingestd reconnects once. A camera over UDP loses 3% of its RTP
-packets (udp-loss=3): the losses are counted (rtp_lost_packets), the damaged access
+the frames sent whole; ingestd reconnects once. A camera over UDP loses 1% of its RTP
+packets (udp-loss=1): the losses are counted (rtp_lost_packets), the damaged access
 units and those up to the next keyframe are dropped (loss_dropped). Every recording of
 both decodes with `ffmpeg -v error` clean, and no worker restarted."""
 import glob
@@ -31,7 +31,7 @@ def decode(path):
 def test(make):
     work = tempfile.mkdtemp(prefix="kp-rtsp-cut-")
     cams = {"cut": TestCamera(work, "cut", "h264", "rtsp", faults=["cut-mid-frame=3"]),
-            "lossy": TestCamera(work, "lossy", "h264", "rtsp", faults=["udp-loss=3"])}
+            "lossy": TestCamera(work, "lossy", "h264", "rtsp", faults=["udp-loss=1"])}
     try:
         config = CONFIG
         config += f'[camera "cut"]\nurl = {cams["cut"].url()}\ntransport = tcp\n'
