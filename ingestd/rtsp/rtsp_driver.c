@@ -30,7 +30,7 @@
 #define RTSP_OPEN_TIMEOUT   (10 * 1000000LL) /* µs to connect, DESCRIBE, SETUP, PLAY, probe */
 #define RTSP_READ_TIMEOUT   (10 * 1000000LL) /* µs without a packet before giving up */
 #define RTSP_SOCKET_TIMEOUT "5000000"        /* libavformat's own socket timeout, µs */
-#define RTSP_UDP_WAIT       (5 * 1000000LL)  /* auto: µs from PLAY to the first access unit over UDP */
+#define RTSP_UDP_WAIT       (5 * 1000000LL)  /* µs from PLAY to the first access unit over UDP */
 #define RTSP_REORDER_QUEUE  "500"            /* RTP packets libavformat holds to put UDP back in order */
 #define RTSP_REORDER_WAIT   "100000"         /* µs it waits for a missing one before going on without */
 #define RTSP_UDP_RCVBUF     "2097152"        /* SO_RCVBUF asked for (capped by net.core.rmem_max) */
@@ -428,13 +428,16 @@ static int first_packet(struct rtsp_stream *s, AVFormatContext *fmt, int64_t wai
 		return -1;
 	}
 	set_deadline(s, wait_us);
+	int64_t start = av_gettime_relative();
 	int err = av_read_frame(fmt, s->first);
 	if (err >= 0)
 		return 0;
 	av_packet_free(&s->first);
+	/* libavformat's socket timeout may end the wait first. */
 	bool silent = !atomic_load(&s->drv->stop) && (err == AVERROR(ETIMEDOUT) || err == AVERROR_EXIT);
 	if (silent)
-		snprintf(reason, cap, "no media within %lld s of PLAY", (long long)(wait_us / 1000000));
+		snprintf(reason, cap, "no media within %lld s of PLAY",
+			 (long long)((av_gettime_relative() - start + 500000) / 1000000));
 	else
 		describe_error(s, "read", err, reason, cap, auth);
 	return silent ? 1 : -1;
@@ -493,10 +496,9 @@ static void *stream_thread(void *arg)
 	struct ing_driver *drv = s->drv;
 	char reason[sizeof s->reason] = "";
 	bool auth = false;
-	bool auto_udp = drv->transport == KP_RTSP_AUTO;
-	enum session_end r = run_session(s, drv->transport != KP_RTSP_TCP, auto_udp ? RTSP_UDP_WAIT : RTSP_OPEN_TIMEOUT,
-					 reason, sizeof reason, &auth);
-	if (r == SESSION_NO_UDP && auto_udp && !atomic_load(&drv->stop)) {
+	bool udp = drv->transport != KP_RTSP_TCP;
+	enum session_end r = run_session(s, udp, udp ? RTSP_UDP_WAIT : RTSP_OPEN_TIMEOUT, reason, sizeof reason, &auth);
+	if (r == SESSION_NO_UDP && drv->transport == KP_RTSP_AUTO && !atomic_load(&drv->stop)) {
 		kp_warn("camera %s: %s stream: over UDP: %s; trying RTP over TCP", drv->name,
 			s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub", reason);
 		run_session(s, false, RTSP_OPEN_TIMEOUT, reason, sizeof reason, &auth);
