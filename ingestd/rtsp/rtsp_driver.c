@@ -476,6 +476,8 @@ static enum session_end run_session(struct rtsp_stream *s, bool udp, int64_t wai
 		describe_error(s, "connect", err, reason, cap, auth);
 		return SESSION_ENDED;
 	}
+	/* libavformat uses only the lower transport asked for, or fails (rtsps:// would force
+	 * TCP: the configuration allows only tcp for it). */
 	add_report(s, udp ? "udp" : "tcp", 0, 0);
 	enum session_end r = SESSION_ENDED;
 	int first = first_packet(s, fmt, wait_us, reason, cap, auth);

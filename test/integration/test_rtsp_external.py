@@ -19,6 +19,18 @@ listen = 127.0.0.1:{port}
 """
 
 
+def udp_ports_bound(first, last):
+    """Local UDP ports within [first, last] that some socket is bound to (/proc/net/udp, udp6)."""
+    ports = set()
+    for name in ("/proc/net/udp", "/proc/net/udp6"):
+        with open(name) as f:
+            for line in f.readlines()[1:]:
+                port = int(line.split()[1].rsplit(":", 1)[1], 16)
+                if first <= port <= last:
+                    ports.add(port)
+    return sorted(ports)
+
+
 def serve(fixture, port):
     # Debian's interpreter: python3-gi is installed for it, not for other pythons on PATH.
     p = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "rtsp_external_server.py"),
@@ -57,6 +69,9 @@ def test(make):
         for name, want in (("gst-h264", "tcp"), ("gst-h265", "tcp"), ("gst-udp", "udp")):
             got = c[name]["streams"][0]["transport"]
             check(got == want, f"{name}: RTP over {got!r}, expected {want}")
+        bound = udp_ports_bound(41000, 41099)
+        check(len(bound) == 2 and bound[0] % 2 == 0 and bound[1] == bound[0] + 1,
+              f"gst-udp: ingestd receives RTP and RTCP on an even/odd pair of rtp_ports 41000-41099: {bound}")
         time.sleep(4.0)
         c = cameras(kp)
         u = c["gst-udp"]["streams"][0]
