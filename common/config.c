@@ -279,7 +279,11 @@ static int set_key(struct parse_ctx *p, const char *kind, const char *section, v
 		checked = str->val;
 	}
 	if (kp_config_key_parse(k, base, checked, why, sizeof why) < 0) {
-		add_error(p, p->line, "%s", why);
+		/* A camera's key names its camera (URL checks already do). */
+		if (!strcmp(kind, "camera") && strncmp(why, "camera '", 8))
+			add_error(p, p->line, "camera '%s': %s", ((struct kp_camera_conf *)base)->name, why);
+		else
+			add_error(p, p->line, "%s", why);
 		return -1;
 	}
 	return 0;
@@ -342,6 +346,15 @@ static void validate(struct parse_ctx *p)
 			continue;
 		if (c->sub_url.val[0] && strncmp(c->url.val, "rtsp", 4))
 			add_error(p, c->line, "camera '%s': sub_url is for rtsp:// cameras only", c->name);
+		else if (strncmp(c->url.val, "rtsp", 4) &&
+			 (c->transport != KP_RTSP_TCP || c->rtp_port_min != KP_RTP_PORT_MIN_DEFAULT ||
+			  c->rtp_port_max != KP_RTP_PORT_MAX_DEFAULT))
+			add_error(p, c->line, "camera '%s': transport and rtp_ports are for rtsp:// cameras only",
+				  c->name);
+		else if (c->transport != KP_RTSP_TCP &&
+			 (!strncmp(c->url.val, "rtsps://", 8) || !strncmp(c->sub_url.val, "rtsps://", 8)))
+			/* libavformat/rtsp.c carries RTSPS media on its TLS connection only. */
+			add_error(p, c->line, "camera '%s': transport must be tcp for rtsps:// URLs", c->name);
 		else if (!strncmp(c->url.val, "rtsp", 4) && !c->sub_url.val[0]) {
 			/* One RTSP URL is one stream: without sub_url there is no sub stream. */
 			if (c->streams == KP_STREAM_SUB)
@@ -412,6 +425,8 @@ static int render_section(const char *section, const void *base, char *buf, size
 	for (size_t i = 0; i < kp_config_nkeys; i++) {
 		const struct kp_key *k = &kp_config_keys[i];
 		if (strcmp(k->section, section))
+			continue;
+		if ((k->flags & KP_KEY_RTSP_ONLY) && strncmp(((const struct kp_camera_conf *)base)->url.val, "rtsp", 4))
 			continue;
 		int r = kp_config_key_format(k, base, value, sizeof value);
 		if (r < 0)

@@ -17,6 +17,12 @@ enum kp_record_mode { KP_RECORD_CONTINUOUS, KP_RECORD_EVENTS, KP_RECORD_OFF };
 
 enum kp_stream_bits { KP_STREAM_MAIN = 1, KP_STREAM_SUB = 2 };
 
+/* How an RTSP camera's media travels (keeppeek.conf(5), transport). */
+enum kp_rtsp_transport { KP_RTSP_TCP, KP_RTSP_UDP, KP_RTSP_AUTO };
+
+#define KP_RTP_PORT_MIN_DEFAULT 40000 /* rtp_ports: local UDP ports for RTP/RTCP */
+#define KP_RTP_PORT_MAX_DEFAULT 40999
+
 /* A string value: what it means (val) and what the file says (raw). A value that came
  * from ${ENV} or file: is shown only as raw. */
 struct kp_conf_str {
@@ -36,6 +42,8 @@ struct kp_camera_conf {
 	bool motion_events;
 	unsigned snapshot_interval;
 	unsigned rollover_secs; /* 0: recorderd's default (10 minutes) */
+	unsigned transport;     /* enum kp_rtsp_transport; RTSP cameras only */
+	unsigned rtp_port_min, rtp_port_max;
 	unsigned line;
 };
 

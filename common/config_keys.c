@@ -14,6 +14,7 @@
 #define C(f) offsetof(struct kp_camera_conf, f)
 
 static const char *const record_values[] = {"continuous", "events", "off", NULL};
+static const char *const transport_values[] = {"tcp", "udp", "auto", NULL}; /* enum kp_rtsp_transport */
 
 const char *const kp_config_sections[] = {"keeppeek", "web", "rtc", "retention", NULL};
 
@@ -57,6 +58,10 @@ const struct kp_key kp_config_keys[] = {
      "the camera's alarms become events"},
     {"camera", "snapshot_interval", KP_KEY_UINT, 0, KP_USER_INGESTD, C(snapshot_interval), 0, 0, 86400, NULL, "0",
      "seconds between JPEG snapshots; 0: none"},
+    {"camera", "transport", KP_KEY_ENUM, KP_KEY_RTSP_ONLY, KP_USER_INGESTD, C(transport), 0, 0, 0, transport_values,
+     "tcp", "RTSP media over TCP, UDP, or UDP falling back to TCP (auto)"},
+    {"camera", "rtp_ports", KP_KEY_RTP_PORTS, KP_KEY_RTSP_ONLY, KP_USER_INGESTD, C(rtp_port_min), C(rtp_port_max), 1024,
+     65535, NULL, "40000-40999", "local UDP ports for RTP and RTCP over UDP, FIRST-LAST"},
     {"camera", "rollover_secs", KP_KEY_UINT, KP_KEY_OPTIONAL, KP_USER_RECORDERD, C(rollover_secs), 0, 1, 86400, NULL,
      NULL, "seconds per recording file (unset: recorderd's default)"},
 };
@@ -173,6 +178,23 @@ static int parse_port_range(const struct kp_key *k, void *base, const char *v, c
 	char extra;
 	if (sscanf(v, "%u-%u%c", &a, &b, &extra) != 2 || a < k->min || b > k->max || a > b) {
 		snprintf(why, len, "%s must be FIRST-LAST within %u-%u, not '%s'", k->name, k->min, k->max, v);
+		return -EINVAL;
+	}
+	*FIELD(base, k->offset, unsigned) = a;
+	*FIELD(base, k->offset2, unsigned) = b;
+	return 0;
+}
+
+/* FIRST-LAST, even FIRST (RTP on even ports, RTCP on the next odd one: RFC 3550 11), at
+ * least four ports (libavformat/rtsp.c picks a random start modulo half the range's
+ * span, which must not be 0). */
+static int parse_rtp_ports(const struct kp_key *k, void *base, const char *v, char *why, size_t len)
+{
+	unsigned a, b;
+	char extra;
+	if (sscanf(v, "%u-%u%c", &a, &b, &extra) != 2 || a < k->min || b > k->max || a % 2 || b < a + 3) {
+		snprintf(why, len, "%s must be FIRST-LAST within %u-%u, FIRST even, at least four ports, not '%s'",
+			 k->name, k->min, k->max, v);
 		return -EINVAL;
 	}
 	*FIELD(base, k->offset, unsigned) = a;
@@ -423,6 +445,8 @@ int kp_config_key_parse(const struct kp_key *k, void *base, const char *v, char 
 		return parse_gb(k, v, FIELD(base, k->offset, unsigned), why, len);
 	case KP_KEY_PORT_RANGE:
 		return parse_port_range(k, base, v, why, len);
+	case KP_KEY_RTP_PORTS:
+		return parse_rtp_ports(k, base, v, why, len);
 	case KP_KEY_STREAMS:
 		return parse_streams(v, FIELD(base, k->offset, unsigned), why, len);
 	default:
@@ -466,7 +490,8 @@ bool kp_config_key_equal(const struct kp_key *k, const void *a, const void *b)
 	}
 	if (k->type == KP_KEY_BOOL)
 		return *CFIELD(a, k->offset, bool) == *CFIELD(b, k->offset, bool);
-	if (k->type == KP_KEY_PORT_RANGE && *CFIELD(a, k->offset2, unsigned) != *CFIELD(b, k->offset2, unsigned))
+	if ((k->type == KP_KEY_PORT_RANGE || k->type == KP_KEY_RTP_PORTS) &&
+	    *CFIELD(a, k->offset2, unsigned) != *CFIELD(b, k->offset2, unsigned))
 		return false;
 	return *CFIELD(a, k->offset, unsigned) == *CFIELD(b, k->offset, unsigned);
 }
@@ -475,7 +500,7 @@ int kp_config_key_format(const struct kp_key *k, const void *base, char *out, si
 {
 	int n = 0;
 	bool numeric = k->type == KP_KEY_UINT || k->type == KP_KEY_ENUM || k->type == KP_KEY_GB ||
-		       k->type == KP_KEY_PORT_RANGE || k->type == KP_KEY_STREAMS;
+		       k->type == KP_KEY_PORT_RANGE || k->type == KP_KEY_RTP_PORTS || k->type == KP_KEY_STREAMS;
 	unsigned u = numeric ? *CFIELD(base, k->offset, unsigned) : 0;
 	switch (k->type) {
 	case KP_KEY_UINT:
@@ -493,6 +518,7 @@ int kp_config_key_format(const struct kp_key *k, const void *base, char *out, si
 		n = snprintf(out, len, "%u.%03u", u / 1000, u % 1000);
 		break;
 	case KP_KEY_PORT_RANGE:
+	case KP_KEY_RTP_PORTS:
 		n = snprintf(out, len, "%u-%u", u, *CFIELD(base, k->offset2, unsigned));
 		break;
 	case KP_KEY_STREAMS:
@@ -520,6 +546,7 @@ static const char *type_name(const struct kp_key *k, char *buf, size_t len)
 	    [KP_KEY_STR] = "text",
 	    [KP_KEY_BOOL] = "yes|no",
 	    [KP_KEY_PORT_RANGE] = "FIRST-LAST",
+	    [KP_KEY_RTP_PORTS] = "FIRST-LAST",
 	    [KP_KEY_STREAMS] = "main|sub|main,sub",
 	    [KP_KEY_CAMERA_URL] = "url",
 	    [KP_KEY_RTSP_URL] = "rtsp-url",

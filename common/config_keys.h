@@ -24,13 +24,15 @@ enum kp_key_type {
 	KP_KEY_HOSTPORT,   /* HOST:PORT or "" */
 	KP_KEY_ADDRESSES,  /* up to 8 IP literals, comma-separated, or "" */
 	KP_KEY_LABELS,     /* up to 8 words of a-z, 0-9, '_' and '-', comma-separated, or "" */
+	KP_KEY_RTP_PORTS,  /* a port range with an even FIRST and at least four ports */
 };
 
 enum kp_key_flags {
-	KP_KEY_NONEMPTY = 1, /* a string that must not be empty */
-	KP_KEY_REQUIRED = 2, /* every section of its kind must set it */
-	KP_KEY_OPTIONAL = 4, /* unset is its own value (0 or ""), left out of `config show` */
-	KP_KEY_SECRET = 8,   /* may carry a password: shown redacted, diffs say "changed" */
+	KP_KEY_NONEMPTY = 1,   /* a string that must not be empty */
+	KP_KEY_REQUIRED = 2,   /* every section of its kind must set it */
+	KP_KEY_OPTIONAL = 4,   /* unset is its own value (0 or ""), left out of `config show` */
+	KP_KEY_SECRET = 8,     /* may carry a password: shown redacted, diffs say "changed" */
+	KP_KEY_RTSP_ONLY = 16, /* rtsp:// cameras only: left out of `config show` for others */
 };
 
 /* Who reads a key: the processes that must reload when it changes. */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "config.h"
 #include "h26x.h"
 
 enum kp_stream_index { KP_STREAM_INDEX_MAIN = 0, KP_STREAM_INDEX_SUB = 1 };
@@ -47,6 +48,17 @@ struct ing_camera_info {
 	const char *sub_url; /* RTSP only: the sub stream's URL, "" when none */
 	unsigned streams;    /* KP_STREAM_MAIN | KP_STREAM_SUB bits from config.h */
 	bool motion_events;
+	enum kp_rtsp_transport rtsp_transport; /* RTSP only */
+	unsigned rtp_port_min, rtp_port_max;   /* RTSP over UDP: local ports */
+};
+
+/* What an RTSP stream's transport did since its last report: the transport in use
+ * ("tcp", "udp"; NULL: unchanged) and counts to add. */
+struct ing_transport_report {
+	const char *transport;
+	uint64_t rtp_lost_packets;  /* RTP packets missing from the sequence */
+	uint64_t loss_dropped;      /* access units dropped for a missing packet, up to a keyframe */
+	uint64_t truncated_dropped; /* access units dropped because the connection ended in them */
 };
 
 /* Where a driver reports, set by the core when it starts the driver; ctx goes back on
@@ -59,6 +71,8 @@ struct ing_sink {
 	void (*access_unit)(void *ctx, enum kp_stream_index s, const struct kp_access_unit *au);
 	/* Received bytes of a stream (wire bytes, including protocol overhead). */
 	void (*bytes)(void *ctx, enum kp_stream_index s, uint64_t n);
+	/* RTSP: the transport in use and what it lost (optional for other drivers). */
+	void (*transport)(void *ctx, enum kp_stream_index s, const struct ing_transport_report *r);
 	/* A motion alarm or other camera event; kind is "motion", labels comma-separated
 	 * ("people,vehicle") or "". */
 	void (*event)(void *ctx, const char *kind, const char *labels, int64_t wall_ms);

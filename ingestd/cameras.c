@@ -35,6 +35,8 @@ struct ing_stream {
 	uint64_t seq;
 	uint64_t frames, bytes;
 	uint64_t send_rejected;
+	char transport[8]; /* RTSP: "tcp", "udp", "" */
+	uint64_t rtp_lost_packets, loss_dropped, truncated_dropped;
 	bool rtcd_wait_keyframe; /* rtcd's queue overflowed: skip to the next keyframe */
 	uint64_t fps_frames;
 	uint64_t fps_ms;
@@ -124,6 +126,10 @@ static void report(struct ing_camera *cam, unsigned s)
 	m->events = cam->events;
 	m->retry_at_ms = st->retry_at_ms;
 	m->retries = st->retries;
+	snprintf(m->transport, sizeof m->transport, "%s", st->transport);
+	m->rtp_lost_packets = st->rtp_lost_packets;
+	m->loss_dropped = st->loss_dropped;
+	m->truncated_dropped = st->truncated_dropped;
 	kp_worker_send_supervisor(table.w, &env);
 }
 
@@ -160,6 +166,20 @@ static void stream_bytes(void *ctx, enum kp_stream_index s, uint64_t n)
 	struct ing_camera *cam = ctx;
 	if ((unsigned)s <= 1)
 		cam->streams[s].bytes += n;
+}
+
+static void stream_transport(void *ctx, enum kp_stream_index s, const struct ing_transport_report *r)
+{
+	struct ing_camera *cam = ctx;
+	if ((unsigned)s > 1)
+		return;
+	struct ing_stream *st = &cam->streams[s];
+	if (r->transport)
+		snprintf(st->transport, sizeof st->transport, "%s", r->transport);
+	st->rtp_lost_packets += r->rtp_lost_packets;
+	st->loss_dropped += r->loss_dropped;
+	st->truncated_dropped += r->truncated_dropped;
+	report(cam, s);
 }
 
 static void send_au(struct ing_camera *cam, unsigned s, const struct kp_access_unit *au)
@@ -354,6 +374,7 @@ static void start_camera(struct ing_camera *cam)
 				      .stream_state = stream_state,
 				      .access_unit = stream_access_unit,
 				      .bytes = stream_bytes,
+				      .transport = stream_transport,
 				      .event = camera_event,
 				      .failed = camera_failed,
 				      .stream_failed = stream_failed};
@@ -374,6 +395,10 @@ static void fill_info(struct ing_camera *cam)
 	cam->info.sub_url = cam->conf.sub_url;
 	cam->info.streams = cam->conf.streams;
 	cam->info.motion_events = cam->conf.motion_events;
+	cam->info.rtsp_transport =
+	    cam->conf.rtsp_transport <= KP_RTSP_AUTO ? (enum kp_rtsp_transport)cam->conf.rtsp_transport : KP_RTSP_TCP;
+	cam->info.rtp_port_min = cam->conf.rtp_port_min;
+	cam->info.rtp_port_max = cam->conf.rtp_port_max;
 }
 
 static void on_closed(uv_handle_t *h)
@@ -399,7 +424,8 @@ static void remove_camera(struct ing_camera *cam)
 static bool same_camera(const kp_CameraConfig *a, const kp_CameraConfig *b)
 {
 	return !strcmp(a->url, b->url) && !strcmp(a->sub_url, b->sub_url) && a->streams == b->streams &&
-	       a->motion_events == b->motion_events;
+	       a->motion_events == b->motion_events && a->rtsp_transport == b->rtsp_transport &&
+	       a->rtp_port_min == b->rtp_port_min && a->rtp_port_max == b->rtp_port_max;
 }
 
 void ing_cameras_item(const kp_CameraConfig *c)

@@ -34,6 +34,9 @@ static int send_cameras(struct proc *p)
 		cc->retention_days = c->retention_days;
 		cc->snapshot_interval = c->snapshot_interval;
 		cc->rollover_secs = c->rollover_secs;
+		cc->rtsp_transport = (uint32_t)c->transport;
+		cc->rtp_port_min = c->rtp_port_min;
+		cc->rtp_port_max = c->rtp_port_max;
 		int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
 		if (r < 0)
 			return r;

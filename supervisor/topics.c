@@ -196,6 +196,11 @@ static void stream_metrics(struct supervisor *s, struct kp_out *o)
 	    {"keeppeek_recording_dropped_frames_total", "counter", "Frames recorderd dropped."},
 	    {"keeppeek_stream_retries_total", "counter",
 	     "Times ingestd tried the stream again alone after it failed on its own (refused)."},
+	    {"keeppeek_stream_rtp_lost_packets_total", "counter", "RTP packets missing from an RTSP stream."},
+	    {"keeppeek_stream_loss_dropped_total", "counter",
+	     "Access units ingestd dropped for a missing RTP packet, up to the next keyframe."},
+	    {"keeppeek_stream_truncated_dropped_total", "counter",
+	     "Access units ingestd dropped because the RTSP connection ended in them."},
 	};
 	for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
 		family(o, fams[k].name, fams[k].type, fams[k].help);
@@ -230,8 +235,17 @@ static void stream_metrics(struct supervisor *s, struct kp_out *o)
 			case 8:
 				v = r->recording.frames_dropped;
 				break;
-			default:
+			case 9:
 				v = r->state.retries;
+				break;
+			case 10:
+				v = r->state.rtp_lost_packets;
+				break;
+			case 11:
+				v = r->state.loss_dropped;
+				break;
+			default:
+				v = r->state.truncated_dropped;
 				break;
 			}
 			kp_out_put(o, "%s{camera=\"", fams[k].name);

@@ -1,12 +1,18 @@
 /* ingestd's driver for rtsp:// and rtsps:// cameras through libavformat: one thread per
- * stream reads access units (TCP-interleaved by default) under an interrupt callback
+ * stream reads access units (RTP interleaved on the TCP connection, over UDP, or UDP
+ * first with a fall back to TCP: keeppeek.conf(5) transport) under an interrupt callback
  * with a stop flag and an I/O deadline, and hands them to the libuv loop through a
  * bounded queue and a uv_async_t. Only the loop thread calls the sink the core gave it.
- * Threads are detached and share the driver by reference count, so stop() never waits
- * for the network. A stream that ends while the other still runs fails alone and gets a
- * new thread when the core retries it. */
+ * An access unit is held until the next one is read, so that the one libavformat hands
+ * over when the connection ends (possibly cut) is dropped, and one a missing RTP packet
+ * damaged is dropped with what follows up to a keyframe (rtsp_gate.c); its PTS and DTS
+ * come from libavformat's, repaired where they break (rtsp_ts.c). Threads are detached
+ * and share the driver by reference count, so stop() never waits for the network. A
+ * stream that ends while the other still runs fails alone and gets a new thread when
+ * the core retries it. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +26,18 @@
 #include "kp_time.h"
 #include "log.h"
 #include "rtsp_au.h"
+#include "rtsp_gate.h"
 #include "rtsp_ts.h"
 
 #define RTSP_QUEUE_ITEMS    64
 #define RTSP_OPEN_TIMEOUT   (10 * 1000000LL) /* µs to connect, DESCRIBE, SETUP, PLAY, probe */
 #define RTSP_READ_TIMEOUT   (10 * 1000000LL) /* µs without a packet before giving up */
 #define RTSP_SOCKET_TIMEOUT "5000000"        /* libavformat's own socket timeout, µs */
+#define RTSP_UDP_WAIT       (5 * 1000000LL)  /* µs from PLAY to the first access unit over UDP */
+#define RTSP_REORDER_QUEUE  "500"            /* RTP packets libavformat holds to put UDP back in order */
+#define RTSP_REORDER_WAIT   "100000"         /* µs it waits for a missing one before going on without */
+#define RTSP_UDP_RCVBUF     "2097152"        /* SO_RCVBUF asked for (capped by net.core.rmem_max) */
+#define RTSP_LOSS_LOG_MS    10000            /* at most one loss log line per stream this often */
 
 struct rtsp_item {
 	struct kp_access_unit au;
@@ -44,9 +56,16 @@ struct rtsp_stream {
 	uint64_t dropped, bytes, repaired;
 	bool done, auth_failed;
 	char reason[192];
+	struct ing_transport_report report; /* counts since the loop last took them */
+	bool report_due;
+	/* Stream thread only. */
+	struct rtsp_gate gate;
+	AVPacket *first;          /* read before probing, handed to read_loop first */
+	uint64_t lost_unreported; /* RTP packets libavformat reported missing */
 	/* Loop thread only. */
 	bool running, streaming;
 	uint64_t dropped_logged, repaired_logged;
+	uint64_t loss_logged_ms, lost_unlogged, loss_dropped_unlogged;
 };
 
 struct ing_driver {
@@ -57,6 +76,8 @@ struct ing_driver {
 	atomic_int refs;  /* the loop's async handle plus one per running thread */
 	bool failed;
 	char *name, *url_redacted;
+	enum kp_rtsp_transport transport;
+	unsigned rtp_port_min, rtp_port_max;
 	struct rtsp_stream streams[2];
 };
 
@@ -90,11 +111,18 @@ static void notify(struct ing_driver *drv)
 
 /* Thread side: queues one access unit, or drops it (and every frame up to the next
  * keyframe) when the loop is RTSP_QUEUE_ITEMS behind. */
-static void enqueue(struct rtsp_stream *s, const struct kp_access_unit *au, uint64_t repaired)
+/* Timestamps rtsp_ts.c repaired so far, for the loop's log line. */
+static void note_repaired(struct rtsp_stream *s, uint64_t repaired)
+{
+	pthread_mutex_lock(&s->drv->lock);
+	s->repaired = repaired;
+	pthread_mutex_unlock(&s->drv->lock);
+}
+
+static void enqueue(struct rtsp_stream *s, const struct kp_access_unit *au)
 {
 	struct ing_driver *drv = s->drv;
 	pthread_mutex_lock(&drv->lock);
-	s->repaired = repaired;
 	if ((s->skip_to_keyframe && !au->keyframe) || s->count == RTSP_QUEUE_ITEMS) {
 		s->skip_to_keyframe = true;
 		s->dropped++;
@@ -116,6 +144,89 @@ static void enqueue(struct rtsp_stream *s, const struct kp_access_unit *au, uint
 	s->count++;
 	notify(drv);
 	pthread_mutex_unlock(&drv->lock);
+}
+
+/* Thread side: counts for the core, taken by the loop at its next wake-up. */
+static void add_report(struct rtsp_stream *s, const char *transport, uint64_t loss_dropped, uint64_t truncated)
+{
+	pthread_mutex_lock(&s->drv->lock);
+	if (transport)
+		s->report.transport = transport;
+	s->report.rtp_lost_packets += s->lost_unreported;
+	s->report.loss_dropped += loss_dropped;
+	s->report.truncated_dropped += truncated;
+	s->lost_unreported = 0;
+	s->report_due = true;
+	notify(s->drv);
+	pthread_mutex_unlock(&s->drv->lock);
+}
+
+/* Thread side: whether an access unit just read is built and delivered, or dropped for
+ * loss (rtsp_gate.h); a drop releases the access unit held. */
+static bool admit(struct rtsp_stream *s, bool keyframe)
+{
+	uint64_t dropped = 0;
+	if (rtsp_gate_admit(&s->gate, keyframe, &dropped))
+		return true;
+	struct kp_access_unit out;
+	if (rtsp_gate_release(&s->gate, &out))
+		enqueue(s, &out);
+	add_report(s, NULL, dropped, 0);
+	return false;
+}
+
+/* Thread side: an admitted access unit into the gate; the one it held to the queue. */
+static void deliver(struct rtsp_stream *s, const struct kp_access_unit *au)
+{
+	struct kp_access_unit out;
+	uint64_t dropped = 0;
+	if (rtsp_gate_push(&s->gate, au, &out, &dropped) == 1)
+		enqueue(s, &out);
+	if (dropped || s->lost_unreported)
+		add_report(s, NULL, dropped, 0);
+}
+
+/* Thread side: the media ended (error, timeout, stop): the access unit held is dropped,
+ * as the one libavformat hands over at the end may be cut. */
+static void end_of_media(struct rtsp_stream *s)
+{
+	size_t len = rtsp_gate_end(&s->gate);
+	if (len && !atomic_load(&s->drv->stop)) {
+		kp_warn("camera %s: %s stream: the connection ended; its last access unit (%zu bytes) may be cut "
+			"and is dropped",
+			s->drv->name, s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub", len);
+		add_report(s, NULL, 0, 1);
+	}
+}
+
+/* libavformat's log (libavformat/rtpdec.c, rtp_parse_one_packet and
+ * rtp_parse_queued_packet, logged on the AVFormatContext whose opaque is the stream):
+ * RTP packets it gave up waiting for, and one that came after the packet following it
+ * had been used (at the start of a session, the first packet received sets the
+ * sequence), are counted as lost. Everything else goes to the default logger. Runs on
+ * the thread that reads the stream. */
+static void libav_log(void *avcl, int level, const char *fmt, va_list vl)
+{
+	bool missed = !strcmp(fmt, "RTP: missed %d packets\n");
+	bool late = !strcmp(fmt, "RTP: dropping old packet received too late\n");
+	if (avcl && level == AV_LOG_WARNING && (missed || late) && *(const AVClass **)avcl == avformat_get_class()) {
+		struct rtsp_stream *s = ((AVFormatContext *)avcl)->opaque;
+		int n = 1;
+		if (missed) {
+			va_list ap;
+			va_copy(ap, vl);
+			n = va_arg(ap, int);
+			va_end(ap);
+			if (n <= 0) /* the sequence number wrapped (16 bits) */
+				n += 65536;
+		}
+		if (s && n > 0) {
+			s->lost_unreported += (uint64_t)n;
+			rtsp_gate_lost(&s->gate);
+		}
+		return;
+	}
+	av_log_default_callback(avcl, level, fmt, vl);
 }
 
 static void add_bytes(struct rtsp_stream *s, uint64_t n)
@@ -187,15 +298,40 @@ static int hold(struct held_aus *h, const struct kp_access_unit *au)
 	return 0;
 }
 
+/* Losses while libavformat probed the stream were reported before the access units it
+ * buffered meanwhile reach the gate, which could not tell the damaged ones: they are
+ * discarded (uncounted: libavformat does not say how many), and the gate drops what
+ * follows up to a keyframe. lost_before: losses reported before probing, which the gate
+ * already matches to the first access unit. */
+static void after_probe(struct rtsp_stream *s, AVFormatContext *fmt, uint64_t lost_before)
+{
+	if (s->lost_unreported == lost_before)
+		return;
+	avformat_flush(fmt);
+	rtsp_gate_lost(&s->gate);
+}
+
+/* The packet first_packet() read, then libavformat's. */
+static int read_packet(struct rtsp_stream *s, AVFormatContext *fmt, AVPacket *pkt)
+{
+	if (!s->first)
+		return av_read_frame(fmt, pkt);
+	av_packet_move_ref(pkt, s->first);
+	av_packet_free(&s->first);
+	return 0;
+}
+
 /* Reads packets until an error or stop; returns with reason set. */
 static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason, size_t cap, bool *auth)
 {
 	set_deadline(s, RTSP_OPEN_TIMEOUT);
+	uint64_t lost_before = s->lost_unreported;
 	int err = avformat_find_stream_info(fmt, NULL);
 	if (err < 0) {
 		describe_error(s, "probe", err, reason, cap, auth);
 		return;
 	}
+	after_probe(s, fmt, lost_before);
 	int idx = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
 	if (idx < 0) {
 		snprintf(reason, cap, "no video stream");
@@ -229,7 +365,7 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 	struct held_aus held = {.n = 0};
 	for (;;) {
 		set_deadline(s, RTSP_READ_TIMEOUT);
-		err = av_read_frame(fmt, pkt);
+		err = read_packet(s, fmt, pkt);
 		if (err < 0) {
 			describe_error(s, "read", err, reason, cap, auth);
 			break;
@@ -247,6 +383,10 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 			break;
 		}
 		bool key = pkt->flags & AV_PKT_FLAG_KEY;
+		if (!admit(s, key)) {
+			av_packet_unref(pkt);
+			continue;
+		}
 		size_t len;
 		if (ing_rtsp_au_build(codec, pkt->data, (size_t)pkt->size, lsz, key, params, params_len, &buf, &buf_cap,
 				      &len, &why) < 0) {
@@ -273,14 +413,111 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 			struct kp_access_unit *a = i < held.n ? &held.au[i] : &au;
 			a->pts_90k = t[i].pts;
 			a->dts_90k = t[i].dts;
-			enqueue(s, a, clock.repaired);
+			deliver(s, a);
 		}
 		if (n)
 			held_free(&held);
+		note_repaired(s, clock.repaired);
 	}
 	held_free(&held);
 	free(buf);
 	av_packet_free(&pkt);
+}
+
+enum session_end { SESSION_ENDED, SESSION_NO_UDP };
+
+/* libavformat's options for a session over UDP or TCP (libavformat/rtsp.c, rtsp_options). */
+static int session_options(const struct ing_driver *drv, bool udp, AVDictionary **ret)
+{
+	int r = av_dict_set(ret, "rtsp_transport", udp ? "udp" : "tcp", 0);
+	if (r >= 0)
+		r = av_dict_set(ret, "timeout", RTSP_SOCKET_TIMEOUT, 0);
+	if (r >= 0 && udp)
+		r = av_dict_set_int(ret, "min_port", drv->rtp_port_min, 0);
+	if (r >= 0 && udp)
+		r = av_dict_set_int(ret, "max_port", drv->rtp_port_max, 0);
+	if (r >= 0 && udp)
+		r = av_dict_set(ret, "reorder_queue_size", RTSP_REORDER_QUEUE, 0);
+	if (r >= 0 && udp)
+		r = av_dict_set(ret, "max_delay", RTSP_REORDER_WAIT, 0);
+	if (r >= 0 && udp)
+		r = av_dict_set(ret, "buffer_size", RTSP_UDP_RCVBUF, 0);
+	return r;
+}
+
+/* Waits up to wait_us for the first packet, kept in s->first for read_loop. Returns 0,
+ * 1 when none came in time (and not stopped), or -1 with reason set. */
+static int first_packet(struct rtsp_stream *s, AVFormatContext *fmt, int64_t wait_us, char *reason, size_t cap,
+			bool *auth)
+{
+	s->first = av_packet_alloc();
+	if (!s->first) {
+		snprintf(reason, cap, "out of memory");
+		return -1;
+	}
+	set_deadline(s, wait_us);
+	int64_t start = av_gettime_relative();
+	int err = av_read_frame(fmt, s->first);
+	if (err >= 0)
+		return 0;
+	av_packet_free(&s->first);
+	/* libavformat's socket timeout may end the wait first. */
+	bool silent = !atomic_load(&s->drv->stop) && (err == AVERROR(ETIMEDOUT) || err == AVERROR_EXIT);
+	if (silent)
+		snprintf(reason, cap, "no media within %lld s of PLAY",
+			 (long long)((av_gettime_relative() - start + 500000) / 1000000));
+	else
+		describe_error(s, "read", err, reason, cap, auth);
+	return silent ? 1 : -1;
+}
+
+/* One RTSP session over UDP or TCP: connect, SETUP, PLAY, read until the end. Returns
+ * SESSION_NO_UDP when UDP could not carry the media (the camera answered 461
+ * Unsupported Transport, or nothing arrived within wait_us), else SESSION_ENDED;
+ * reason says why either way. */
+static enum session_end run_session(struct rtsp_stream *s, bool udp, int64_t wait_us, char *reason, size_t cap,
+				    bool *auth)
+{
+	AVFormatContext *fmt = avformat_alloc_context();
+	AVDictionary *opts = NULL;
+	if (!fmt || session_options(s->drv, udp, &opts) < 0) {
+		snprintf(reason, cap, "out of memory");
+		av_dict_free(&opts);
+		avformat_free_context(fmt);
+		return SESSION_ENDED;
+	}
+	fmt->interrupt_callback = (AVIOInterruptCB){.callback = interrupt_cb, .opaque = s};
+	fmt->opaque = s;
+	set_deadline(s, RTSP_OPEN_TIMEOUT);
+	int err = avformat_open_input(&fmt, s->url, NULL, &opts); /* frees fmt on failure */
+	const AVDictionaryEntry *unused = av_dict_get(opts, "", NULL, AV_DICT_IGNORE_SUFFIX);
+	if (unused)
+		kp_warn("camera %s: libavformat does not know the RTSP option %s", s->drv->name, unused->key);
+	av_dict_free(&opts);
+	if (err == AVERROR(EPROTONOSUPPORT)) {
+		/* libavformat/rtsp.c gives this for 461 when no other transport is allowed. */
+		snprintf(reason, cap, "connect: the camera refused RTP over %s (461 Unsupported Transport)%s",
+			 udp ? "UDP" : "TCP", udp ? "" : "; transport = udp or auto may work");
+		return udp ? SESSION_NO_UDP : SESSION_ENDED;
+	}
+	if (err < 0) {
+		describe_error(s, "connect", err, reason, cap, auth);
+		return SESSION_ENDED;
+	}
+	/* libavformat uses only the lower transport asked for, or fails (rtsps:// would force
+	 * TCP: the configuration allows only tcp for it). */
+	add_report(s, udp ? "udp" : "tcp", 0, 0);
+	enum session_end r = SESSION_ENDED;
+	int first = first_packet(s, fmt, wait_us, reason, cap, auth);
+	if (first == 0)
+		read_loop(s, fmt, reason, cap, auth);
+	else if (first == 1 && udp)
+		r = SESSION_NO_UDP;
+	av_packet_free(&s->first);
+	end_of_media(s);
+	set_deadline(s, 1000000); /* TEARDOWN gets a second at most */
+	avformat_close_input(&fmt);
+	return r;
 }
 
 static void *stream_thread(void *arg)
@@ -289,26 +526,14 @@ static void *stream_thread(void *arg)
 	struct ing_driver *drv = s->drv;
 	char reason[sizeof s->reason] = "";
 	bool auth = false;
-	AVFormatContext *fmt = avformat_alloc_context();
-	if (!fmt) {
-		snprintf(reason, sizeof reason, "out of memory");
-		goto out;
+	bool udp = drv->transport != KP_RTSP_TCP;
+	enum session_end r = run_session(s, udp, udp ? RTSP_UDP_WAIT : RTSP_OPEN_TIMEOUT, reason, sizeof reason, &auth);
+	if (r == SESSION_NO_UDP && drv->transport == KP_RTSP_AUTO && !atomic_load(&drv->stop)) {
+		kp_warn("camera %s: %s stream: over UDP: %s; trying RTP over TCP", drv->name,
+			s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub", reason);
+		run_session(s, false, RTSP_OPEN_TIMEOUT, reason, sizeof reason, &auth);
 	}
-	fmt->interrupt_callback = (AVIOInterruptCB){.callback = interrupt_cb, .opaque = s};
-	AVDictionary *opts = NULL;
-	av_dict_set(&opts, "rtsp_transport", "tcp", 0);
-	av_dict_set(&opts, "timeout", RTSP_SOCKET_TIMEOUT, 0);
-	set_deadline(s, RTSP_OPEN_TIMEOUT);
-	int err = avformat_open_input(&fmt, s->url, NULL, &opts); /* frees fmt on failure */
-	av_dict_free(&opts);
-	if (err < 0) {
-		describe_error(s, "connect", err, reason, sizeof reason, &auth);
-		goto out;
-	}
-	read_loop(s, fmt, reason, sizeof reason, &auth);
-	set_deadline(s, 1000000); /* TEARDOWN gets a second at most */
-	avformat_close_input(&fmt);
-out:
+	rtsp_gate_free(&s->gate);
 	pthread_mutex_lock(&drv->lock);
 	s->done = true;
 	s->auth_failed = auth;
@@ -318,6 +543,36 @@ out:
 	pthread_mutex_unlock(&drv->lock);
 	driver_unref(drv);
 	return NULL;
+}
+
+/* Loop side: hands the core what a stream's transport did; logs the transport chosen,
+ * and losses at most every RTSP_LOSS_LOG_MS. */
+static void report_transport(struct ing_driver *drv, struct rtsp_stream *s)
+{
+	pthread_mutex_lock(&drv->lock);
+	struct ing_transport_report r = s->report;
+	bool due = s->report_due;
+	memset(&s->report, 0, sizeof s->report);
+	s->report_due = false;
+	pthread_mutex_unlock(&drv->lock);
+	if (!due)
+		return;
+	const char *name = s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub";
+	if (r.transport)
+		kp_info("camera %s: %s stream: RTP over %s", drv->name, name,
+			!strcmp(r.transport, "udp") ? "UDP" : "TCP");
+	s->lost_unlogged += r.rtp_lost_packets;
+	s->loss_dropped_unlogged += r.loss_dropped;
+	uint64_t now = kp_mono_ms();
+	if ((s->lost_unlogged || s->loss_dropped_unlogged) && now - s->loss_logged_ms >= RTSP_LOSS_LOG_MS) {
+		kp_warn("camera %s: %s stream: %llu RTP packets lost; %llu access units dropped up to a keyframe",
+			drv->name, name, (unsigned long long)s->lost_unlogged,
+			(unsigned long long)s->loss_dropped_unlogged);
+		s->loss_logged_ms = now;
+		s->lost_unlogged = s->loss_dropped_unlogged = 0;
+	}
+	if (drv->sink->transport)
+		drv->sink->transport(drv->sink->ctx, s->index, &r);
 }
 
 /* Loop side: delivers what the threads queued. */
@@ -344,6 +599,7 @@ static void on_async(uv_async_t *h)
 
 		if (bytes)
 			drv->sink->bytes(drv->sink->ctx, s->index, bytes);
+		report_transport(drv, s);
 		for (unsigned k = 0; k < n; k++) {
 			if (!s->streaming) {
 				s->streaming = true;
@@ -386,6 +642,7 @@ static void on_async_close(uv_handle_t *h)
 static void quiet_libav(void)
 {
 	av_log_set_level(AV_LOG_ERROR);
+	av_log_set_callback(libav_log);
 }
 
 static int rtsp_start(const struct ing_camera_info *info, const struct ing_sink *sink, uv_loop_t *loop,
@@ -399,6 +656,9 @@ static int rtsp_start(const struct ing_camera_info *info, const struct ing_sink 
 	drv->sink = sink;
 	drv->name = strdup(info->name);
 	drv->url_redacted = strdup(info->url_redacted);
+	drv->transport = info->rtsp_transport;
+	drv->rtp_port_min = info->rtp_port_min;
+	drv->rtp_port_max = info->rtp_port_max;
 	const char *urls[2] = {
 	    info->streams & KP_STREAM_MAIN ? info->url : NULL,
 	    info->streams & KP_STREAM_SUB && info->sub_url && info->sub_url[0] ? info->sub_url : NULL,

@@ -48,15 +48,20 @@ int cam_source_param_set(const struct cam_source *src, int index, const uint8_t 
 enum cam_encryption { CAM_ENC_NONE, CAM_ENC_BC, CAM_ENC_AES, CAM_ENC_FULL_AES };
 
 struct cam_faults {
-	bool wrong_password;       /* refuse every login */
-	unsigned drop_after_s;     /* close each session after N seconds (0 = never) */
-	unsigned stall_after_s;    /* stop sending (keep the socket open) after N seconds */
-	unsigned garbage_after_s;  /* send garbage bytes after N seconds */
-	bool oversize_body;        /* send a Baichuan header declaring a 16 MiB + 1 body */
-	unsigned udp_loss_percent; /* BCUDP: drop this share of data packets (first send) */
-	bool udp_reorder;          /* BCUDP: swap adjacent data packets */
-	unsigned refuse_streams;   /* Baichuan: answer msg 3 with 400 for these (bit 0 main, 1 sub) */
-	unsigned refuse_for_s;     /* ... during the first N seconds of the camera (0 = always) */
+	bool wrong_password;      /* refuse every login */
+	unsigned drop_after_s;    /* close each session after N seconds (0 = never) */
+	unsigned stall_after_s;   /* stop sending (keep the socket open) after N seconds */
+	unsigned garbage_after_s; /* send garbage bytes after N seconds */
+	bool oversize_body;       /* send a Baichuan header declaring a 16 MiB + 1 body */
+	unsigned
+	    udp_loss_percent; /* BCUDP: drop this share of data packets (first send); RTSP over UDP: of RTP packets */
+	bool udp_reorder;     /* BCUDP: swap adjacent data packets; RTSP over UDP: adjacent RTP packets */
+	bool udp_461;         /* RTSP: answer 461 Unsupported Transport to a SETUP offering only UDP */
+	bool udp_silent;      /* RTSP: accept SETUP over UDP, then send no RTP or RTCP at all */
+	unsigned cut_mid_frame_s; /* RTSP over TCP: N seconds into the first session, send half a frame's
+				   * RTP packets and close the connection */
+	unsigned refuse_streams;  /* Baichuan: answer msg 3 with 400 for these (bit 0 main, 1 sub) */
+	unsigned refuse_for_s;    /* ... during the first N seconds of the camera (0 = always) */
 };
 
 /* Counters per server and stream, written to the --stats file as JSON. */

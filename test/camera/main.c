@@ -27,7 +27,7 @@ static void usage(FILE *f)
 	       "         [--motion-interval S] [--alarm STATUS/AITYPE] [--snapshot FILE.jpg] [--stats FILE]\n"
 	       "         [--parent PID]\n"
 	       "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder|\n"
-	       "                  refuse=main|sub[:S]]...\n"
+	       "                  udp-461|udp-silent|cut-mid-frame=S|refuse=main|sub[:S]]...\n"
 	       "FILE is an Annex-B stream (.h264, .h265) or MPEG-TS (.h264.ts, .h265.ts: B-frames, PTS and DTS kept).\n"
 	       "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n");
 }
@@ -114,6 +114,12 @@ static int parse_fault(struct cam_faults *f, const char *arg)
 		f->oversize_body = true;
 	else if (!strcmp(arg, "udp-reorder"))
 		f->udp_reorder = true;
+	else if (!strcmp(arg, "udp-461"))
+		f->udp_461 = true;
+	else if (!strcmp(arg, "udp-silent"))
+		f->udp_silent = true;
+	else if (!strncmp(arg, "cut-mid-frame=", 14))
+		f->cut_mid_frame_s = (unsigned)strtoul(arg + 14, &end, 10);
 	else if (!strncmp(arg, "drop=", 5))
 		f->drop_after_s = (unsigned)strtoul(arg + 5, &end, 10);
 	else if (!strncmp(arg, "stall=", 6))

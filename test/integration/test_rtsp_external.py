@@ -1,7 +1,9 @@
 """The RTSP path against an RTSP server that is not ours: GStreamer's gst-rtsp-server
 (Debian's gir1.2-gst-rtsp-server-1.0 through python3-gi) serves the H.264 and H.265
-fixtures with digest authentication; ingestd streams both and recorderd receives the
-frames; a wrong password gives auth-failed."""
+fixtures with digest authentication; ingestd streams both over TCP and the H.264 one
+also over UDP (transport = udp: GStreamer's server sends to our client_port pair from
+its server_port pair, RFC 2326 12.39), and recorderd receives the frames; a wrong
+password gives auth-failed."""
 import os
 import subprocess
 import time
@@ -15,6 +17,18 @@ run_dir = {dir}/run
 [web]
 listen = 127.0.0.1:{port}
 """
+
+
+def udp_ports_bound(first, last):
+    """Local UDP ports within [first, last] that some socket is bound to (/proc/net/udp, udp6)."""
+    ports = set()
+    for name in ("/proc/net/udp", "/proc/net/udp6"):
+        with open(name) as f:
+            for line in f.readlines()[1:]:
+                port = int(line.split()[1].rsplit(":", 1)[1], 16)
+                if first <= port <= last:
+                    ports.add(port)
+    return sorted(ports)
 
 
 def serve(fixture, port):
@@ -36,13 +50,15 @@ def test(make):
         config = CONFIG
         for codec, port in ports.items():
             config += f'[camera "gst-{codec}"]\nurl = rtsp://viewer:gst-pw@127.0.0.1:{port}/stream\n'
+        config += f'[camera "gst-udp"]\nurl = rtsp://viewer:gst-pw@127.0.0.1:{ports["h264"]}/stream\n'
+        config += "transport = udp\nrtp_ports = 41000-41099\n"
         config += f'[camera "gst-wrong"]\nurl = rtsp://viewer:nope@127.0.0.1:{ports["h264"]}/stream\n'
         kp = make(config=config)
         kp.wait_running()
 
         def streaming():
             c = cameras(kp)
-            ok = c and all(c[f"gst-{k}"]["state"] == "streaming" for k in ports)
+            ok = c and all(c[f"gst-{k}"]["state"] == "streaming" for k in (*ports, "udp"))
             return c if ok else None
         c = wait_for(streaming, 15.0, 0.2)
         check(c is not None, f"both GStreamer streams are streaming: {cameras(kp)}")
@@ -50,8 +66,19 @@ def test(make):
             s = c[f"gst-{codec}"]["streams"][0]
             check(s["codec"] == codec and (s["width"], s["height"]) == (1920, 1080),
                   f"gst-{codec}: {s['codec']} {s['width']}x{s['height']}")
+        for name, want in (("gst-h264", "tcp"), ("gst-h265", "tcp"), ("gst-udp", "udp")):
+            got = c[name]["streams"][0]["transport"]
+            check(got == want, f"{name}: RTP over {got!r}, expected {want}")
+        bound = udp_ports_bound(41000, 41099)
+        check(len(bound) == 2 and bound[0] % 2 == 0 and bound[1] == bound[0] + 1,
+              f"gst-udp: ingestd receives RTP and RTCP on an even/odd pair of rtp_ports 41000-41099: {bound}")
         time.sleep(4.0)
         c = cameras(kp)
+        u = c["gst-udp"]["streams"][0]
+        check(u["frames"] >= 75 and u["recorded_frames"] >= u["frames"] - 30 and u["recorded_gaps"] == 0
+              and u["rtp_lost_packets"] == 0 and u["reconnects"] == 0,
+              f"gst-udp: {u['frames']} frames received over UDP, {u['recorded_frames']} at recorderd, "
+              f"{u['rtp_lost_packets']} RTP packets lost, {u['reconnects']} reconnects")
         for codec in ports:
             s = c[f"gst-{codec}"]["streams"][0]
             check(s["frames"] >= 75 and s["recorded_frames"] >= s["frames"] - 30,

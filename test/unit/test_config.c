@@ -217,6 +217,60 @@ static void test_quota_and_rollover(void)
 	CHECK_STR_CONTAINS(errs.text, "rollover_secs in [camera] must be an integer from 1 to 86400");
 }
 
+/* [camera] transport and rtp_ports (RTSP only): defaults tcp and 40000-40999, the
+ * three values, the bounds of the port range, one past each, and what they are refused
+ * with. Both survive rendering. */
+static void test_rtsp_transport(void)
+{
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\n"), 0);
+	CHECK_EQ(cfg.cameras[0].transport, KP_RTSP_TCP);
+	CHECK_EQ(cfg.cameras[0].rtp_port_min, 40000);
+	CHECK_EQ(cfg.cameras[0].rtp_port_max, 40999);
+	static const struct {
+		const char *v;
+		enum kp_rtsp_transport t;
+	} ok[] = {{"tcp", KP_RTSP_TCP}, {"udp", KP_RTSP_UDP}, {"auto", KP_RTSP_AUTO}};
+	char text[256];
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		snprintf(text, sizeof text, "[camera \"c\"]\nurl = rtsp://h/\ntransport = %s\n", ok[i].v);
+		CHECK_EQ(load(text), 0);
+		CHECK_EQ(cfg.cameras[0].transport, ok[i].t);
+	}
+	static const char *const bad[] = {"TCP", "udp-tcp", "http", "", "tcp,udp"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(text, sizeof text, "[camera \"c\"]\nurl = rtsp://h/\ntransport = %s\n", bad[i]);
+		CHECK_EQ(load(text), -EINVAL);
+		CHECK_STR_CONTAINS(errs.text, "t.conf:3: camera 'c': transport must be tcp, udp or auto");
+	}
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nrtp_ports = 1024-1027\n"), 0);
+	CHECK_EQ(cfg.cameras[0].rtp_port_min, 1024);
+	CHECK_EQ(cfg.cameras[0].rtp_port_max, 1027);
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nrtp_ports = 65532-65535\n"), 0);
+	static const char *const bad_ports[] = {"1022-1025", "1024-1024", "1025-1030",    "65534-65536",
+						"40000",     "a-b",       "40000-40010x", "40010-40000"};
+	for (size_t i = 0; i < sizeof bad_ports / sizeof bad_ports[0]; i++) {
+		snprintf(text, sizeof text, "[camera \"c\"]\nurl = rtsp://h/\nrtp_ports = %s\n", bad_ports[i]);
+		CHECK_EQ(load(text), -EINVAL);
+		CHECK_STR_CONTAINS(errs.text, "t.conf:3: camera 'c': rtp_ports must be FIRST-LAST within 1024-65535");
+	}
+	CHECK_EQ(load("[camera \"c\"]\nurl = baichuan://h/\ntransport = udp\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "camera 'c': transport and rtp_ports are for rtsp:// cameras only");
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsps://h/\ntransport = auto\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "camera 'c': transport must be tcp for rtsps:// URLs");
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nsub_url = rtsps://h/s\ntransport = udp\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "camera 'c': transport must be tcp for rtsps:// URLs");
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsps://h/\ntransport = tcp\n"), 0);
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\ntransport = auto\nrtp_ports = 50000-50011\n"), 0);
+	static char out[64 * 1024];
+	CHECK(kp_config_render(&cfg, out, sizeof out) > 0);
+	CHECK_STR_CONTAINS(out, "transport = auto\nrtp_ports = 50000-50011\n");
+	static char copy[64 * 1024];
+	snprintf(copy, sizeof copy, "%s", out);
+	CHECK_EQ(load(copy), 0);
+	CHECK_EQ(cfg.cameras[0].transport, KP_RTSP_AUTO);
+	CHECK_EQ(cfg.cameras[0].rtp_port_max, 50011);
+}
+
 static void test_missing_file(void)
 {
 	CHECK_EQ(kp_config_load_file("/nonexistent/keeppeek.conf", &cfg, &errs), -ENOENT);
@@ -335,6 +389,7 @@ int main(void)
 	RUN(test_long_line);
 	RUN(test_sub_url);
 	RUN(test_quota_and_rollover);
+	RUN(test_rtsp_transport);
 	RUN(test_missing_file);
 	RUN(test_not_a_file);
 	RUN(test_unclosed_section);

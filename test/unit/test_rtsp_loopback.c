@@ -1,6 +1,7 @@
 /* The test camera's RTSP server on loopback, read by libavformat's RTSP client (the one
  * ingestd's driver uses) for H.264 and H.265 with digest authentication, plus raw-socket
- * checks of its protocol answers: 401, 461 for UDP, 404, 455, 400 and 505. Needs the
+ * checks of its protocol answers: 401, UDP (RFC 2326 12.39) and 461 for UDP from a
+ * camera with the udp-461 fault, 404, 455, 400 and 505. Needs the
  * fixtures generated in the build directory (test/fixtures). */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,8 +21,8 @@ struct cam_stats cam_stats;
 
 static uv_loop_t loop;
 static uv_async_t stop_async;
-static struct cam_config cfg_auth, cfg_wrong, cfg_open;
-static uint16_t port_auth, port_wrong, port_open;
+static struct cam_config cfg_auth, cfg_wrong, cfg_open, cfg_tcp_only;
+static uint16_t port_auth, port_wrong, port_open, port_tcp_only;
 
 static void on_stop(uv_async_t *h)
 {
@@ -164,12 +165,33 @@ static void test_wrong_password(void)
 	CHECK(r == AVERROR_HTTP_UNAUTHORIZED);
 }
 
+/* libavformat/rtsp.c turns a 461 with no other transport allowed into EPROTONOSUPPORT:
+ * what the driver's auto mode falls back to TCP on. */
 static void test_udp_refused(void)
 {
 	char url[256];
 	AVFormatContext *fmt;
+	snprintf(url, sizeof url, "rtsp://127.0.0.1:%u/main", port_tcp_only);
+	CHECK_EQ(open_rtsp(url, "udp", &fmt), AVERROR(EPROTONOSUPPORT));
+}
+
+/* RTP over UDP: libavformat's client gets packets on its client_port pair. */
+static void test_udp_stream(void)
+{
+	char url[256];
+	AVFormatContext *fmt;
 	snprintf(url, sizeof url, "rtsp://127.0.0.1:%u/main", port_open);
-	CHECK(open_rtsp(url, "udp", &fmt) < 0);
+	int r = open_rtsp(url, "udp", &fmt);
+	CHECK_EQ(r, 0);
+	if (r < 0)
+		return;
+	AVPacket *pkt = av_packet_alloc();
+	int got = 0;
+	for (int i = 0; i < 30 && av_read_frame(fmt, pkt) >= 0; i++, got++)
+		av_packet_unref(pkt);
+	CHECK_EQ(got, 30);
+	av_packet_free(&pkt);
+	avformat_close_input(&fmt);
 }
 
 /* True when out holds a whole response, body included. */
@@ -233,9 +255,17 @@ static void test_raw_protocol(void)
 		      "realm=\"KeepPeek\", nonce=\"x\", uri=\"rtsp://127.0.0.1/main\", "
 		      "response=\"00000000000000000000000000000000\"\r\n\r\n",
 		      "RTSP/1.0 401 ", NULL, false);
+	expect_answer(port_tcp_only,
+		      "SETUP rtsp://127.0.0.1/main/trackID=0 RTSP/1.0\r\nCSeq: 3\r\n"
+		      "Transport: RTP/AVP;unicast;client_port=5000-5001\r\n\r\n",
+		      "RTSP/1.0 461 Unsupported Transport", "CSeq: 3", false);
 	expect_answer(port_open,
 		      "SETUP rtsp://127.0.0.1/main/trackID=0 RTSP/1.0\r\nCSeq: 3\r\n"
 		      "Transport: RTP/AVP;unicast;client_port=5000-5001\r\n\r\n",
+		      "RTSP/1.0 200 OK", "client_port=5000-5001;server_port=", false);
+	expect_answer(port_open,
+		      "SETUP rtsp://127.0.0.1/main/trackID=0 RTSP/1.0\r\nCSeq: 3\r\n"
+		      "Transport: RTP/AVP;multicast\r\n\r\n",
 		      "RTSP/1.0 461 Unsupported Transport", "CSeq: 3", false);
 	expect_answer(port_open,
 		      "SETUP rtsp://127.0.0.1/main/trackID=0 RTSP/1.0\r\nCSeq: 3\r\n"
@@ -275,12 +305,16 @@ int main(void)
 	cfg_wrong = cfg_auth;
 	cfg_wrong.faults.wrong_password = true;
 	cfg_open = (struct cam_config){.main = src264, .sub = src265};
+	cfg_tcp_only = cfg_open;
+	cfg_tcp_only.faults.udp_461 = true;
+	port_tcp_only = free_port();
 	port_auth = free_port();
 	port_wrong = free_port();
 	port_open = free_port();
 	CHECK_EQ(cam_rtsp_listen(&loop, &cfg_auth, "127.0.0.1", port_auth), 0);
 	CHECK_EQ(cam_rtsp_listen(&loop, &cfg_wrong, "127.0.0.1", port_wrong), 0);
 	CHECK_EQ(cam_rtsp_listen(&loop, &cfg_open, "127.0.0.1", port_open), 0);
+	CHECK_EQ(cam_rtsp_listen(&loop, &cfg_tcp_only, "127.0.0.1", port_tcp_only), 0);
 	uv_async_init(&loop, &stop_async, on_stop);
 	pthread_t t;
 	pthread_create(&t, NULL, loop_thread, NULL);
@@ -289,6 +323,7 @@ int main(void)
 	RUN(test_h265_sub_alias);
 	RUN(test_wrong_password);
 	RUN(test_udp_refused);
+	RUN(test_udp_stream);
 	RUN(test_raw_protocol);
 	uv_async_send(&stop_async);
 	pthread_join(t, NULL);

@@ -213,6 +213,25 @@ static void expect_transport(const char *v, int err, bool tcp, int a, int b)
 	}
 }
 
+/* RFC 2326 12.39: client_port=a-b gives the client's RTP and RTCP ports. */
+static void expect_udp(const char *v, int err, unsigned rtp, unsigned rtcp, bool first)
+{
+	struct rtsp_transport t = {0};
+	const char *why = "";
+	int r = rtsp_transport_parse(S(v), &t, &why);
+	CHECK_EQ(r, err);
+	if (r == 0 && rtp) {
+		CHECK(t.udp);
+		CHECK_EQ(t.client_port[0], rtp);
+		CHECK_EQ(t.client_port[1], rtcp);
+		CHECK_EQ(t.udp_first, first);
+	} else if (r == 0) {
+		CHECK(!t.udp);
+	} else {
+		CHECK(why[0] != '\0');
+	}
+}
+
 static void test_transport(void)
 {
 	expect_transport("RTP/AVP/TCP;unicast;interleaved=0-1", 0, true, 0, 1);
@@ -231,6 +250,16 @@ static void test_transport(void)
 	expect_transport("RTP/AVP/TCP;interleaved=1-1", -EBADMSG, false, 0, 0);
 	expect_transport("RTP/AVP/TCP;interleaved=1-2x", -EBADMSG, false, 0, 0);
 	expect_transport("RTP/AVP/TCP;interleaved=255", -EBADMSG, false, 0, 0);
+	expect_udp("RTP/AVP;unicast;client_port=5000-5001", 0, 5000, 5001, true);
+	expect_udp("RTP/AVP/UDP;unicast;client_port=40002-40003;mode=play", 0, 40002, 40003, true);
+	expect_udp("RTP/AVP;unicast;client_port=6000", 0, 6000, 6001, true);
+	expect_udp("RTP/AVP/TCP;unicast;interleaved=0-1,RTP/AVP;unicast;client_port=7000-7001", 0, 7000, 7001, false);
+	expect_udp("RTP/AVP;unicast", 0, 0, 0, false);
+	expect_udp("RTP/AVP;multicast;client_port=5000-5001", 0, 0, 0, false);
+	expect_udp("RTP/AVP;unicast;client_port=0-1", -EBADMSG, 0, 0, false);
+	expect_udp("RTP/AVP;unicast;client_port=65535", -EBADMSG, 0, 0, false);
+	expect_udp("RTP/AVP;unicast;client_port=5000-70000", -EBADMSG, 0, 0, false);
+	expect_udp("RTP/AVP;unicast;client_port=5000-5000", -EBADMSG, 0, 0, false);
 }
 
 int main(void)

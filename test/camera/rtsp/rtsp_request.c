@@ -364,11 +364,41 @@ static int parse_channel(const char **p, const char *end, unsigned *ret)
 	return 0;
 }
 
-/* One transport-spec: 1 when acceptable, 0 when not, or a negative errno. */
+static int parse_port(const char **p, const char *end, unsigned *ret)
+{
+	unsigned v = 0, digits = 0;
+	while (*p < end && **p >= '0' && **p <= '9' && digits < 5) {
+		v = v * 10 + (unsigned)(**p - '0');
+		(*p)++;
+		digits++;
+	}
+	if (!digits || v == 0 || v > 65535)
+		return -EBADMSG;
+	*ret = v;
+	return 0;
+}
+
+/* "a" or "a-b" at *p: channels (max 255) or ports. */
+static int parse_pair(const char *q, const char *qe, bool ports, unsigned *a, unsigned *b)
+{
+	if ((ports ? parse_port(&q, qe, a) : parse_channel(&q, qe, a)) < 0)
+		return -EBADMSG;
+	*b = *a + 1;
+	if (q < qe && *q == '-') {
+		q++;
+		if ((ports ? parse_port(&q, qe, b) : parse_channel(&q, qe, b)) < 0)
+			return -EBADMSG;
+	}
+	if (q != qe || *b > (ports ? 65535u : 255u) || *a == *b)
+		return -EBADMSG;
+	return 0;
+}
+
+/* One transport-spec (RFC 2326 12.39) into t, unless t already has one of its kind. */
 static int parse_spec(const char *p, const char *end, struct rtsp_transport *t, const char **ret_reason)
 {
-	bool first = true, tcp = false, multicast = false;
-	unsigned a = 0, b = 1;
+	bool first = true, tcp = false, udp = false, multicast = false, have_ports = false;
+	unsigned a = 0, b = 1, pa = 0, pb = 0;
 	for (;;) {
 		const char *semi = memchr(p, ';', (size_t)(end - p));
 		if (!semi)
@@ -380,38 +410,40 @@ static int parse_spec(const char *p, const char *end, struct rtsp_transport *t, 
 				return -EBADMSG;
 			}
 			tcp = rtsp_str_eq(param, "RTP/AVP/TCP");
+			udp = rtsp_str_eq(param, "RTP/AVP") || rtsp_str_eq(param, "RTP/AVP/UDP");
 			first = false;
 		} else if (rtsp_str_eq(param, "multicast")) {
 			multicast = true;
 		} else if (param.n > 12 && strncasecmp(param.p, "interleaved=", 12) == 0) {
-			const char *q = param.p + 12, *qe = param.p + param.n;
-			if (parse_channel(&q, qe, &a) < 0) {
+			if (parse_pair(param.p + 12, param.p + param.n, false, &a, &b) < 0) {
 				*ret_reason = "bad interleaved channels";
 				return -EBADMSG;
 			}
-			b = a + 1;
-			if (q < qe && *q == '-') {
-				q++;
-				if (parse_channel(&q, qe, &b) < 0) {
-					*ret_reason = "bad interleaved channels";
-					return -EBADMSG;
-				}
-			}
-			if (q != qe || b > 255 || a == b) {
-				*ret_reason = "bad interleaved channels";
+		} else if (param.n > 12 && strncasecmp(param.p, "client_port=", 12) == 0) {
+			if (parse_pair(param.p + 12, param.p + param.n, true, &pa, &pb) < 0) {
+				*ret_reason = "bad client_port";
 				return -EBADMSG;
 			}
+			have_ports = true;
 		}
 		if (semi == end)
 			break;
 		p = semi + 1;
 	}
-	if (!tcp || multicast)
+	if (multicast)
 		return 0;
-	t->tcp = true;
-	t->interleaved[0] = (uint8_t)a;
-	t->interleaved[1] = (uint8_t)b;
-	return 1;
+	if (tcp && !t->tcp) {
+		t->tcp = true;
+		t->interleaved[0] = (uint8_t)a;
+		t->interleaved[1] = (uint8_t)b;
+	}
+	if (udp && have_ports && !t->udp) {
+		t->udp = true;
+		t->udp_first = !t->tcp;
+		t->client_port[0] = (uint16_t)pa;
+		t->client_port[1] = (uint16_t)pb;
+	}
+	return 0;
 }
 
 int rtsp_transport_parse(struct rtsp_str value, struct rtsp_transport *ret, const char **ret_reason)
@@ -429,7 +461,7 @@ int rtsp_transport_parse(struct rtsp_str value, struct rtsp_transport *ret, cons
 		int r = parse_spec(p, comma, &t, ret_reason);
 		if (r < 0)
 			return r;
-		if (r == 1 || comma == end)
+		if (comma == end)
 			break;
 		p = comma + 1;
 	}

@@ -58,14 +58,20 @@ struct rtsp_digest {
  * present. Returns 0 or -EBADMSG / -EPROTONOSUPPORT with *ret_reason set. */
 int rtsp_digest_parse(struct rtsp_str value, struct rtsp_digest *ret, const char **ret_reason);
 
+/* What a Transport header offers (RFC 2326 12.39): the first unicast RTP/AVP/TCP
+ * specification and the first unicast RTP/AVP (or RTP/AVP/UDP) one with client_port,
+ * and which of the two the client listed first (its preference). */
 struct rtsp_transport {
 	bool tcp;               /* RTP/AVP/TCP */
 	uint8_t interleaved[2]; /* RTP and RTCP channels */
+	bool udp;               /* RTP/AVP[/UDP];unicast;client_port=a-b */
+	uint16_t client_port[2];
+	bool udp_first;
 };
 
-/* Picks the first transport specification of the list that is RTP/AVP/TCP, unicast,
- * with interleaved=N-M (or none: 0-1). Returns 0 with ret->tcp true, 0 with ret->tcp
- * false when only other transports (UDP, multicast) are offered, or -EBADMSG with
+/* Parses a Transport header. TCP without interleaved= means channels 0-1; client_port=a
+ * means a-(a+1). Multicast specifications and those without client_port over UDP are
+ * skipped. Returns 0 (possibly with neither tcp nor udp set), or -EBADMSG with
  * *ret_reason set. */
 int rtsp_transport_parse(struct rtsp_str value, struct rtsp_transport *ret, const char **ret_reason);
 

@@ -1,7 +1,9 @@
-/* The test camera's RTSP server: RTSP/1.0 over TCP (OPTIONS, DESCRIBE, SETUP with
- * interleaved TCP transport only, PLAY, TEARDOWN, GET_PARAMETER), digest authentication,
- * fixture frames packetized with common/rtp_h26x.c on channel 0 and RTCP sender reports
- * on channel 1, a bounded output queue per client, and the drop/stall/garbage faults. */
+/* The test camera's RTSP server: RTSP/1.0 over TCP (OPTIONS, DESCRIBE, SETUP, PLAY,
+ * TEARDOWN, GET_PARAMETER), digest authentication, fixture frames packetized with
+ * common/rtp_h26x.c and RTCP sender reports, either interleaved on the RTSP connection
+ * (RFC 2326 10.12) or over UDP (RFC 2326 12.39, rtsp_udp.c), a bounded output queue per
+ * client, and the drop/stall/garbage/cut-mid-frame faults and the UDP ones (a camera
+ * that refuses UDP with 461, one whose UDP never arrives). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "rtsp_digest.h"
 #include "rtsp_request.h"
 #include "rtsp_sdp.h"
+#include "rtsp_udp.h"
 
 #define RTSP_REALM          "KeepPeek"
 #define RTSP_MTU            1400
@@ -41,6 +44,7 @@ struct rtsp_client {
 	int stream; /* 0 main, 1 sub, -1 before SETUP */
 	char session[17];
 	uint8_t ch_rtp, ch_rtcp;
+	struct rtsp_udp *udp; /* RTP over UDP; NULL: interleaved */
 	bool playing, stalled, closing;
 	struct cam_sub *sub;
 	uint64_t accepted_ms, last_sr_ms;
@@ -60,6 +64,7 @@ struct write_req {
 };
 
 static uint64_t slow_clients; /* disconnected for not reading their media */
+static bool cut_done;         /* cut-mid-frame happens once, in the first session */
 
 static void random_hex(char *out, size_t bytes)
 {
@@ -97,6 +102,9 @@ static void client_close(struct rtsp_client *c, const char *why)
 		fprintf(stderr, "keeppeek-test-camera: rtsp: client closed: %s\n", why);
 	cam_source_unsubscribe(c->sub);
 	c->sub = NULL;
+	if (c->udp)
+		rtsp_udp_close(c->udp);
+	c->udp = NULL;
 	uv_close((uv_handle_t *)&c->tick, on_handle_closed);
 	uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
 }
@@ -169,7 +177,75 @@ static int emit_rtp(void *arg, const uint8_t *pkt, size_t len)
 	struct rtsp_client *c = arg;
 	c->packets++;
 	c->octets += (uint32_t)(len - RTP_HEADER_SIZE);
+	if (c->udp) {
+		rtsp_udp_send_rtp(c->udp, pkt, len);
+		return 0;
+	}
 	return batch_add(c, c->ch_rtp, pkt, len);
+}
+
+static int count_rtp(void *arg, const uint8_t *pkt, size_t len)
+{
+	(void)pkt, (void)len;
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+struct cut {
+	struct rtsp_client *c;
+	unsigned left;
+};
+
+static int emit_until_cut(void *arg, const uint8_t *pkt, size_t len)
+{
+	struct cut *k = arg;
+	if (!k->left)
+		return 0;
+	k->left--;
+	return batch_add(k->c, k->c->ch_rtp, pkt, len);
+}
+
+static void on_cut_shutdown(uv_shutdown_t *req, int status)
+{
+	struct rtsp_client *c = req->data;
+	(void)status;
+	free(req);
+	client_close(c, "fault: connection cut in the middle of a frame");
+}
+
+/* cut-mid-frame: the first half of this frame's RTP packets (at least one, and at
+ * least one short of all of them), then a FIN once they are written, as a camera
+ * rebooting or a link going down mid-frame. A frame of one packet is sent whole and the
+ * next one is tried. Returns true once the cut is under way. */
+static bool cut_mid_frame(struct rtsp_client *c, const struct cam_frame *f, uint32_t ts)
+{
+	unsigned n = 0;
+	struct rtp_packetizer saved = c->pk;
+	if (rtp_packetize(&c->pk, f->data, f->len, ts, count_rtp, &n) != 0 || n < 2) {
+		c->pk = saved;
+		return false;
+	}
+	c->pk = saved;
+	struct cut k = {.c = c, .left = n / 2};
+	c->batch_len = 0;
+	uv_shutdown_t *req = malloc(sizeof *req);
+	if (!req || rtp_packetize(&c->pk, f->data, f->len, ts, emit_until_cut, &k) != 0 ||
+	    client_write(c, c->batch, c->batch_len) < 0) {
+		free(req);
+		client_close(c, "cannot cut a frame");
+		return true;
+	}
+	cut_done = true;
+	c->stalled = true;
+	fprintf(stderr,
+		"keeppeek-test-camera: rtsp: fault: cutting the connection after %u of %u RTP packets of frame %llu\n",
+		n / 2, n, (unsigned long long)f->seq);
+	req->data = c;
+	if (uv_shutdown(req, (uv_stream_t *)&c->tcp, on_cut_shutdown) < 0) {
+		free(req);
+		client_close(c, "fault: connection cut in the middle of a frame");
+	}
+	return true;
 }
 
 static void send_garbage(struct rtsp_client *c)
@@ -208,6 +284,10 @@ static void on_frame(const struct cam_frame *f, void *arg)
 		return;
 	}
 	uint32_t ts = c->ts_base + (uint32_t)(f->pts_us * 9 / 100);
+	if (!c->udp && !cut_done && fault_due(c, faults->cut_mid_frame_s) && cut_mid_frame(c, f, ts))
+		return;
+	if (c->udp && faults->udp_silent)
+		return; /* frames that never arrive are not counted as sent */
 	c->batch_len = 0;
 	if (rtp_packetize(&c->pk, f->data, f->len, ts, emit_rtp, c) != 0) {
 		client_close(c, "cannot packetize a frame");
@@ -216,11 +296,11 @@ static void on_frame(const struct cam_frame *f, void *arg)
 	c->last_ts = ts;
 	c->last_frame_ms = uv_now(c->tcp.loop);
 	c->have_frame = true;
-	if (client_write(c, c->batch, c->batch_len) < 0)
+	if (!c->udp && client_write(c, c->batch, c->batch_len) < 0)
 		return;
 	struct cam_stream_stats *st = &cam_stats.rtsp[c->stream];
 	st->frames_sent++;
-	st->bytes_sent += c->batch_len;
+	st->bytes_sent += c->udp ? f->len : c->batch_len;
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -259,6 +339,10 @@ static void send_sender_report(struct rtsp_client *c)
 	p[36] = 1;
 	p[37] = (uint8_t)(sizeof cname - 1);
 	memcpy(p + 38, cname, sizeof cname - 1);
+	if (c->udp) {
+		rtsp_udp_send_rtcp(c->udp, p, 28 + padded);
+		return;
+	}
 	c->batch_len = 0;
 	if (batch_add(c, c->ch_rtcp, p, 28 + padded) == 0)
 		client_write(c, c->batch, c->batch_len);
@@ -408,6 +492,24 @@ static void handle_describe(struct rtsp_client *c, const struct rtsp_request *re
 	send_response(c, &r, sdp, n);
 }
 
+/* RTP over UDP for this session (RFC 2326 12.39): to the SETUP's sender at its
+ * client_port pair, from two ports of ours. Returns 0 or a negative errno. */
+static int setup_udp(struct rtsp_client *c, const struct rtsp_transport *t, uint16_t server_port[2])
+{
+	struct sockaddr_storage local, peer;
+	int llen = sizeof local, plen = sizeof peer;
+	int r = uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&local, &llen);
+	if (r == 0)
+		r = uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen);
+	if (r == 0)
+		r = rtsp_udp_open(c->tcp.loop, (struct sockaddr *)&local, (struct sockaddr *)&peer, t->client_port,
+				  &c->srv->cfg->faults, &c->udp, server_port);
+	return r;
+}
+
+/* SETUP (RFC 2326 10.4): the client's preferred transport of those offered (12.39),
+ * or 461 Unsupported Transport (11.3.11) when we serve none of them; the udp-461
+ * fault serves TCP only, like cameras that have no RTP over UDP. */
 static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, int stream)
 {
 	const struct rtsp_str *h = rtsp_request_header(req, "Transport");
@@ -417,7 +519,8 @@ static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, 
 		send_simple(c, 400, "Bad Request", req->cseq);
 		return;
 	}
-	if (!t.tcp) {
+	bool udp = t.udp && !c->srv->cfg->faults.udp_461 && (t.udp_first || !t.tcp);
+	if (!udp && !t.tcp) {
 		send_simple(c, 461, "Unsupported Transport", req->cseq);
 		return;
 	}
@@ -431,6 +534,14 @@ static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, 
 		send_simple(c, 500, "Internal Server Error", req->cseq);
 		return;
 	}
+	uint16_t server_port[2] = {0, 0};
+	if (udp && setup_udp(c, &t, server_port) < 0) {
+		send_simple(c, 500, "Internal Server Error", req->cseq);
+		return;
+	}
+	if (udp)
+		fprintf(stderr, "keeppeek-test-camera: rtsp: RTP over UDP to client ports %u-%u from %u-%u\n",
+			t.client_port[0], t.client_port[1], server_port[0], server_port[1]);
 	c->stream = stream;
 	c->ch_rtp = t.interleaved[0];
 	c->ch_rtcp = t.interleaved[1];
@@ -438,8 +549,13 @@ static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, 
 	random_hex(c->session, 8);
 	struct response r;
 	resp_start(&r, 200, "OK", req->cseq);
-	resp_add(&r, "Transport: RTP/AVP/TCP;unicast;interleaved=%u-%u;ssrc=%08X;mode=\"PLAY\"\r\n", c->ch_rtp,
-		 c->ch_rtcp, c->pk.ssrc);
+	if (udp)
+		resp_add(&r,
+			 "Transport: RTP/AVP;unicast;client_port=%u-%u;server_port=%u-%u;ssrc=%08X;mode=\"PLAY\"\r\n",
+			 t.client_port[0], t.client_port[1], server_port[0], server_port[1], c->pk.ssrc);
+	else
+		resp_add(&r, "Transport: RTP/AVP/TCP;unicast;interleaved=%u-%u;ssrc=%08X;mode=\"PLAY\"\r\n", c->ch_rtp,
+			 c->ch_rtcp, c->pk.ssrc);
 	resp_add(&r, "Session: %s;timeout=60\r\n", c->session);
 	send_response(c, &r, NULL, 0);
 }
