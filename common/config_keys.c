@@ -569,7 +569,7 @@ static const char *type_name(const struct kp_key *k, char *buf, size_t len)
 			o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? "|" : "", k->values[i]);
 		return buf;
 	default:
-		return names[k->type];
+		return k->type < sizeof names / sizeof names[0] && names[k->type] ? names[k->type] : "text";
 	}
 }
 

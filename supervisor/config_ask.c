@@ -19,11 +19,11 @@ static void keys(struct json_w *w)
 {
 	static const char *const users[] = {"keeppeekd", "ingestd", "recorderd", "webd", "rtcd"};
 	static const char *const types[] = {
-	    [KP_KEY_STR] = "text",        [KP_KEY_UINT] = "integer",       [KP_KEY_BOOL] = "boolean",
-	    [KP_KEY_ENUM] = "choice",     [KP_KEY_GB] = "gigabytes",       [KP_KEY_PORT_RANGE] = "port-range",
-	    [KP_KEY_STREAMS] = "streams", [KP_KEY_CAMERA_URL] = "url",     [KP_KEY_RTSP_URL] = "rtsp-url",
-	    [KP_KEY_LISTEN] = "listen",   [KP_KEY_HOSTPORT] = "host-port", [KP_KEY_ADDRESSES] = "addresses",
-	    [KP_KEY_LABELS] = "labels",
+	    [KP_KEY_STR] = "text",        [KP_KEY_UINT] = "integer",         [KP_KEY_BOOL] = "boolean",
+	    [KP_KEY_ENUM] = "choice",     [KP_KEY_GB] = "gigabytes",         [KP_KEY_PORT_RANGE] = "port-range",
+	    [KP_KEY_STREAMS] = "streams", [KP_KEY_CAMERA_URL] = "url",       [KP_KEY_RTSP_URL] = "rtsp-url",
+	    [KP_KEY_LISTEN] = "listen",   [KP_KEY_HOSTPORT] = "host-port",   [KP_KEY_ADDRESSES] = "addresses",
+	    [KP_KEY_LABELS] = "labels",   [KP_KEY_RTP_PORTS] = "port-range",
 	};
 	jw_obj(w);
 	jw_key(w, "keys");
@@ -36,7 +36,7 @@ static void keys(struct json_w *w)
 		jw_key(w, "name");
 		jw_str(w, k->name);
 		jw_key(w, "type");
-		jw_str(w, types[k->type]);
+		jw_str(w, k->type < sizeof types / sizeof types[0] && types[k->type] ? types[k->type] : "text");
 		if (k->type == KP_KEY_UINT || k->type == KP_KEY_GB) {
 			jw_key(w, "min");
 			jw_int(w, k->min);

@@ -355,6 +355,11 @@ static void test_key_table(void)
 	CHECK(kp_config_key_find("camera", "url") != NULL);
 	CHECK(kp_config_key_find("web", "url") == NULL);
 	CHECK(kp_config_keys_render(why, sizeof why) == -ENOSPC);
+	/* Every key has a type name in `config keys` (a new type without one would print
+	 * "(null)" or crash). */
+	static char table[64 * 1024];
+	CHECK(kp_config_keys_render(table, sizeof table) > 0);
+	CHECK(!strstr(table, "(null)") && !strstr(table, "\t\t"));
 
 	static struct kp_config first;
 	static char shown[64 * 1024], again[64 * 1024];
