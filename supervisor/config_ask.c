@@ -232,6 +232,12 @@ void config_ask_answer(struct supervisor *s, struct proc *p, const kp_ConfigAsk 
 	case kp_ConfigAskKind_CONFIG_ASK_AUTH:
 		auth_ask(s, p, q);
 		return;
+	case kp_ConfigAskKind_CONFIG_ASK_DISCOVER:
+		if (discover_start(s, 0, p, q->id, true, why, sizeof why) == 0)
+			return;
+		status = 503;
+		code = "unavailable";
+		break;
 	default:
 		status = 400;
 		code = "bad_request";

@@ -286,6 +286,14 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct
 		kp_out_put(&o, "%s", msg);
 		return r < 0 ? 1 : 0;
 	}
+	if (!strcmp(req->command, "discover") && req->args_count == 0) {
+		char err[160];
+		if (discover_start(s, ticket, NULL, 0, req->json, err, sizeof err) < 0) {
+			kp_out_put(&o, "%s\n", err);
+			return 1;
+		}
+		return CONTROL_PENDING;
+	}
 	if (!strcmp(req->command, "config-plan"))
 		return config_plan_command(s, req, &o);
 	if (!strcmp(req->command, "config-show") && req->args_count == 0) {

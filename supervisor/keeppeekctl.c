@@ -42,6 +42,8 @@ static void usage(FILE *f)
 		   "                         the change of up to 5 fields on up to 64 cameras\n"
 		   "                         (names, globs, label:WORD) as a plan with its diff\n"
 		   "  config apply FILE      apply a plan (refused if the file changed since)\n"
+		   "  cameras discover       cameras on the local segments: Reolink (UID lookup) and\n"
+		   "                         ONVIF (WS-Discovery), each with a URL to start from\n"
 		   "  camera add NAME URL [--set KEY=VALUE...] [-o FILE]\n"
 		   "  camera remove NAME [-o FILE]\n"
 		   "                         add or remove a camera now (or write the plan)\n"
@@ -390,6 +392,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = rest[0];
+	if (!strcmp(cmd, "cameras") && n == 2 && !strcmp(rest[1], "discover"))
+		return call(sock, "discover", NULL, 0, json, false);
 	if (!strcmp(cmd, "status") || !strcmp(cmd, "reload") || !strcmp(cmd, "cameras")) {
 		if (n != 1) {
 			usage(stderr);

@@ -125,6 +125,7 @@ static void stopped(struct supervisor *s)
 	uv_close((uv_handle_t *)&s->sig_int, NULL);
 	uv_close((uv_handle_t *)&s->sig_hup, NULL);
 	service_close(s);
+	discover_close();
 	control_close(s);
 }
 

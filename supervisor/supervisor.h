@@ -183,6 +183,12 @@ int config_apply_plan(struct supervisor *s, const char *plan, size_t plen, char 
  * error_code of a status of 400 or more. */
 void query_reply(struct proc *p, uint32_t id, uint32_t status, const char *code, const char *ctype, const char *text,
 		 size_t len);
+/* discover.c: a search for cameras by ingestd, answered to keeppeekctl (ticket) or to
+ * webd's question id on webd (JSON); 0 while it runs, or a negative errno with err. */
+int discover_start(struct supervisor *s, uint64_t ticket, struct proc *webd, uint32_t id, bool json, char *err,
+		   size_t errlen);
+void discover_on_found(struct supervisor *s, const kp_DiscoverFound *f);
+void discover_close(void);
 /* config_ask.c: webd's ConfigAsk, answered to p. */
 void config_ask_answer(struct supervisor *s, struct proc *p, const kp_ConfigAsk *q, const uint8_t *tail,
 		       size_t tail_len);

@@ -37,8 +37,12 @@ static bool common_frame(struct proc *p, const kp_Envelope *env)
 
 static void ingestd_dispatch(struct proc *p, struct kp_ipc_frame *f)
 {
-	if (!common_frame(p, f->env) && f->env->which_msg == kp_Envelope_stream_state_tag)
+	if (common_frame(p, f->env))
+		return;
+	if (f->env->which_msg == kp_Envelope_stream_state_tag)
 		cameras_on_state(p->s, &f->env->msg.stream_state);
+	else if (f->env->which_msg == kp_Envelope_discover_found_tag)
+		discover_on_found(p->s, &f->env->msg.discover_found);
 }
 
 static void recorderd_dispatch(struct proc *p, struct kp_ipc_frame *f)

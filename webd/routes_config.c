@@ -1,7 +1,7 @@
 /* The configuration routes (keeppeek-api(7)): the key table and the running
  * configuration for every signed-in user (secrets redacted by the supervisor), plans and
- * their apply for admins. webd only checks the request and asks the supervisor
- * (ConfigAsk), which makes and applies plans exactly as for keeppeekctl. */
+ * their apply, and a search for cameras on the local segments, for admins. webd only checks the request and asks the
+ * supervisor (ConfigAsk), which makes and applies plans exactly as for keeppeekctl. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +38,14 @@ static void route_snapshot(struct web_req *r)
 	env.msg.config_ask.kind = kp_ConfigAskKind_CONFIG_ASK_SNAPSHOT;
 	if (webd_param_uint(r, "offset", KP_MAX_CAMERAS, &env.msg.config_ask.offset) < 0)
 		return;
+	ask(r, &env, NULL, 0);
+}
+
+/* Cameras on the local segments (ingestd's search, about 3 s). */
+static void route_discover(struct web_req *r)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.msg.config_ask.kind = kp_ConfigAskKind_CONFIG_ASK_DISCOVER;
 	ask(r, &env, NULL, 0);
 }
 
@@ -172,6 +180,7 @@ static void route_apply(struct web_req *r)
 const struct web_route webd_config_routes[] = {
     {WEB_GET | WEB_HEAD, "/api/v1/config/keys", 0, 0, route_keys},
     {WEB_GET | WEB_HEAD, "/api/v1/config", 0, 0, route_snapshot},
+    {WEB_GET, "/api/v1/config/discover", WEB_ADMIN, 0, route_discover},
     {WEB_POST, "/api/v1/config/plan", WEB_ADMIN | WEB_CHANGES, PLAN_BODY_MAX, route_plan},
     {WEB_POST, "/api/v1/config/apply", WEB_ADMIN | WEB_CHANGES, APPLY_BODY_MAX, route_apply},
     {0, NULL, 0, 0, NULL},

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "camera.h"
+#include "wsd_responder.h"
 
 struct cam_stats cam_stats;
 
@@ -25,7 +26,7 @@ static void usage(FILE *f)
 	       "         [--baichuan-port N] [--bcudp-port N] [--uid UID] [--rtsp-port N]\n"
 	       "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
 	       "         [--motion-interval S] [--alarm STATUS/AITYPE] [--snapshot FILE.jpg] [--stats FILE]\n"
-	       "         [--parent PID]\n"
+	       "         [--parent PID] [--wsd ADDRESS]\n"
 	       "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder|\n"
 	       "                  udp-461|udp-silent|cut-mid-frame=S|refuse=main|sub[:S]]...\n"
 	       "FILE is an Annex-B stream (.h264, .h265) or MPEG-TS (.h264.ts, .h265.ts: B-frames, PTS and DTS kept).\n"
@@ -77,6 +78,9 @@ static void write_stats(uv_timer_t *t)
 	put_stream(f, "bcudp", cam_stats.bcudp);
 	fputc(',', f);
 	put_stream(f, "rtsp", cam_stats.rtsp);
+	unsigned long long wsd_answered, wsd_ignored;
+	cam_wsd_counts(&wsd_answered, &wsd_ignored);
+	fprintf(f, ",\"wsd_probes_answered\":%llu,\"wsd_probes_ignored\":%llu", wsd_answered, wsd_ignored);
 	fprintf(f,
 		",\"logins_ok\":%llu,\"logins_refused\":%llu,\"motion_sent\":%llu,\"udp_keepalives_sent\":%llu,"
 		"\"udp_keepalives_answered\":%llu,\"udp_keepalive_mismatches\":%llu}\n",
@@ -148,7 +152,7 @@ int main(int argc, char **argv)
 					.uid = CAM_DEFAULT_UID,
 					.alarm_status = "MD",
 					.alarm_ai = "people"};
-	const char *main_path = NULL, *sub_path = NULL, *host = "127.0.0.1";
+	const char *main_path = NULL, *sub_path = NULL, *host = "127.0.0.1", *wsd_address = NULL;
 	unsigned fps = 25;
 	long bc_port = -1, udp_port = -1, rtsp_port = -1;
 	pid_t parent = 0;
@@ -169,7 +173,8 @@ int main(int argc, char **argv)
 		O_FAULT,
 		O_PARENT,
 		O_UID,
-		O_ALARM
+		O_ALARM,
+		O_WSD
 	};
 	static const struct option opts[] = {
 	    {"main", required_argument, NULL, O_MAIN},
@@ -189,6 +194,7 @@ int main(int argc, char **argv)
 	    {"parent", required_argument, NULL, O_PARENT},
 	    {"uid", required_argument, NULL, O_UID},
 	    {"alarm", required_argument, NULL, O_ALARM},
+	    {"wsd", required_argument, NULL, O_WSD},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -218,6 +224,9 @@ int main(int argc, char **argv)
 			break;
 		case O_UID:
 			cfg.uid = optarg;
+			break;
+		case O_WSD:
+			wsd_address = optarg;
 			break;
 		case O_ALARM: {
 			/* STATUS/AITYPE, e.g. visitor/none or none/dog_cat,vehicle */
@@ -302,6 +311,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "keeppeek-test-camera: BCUDP on %s:%ld: %s\n", host, udp_port, strerror(-r));
 	if (r == 0 && rtsp_port >= 0 && (r = cam_rtsp_listen(loop, &cfg, host, (uint16_t)rtsp_port)) < 0)
 		fprintf(stderr, "keeppeek-test-camera: RTSP on %s:%ld: %s\n", host, rtsp_port, strerror(-r));
+	if (r == 0 && wsd_address && (r = cam_wsd_start(loop, wsd_address, "KeepPeek%20Test", "KP-TEST-CAM")) < 0)
+		fprintf(stderr, "keeppeek-test-camera: WS-Discovery on 3702: %s\n", uv_strerror(r));
 	if (r < 0)
 		return 1;
 	if (stats_path) {
