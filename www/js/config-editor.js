@@ -1,7 +1,8 @@
 // The configuration part of the Settings page: every camera's configured values (from
 // GET /api/v1/config, secrets redacted by the server), and for admins the three changes
 // keeppeekctl offers, made the same way (keeppeek-api(7)): fields set on the selected
-// cameras, a camera added, a camera removed. Each change is first a plan whose
+// cameras, a camera added (by URL, or from the cameras found on the network), a camera
+// removed. Each change is first a plan whose
 // difference is shown; nothing is written until Apply. Viewers get the table only.
 import { get, post } from './api.js';
 import { el } from './format.js';
@@ -114,9 +115,35 @@ export async function configEditor(box, { admin }) {
 		}, el('h3', { text: 'Change the selected cameras' }), fields, el('div', { class: 'toolbar' }, add, plan));
 	}
 
+	// Cameras on the local segments (about 3 s): each offers its URL to start from.
+	async function find(list, form) {
+		list.replaceChildren(el('li', { text: 'Looking for cameras on the network…' }));
+		try {
+			const { cameras } = await get('/api/v1/config/discover');
+			if (!cameras.length) {
+				list.replaceChildren(el('li', { text: 'No camera answered.' }));
+				return;
+			}
+			list.replaceChildren(...cameras.map((c) => {
+				const what = c.kind === 'baichuan' ? `Reolink ${c.uid}` : `ONVIF ${[c.name, c.model].filter(Boolean).join(' / ') || c.xaddr}`;
+				const use = el('button', { class: 'btn', type: 'button', text: 'Use', 'aria-label': `Use ${what} at ${c.address}` });
+				use.addEventListener('click', () => {
+					form.url.value = c.url;
+					if (!form.name.value)
+						form.name.value = (c.kind === 'baichuan' ? `reolink-${c.uid.slice(-4)}` : `onvif-${c.address.split('.').pop()}`).toLowerCase();
+					form.url.focus();
+				});
+				return el('li', { 'data-found': c.kind }, `${what} at ${c.address} `, use);
+			}));
+		} catch (err) {
+			list.replaceChildren(el('li', { class: 'bad', text: err.message }));
+		}
+	}
+
 	function addForm() {
 		const streams = keys.find((k) => k.name === 'streams');
-		return el('form', {
+		const found = el('ul', { class: 'cfg-found', 'aria-label': 'Cameras found on the network' });
+		const form = el('form', {
 			class: 'card cfg-form', 'aria-label': 'Add a camera',
 			onsubmit: (e) => {
 				e.preventDefault();
@@ -128,8 +155,11 @@ export async function configEditor(box, { admin }) {
 			el('label', { class: 'field' }, 'Name', el('input', { name: 'name', required: true, pattern: '[A-Za-z0-9_\\-]{1,64}', placeholder: 'front-door' })),
 			el('label', { class: 'field cfg-url' }, 'URL', el('input', { name: 'url', required: true, placeholder: 'rtsp://user:${CAM_PASSWORD}@192.0.2.10/main' })),
 			el('label', { class: 'field' }, 'Streams', el('select', { name: 'streams' }, ...['main, sub', 'main', 'sub'].map((v) => el('option', { value: v, text: v, selected: v === streams.default })))),
-			el('button', { class: 'btn primary', type: 'submit', text: 'Plan' })),
+			el('button', { class: 'btn primary', type: 'submit', text: 'Plan' }),
+			el('button', { class: 'btn', type: 'button', text: 'Find cameras', onclick: () => find(found, form) })),
+		found,
 		el('p', { class: 'notice', text: 'Write a password as ${NAME}, an environment variable of the service, or file:PATH: plans and pages never show it.' }));
+		return form;
 	}
 
 	function table(cams) {
