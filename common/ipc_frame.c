@@ -53,6 +53,8 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_stream_state_tag, INGESTD, SUP},
     {kp_Envelope_discover_request_tag, SUP, INGESTD},
     {kp_Envelope_discover_found_tag, INGESTD, SUP},
+    {kp_Envelope_camera_test_tag, SUP, INGESTD},
+    {kp_Envelope_camera_test_result_tag, INGESTD, SUP},
     {kp_Envelope_stream_received_tag, REC, SUP},
     {kp_Envelope_recording_status_tag, REC, SUP},
     {kp_Envelope_catalog_status_tag, REC, SUP},

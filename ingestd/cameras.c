@@ -87,7 +87,7 @@ static const char *const state_names[] = {
     [ING_RETRYING] = "retrying",
 };
 
-static const struct ing_driver_ops *driver_for(const char *url)
+const struct ing_driver_ops *ing_driver_for(const char *url)
 {
 	static const struct ing_driver_ops *const drivers[] = {&ing_baichuan_driver, &ing_rtsp_driver};
 	static const struct {
@@ -462,7 +462,7 @@ void ing_cameras_apply(uint32_t generation)
 			known |= !strcmp(keep[i]->conf.name, table.pending[j].name);
 		if (known)
 			continue;
-		const struct ing_driver_ops *ops = driver_for(table.pending[j].url);
+		const struct ing_driver_ops *ops = ing_driver_for(table.pending[j].url);
 		if (!ops) {
 			kp_err("%s: no driver for %s", table.pending[j].name, table.pending[j].url_redacted);
 			continue;

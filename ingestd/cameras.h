@@ -10,5 +10,7 @@ void ing_cameras_item(const kp_CameraConfig *c);
 void ing_cameras_apply(uint32_t generation);
 void ing_cameras_report(void);
 void ing_cameras_stop(void);
+/* The driver of a camera URL's scheme, or NULL. */
+const struct ing_driver_ops *ing_driver_for(const char *url);
 
 #endif

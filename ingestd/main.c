@@ -3,6 +3,7 @@
  * its peers, confinement, ceilings and the hooks into the camera table. */
 #include "cameras.h"
 #include "discover.h"
+#include "probe.h"
 #include "kp_limits.h"
 #include "sandbox.h"
 #include "worker.h"
@@ -33,6 +34,7 @@ static void on_stop(struct kp_worker *w)
 {
 	(void)w;
 	ing_discover_stop();
+	ing_probe_stop();
 	ing_cameras_stop();
 }
 
@@ -40,6 +42,8 @@ static void on_supervisor_request(struct kp_worker *w, const kp_Envelope *env)
 {
 	if (env->which_msg == kp_Envelope_discover_request_tag)
 		ing_discover(w, &env->msg.discover_request);
+	else if (env->which_msg == kp_Envelope_camera_test_tag)
+		ing_probe(w, &env->msg.camera_test);
 }
 
 static const struct kp_worker_def ingestd = {

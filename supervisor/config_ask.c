@@ -232,6 +232,17 @@ void config_ask_answer(struct supervisor *s, struct proc *p, const kp_ConfigAsk 
 	case kp_ConfigAskKind_CONFIG_ASK_AUTH:
 		auth_ask(s, p, q);
 		return;
+	case kp_ConfigAskKind_CONFIG_ASK_TEST: {
+		int r =
+		    q->args_count == 1 ? camera_test_start(s, q->args[0], 0, p, q->id, true, why, sizeof why) : -EINVAL;
+		if (r == 0)
+			return;
+		if (q->args_count != 1)
+			snprintf(why, sizeof why, "a camera test takes one URL");
+		status = r == -EINVAL ? 400 : 503;
+		code = r == -EINVAL ? "bad_request" : "unavailable";
+		break;
+	}
 	case kp_ConfigAskKind_CONFIG_ASK_DISCOVER:
 		if (discover_start(s, 0, p, q->id, true, why, sizeof why) == 0)
 			return;

@@ -294,6 +294,14 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct
 		}
 		return CONTROL_PENDING;
 	}
+	if (!strcmp(req->command, "camera-test") && req->args_count == 1) {
+		char err[300];
+		if (camera_test_start(s, req->args[0], ticket, NULL, 0, req->json, err, sizeof err) < 0) {
+			kp_out_put(&o, "%s\n", err);
+			return 1;
+		}
+		return CONTROL_PENDING;
+	}
 	if (!strcmp(req->command, "config-plan"))
 		return config_plan_command(s, req, &o);
 	if (!strcmp(req->command, "config-show") && req->args_count == 0) {

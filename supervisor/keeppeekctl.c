@@ -46,6 +46,7 @@ static void usage(FILE *f)
 		   "                         ONVIF (WS-Discovery), each with a URL to start from\n"
 		   "  camera add NAME URL [--set KEY=VALUE...] [-o FILE]\n"
 		   "  camera remove NAME [-o FILE]\n"
+		   "  camera test URL        connect and wait for a keyframe, saving nothing\n"
 		   "                         add or remove a camera now (or write the plan)\n"
 		   "  config keys            every configuration key: section, name, type and range,\n"
 		   "                         default, who reads it, what it is\n"
@@ -420,6 +421,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(cmd, "camera") && n == 3 && !strcmp(rest[1], "test"))
+		return call(sock, "camera-test", rest + 2, 1, json, false);
 	if (!strcmp(cmd, "camera") && n >= 2 && (!strcmp(rest[1], "add") || !strcmp(rest[1], "remove")))
 		return ctl_config_change(sock, n - 1, rest + 1);
 	if (!strcmp(cmd, "check")) {

@@ -126,6 +126,7 @@ static void stopped(struct supervisor *s)
 	uv_close((uv_handle_t *)&s->sig_hup, NULL);
 	service_close(s);
 	discover_close();
+	camera_test_close();
 	control_close(s);
 }
 

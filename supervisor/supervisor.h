@@ -189,6 +189,13 @@ int discover_start(struct supervisor *s, uint64_t ticket, struct proc *webd, uin
 		   size_t errlen);
 void discover_on_found(struct supervisor *s, const kp_DiscoverFound *f);
 void discover_close(void);
+/* camera_test.c: a camera URL tried by ingestd before it is saved, answered to
+ * keeppeekctl (ticket) or webd's question qid (JSON); 0 while it runs, or a negative
+ * errno with err (a bad URL: -EINVAL). */
+int camera_test_start(struct supervisor *s, const char *url, uint64_t ticket, struct proc *webd, uint32_t qid,
+		      bool json, char *err, size_t errlen);
+void camera_test_on_result(struct supervisor *s, const kp_CameraTestResult *r);
+void camera_test_close(void);
 /* config_ask.c: webd's ConfigAsk, answered to p. */
 void config_ask_answer(struct supervisor *s, struct proc *p, const kp_ConfigAsk *q, const uint8_t *tail,
 		       size_t tail_len);

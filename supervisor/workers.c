@@ -43,6 +43,8 @@ static void ingestd_dispatch(struct proc *p, struct kp_ipc_frame *f)
 		cameras_on_state(p->s, &f->env->msg.stream_state);
 	else if (f->env->which_msg == kp_Envelope_discover_found_tag)
 		discover_on_found(p->s, &f->env->msg.discover_found);
+	else if (f->env->which_msg == kp_Envelope_camera_test_result_tag)
+		camera_test_on_result(p->s, &f->env->msg.camera_test_result);
 }
 
 static void recorderd_dispatch(struct proc *p, struct kp_ipc_frame *f)

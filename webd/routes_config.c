@@ -1,6 +1,7 @@
 /* The configuration routes (keeppeek-api(7)): the key table and the running
  * configuration for every signed-in user (secrets redacted by the supervisor), plans and
- * their apply, and a search for cameras on the local segments, for admins. webd only checks the request and asks the
+ * their apply, a search for cameras on the local segments and a try of a camera URL,
+ * for admins. webd only checks the request and asks the
  * supervisor (ConfigAsk), which makes and applies plans exactly as for keeppeekctl. */
 #include <errno.h>
 #include <stdio.h>
@@ -116,6 +117,22 @@ static int copy_str(struct web_req *r, const struct json_doc *d, int t, char *ou
 	return 0;
 }
 
+/* {"url": URL}: ingestd tries it (at most 10 s) and nothing is saved. */
+static void route_test(struct web_req *r)
+{
+	static struct json_tok toks[8];
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
+	kp_ConfigAsk *q = &env.msg.config_ask;
+	q->kind = kp_ConfigAskKind_CONFIG_ASK_TEST;
+	struct json_doc d;
+	if (parse_body(r, &d, toks, 8) < 0 ||
+	    copy_str(r, &d, json_obj_get(&d, 0, "url"), q->args[0], sizeof q->args[0], "url") < 0)
+		return;
+	q->args_count = 1;
+	ask(r, &env, NULL, 0);
+}
+
 /* {"cameras": TARGETS, "set": {...}} | {"add": NAME, "url": URL, "set": {...}} | {"remove": NAME} */
 static void route_plan(struct web_req *r)
 {
@@ -183,5 +200,6 @@ const struct web_route webd_config_routes[] = {
     {WEB_GET, "/api/v1/config/discover", WEB_ADMIN, 0, route_discover},
     {WEB_POST, "/api/v1/config/plan", WEB_ADMIN | WEB_CHANGES, PLAN_BODY_MAX, route_plan},
     {WEB_POST, "/api/v1/config/apply", WEB_ADMIN | WEB_CHANGES, APPLY_BODY_MAX, route_apply},
+    {WEB_POST, "/api/v1/config/test", WEB_ADMIN | WEB_CHANGES, PLAN_BODY_MAX, route_test},
     {0, NULL, 0, 0, NULL},
 };

@@ -63,6 +63,9 @@ export default async function () {
 	await page.fill('input[name=name]', 'porch');
 	await page.fill('input[name=url]', `rtsp://admin:\${KP_BT_CAM_PW}@127.0.0.1:${camPort}/main`);
 	await page.selectOption('select[name=streams]', 'main');
+	await page.click('form[aria-label="Add a camera"] >> text=Test connection');
+	await waitFor(async () => (await page.textContent('.cfg [role=status]')).startsWith('The camera answers: H264 1920×1080'), 15000, 'the connection test says the camera answers');
+	check(true, `Test connection: ${await page.textContent('.cfg [role=status]')}`);
 	await page.click('form[aria-label="Add a camera"] >> text=Plan');
 	await page.waitForSelector('.cfg-plan:not([hidden]) .cfg-diff li', { timeout: 10000 });
 	check((await page.$$eval('.cfg-diff li', (l) => l.map((x) => x.textContent))).includes('porch: url: set'), 'adding shows the URL as set, not its value');

@@ -142,6 +142,22 @@ def test(make):
         rc, out, err = kp.ctl("camera", "remove", "cam-63")
         check(rc == 0 and "cam-63: removed" in out, f"camera remove: {out.strip()} {err.strip()}")
         url = f"baichuan://{cam.user}:${{KP_IT_CAM_PW}}@127.0.0.1:{cam.port}/?channel=0"
+        rc, out, err = kp.ctl("camera", "test", url)
+        check(rc == 0 and "ok, h264 1920x1080" in out and cam.password not in out,
+              f"camera test: the camera answers with a keyframe ({out.strip()} {err.strip()})")
+        rc, out, err = kp.ctl("camera", "test", url.replace("${KP_IT_CAM_PW}", "${KP_IT_SECRET}"))
+        check(rc == 1 and "refused the credentials" in err and SECRET not in err,
+              f"camera test with a wrong password says so ({err.strip()})")
+        rc, out, err = kp.ctl("camera", "test", "rtsp://127.0.0.1:1/none")
+        check(rc == 1 and "rtsp://127.0.0.1:1/none" in err, f"camera test of a closed port says why ({err.strip()})")
+        rc, out, err = kp.ctl("camera", "test", "ftp://127.0.0.1/")
+        check(rc == 1 and "must start with" in err, f"camera test of a bad URL says why ({err.strip()})")
+        st, _, body = kp.http("POST", "/api/v1/config/test", json.dumps({"url": url}),
+                              {"Authorization": "Bearer " + kp.token("admin"), "Content-Type": "application/json"},
+                              timeout=20)
+        res = json.loads(body) if st == 200 else {}
+        check(st == 200 and res.get("ok") and res.get("width") == 1920 and cam.password not in body.decode(),
+              f"POST /api/v1/config/test tries it too ({st} {res})")
         rc, out, err = kp.ctl("camera", "add", "plan-cam", url, "--set", "streams=main")
         check(rc == 0 and "plan-cam: added" in out, f"camera add: {out.strip()} {err.strip()}")
 

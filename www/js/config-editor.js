@@ -115,6 +115,21 @@ export async function configEditor(box, { admin }) {
 		}, el('h3', { text: 'Change the selected cameras' }), fields, el('div', { class: 'toolbar' }, add, plan));
 	}
 
+	// Connects to the URL and waits for a keyframe (at most 10 s); nothing is saved.
+	async function tryUrl(form) {
+		status.classList.remove('bad');
+		status.textContent = 'Connecting to the camera…';
+		try {
+			const r = await post('/api/v1/config/test', { url: form.url.value.trim() });
+			status.textContent = r.ok ? `The camera answers: ${r.codec.toUpperCase()} ${r.width}×${r.height}, first keyframe after ${r.elapsed_ms} ms.`
+				: `The camera does not answer: ${r.auth_failed ? 'it refused the credentials: ' : ''}${r.reason}`;
+			status.classList.toggle('bad', !r.ok);
+		} catch (err) {
+			status.textContent = err.message;
+			status.classList.add('bad');
+		}
+	}
+
 	// Cameras on the local segments (about 3 s): each offers its URL to start from.
 	async function find(list, form) {
 		list.replaceChildren(el('li', { text: 'Looking for cameras on the network…' }));
@@ -156,6 +171,7 @@ export async function configEditor(box, { admin }) {
 			el('label', { class: 'field cfg-url' }, 'URL', el('input', { name: 'url', required: true, placeholder: 'rtsp://user:${CAM_PASSWORD}@192.0.2.10/main' })),
 			el('label', { class: 'field' }, 'Streams', el('select', { name: 'streams' }, ...['main, sub', 'main', 'sub'].map((v) => el('option', { value: v, text: v, selected: v === streams.default })))),
 			el('button', { class: 'btn primary', type: 'submit', text: 'Plan' }),
+			el('button', { class: 'btn', type: 'button', text: 'Test connection', onclick: () => tryUrl(form) }),
 			el('button', { class: 'btn', type: 'button', text: 'Find cameras', onclick: () => find(found, form) })),
 		found,
 		el('p', { class: 'notice', text: 'Write a password as ${NAME}, an environment variable of the service, or file:PATH: plans and pages never show it.' }));
