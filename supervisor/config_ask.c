@@ -9,6 +9,7 @@
 
 #include "auth.h"
 #include "config_keys.h"
+#include "config_snapshot.h"
 #include "json.h"
 #include "log.h"
 #include "supervisor.h"
@@ -73,69 +74,6 @@ static void keys(struct json_w *w)
 	jw_obj_end(w);
 }
 
-/* {"KEY": "value as shown", ...} of one section; unset optional keys are left out. */
-static void section_values(struct json_w *w, const char *section, const void *base)
-{
-	static char v[KP_CONF_STR];
-	jw_obj(w);
-	for (size_t i = 0; i < kp_config_nkeys; i++) {
-		const struct kp_key *k = &kp_config_keys[i];
-		if (strcmp(k->section, section) || kp_config_key_format(k, base, v, sizeof v) != 0)
-			continue;
-		jw_key(w, k->name);
-		jw_str(w, v);
-	}
-	jw_obj_end(w);
-}
-
-/* Cameras from offset while the page stays within KP_PLAN_MAX_BYTES (64 KiB); the
- * global sections on every page. */
-static void snapshot(struct supervisor *s, struct json_w *w, uint32_t offset)
-{
-	jw_obj(w);
-	jw_key(w, "file");
-	jw_bool(w, s->config_path[0] != 0);
-	jw_key(w, "sections");
-	jw_obj(w);
-	for (size_t i = 0; kp_config_sections[i]; i++) {
-		jw_key(w, kp_config_sections[i]);
-		section_values(w, kp_config_sections[i], &s->cfg);
-	}
-	jw_obj_end(w);
-	jw_key(w, "total_cameras");
-	jw_int(w, s->cfg.ncameras);
-	jw_key(w, "offset");
-	jw_int(w, offset);
-	jw_key(w, "cameras");
-	jw_arr(w);
-	/* Room left for the closing of the page and "next_offset". */
-	const size_t room = KP_PLAN_MAX_BYTES - 64;
-	static char one[KP_PLAN_MAX_BYTES];
-	uint32_t i = offset;
-	for (; i < s->cfg.ncameras; i++) {
-		const struct kp_camera_conf *c = &s->cfg.cameras[i];
-		struct json_w cw;
-		size_t n;
-		jw_init(&cw, one, sizeof one);
-		jw_obj(&cw);
-		jw_key(&cw, "name");
-		jw_str(&cw, c->name);
-		jw_key(&cw, "values");
-		section_values(&cw, "camera", c);
-		jw_obj_end(&cw);
-		if (jw_finish(&cw, &n) < 0 || w->len + n + 1 > room)
-			break; /* this camera goes on the next page */
-		jw_json(w, one, n);
-	}
-	jw_arr_end(w);
-	jw_key(w, "next_offset");
-	if (i < s->cfg.ncameras)
-		jw_int(w, i);
-	else
-		jw_null(w);
-	jw_obj_end(w);
-}
-
 /* {"plan": TEXT, "changes": ["CAMERA: KEY: OLD -> NEW", ...]} */
 static void plan_json(struct json_w *w, const char *plan, size_t len)
 {
@@ -193,7 +131,7 @@ void config_ask_answer(struct supervisor *s, struct proc *p, const kp_ConfigAsk 
 		keys(&w);
 		break;
 	case kp_ConfigAskKind_CONFIG_ASK_SNAPSHOT:
-		snapshot(s, &w, q->offset);
+		config_snapshot_page(&s->cfg, s->config_path[0] != 0, q->offset, &w);
 		break;
 	case kp_ConfigAskKind_CONFIG_ASK_PLAN: {
 		bool usage = false;

@@ -1,9 +1,10 @@
 /* configuration-planning: the five-field plan over 64 cameras (supervisor/config_plan.c,
  * what `keeppeekctl config plan` asks keeppeekd for), timed against a read-only
- * baseline over the same file: parsing it and rendering it with secrets redacted (what
- * `config show` does; the typed snapshot of issue 17 does not exist yet). Prints one
- * JSON object: every sample in ns, the plan's size and the checks that the work was done
- * (the plan applied to the file gives 64 cameras with the five new values). */
+ * baseline over the same file, as the seed's: parsing it and building the first typed
+ * snapshot page (supervisor/config_snapshot.c, GET /api/v1/config). Prints one JSON
+ * object: every sample in ns, the plan's and the page's sizes and the checks that the
+ * work was done (the plan applied to the file gives 64 cameras with the five new
+ * values). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "config.h"
 #include "config_edit.h"
 #include "config_plan.h"
+#include "config_snapshot.h"
 
 #define CAMERAS 64
 
@@ -79,7 +81,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "baseline: %s", errs.text);
 			return 1;
 		}
-		shown_len = kp_config_render(&cfg, shown, sizeof shown);
+		struct json_w w;
+		size_t page_len = 0;
+		jw_init(&w, shown, sizeof shown);
+		config_snapshot_page(&cfg, true, 0, &w);
+		shown_len = jw_finish(&w, &page_len) < 0 ? -1 : (int)page_len;
 		long long t1 = now_ns();
 		if (shown_len < 0 || plan_once(len, &rq, &plan_len) < 0)
 			return 1;
@@ -101,9 +107,14 @@ int main(int argc, char **argv)
 			changed += c->record == KP_RECORD_EVENTS && c->retention_days == 7 &&
 				   c->snapshot_interval == 60 && !c->motion_events && c->rollover_secs == 300;
 		}
-	printf("{\"cameras\":%d,\"fields\":5,\"config_bytes\":%zu,\"plan_bytes\":%d,\"shown_bytes\":%d,"
-	       "\"plan_says_320_changes\":%s,\"secret_in_plan\":%s,\"applied\":%s,\"cameras_changed\":%d,",
-	       CAMERAS, len, plan_len, shown_len, strstr(plan, "# 320 changes\n") ? "true" : "false",
+	int page_cameras = 0;
+	for (const char *q = shown; (q = strstr(q, "\"values\":")) != NULL; q++)
+		page_cameras++;
+	printf("{\"secret_in_page\":%s,", strstr(shown, "bench-secret") ? "true" : "false");
+	printf("\"cameras\":%d,\"fields\":5,\"config_bytes\":%zu,\"plan_bytes\":%d,\"shown_bytes\":%d,"
+	       "\"page_cameras\":%d,\"plan_says_320_changes\":%s,\"secret_in_plan\":%s,\"applied\":%s,\"cameras_"
+	       "changed\":%d,",
+	       CAMERAS, len, plan_len, shown_len, page_cameras, strstr(plan, "# 320 changes\n") ? "true" : "false",
 	       strstr(plan, "bench-secret") || strstr(plan, "KP_BENCH_PW") ? "true" : "false",
 	       applied == 0 ? "true" : "false", changed);
 	const char *names[2] = {"baseline_ns", "plan_ns"};
