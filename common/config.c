@@ -453,6 +453,7 @@ static int camera_section(struct parse_ctx *p, const char *section)
 	cam->streams = KP_STREAM_MAIN | KP_STREAM_SUB;
 	cam->record = KP_RECORD_CONTINUOUS;
 	cam->motion_events = true;
+	cam->audio = true;
 	cam->line = p->section_line;
 	p->cur_camera = (int)cfg->ncameras++;
 	p->ncam_seen = 0;
@@ -510,6 +511,8 @@ static int camera_key(struct parse_ctx *p, struct kp_camera_conf *cam, const cha
 		return parse_uint(p, "camera", key, v, 0, 3650, &cam->retention_days);
 	if (!strcmp(key, "motion_events"))
 		return parse_bool(p, key, v, &cam->motion_events);
+	if (!strcmp(key, "audio"))
+		return parse_bool(p, key, v, &cam->audio);
 	if (!strcmp(key, "snapshot_interval"))
 		return parse_uint(p, "camera", key, v, 0, 86400, &cam->snapshot_interval);
 	if (!strcmp(key, "rollover_secs"))
@@ -747,11 +750,11 @@ int kp_config_render(const struct kp_config *cfg, char *buf, size_t len)
 										     : "sub";
 		n = snprintf(buf + o, len - o,
 			     "\n[camera \"%s\"]\nurl = %s\n%s%s%sstreams = %s\nrecord = %s\nretention_days = %u\n"
-			     "motion_events = %s\nsnapshot_interval = %u\n%s",
+			     "motion_events = %s\naudio = %s\nsnapshot_interval = %u\n%s",
 			     c->name, shown(&c->url, t[0], sizeof t[0]), c->sub_url.val[0] ? "sub_url = " : "",
 			     c->sub_url.val[0] ? shown(&c->sub_url, t[1], sizeof t[1]) : "",
 			     c->sub_url.val[0] ? "\n" : "", streams, record_names[c->record], c->retention_days,
-			     c->motion_events ? "yes" : "no", c->snapshot_interval, rollover);
+			     c->motion_events ? "yes" : "no", c->audio ? "yes" : "no", c->snapshot_interval, rollover);
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOSPC;
 		o += (size_t)n;

@@ -33,6 +33,7 @@ struct kp_camera_conf {
 	enum kp_record_mode record;
 	unsigned retention_days;
 	bool motion_events;
+	bool audio; /* record the main stream's audio as a second track */
 	unsigned snapshot_interval;
 	unsigned rollover_secs; /* 0: recorderd's default (10 minutes) */
 	unsigned line;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "audio.h"
 #include "h26x.h"
 
 enum kp_stream_index { KP_STREAM_INDEX_MAIN = 0, KP_STREAM_INDEX_SUB = 1 };
@@ -36,6 +37,16 @@ struct kp_access_unit {
 	size_t len;
 };
 
+/* One audio frame as recorded: AAC without its ADTS header. fmt describes the track
+ * (rate, channels, AudioSpecificConfig); pts_90k is on the video's clock. */
+struct kp_audio_unit {
+	struct kp_audio_format fmt;
+	int64_t pts_90k;
+	int64_t wall_us;
+	const uint8_t *data;
+	size_t len;
+};
+
 /* What a driver is told about its camera. Strings live as long as the camera. */
 struct ing_camera_info {
 	const char *name;
@@ -44,6 +55,7 @@ struct ing_camera_info {
 	const char *sub_url; /* RTSP only: the sub stream's URL, "" when none */
 	unsigned streams;    /* KP_STREAM_MAIN | KP_STREAM_SUB bits from config.h */
 	bool motion_events;
+	bool audio; /* hand over the main stream's audio (the driver may skip it otherwise) */
 };
 
 /* Where a driver reports, set by the core when it starts the driver; ctx goes back on
@@ -54,6 +66,8 @@ struct ing_sink {
 	void (*stream_state)(void *ctx, enum kp_stream_index s, enum ing_state st, const char *reason);
 	/* One access unit (copied by the core; data may be reused after return). */
 	void (*access_unit)(void *ctx, enum kp_stream_index s, const struct kp_access_unit *au);
+	/* One audio frame of the main stream (copied by the core); only when info->audio. */
+	void (*audio_unit)(void *ctx, const struct kp_audio_unit *au);
 	/* Received bytes of a stream (wire bytes, including protocol overhead). */
 	void (*bytes)(void *ctx, enum kp_stream_index s, uint64_t n);
 	/* A motion alarm or other camera event; kind is "motion", labels comma-separated

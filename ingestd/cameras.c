@@ -1,7 +1,8 @@
 /* ingestd's core: the camera table built from the supervisor's CameraConfig items, one
  * protocol driver per camera (reporting through the sink table it is given), jittered
  * exponential reconnect backoff, per-stream state and counters, and the IPC out: access
- * units to recorderd and rtcd, motion events to recorderd, StreamState to the
+ * units to recorderd and rtcd, the main stream's audio units (when the camera's audio is
+ * on) and motion events to recorderd, StreamState to the
  * supervisor. */
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@ struct ing_camera {
 	struct ing_stream streams[2];
 	uint32_t reconnects;
 	uint64_t events;
+	uint64_t audio_seq, audio_rejected;
 	unsigned failures; /* in a row, for the backoff */
 	bool last_failure_auth;
 	bool failed; /* a failure is being handled */
@@ -202,6 +204,35 @@ static void stream_access_unit(void *ctx, enum kp_stream_index s, const struct k
 	send_au(cam, s, au);
 }
 
+static void stream_audio_unit(void *ctx, const struct kp_audio_unit *au)
+{
+	struct ing_camera *cam = ctx;
+	if (cam->failed || !cam->conf.audio || !configured(cam, KP_STREAM_INDEX_MAIN))
+		return;
+	const struct kp_audio_format *f = &au->fmt;
+	if (au->len == 0 || au->len > KP_AAC_FRAME_MAX || f->codec != KP_AUDIO_AAC || !f->rate || !f->channels ||
+	    !f->frame_samples || f->config_len > sizeof ((kp_AudioUnit *)0)->config.bytes)
+		return;
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_audio_unit_tag;
+	kp_AudioUnit *m = &env.msg.audio_unit;
+	snprintf(m->camera, sizeof m->camera, "%s", cam->conf.name);
+	m->stream = KP_STREAM_INDEX_MAIN;
+	m->codec = kp_AudioCodec_AUDIO_AAC;
+	m->sample_rate = f->rate;
+	m->channels = f->channels;
+	m->frame_samples = f->frame_samples;
+	memcpy(m->config.bytes, f->config, f->config_len);
+	m->config.size = (pb_size_t)f->config_len;
+	m->pts_90k = au->pts_90k;
+	m->wall_us = au->wall_us;
+	m->seq = ++cam->audio_seq;
+	int r = kp_worker_send_peer(table.w, kp_Peer_PEER_RECORDERD, &env, au->data, au->len);
+	if (r < 0 && cam->audio_rejected++ % 250 == 0)
+		kp_warn("%s/main: recorderd did not take audio frame %llu: %s", cam->conf.name,
+			(unsigned long long)m->seq, strerror(-r));
+}
+
 static void camera_event(void *ctx, const char *kind, const char *labels, int64_t wall_ms)
 {
 	struct ing_camera *cam = ctx;
@@ -278,6 +309,7 @@ static void start_camera(struct ing_camera *cam)
 	cam->sink = (struct ing_sink){.ctx = cam,
 				      .stream_state = stream_state,
 				      .access_unit = stream_access_unit,
+				      .audio_unit = stream_audio_unit,
 				      .bytes = stream_bytes,
 				      .event = camera_event,
 				      .failed = camera_failed};
@@ -298,6 +330,7 @@ static void fill_info(struct ing_camera *cam)
 	cam->info.sub_url = cam->conf.sub_url;
 	cam->info.streams = cam->conf.streams;
 	cam->info.motion_events = cam->conf.motion_events;
+	cam->info.audio = cam->conf.audio;
 }
 
 static void on_closed(uv_handle_t *h)
@@ -317,7 +350,7 @@ static void remove_camera(struct ing_camera *cam)
 static bool same_camera(const kp_CameraConfig *a, const kp_CameraConfig *b)
 {
 	return !strcmp(a->url, b->url) && !strcmp(a->sub_url, b->sub_url) && a->streams == b->streams &&
-	       a->motion_events == b->motion_events;
+	       a->motion_events == b->motion_events && a->audio == b->audio;
 }
 
 void ing_cameras_item(const kp_CameraConfig *c)

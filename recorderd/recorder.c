@@ -386,6 +386,19 @@ void rec_access_unit(const kp_AccessUnit *au, const uint8_t *data, size_t len)
 			 au->keyframe, au->pts_90k, au->wall_us, au->width, au->height, au->seq, data, len);
 }
 
+void rec_audio_unit(const kp_AudioUnit *au, const uint8_t *data, size_t len)
+{
+	if (!R.started)
+		return;
+	struct camera *c = camera(au->camera);
+	if (!c || au->stream != 0 || c->record == 2 || !(c->streams & 1u) || au->codec != kp_AudioCodec_AUDIO_AAC)
+		return;
+	struct kp_audio_format fmt;
+	if (kp_aac_config_parse(au->config.bytes, au->config.size, &fmt) < 0)
+		return;
+	rec_stream_audio(&c->s[0], &fmt, au->pts_90k, data, len);
+}
+
 void rec_camera_event(const kp_CameraEvent *e)
 {
 	if (!R.started)

@@ -1,6 +1,8 @@
 /* ingestd's driver for rtsp:// and rtsps:// cameras through libavformat: one thread per
  * stream reads access units (TCP-interleaved by default) under an interrupt callback
- * with a stop flag and an I/O deadline, and hands them to the libuv loop through a
+ * with a stop flag and an I/O deadline (and the main stream's AAC audio, when the
+ * camera's audio is on, as audio units on the video's clock), and hands them to the
+ * libuv loop through a
  * bounded queue and a uv_async_t. Only the loop thread calls the sink the core gave it.
  * Threads are detached and share the driver by reference count, so stop() never waits
  * for the network. */
@@ -26,7 +28,9 @@
 #define RTSP_SOCKET_TIMEOUT "5000000"        /* libavformat's own socket timeout, µs */
 
 struct rtsp_item {
+	bool is_audio;
 	struct kp_access_unit au;
+	struct kp_audio_unit audio;
 	uint8_t data[];
 };
 
@@ -54,6 +58,7 @@ struct ing_driver {
 	atomic_bool stop; /* set under lock; threads never touch async once it is set */
 	atomic_int refs;  /* the loop's async handle plus one per running thread */
 	bool failed;
+	bool audio; /* the camera's audio is recorded: the main stream's thread takes it */
 	char *name, *url_redacted;
 	struct rtsp_stream streams[2];
 };
@@ -105,10 +110,32 @@ static void enqueue(struct rtsp_stream *s, const struct kp_access_unit *au)
 		pthread_mutex_unlock(&drv->lock);
 		return;
 	}
+	it->is_audio = false;
 	it->au = *au;
 	memcpy(it->data, au->data, au->len);
 	it->au.data = it->data;
 	s->skip_to_keyframe = false;
+	s->queue[(s->head + s->count) % RTSP_QUEUE_ITEMS] = it;
+	s->count++;
+	notify(drv);
+	pthread_mutex_unlock(&drv->lock);
+}
+
+/* Thread side: queues one audio frame, or drops it when the loop is behind. */
+static void enqueue_audio(struct rtsp_stream *s, const struct kp_audio_unit *au)
+{
+	struct ing_driver *drv = s->drv;
+	pthread_mutex_lock(&drv->lock);
+	struct rtsp_item *it = s->count < RTSP_QUEUE_ITEMS ? malloc(sizeof *it + au->len) : NULL;
+	if (!it) {
+		s->dropped++;
+		pthread_mutex_unlock(&drv->lock);
+		return;
+	}
+	it->is_audio = true;
+	it->audio = *au;
+	memcpy(it->data, au->data, au->len);
+	it->audio.data = it->data;
 	s->queue[(s->head + s->count) % RTSP_QUEUE_ITEMS] = it;
 	s->count++;
 	notify(drv);
@@ -183,6 +210,49 @@ static int64_t next_pts(struct pts_clock *c, const AVPacket *pkt, const AVStream
 	return pts;
 }
 
+/* The main stream's audio stream to record: AAC with its AudioSpecificConfig in the
+ * extradata (RFC 3640's config, RFC 6416's for MP4A-LATM is not read). -1 when there is
+ * none or it is another codec (said once in the log). */
+static int find_audio(struct rtsp_stream *s, AVFormatContext *fmt, int video, struct kp_audio_format *ret)
+{
+	if (s->index != KP_STREAM_INDEX_MAIN || !s->drv->audio)
+		return -1;
+	int idx = av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, video, NULL, 0);
+	if (idx < 0)
+		return -1;
+	const AVCodecParameters *par = fmt->streams[idx]->codecpar;
+	if (par->codec_id != AV_CODEC_ID_AAC) {
+		kp_notice("camera %s: audio in %s is not recorded (only AAC is)", s->drv->name,
+			  avcodec_get_name(par->codec_id));
+		return -1;
+	}
+	if (!par->extradata || kp_aac_config_parse(par->extradata, (size_t)par->extradata_size, ret) < 0) {
+		kp_warn("camera %s: AAC audio without a usable AudioSpecificConfig (%d bytes): not recorded",
+			s->drv->name, par->extradata_size);
+		return -1;
+	}
+	kp_info("camera %s: recording AAC audio, %u Hz, %u channels", s->drv->name, ret->rate, ret->channels);
+	return idx;
+}
+
+/* One audio packet on the video's clock (whose offset the first video packet set:
+ * audio before it is dropped). */
+static void audio_packet(struct rtsp_stream *s, const AVPacket *pkt, const AVStream *st, const struct pts_clock *c,
+			 const struct kp_audio_format *fmt)
+{
+	int64_t ts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
+	if (ts == AV_NOPTS_VALUE || !c->have_offset || pkt->size <= 0)
+		return;
+	struct kp_audio_unit au = {
+	    .fmt = *fmt,
+	    .pts_90k = av_rescale_q(ts, st->time_base, (AVRational){1, 90000}) - c->offset,
+	    .wall_us = kp_wall_us(),
+	    .data = pkt->data,
+	    .len = (size_t)pkt->size,
+	};
+	enqueue_audio(s, &au);
+}
+
 /* Reads packets until an error or stop; returns with reason set. */
 static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason, size_t cap, bool *auth)
 {
@@ -203,6 +273,8 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 		snprintf(reason, cap, "unsupported codec %s", avcodec_get_name(st->codecpar->codec_id));
 		return;
 	}
+	struct kp_audio_format afmt;
+	int aidx = find_audio(s, fmt, idx, &afmt);
 	uint8_t params[ING_RTSP_MAX_PARAMS];
 	size_t params_len = 0;
 	unsigned lsz = 0;
@@ -228,6 +300,8 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 			break;
 		}
 		add_bytes(s, (uint64_t)pkt->size);
+		if (aidx >= 0 && pkt->stream_index == aidx)
+			audio_packet(s, pkt, fmt->streams[aidx], &clock, &afmt);
 		if (pkt->stream_index != idx) {
 			av_packet_unref(pkt);
 			continue;
@@ -330,7 +404,10 @@ static void on_async(uv_async_t *h)
 				s->streaming = true;
 				drv->sink->stream_state(drv->sink->ctx, s->index, ING_STREAMING, "");
 			}
-			drv->sink->access_unit(drv->sink->ctx, s->index, &items[k]->au);
+			if (items[k]->is_audio)
+				drv->sink->audio_unit(drv->sink->ctx, &items[k]->audio);
+			else
+				drv->sink->access_unit(drv->sink->ctx, s->index, &items[k]->au);
 			free(items[k]);
 		}
 		if (dropped != s->dropped_logged) {
@@ -366,6 +443,7 @@ static int rtsp_start(const struct ing_camera_info *info, const struct ing_sink 
 		return -ENOMEM;
 	drv->sink = sink;
 	drv->name = strdup(info->name);
+	drv->audio = info->audio;
 	drv->url_redacted = strdup(info->url_redacted);
 	const char *urls[2] = {
 	    info->streams & KP_STREAM_MAIN ? info->url : NULL,
