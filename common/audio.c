@@ -37,8 +37,8 @@ int kp_adts_parse(const uint8_t *buf, size_t len, size_t *ret_header_len, size_t
 	struct bits b = {.p = buf, .len = 7};
 	if (get(&b, 12) != 0xfff)
 		return -EBADMSG;
-	get(&b, 1);                     /* ID: MPEG-4 or MPEG-2, the same frames */
-	if (get(&b, 2) != 0)            /* layer */
+	get(&b, 1);          /* ID: MPEG-4 or MPEG-2, the same frames */
+	if (get(&b, 2) != 0) /* layer */
 		return -EBADMSG;
 	unsigned protection_absent = get(&b, 1);
 	unsigned profile = get(&b, 2); /* audioObjectType - 1 */

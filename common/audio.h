@@ -16,16 +16,16 @@ enum kp_audio_codec {
 	KP_AUDIO_AAC = 1,
 };
 
-#define KP_AUDIO_CONFIG_MAX 64 /* AudioSpecificConfig bytes kept */
-#define KP_ADTS_HEADER_MAX  9  /* with the CRC */
+#define KP_AUDIO_CONFIG_MAX 64   /* AudioSpecificConfig bytes kept */
+#define KP_ADTS_HEADER_MAX  9    /* with the CRC */
 #define KP_AAC_FRAME_MAX    8192 /* 6144 bits per channel (14496-3 4.5.3.2) for 8 channels */
 
 /* One audio track: what its sample entry needs. */
 struct kp_audio_format {
 	enum kp_audio_codec codec;
-	uint32_t rate;     /* samples per second: the track's timescale */
-	uint32_t channels; /* 1..8 */
-	uint32_t frame_samples; /* samples per access unit (1024 for AAC-LC) */
+	uint32_t rate;                       /* samples per second: the track's timescale */
+	uint32_t channels;                   /* 1..8 */
+	uint32_t frame_samples;              /* samples per access unit (1024 for AAC-LC) */
 	uint8_t config[KP_AUDIO_CONFIG_MAX]; /* AAC: AudioSpecificConfig */
 	size_t config_len;
 };

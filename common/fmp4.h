@@ -1,6 +1,6 @@
 /* KeepPeek's fragmented MP4 (ISO/IEC 14496-12, 14496-15) for one video track and, when
- * the camera sends sound, one audio track (14496-14), pure functions over buffers, shared by recorderd (writing, recovery, rebuild, export) and
- * rtcd (stored playback):
+ * the camera sends sound, one audio track (14496-14), pure functions over buffers, shared by recorderd (writing,
+ * recovery, rebuild, export) and rtcd (stored playback):
  * - fmp4_write.c: the init segment (ftyp + moov, avc1/hev1 with the avcC/hvcC record)
  *   and, per fragment, a prft box (the wall-clock time of its first sample), moof (mfhd,
  *   traf: tfhd, tfdt, trun) and the mdat header; the caller appends the sample bytes, so
@@ -26,16 +26,16 @@
 #include "h26x.h"
 #include "h26x_config.h"
 
-#define FMP4_TIMESCALE        90000
-#define FMP4_FRAG_MAX_SAMPLES 1024
-#define FMP4_INIT_MAX         (1024 + H26X_CONFIG_MAX + 512 + KP_AUDIO_CONFIG_MAX) /* what the writer makes */
-#define FMP4_AUDIO_MAX_SAMPLES 1024 /* audio samples in one fragment */
+#define FMP4_TIMESCALE         90000
+#define FMP4_FRAG_MAX_SAMPLES  1024
+#define FMP4_INIT_MAX          (1024 + H26X_CONFIG_MAX + 512 + KP_AUDIO_CONFIG_MAX) /* what the writer makes */
+#define FMP4_AUDIO_MAX_SAMPLES 1024                                                 /* audio samples in one fragment */
 #define FMP4_AUDIO_TRACK_ID    2
 /* prft, moof, mfhd, the video traf, the audio traf, the mdat header */
 #define FMP4_FRAG_HEADER_MAX                                                                                           \
 	(32 + 8 + 16 + 8 + 20 + 20 + 24 + 8 * FMP4_FRAG_MAX_SAMPLES + 8 + 20 + 20 + 20 + 8 * FMP4_AUDIO_MAX_SAMPLES + 8)
-#define FMP4_READ_INIT_MAX    (64 * 1024) /* ftyp + moov the reader accepts */
-#define FMP4_PARAMS_MAX       4096        /* VPS/SPS/PPS in Annex-B */
+#define FMP4_READ_INIT_MAX (64 * 1024) /* ftyp + moov the reader accepts */
+#define FMP4_PARAMS_MAX    4096        /* VPS/SPS/PPS in Annex-B */
 
 /* The video track of an init segment. */
 struct fmp4_track {

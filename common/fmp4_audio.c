@@ -16,16 +16,16 @@ static void esds(struct bw *b, const struct kp_audio_format *a)
 	full_box(b, "esds", 0, 0);
 	u8(b, 0x03); /* ES_DescrTag */
 	u8(b, es);
-	u16(b, 0); /* ES_ID */
-	u8(b, 0);  /* no dependency, URL or OCR stream */
+	u16(b, 0);   /* ES_ID */
+	u8(b, 0);    /* no dependency, URL or OCR stream */
 	u8(b, 0x04); /* DecoderConfigDescrTag */
 	u8(b, dcd);
 	u8(b, 0x40); /* Audio ISO/IEC 14496-3 */
 	u8(b, 0x15); /* streamType 5 (audio) << 2 | upStream 0 | reserved 1 */
 	u8(b, 0);    /* bufferSizeDB, 24 bits */
 	u16(b, 0);
-	u32(b, 0); /* maxBitrate: unknown */
-	u32(b, 0); /* avgBitrate: variable */
+	u32(b, 0);   /* maxBitrate: unknown */
+	u32(b, 0);   /* avgBitrate: variable */
 	u8(b, 0x05); /* DecSpecificInfoTag */
 	u8(b, (uint32_t)a->config_len);
 	bytes(b, a->config, a->config_len);
@@ -56,7 +56,7 @@ void fmp4_audio_trak(struct bw *b, const struct kp_audio_format *a)
 	full_box(b, "tkhd", 0, 3);
 	zeros(b, 8); /* creation and modification time */
 	u32(b, FMP4_AUDIO_TRACK_ID);
-	zeros(b, 16);  /* reserved, duration, reserved */
+	zeros(b, 16);   /* reserved, duration, reserved */
 	u16(b, 0);      /* layer */
 	u16(b, 0);      /* alternate_group */
 	u16(b, 0x0100); /* volume */

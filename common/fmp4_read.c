@@ -170,7 +170,9 @@ static int parse_esds(struct fmp4_init *in, struct rd *r)
 		struct rd dsi;
 		while (descriptor(&d, &tag, &dsi))
 			if (tag == 0x05)
-				return kp_aac_config_parse(dsi.p + dsi.pos, dsi.end - dsi.pos, &in->audio) < 0 ? -EBADMSG : 0;
+				return kp_aac_config_parse(dsi.p + dsi.pos, dsi.end - dsi.pos, &in->audio) < 0
+					   ? -EBADMSG
+					   : 0;
 		return -EBADMSG;
 	}
 	return -EBADMSG;

@@ -211,7 +211,7 @@ static void stream_audio_unit(void *ctx, const struct kp_audio_unit *au)
 		return;
 	const struct kp_audio_format *f = &au->fmt;
 	if (au->len == 0 || au->len > KP_AAC_FRAME_MAX || f->codec != KP_AUDIO_AAC || !f->rate || !f->channels ||
-	    !f->frame_samples || f->config_len > sizeof ((kp_AudioUnit *)0)->config.bytes)
+	    !f->frame_samples || f->config_len > sizeof((kp_AudioUnit *)0)->config.bytes)
 		return;
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = kp_Envelope_audio_unit_tag;

@@ -86,7 +86,8 @@ void rec_audio_take(struct rec_audio_queue *q, int64_t limit, int64_t file_pts0,
 		/* Another format than the file's, before the file, or too late: not this file's. */
 		if (!q->file_audio || !kp_audio_format_same(&q->fmt, &q->file_fmt) ||
 		    track_time(q, f->pts, file_pts0, &t) < 0 ||
-		    (q->started && (t < q->next - (int64_t)q->file_fmt.rate || t > q->next + 10 * (int64_t)q->file_fmt.rate))) {
+		    (q->started &&
+		     (t < q->next - (int64_t)q->file_fmt.rate || t > q->next + 10 * (int64_t)q->file_fmt.rate))) {
 			q->dropped++;
 			continue;
 		}
@@ -94,9 +95,16 @@ void rec_audio_take(struct rec_audio_queue *q, int64_t limit, int64_t file_pts0,
 			q->next = t;
 			q->started = true;
 		}
-		if (t > q->next + frame) { /* frames lost: close the gap */
+		int64_t off = t - q->next;
+		if (off > (int64_t)frame / 2 || off < -(int64_t)frame / 2) {
+			/* Off the run by more than half a frame (frames lost, the camera's clock
+			 * corrected): follow the camera, through the previous sample's duration. */
+			if (ret->n && (int64_t)out[ret->n - 1].duration + off < 1) {
+				q->dropped++;
+				continue;
+			}
 			if (ret->n)
-				out[ret->n - 1].duration += (uint32_t)(t - q->next);
+				out[ret->n - 1].duration = (uint32_t)((int64_t)out[ret->n - 1].duration + off);
 			q->next = t;
 		}
 		if (ret->n == 0)

@@ -2,9 +2,10 @@
  * (on the video's 90 kHz clock), taken when the GOP they belong to is written (every
  * frame before the next keyframe's time goes into that GOP's fragment, as the second
  * traf), and timed on the file's audio track: a continuous run of frame_samples per
- * frame from the first frame's time, a gap of more than one frame closed by lengthening
- * the frame before it (or moving the fragment's start), a frame more than one second
- * behind (or ten seconds ahead) dropped. The file's audio track is the format known when the file is opened;
+ * frame from the first frame's time; a frame more than half a frame off that run (lost
+ * frames, a corrected camera clock) restarts it at its own time, by changing the
+ * duration of the frame before it (or the fragment's start); a frame more than one
+ * second behind (or ten seconds ahead) is dropped. The file's audio track is the format known when the file is opened;
  * a new or changed format starts a new file at the next keyframe. */
 #ifndef KP_REC_AUDIO_QUEUE_H
 #define KP_REC_AUDIO_QUEUE_H

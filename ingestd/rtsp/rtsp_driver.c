@@ -23,6 +23,7 @@
 #include "rtsp_au.h"
 
 #define RTSP_QUEUE_ITEMS    64
+#define RTSP_AUDIO_HELD     32               /* audio packets held until the first video timestamps */
 #define RTSP_OPEN_TIMEOUT   (10 * 1000000LL) /* µs to connect, DESCRIBE, SETUP, PLAY, probe */
 #define RTSP_READ_TIMEOUT   (10 * 1000000LL) /* µs without a packet before giving up */
 #define RTSP_SOCKET_TIMEOUT "5000000"        /* libavformat's own socket timeout, µs */
@@ -235,13 +236,19 @@ static int find_audio(struct rtsp_stream *s, AVFormatContext *fmt, int video, st
 	return idx;
 }
 
-/* One audio packet on the video's clock (whose offset the first video packet set:
- * audio before it is dropped). */
+/* Audio read before the video's clock has its offset (libavformat may return an audio
+ * packet first, and the first video packet has no timestamp): held, then handed over. */
+struct audio_held {
+	AVPacket *pkt[RTSP_AUDIO_HELD];
+	unsigned n;
+};
+
+/* One audio packet on the video's clock. */
 static void audio_packet(struct rtsp_stream *s, const AVPacket *pkt, const AVStream *st, const struct pts_clock *c,
 			 const struct kp_audio_format *fmt)
 {
 	int64_t ts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
-	if (ts == AV_NOPTS_VALUE || !c->have_offset || pkt->size <= 0)
+	if (ts == AV_NOPTS_VALUE || pkt->size <= 0)
 		return;
 	struct kp_audio_unit au = {
 	    .fmt = *fmt,
@@ -251,6 +258,30 @@ static void audio_packet(struct rtsp_stream *s, const AVPacket *pkt, const AVStr
 	    .len = (size_t)pkt->size,
 	};
 	enqueue_audio(s, &au);
+}
+
+/* An audio packet now, or held until the video's clock is set (the oldest held packet
+ * is dropped past RTSP_AUDIO_HELD). */
+static void audio_or_hold(struct rtsp_stream *s, AVPacket *pkt, const AVStream *st, const struct pts_clock *c,
+			  const struct kp_audio_format *fmt, struct audio_held *h)
+{
+	if (c->have_offset) {
+		for (unsigned i = 0; i < h->n; i++) {
+			audio_packet(s, h->pkt[i], st, c, fmt);
+			av_packet_free(&h->pkt[i]);
+		}
+		h->n = 0;
+		audio_packet(s, pkt, st, c, fmt);
+		return;
+	}
+	if (h->n == RTSP_AUDIO_HELD) {
+		av_packet_free(&h->pkt[0]);
+		memmove(h->pkt, h->pkt + 1, (RTSP_AUDIO_HELD - 1) * sizeof h->pkt[0]);
+		h->n--;
+	}
+	h->pkt[h->n] = av_packet_clone(pkt);
+	if (h->pkt[h->n])
+		h->n++;
 }
 
 /* Reads packets until an error or stop; returns with reason set. */
@@ -292,6 +323,7 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 	uint8_t *buf = NULL;
 	size_t buf_cap = 0;
 	struct pts_clock clock = {.last = INT64_MIN};
+	struct audio_held held = {.n = 0};
 	for (;;) {
 		set_deadline(s, RTSP_READ_TIMEOUT);
 		err = av_read_frame(fmt, pkt);
@@ -301,7 +333,7 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 		}
 		add_bytes(s, (uint64_t)pkt->size);
 		if (aidx >= 0 && pkt->stream_index == aidx)
-			audio_packet(s, pkt, fmt->streams[aidx], &clock, &afmt);
+			audio_or_hold(s, pkt, fmt->streams[aidx], &clock, &afmt, &held);
 		if (pkt->stream_index != idx) {
 			av_packet_unref(pkt);
 			continue;
@@ -334,6 +366,8 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 		enqueue(s, &au);
 		av_packet_unref(pkt);
 	}
+	for (unsigned i = 0; i < held.n; i++)
+		av_packet_free(&held.pkt[i]);
 	free(buf);
 	av_packet_free(&pkt);
 }

@@ -1,6 +1,7 @@
 /* keeppeek-test-camera: a camera simulator for tests, the demo and operators. Serves
  * Baichuan over TCP and BCUDP and RTSP over TCP from fixture streams paced in real
- * time, with fault switches, and writes its counters to a JSON stats file. */
+ * time (and, with --audio, an AAC fixture as the main stream's sound),
+ * with fault switches, and writes its counters to a JSON stats file. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -9,6 +10,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+
+#include <libavutil/error.h>
 
 #include "camera.h"
 
@@ -24,7 +27,7 @@ static void usage(FILE *f)
 		   "         [--baichuan-port N] [--bcudp-port N] [--uid UID] [--rtsp-port N]\n"
 		   "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
 		   "         [--motion-interval S] [--alarm STATUS/AITYPE] [--snapshot FILE.jpg] [--stats FILE]\n"
-		   "         [--parent PID]\n"
+		   "         [--parent PID] [--audio FILE.aac]\n"
 		   "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder]...\n"
 		   "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n");
 }
@@ -60,6 +63,12 @@ static void write_stats(uv_timer_t *t)
 	put_stream(f, "bcudp", cam_stats.bcudp);
 	fputc(',', f);
 	put_stream(f, "rtsp", cam_stats.rtsp);
+	fprintf(f,
+		",\"audio\":{\"rtsp\":{\"frames_sent\":%llu,\"first_offset_us\":%lld},"
+		"\"baichuan\":{\"frames_sent\":%llu,\"first_offset_us\":%lld}}",
+		(unsigned long long)cam_stats.audio_rtsp.frames_sent, (long long)cam_stats.audio_rtsp.first_offset_us,
+		(unsigned long long)cam_stats.audio_baichuan.frames_sent,
+		(long long)cam_stats.audio_baichuan.first_offset_us);
 	fprintf(f, ",\"logins_ok\":%llu,\"logins_refused\":%llu,\"motion_sent\":%llu}\n",
 		(unsigned long long)cam_stats.logins_ok, (unsigned long long)cam_stats.logins_refused,
 		(unsigned long long)cam_stats.motion_sent);
@@ -114,7 +123,7 @@ int main(int argc, char **argv)
 					.uid = CAM_DEFAULT_UID,
 					.alarm_status = "MD",
 					.alarm_ai = "people"};
-	const char *main_path = NULL, *sub_path = NULL, *host = "127.0.0.1";
+	const char *main_path = NULL, *sub_path = NULL, *audio_path = NULL, *host = "127.0.0.1";
 	unsigned fps = 25;
 	long bc_port = -1, udp_port = -1, rtsp_port = -1;
 	pid_t parent = 0;
@@ -135,7 +144,8 @@ int main(int argc, char **argv)
 		O_FAULT,
 		O_PARENT,
 		O_UID,
-		O_ALARM
+		O_ALARM,
+		O_AUDIO
 	};
 	static const struct option opts[] = {
 	    {"main", required_argument, NULL, O_MAIN},
@@ -155,6 +165,7 @@ int main(int argc, char **argv)
 	    {"parent", required_argument, NULL, O_PARENT},
 	    {"uid", required_argument, NULL, O_UID},
 	    {"alarm", required_argument, NULL, O_ALARM},
+	    {"audio", required_argument, NULL, O_AUDIO},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -181,6 +192,9 @@ int main(int argc, char **argv)
 			break;
 		case O_RTSP:
 			rtsp_port = atol(optarg);
+			break;
+		case O_AUDIO:
+			audio_path = optarg;
 			break;
 		case O_UID:
 			cfg.uid = optarg;
@@ -259,6 +273,11 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		fprintf(stderr, "keeppeek-test-camera: cannot load fixture streams %s, %s: %s\n", main_path, sub_path,
 			r == -EINVAL ? "no keyframe-first H.264/H.265 stream" : strerror(-r));
+		return 1;
+	}
+	if (audio_path && (r = cam_audio_open(loop, audio_path, &cfg.audio)) < 0) {
+		fprintf(stderr, "keeppeek-test-camera: cannot load the audio fixture %s: %s\n", audio_path,
+			r == -EINVAL ? "no ADTS AAC frames" : av_err2str(r));
 		return 1;
 	}
 	if (bc_port >= 0 && (r = cam_baichuan_tcp_listen(loop, &cfg, host, (uint16_t)bc_port)) < 0)

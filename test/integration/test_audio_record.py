@@ -1,0 +1,115 @@
+"""Audio recorded as the second track of the main stream's recording (issue 13 item 8):
+the test camera sends AAC (a 440 Hz tone, 16 kHz mono) over RTSP as RFC 3640 AAC-hbr
+and over Baichuan as 05wb records of ADTS frames. Every recording file of a camera with
+audio has an H.264 and an AAC stream (ffprobe), decodes with `ffmpeg -v error` without a
+message, holds every audio frame the camera sent, and starts its audio within one audio
+frame of where the camera started it relative to the video; an export keeps both streams;
+a camera with `audio = no` records video only. No worker restarts."""
+import glob
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+from kp import FIXTURES, TestCamera, cameras, check, run, wait_for
+
+CONFIG = """[keeppeek]
+data_dir = {dir}/data
+run_dir = {dir}/run
+[web]
+listen = 127.0.0.1:{port}
+"""
+
+AUDIO = os.path.join(FIXTURES, "audio.aac")
+FRAME_S = 1024 / 16000  # one AAC frame of the fixture
+
+
+def streams(path):
+    """[(codec_type, codec_name, start_time, packets)] of a file, from ffprobe."""
+    r = subprocess.run(["ffprobe", "-v", "error", "-count_packets", "-show_entries",
+                        "stream=codec_type,codec_name,start_time,nb_read_packets", "-of", "json", path],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and not r.stderr.strip(), f"ffprobe reads {path} without errors: {r.stderr[:500]}")
+    return [(s["codec_type"], s["codec_name"], float(s.get("start_time", "nan")), int(s["nb_read_packets"]))
+            for s in json.loads(r.stdout)["streams"]]
+
+
+def decode_clean(path):
+    r = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and not r.stderr.strip(), f"{path} decodes without a message: {r.stderr[:500]}")
+
+
+def test(make):
+    work = tempfile.mkdtemp(prefix="kp-audio-")
+    cams = {
+        "rtsp-aac": TestCamera(work, "rtsp-aac", "h264", "rtsp", extra=("--audio", AUDIO)),
+        "rtsp-mute": TestCamera(work, "rtsp-mute", "h264", "rtsp", extra=("--audio", AUDIO)),
+    }
+    with_audio = {"rtsp-aac": "rtsp"}
+    try:
+        config = CONFIG
+        for name, cam in cams.items():
+            config += f'[camera "{name}"]\nurl = {cam.url()}\nstreams = main\n'
+            if name not in with_audio:
+                config += "audio = no\n"
+        kp = make(config=config)
+        kp.wait_running()
+
+        def all_streaming():
+            c = cameras(kp)
+            return c and len(c) == len(cams) and all(
+                s["state"] == "streaming" for cam in c.values() for s in cam["streams"] if s["name"] == "main")
+        check(wait_for(all_streaming, 15.0, 0.1), f"all cameras streaming: {cameras(kp)}")
+        t0 = int(time.time() * 1000)
+        time.sleep(12.0)
+
+        # An export from the middle keeps the audio track.
+        tok = kp.token("admin")
+        frm, to = t0 + 3000, t0 + 9000
+        st, h, body = kp.http("GET", f"/api/v1/export?camera=rtsp-aac&stream=main&from={frm}&to={to}", None,
+                              {"Authorization": f"Bearer {tok}"}, timeout=60)
+        check(st == 200 and len(body) > 10000, f"export: 200 ({st} {body[:200]!r})")
+        clip = os.path.join(work, "clip.mp4")
+        with open(clip, "wb") as f:
+            f.write(body)
+        got = streams(clip)
+        check([s[:2] for s in got] == [("video", "h264"), ("audio", "aac")], f"the export has both streams: {got}")
+        check(got[1][3] >= int(5.0 / FRAME_S), f"the export holds about 6 s of audio: {got}")
+        check(abs(got[1][2] - got[0][2]) <= FRAME_S, f"the export's audio starts with its video: {got}")
+        decode_clean(clip)
+
+        sent = {name: cam.pause() for name, cam in cams.items()}
+        time.sleep(1.5)
+        check(kp.stop() is not None, "keeppeekd stops (recorderd writes what it holds)")
+
+        for name, cam in cams.items():
+            files = sorted(glob.glob(os.path.join(kp.data, "recordings", name, "main", "*.mp4")))
+            check(files, f"{name}: recordings exist")
+            audio_packets = 0
+            for i, path in enumerate(files):
+                got = streams(path)
+                decode_clean(path)
+                if name not in with_audio:
+                    check([s[:2] for s in got] == [("video", "h264")], f"{name}: video only with audio = no: {got}")
+                    continue
+                check([s[:2] for s in got] == [("video", "h264"), ("audio", "aac")],
+                      f"{name}: {os.path.basename(path)} has an H.264 and an AAC stream: {got}")
+                audio_packets += got[1][3]
+                if i == 0:
+                    src = sent[name]["audio"][with_audio[name]]["first_offset_us"] / 1e6
+                    rec = got[1][2] - got[0][2]
+                    check(abs(rec - src) <= FRAME_S,
+                          f"{name}: audio starts {rec * 1000:.1f} ms after the video, the camera's "
+                          f"{src * 1000:.1f} ms (within one frame, {FRAME_S * 1000:.0f} ms)")
+            if name in with_audio:
+                n = sent[name]["audio"][with_audio[name]]["frames_sent"]
+                check(n > 150 and audio_packets == n, f"{name}: audio frames sent {n} = recorded {audio_packets}")
+    finally:
+        for cam in cams.values():
+            cam.kill()
+
+
+if __name__ == "__main__":
+    run(test)
