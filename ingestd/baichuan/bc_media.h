@@ -84,5 +84,8 @@ size_t bc_media_write_info(uint8_t out[BC_MEDIA_INFO_SIZE], uint32_t width, uint
 #define BC_MEDIA_FRAME_HEADER_MAX (BC_MEDIA_FRAME_HEADER + 8)
 size_t bc_media_write_frame_header(uint8_t out[BC_MEDIA_FRAME_HEADER_MAX], bool keyframe, enum kp_codec codec,
 				   uint32_t payload_len, uint32_t ts_us, uint32_t utc_s);
+/* An AAC record's header ("05wb", the payload size twice, as neolink's
+ * bcmedia/ser.rs bcmedia_aac writes it) for payload_len bytes of ADTS frames. */
+size_t bc_media_write_aac_header(uint8_t out[BC_MEDIA_AUDIO_HEADER], uint16_t payload_len);
 
 #endif

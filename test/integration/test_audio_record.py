@@ -46,8 +46,9 @@ def test(make):
     cams = {
         "rtsp-aac": TestCamera(work, "rtsp-aac", "h264", "rtsp", extra=("--audio", AUDIO)),
         "rtsp-mute": TestCamera(work, "rtsp-mute", "h264", "rtsp", extra=("--audio", AUDIO)),
+        "bc-aac": TestCamera(work, "bc-aac", "h264", "baichuan", extra=("--audio", AUDIO)),
     }
-    with_audio = {"rtsp-aac": "rtsp"}
+    with_audio = {"rtsp-aac": "rtsp", "bc-aac": "baichuan"}
     try:
         config = CONFIG
         for name, cam in cams.items():
@@ -68,17 +69,19 @@ def test(make):
         # An export from the middle keeps the audio track.
         tok = kp.token("admin")
         frm, to = t0 + 3000, t0 + 9000
-        st, h, body = kp.http("GET", f"/api/v1/export?camera=rtsp-aac&stream=main&from={frm}&to={to}", None,
-                              {"Authorization": f"Bearer {tok}"}, timeout=60)
-        check(st == 200 and len(body) > 10000, f"export: 200 ({st} {body[:200]!r})")
-        clip = os.path.join(work, "clip.mp4")
-        with open(clip, "wb") as f:
-            f.write(body)
-        got = streams(clip)
-        check([s[:2] for s in got] == [("video", "h264"), ("audio", "aac")], f"the export has both streams: {got}")
-        check(got[1][3] >= int(5.0 / FRAME_S), f"the export holds about 6 s of audio: {got}")
-        check(abs(got[1][2] - got[0][2]) <= FRAME_S, f"the export's audio starts with its video: {got}")
-        decode_clean(clip)
+        for name in with_audio:
+            st, h, body = kp.http("GET", f"/api/v1/export?camera={name}&stream=main&from={frm}&to={to}", None,
+                                  {"Authorization": f"Bearer {tok}"}, timeout=60)
+            check(st == 200 and len(body) > 10000, f"{name}: export: 200 ({st} {body[:200]!r})")
+            clip = os.path.join(work, f"{name}-clip.mp4")
+            with open(clip, "wb") as f:
+                f.write(body)
+            got = streams(clip)
+            check([s[:2] for s in got] == [("video", "h264"), ("audio", "aac")],
+                  f"{name}: the export has both streams: {got}")
+            check(got[1][3] >= int(5.0 / FRAME_S), f"{name}: the export holds about 6 s of audio: {got}")
+            check(abs(got[1][2] - got[0][2]) <= FRAME_S, f"{name}: the export's audio starts with its video: {got}")
+            decode_clean(clip)
 
         sent = {name: cam.pause() for name, cam in cams.items()}
         time.sleep(1.5)

@@ -1,6 +1,9 @@
 /* The test camera's Baichuan session over any byte transport (camera.h): modern and
  * legacy login in every encryption mode, main/sub streams by handle as BcMedia, keep-
- * alive replies, motion alarms, JPEG snapshots in chunks, and the fault switches. */
+ * alive replies, motion alarms, JPEG snapshots in chunks, and the fault switches. With
+ * --audio the main stream carries AAC: one "05wb" record per ADTS frame (BAICHUAN.md
+ * section 5; neolink bcmedia/ser.rs), no timestamp, sent in time order with the video
+ * from the first audio frame at or after the first video frame. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +30,8 @@ struct cam_bc_stream {
 	uint32_t handle;
 	uint8_t channel;
 	struct cam_sub *sub;
+	struct cam_audio_sub *asub; /* main stream with --audio */
+	uint64_t v0_us, audio_sent;
 };
 
 struct cam_bc_session {
@@ -60,6 +65,8 @@ static void stop_stream(struct cam_bc_stream *st)
 	if (st->active && st->sub)
 		cam_source_unsubscribe(st->sub);
 	st->sub = NULL;
+	cam_audio_unsubscribe(st->asub);
+	st->asub = NULL;
 	st->active = false;
 }
 
@@ -161,6 +168,25 @@ static int send_binary(struct cam_bc_session *s, uint32_t msg_id, uint16_t msg_n
 	return 0;
 }
 
+static void on_audio(const struct cam_audio_frame *f, void *arg)
+{
+	struct cam_bc_stream *st = arg;
+	struct cam_bc_session *s = st->s;
+	if (!st->active || s->dead || s->stalled || f->adts_len > UINT16_MAX)
+		return;
+	uint8_t rec[BC_MEDIA_AUDIO_HEADER + UINT16_MAX + 8];
+	size_t hl = bc_media_write_aac_header(rec, (uint16_t)f->adts_len);
+	size_t pad = bc_media_pad(f->adts_len);
+	memcpy(rec + hl, f->adts, f->adts_len);
+	memset(rec + hl + f->adts_len, 0, pad);
+	if (send_binary(s, BC_MSG_PREVIEW, st->msg_num, st->channel, (uint8_t)st->index, rec, hl + f->adts_len + pad,
+			BC_STATUS_OK, NULL) < 0)
+		return;
+	if (!st->audio_sent++)
+		cam_stats.audio_baichuan.first_offset_us = (int64_t)(f->pts_us - st->v0_us);
+	cam_stats.audio_baichuan.frames_sent++;
+}
+
 static void on_frame(const struct cam_frame *f, void *arg)
 {
 	struct cam_bc_stream *st = arg;
@@ -189,6 +215,11 @@ static void on_frame(const struct cam_frame *f, void *arg)
 	if (err == 0) {
 		s->stats[st->index].frames_sent++;
 		s->stats[st->index].bytes_sent += wire;
+	}
+	if (err == 0 && st->index == 0 && s->cfg->audio && !st->asub) {
+		st->v0_us = f->pts_us;
+		if (cam_audio_subscribe(s->cfg->audio, f->pts_us, on_audio, st, &st->asub) < 0)
+			hang_up(s);
 	}
 }
 
