@@ -11,9 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What is recorded is AAC; the others are what cameras send that ingestd converts to
+ * AAC once (docs/decisions/0008-audio-recording.md). */
 enum kp_audio_codec {
 	KP_AUDIO_NONE = 0,
 	KP_AUDIO_AAC = 1,
+	KP_AUDIO_ADPCM_IMA, /* DVI-4 blocks: a 4-byte predictor state, then 4-bit samples */
+	KP_AUDIO_PCMU,      /* G.711 mu-law */
+	KP_AUDIO_PCMA,      /* G.711 A-law */
 };
 
 #define KP_AUDIO_CONFIG_MAX 64   /* AudioSpecificConfig bytes kept */

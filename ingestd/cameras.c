@@ -2,7 +2,8 @@
  * protocol driver per camera (reporting through the sink table it is given), jittered
  * exponential reconnect backoff, per-stream state and counters, and the IPC out: access
  * units to recorderd and rtcd, the main stream's audio units (when the camera's audio is
- * on) and motion events to recorderd, StreamState to the
+ * on; AAC as it comes, the rest converted once by audio_conv.c) and motion events to
+ * recorderd, StreamState to the
  * supervisor. */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audio_conv.h"
 #include "cameras.h"
 #include "config.h"
 #include "kp_limits.h"
@@ -45,8 +47,9 @@ struct ing_camera {
 	struct ing_stream streams[2];
 	uint32_t reconnects;
 	uint64_t events;
-	uint64_t audio_seq, audio_rejected;
-	unsigned failures; /* in a row, for the backoff */
+	uint64_t audio_seq, audio_rejected, audio_conv_failed;
+	struct ing_audio_conv *audio_conv; /* ADPCM or G.711 to AAC, made on first use */
+	unsigned failures;                 /* in a row, for the backoff */
 	bool last_failure_auth;
 	bool failed; /* a failure is being handled */
 	bool removing;
@@ -204,11 +207,10 @@ static void stream_access_unit(void *ctx, enum kp_stream_index s, const struct k
 	send_au(cam, s, au);
 }
 
-static void stream_audio_unit(void *ctx, const struct kp_audio_unit *au)
+/* One AAC frame to recorderd. */
+static void send_audio(void *arg, const struct kp_audio_unit *au)
 {
-	struct ing_camera *cam = ctx;
-	if (cam->failed || !cam->conf.audio || !configured(cam, KP_STREAM_INDEX_MAIN))
-		return;
+	struct ing_camera *cam = arg;
 	const struct kp_audio_format *f = &au->fmt;
 	if (au->len == 0 || au->len > KP_AAC_FRAME_MAX || f->codec != KP_AUDIO_AAC || !f->rate || !f->channels ||
 	    !f->frame_samples || f->config_len > sizeof((kp_AudioUnit *)0)->config.bytes)
@@ -231,6 +233,23 @@ static void stream_audio_unit(void *ctx, const struct kp_audio_unit *au)
 	if (r < 0 && cam->audio_rejected++ % 250 == 0)
 		kp_warn("%s/main: recorderd did not take audio frame %llu: %s", cam->conf.name,
 			(unsigned long long)m->seq, strerror(-r));
+}
+
+/* The main stream's audio: AAC as it is, the rest converted once (audio_conv.h). */
+static void stream_audio_unit(void *ctx, const struct kp_audio_unit *au)
+{
+	struct ing_camera *cam = ctx;
+	if (cam->failed || !cam->conf.audio || !configured(cam, KP_STREAM_INDEX_MAIN) || au->len == 0 ||
+	    au->len > KP_AAC_FRAME_MAX)
+		return;
+	if (au->fmt.codec == KP_AUDIO_AAC) {
+		send_audio(cam, au);
+		return;
+	}
+	const char *why;
+	if (ing_audio_conv_push(&cam->audio_conv, au, send_audio, cam, &why) < 0 && cam->audio_conv_failed++ % 250 == 0)
+		kp_warn("%s/main: camera audio not converted to AAC (%llu units so far): %s", cam->conf.name,
+			(unsigned long long)cam->audio_conv_failed, why);
 }
 
 static void camera_event(void *ctx, const char *kind, const char *labels, int64_t wall_ms)
@@ -298,6 +317,7 @@ static void camera_failed(void *ctx, bool auth_failed, const char *reason)
 			set_state(cam, s, st, reason);
 	cam->last_failure_auth = auth_failed;
 	cam->failed = true;
+	ing_audio_conv_free(&cam->audio_conv); /* the next connection's audio is a new run */
 	uv_timer_start(&cam->timer, on_timer, 0, 0);
 }
 
@@ -344,6 +364,7 @@ static void remove_camera(struct ing_camera *cam)
 		cam->ops->stop(cam->drv);
 	cam->drv = NULL;
 	cam->failed = true; /* ignore anything late */
+	ing_audio_conv_free(&cam->audio_conv);
 	uv_close((uv_handle_t *)&cam->timer, on_closed);
 }
 

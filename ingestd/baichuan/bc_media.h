@@ -87,5 +87,10 @@ size_t bc_media_write_frame_header(uint8_t out[BC_MEDIA_FRAME_HEADER_MAX], bool 
 /* An AAC record's header ("05wb", the payload size twice, as neolink's
  * bcmedia/ser.rs bcmedia_aac writes it) for payload_len bytes of ADTS frames. */
 size_t bc_media_write_aac_header(uint8_t out[BC_MEDIA_AUDIO_HEADER], uint16_t payload_len);
+/* An ADPCM record's header for one block of block_len bytes (its 4-byte state
+ * included): "01wb", block_len + 4 twice, the sub-magic 0x0100 and (block_len - 4) / 2,
+ * as neolink's bcmedia/ser.rs bcmedia_adpcm writes it. */
+#define BC_MEDIA_ADPCM_HEADER (BC_MEDIA_AUDIO_HEADER + 4)
+size_t bc_media_write_adpcm_header(uint8_t out[BC_MEDIA_ADPCM_HEADER], uint16_t block_len);
 
 #endif

@@ -1,7 +1,7 @@
 /* One Baichuan video stream of an ingestd session: msg 3 payloads in (reassembled as
  * BcMedia), access units with 90 kHz timestamps and the streaming state out, to the
  * session's sink (ingestd/camera.h); on the main stream, when the camera's audio is on,
- * its AAC as audio units (bc_audio.h). */
+ * its AAC and ADPCM as audio units (bc_audio.h). */
 #ifndef KP_BC_STREAM_H
 #define KP_BC_STREAM_H
 
@@ -28,7 +28,6 @@ struct bc_stream {
 	struct bc_ts_unwrap ts;
 	struct bc_media_stream media;
 	struct bc_audio audio;
-	uint64_t audio_other; /* audio records of a kind not recorded (ADPCM) */
 };
 
 void bc_stream_init(struct bc_stream *s, const struct ing_camera_info *info, const struct ing_sink *sink,

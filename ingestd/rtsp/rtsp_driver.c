@@ -23,6 +23,7 @@
 #include "rtsp_au.h"
 
 #define RTSP_QUEUE_ITEMS    64
+#define RTSP_AUDIO_ITEMS    256              /* audio waits in a ring of its own: 5 s of 20 ms G.711 packets */
 #define RTSP_AUDIO_HELD     32               /* audio packets held until the first video timestamps */
 #define RTSP_OPEN_TIMEOUT   (10 * 1000000LL) /* µs to connect, DESCRIBE, SETUP, PLAY, probe */
 #define RTSP_READ_TIMEOUT   (10 * 1000000LL) /* µs without a packet before giving up */
@@ -43,13 +44,16 @@ struct rtsp_stream {
 	/* Guarded by drv->lock. */
 	struct rtsp_item *queue[RTSP_QUEUE_ITEMS];
 	unsigned head, count;
+	struct rtsp_item *aqueue[RTSP_AUDIO_ITEMS];
+	unsigned ahead, acount;
+	uint64_t adropped;
 	bool skip_to_keyframe;
 	uint64_t dropped, bytes;
 	bool done, auth_failed;
 	char reason[192];
 	/* Loop thread only. */
 	bool running, streaming;
-	uint64_t dropped_logged;
+	uint64_t dropped_logged, adropped_logged;
 };
 
 struct ing_driver {
@@ -72,6 +76,8 @@ static void driver_unref(struct ing_driver *drv)
 		struct rtsp_stream *s = &drv->streams[i];
 		for (unsigned k = 0; k < s->count; k++)
 			free(s->queue[(s->head + k) % RTSP_QUEUE_ITEMS]);
+		for (unsigned k = 0; k < s->acount; k++)
+			free(s->aqueue[(s->ahead + k) % RTSP_AUDIO_ITEMS]);
 		free(s->url);
 	}
 	pthread_mutex_destroy(&drv->lock);
@@ -122,14 +128,15 @@ static void enqueue(struct rtsp_stream *s, const struct kp_access_unit *au)
 	pthread_mutex_unlock(&drv->lock);
 }
 
-/* Thread side: queues one audio frame, or drops it when the loop is behind. */
+/* Thread side: queues one audio frame in the audio ring (so that audio never takes the
+ * video's places), or drops it when the loop is RTSP_AUDIO_ITEMS behind. */
 static void enqueue_audio(struct rtsp_stream *s, const struct kp_audio_unit *au)
 {
 	struct ing_driver *drv = s->drv;
 	pthread_mutex_lock(&drv->lock);
-	struct rtsp_item *it = s->count < RTSP_QUEUE_ITEMS ? malloc(sizeof *it + au->len) : NULL;
+	struct rtsp_item *it = s->acount < RTSP_AUDIO_ITEMS ? malloc(sizeof *it + au->len) : NULL;
 	if (!it) {
-		s->dropped++;
+		s->adropped++;
 		pthread_mutex_unlock(&drv->lock);
 		return;
 	}
@@ -137,8 +144,8 @@ static void enqueue_audio(struct rtsp_stream *s, const struct kp_audio_unit *au)
 	it->audio = *au;
 	memcpy(it->data, au->data, au->len);
 	it->audio.data = it->data;
-	s->queue[(s->head + s->count) % RTSP_QUEUE_ITEMS] = it;
-	s->count++;
+	s->aqueue[(s->ahead + s->acount) % RTSP_AUDIO_ITEMS] = it;
+	s->acount++;
 	notify(drv);
 	pthread_mutex_unlock(&drv->lock);
 }
@@ -212,8 +219,9 @@ static int64_t next_pts(struct pts_clock *c, const AVPacket *pkt, const AVStream
 }
 
 /* The main stream's audio stream to record: AAC with its AudioSpecificConfig in the
- * extradata (RFC 3640's config, RFC 6416's for MP4A-LATM is not read). -1 when there is
- * none or it is another codec (said once in the log). */
+ * extradata (RFC 3640's config, RFC 6416's for MP4A-LATM is not read), or G.711 (PCMU,
+ * PCMA: ingestd's core converts it to AAC). -1 when there is none or it is another
+ * codec (said once in the log). */
 static int find_audio(struct rtsp_stream *s, AVFormatContext *fmt, int video, struct kp_audio_format *ret)
 {
 	if (s->index != KP_STREAM_INDEX_MAIN || !s->drv->audio)
@@ -222,8 +230,17 @@ static int find_audio(struct rtsp_stream *s, AVFormatContext *fmt, int video, st
 	if (idx < 0)
 		return -1;
 	const AVCodecParameters *par = fmt->streams[idx]->codecpar;
+	if ((par->codec_id == AV_CODEC_ID_PCM_MULAW || par->codec_id == AV_CODEC_ID_PCM_ALAW) && par->sample_rate > 0 &&
+	    par->ch_layout.nb_channels == 1) {
+		*ret = (struct kp_audio_format){.codec = par->codec_id == AV_CODEC_ID_PCM_MULAW ? KP_AUDIO_PCMU
+												: KP_AUDIO_PCMA,
+						.rate = (uint32_t)par->sample_rate,
+						.channels = 1};
+		kp_info("camera %s: recording G.711 audio as AAC, %u Hz", s->drv->name, ret->rate);
+		return idx;
+	}
 	if (par->codec_id != AV_CODEC_ID_AAC) {
-		kp_notice("camera %s: audio in %s is not recorded (only AAC is)", s->drv->name,
+		kp_notice("camera %s: audio in %s is not recorded (AAC and mono G.711 are)", s->drv->name,
 			  avcodec_get_name(par->codec_id));
 		return -1;
 	}
@@ -417,14 +434,19 @@ static void on_async(uv_async_t *h)
 		struct rtsp_stream *s = &drv->streams[i];
 		if (!s->running)
 			continue;
-		struct rtsp_item *items[RTSP_QUEUE_ITEMS];
+		/* Audio first: it is older than the video keyframe that may come with it. */
+		struct rtsp_item *items[RTSP_AUDIO_ITEMS + RTSP_QUEUE_ITEMS];
 		pthread_mutex_lock(&drv->lock);
-		unsigned n = s->count;
-		for (unsigned k = 0; k < n; k++)
-			items[k] = s->queue[(s->head + k) % RTSP_QUEUE_ITEMS];
-		s->head = (s->head + n) % RTSP_QUEUE_ITEMS;
+		unsigned na = s->acount, n = na + s->count;
+		for (unsigned k = 0; k < na; k++)
+			items[k] = s->aqueue[(s->ahead + k) % RTSP_AUDIO_ITEMS];
+		for (unsigned k = na; k < n; k++)
+			items[k] = s->queue[(s->head + k - na) % RTSP_QUEUE_ITEMS];
+		s->ahead = (s->ahead + na) % RTSP_AUDIO_ITEMS;
+		s->acount = 0;
+		s->head = (s->head + n - na) % RTSP_QUEUE_ITEMS;
 		s->count = 0;
-		uint64_t bytes = s->bytes, dropped = s->dropped;
+		uint64_t bytes = s->bytes, dropped = s->dropped, adropped = s->adropped;
 		s->bytes = 0;
 		bool done = s->done, auth = s->auth_failed;
 		char reason[sizeof s->reason];
@@ -434,7 +456,7 @@ static void on_async(uv_async_t *h)
 		if (bytes)
 			drv->sink->bytes(drv->sink->ctx, s->index, bytes);
 		for (unsigned k = 0; k < n; k++) {
-			if (!s->streaming) {
+			if (!s->streaming && !items[k]->is_audio) {
 				s->streaming = true;
 				drv->sink->stream_state(drv->sink->ctx, s->index, ING_STREAMING, "");
 			}
@@ -449,6 +471,11 @@ static void on_async(uv_async_t *h)
 				drv->name, s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub",
 				(unsigned long long)(dropped - s->dropped_logged));
 			s->dropped_logged = dropped;
+		}
+		if (adropped != s->adropped_logged) {
+			kp_warn("camera %s: loop behind, %llu audio frames dropped", drv->name,
+				(unsigned long long)(adropped - s->adropped_logged));
+			s->adropped_logged = adropped;
 		}
 		if (done) {
 			drv->failed = true;

@@ -1,9 +1,15 @@
-/* The test camera's audio: an ADTS AAC fixture read once with libavformat's ADTS
- * demuxer (one packet per ADTS frame, header included), each frame also passed through
- * libavcodec's aac_adtstoasc filter for the raw frame and the AudioSpecificConfig, so
- * that none of it comes from KeepPeek's own ADTS parser. Frames are looped and paced in
- * real time with timestamps that keep increasing across loops, frame i due at
- * i * 1024 / rate seconds after the camera started, the same origin as the video. */
+/* The test camera's audio, a fixture read once with libavformat and looped:
+ * - ADTS AAC: one packet per ADTS frame (header included) from the ADTS demuxer, each
+ *   also passed through libavcodec's aac_adtstoasc filter for the raw frame and the
+ *   AudioSpecificConfig, so that none of it comes from KeepPeek's own ADTS parser;
+ * - IMA ADPCM in WAV: cut into its blocks (block_align bytes: a 4-byte predictor state
+ *   and 4-bit samples, the DVI-4 layout neolink's bcmedia/model.rs describes for
+ *   Baichuan's 01wb records), each (block_align - 4) * 2 + 1 samples;
+ * - G.711 mu-law in WAV: cut into 20 ms packets (160 bytes at 8 kHz, RFC 3551 4.5's
+ *   default packetization for PCMU).
+ * Frames are paced in real time with timestamps that keep increasing across loops,
+ * frame i due at i * samples / rate seconds after the camera started, the same origin
+ * as the video. */
 #include <errno.h>
 #include <libavcodec/avcodec.h>
 #include <libavcodec/bsf.h>
@@ -16,6 +22,7 @@
 #define MAX_AUDIO_FRAMES 4096
 #define MAX_AUDIO_SUBS   64
 #define AAC_FRAME        1024 /* samples per AAC-LC frame */
+#define PCMU_PACKET      160  /* 20 ms at 8 kHz */
 
 struct stored_audio {
 	uint8_t *adts, *raw;
@@ -32,7 +39,8 @@ struct cam_audio_sub {
 
 struct cam_audio {
 	uv_timer_t timer;
-	uint32_t rate, channels;
+	enum cam_audio_kind kind;
+	uint32_t rate, channels, frame_samples;
 	uint8_t asc[64];
 	size_t asc_len;
 	struct stored_audio frames[MAX_AUDIO_FRAMES];
@@ -43,7 +51,7 @@ struct cam_audio {
 
 static uint64_t frame_us(const struct cam_audio *a, uint64_t index)
 {
-	return index * AAC_FRAME * 1000000ull / a->rate;
+	return index * a->frame_samples * 1000000ull / a->rate;
 }
 
 static void on_tick(uv_timer_t *t)
@@ -69,6 +77,16 @@ static void on_tick(uv_timer_t *t)
 
 /* One ADTS packet: kept as it is and filtered; the filter gives the AudioSpecificConfig
  * as new-extradata side data of its first output. */
+static int start(uv_loop_t *loop, struct cam_audio *a, struct cam_audio **ret)
+{
+	uv_timer_init(loop, &a->timer);
+	a->timer.data = a;
+	a->start_ms = uv_now(loop);
+	uv_timer_start(&a->timer, on_tick, 0, 5);
+	*ret = a;
+	return 0;
+}
+
 static int filter_frame(struct cam_audio *a, AVBSFContext *bsf, AVPacket *pkt, struct stored_audio *s)
 {
 	s->adts = malloc((size_t)pkt->size);
@@ -96,12 +114,69 @@ static int filter_frame(struct cam_audio *a, AVBSFContext *bsf, AVPacket *pkt, s
 	return r;
 }
 
+/* The whole file's bytes cut into units of n bytes (a partial last one dropped). */
+static int cut(struct cam_audio *a, AVFormatContext *fmt, AVPacket *pkt, size_t n)
+{
+	uint8_t *all = NULL;
+	size_t len = 0;
+	while (av_read_frame(fmt, pkt) >= 0) {
+		uint8_t *b = realloc(all, len + (size_t)pkt->size);
+		if (!b) {
+			av_packet_unref(pkt);
+			free(all);
+			return -ENOMEM;
+		}
+		all = b;
+		memcpy(all + len, pkt->data, (size_t)pkt->size);
+		len += (size_t)pkt->size;
+		av_packet_unref(pkt);
+	}
+	for (size_t off = 0; off + n <= len && a->nframes < MAX_AUDIO_FRAMES; off += n) {
+		struct stored_audio *s = &a->frames[a->nframes];
+		if (!(s->raw = malloc(n)))
+			break;
+		memcpy(s->raw, all + off, n);
+		s->raw_len = n;
+		a->nframes++;
+	}
+	free(all);
+	return 0;
+}
+
+static int open_pcm(struct cam_audio *a, AVFormatContext *fmt, AVPacket *pkt)
+{
+	const AVCodecParameters *par = fmt->streams[0]->codecpar;
+	a->rate = (uint32_t)par->sample_rate;
+	a->channels = (uint32_t)par->ch_layout.nb_channels;
+	if (a->channels != 1 || !a->rate)
+		return -EINVAL;
+	if (par->codec_id == AV_CODEC_ID_ADPCM_IMA_WAV && par->block_align > 4) {
+		a->kind = CAM_AUDIO_ADPCM;
+		a->frame_samples = (uint32_t)(par->block_align - 4) * 2 + 1;
+		return cut(a, fmt, pkt, (size_t)par->block_align);
+	}
+	if (par->codec_id == AV_CODEC_ID_PCM_MULAW && a->rate == 8000) {
+		a->kind = CAM_AUDIO_PCMU;
+		a->frame_samples = PCMU_PACKET;
+		return cut(a, fmt, pkt, PCMU_PACKET);
+	}
+	return -EINVAL;
+}
+
 int cam_audio_open(uv_loop_t *loop, const char *path, struct cam_audio **ret)
 {
 	AVFormatContext *fmt = NULL;
-	int r = avformat_open_input(&fmt, path, av_find_input_format("aac"), NULL);
+	int r = avformat_open_input(&fmt, path, NULL, NULL);
 	if (r < 0)
 		return r;
+	if (fmt->nb_streams != 1 || fmt->streams[0]->codecpar->codec_id != AV_CODEC_ID_AAC) {
+		struct cam_audio *a = calloc(1, sizeof *a);
+		AVPacket *pkt = av_packet_alloc();
+		r = a && pkt ? open_pcm(a, fmt, pkt) : -ENOMEM;
+		av_packet_free(&pkt);
+		avformat_close_input(&fmt);
+		return r < 0 || !a->nframes ? (free(a), r < 0 ? r : -EINVAL) : start(loop, a, ret);
+	}
 	struct cam_audio *a = calloc(1, sizeof *a);
 	AVBSFContext *bsf = NULL;
 	AVPacket *pkt = av_packet_alloc();
@@ -119,6 +194,8 @@ int cam_audio_open(uv_loop_t *loop, const char *path, struct cam_audio **ret)
 		av_packet_unref(pkt);
 	}
 	if (r >= 0) {
+		a->kind = CAM_AUDIO_AAC;
+		a->frame_samples = AAC_FRAME;
 		a->rate = (uint32_t)fmt->streams[0]->codecpar->sample_rate;
 		a->channels = (uint32_t)fmt->streams[0]->codecpar->ch_layout.nb_channels;
 	}
@@ -134,12 +211,7 @@ int cam_audio_open(uv_loop_t *loop, const char *path, struct cam_audio **ret)
 		free(a);
 		return r < 0 ? r : -EINVAL;
 	}
-	uv_timer_init(loop, &a->timer);
-	a->timer.data = a;
-	a->start_ms = uv_now(loop);
-	uv_timer_start(&a->timer, on_tick, 0, 5);
-	*ret = a;
-	return 0;
+	return start(loop, a, ret);
 }
 
 int cam_audio_subscribe(struct cam_audio *a, uint64_t from_us, cam_audio_cb cb, void *arg, struct cam_audio_sub **ret)
@@ -159,6 +231,16 @@ void cam_audio_unsubscribe(struct cam_audio_sub *sub)
 {
 	if (sub)
 		sub->used = false;
+}
+
+enum cam_audio_kind cam_audio_kind(const struct cam_audio *a)
+{
+	return a->kind;
+}
+
+uint32_t cam_audio_samples(const struct cam_audio *a)
+{
+	return a->frame_samples;
 }
 
 uint32_t cam_audio_rate(const struct cam_audio *a)

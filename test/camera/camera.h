@@ -43,9 +43,10 @@ unsigned cam_source_fps(const struct cam_source *src);
  * only), 1 SPS, 2 PPS. Returns 0 or -ENOENT. */
 int cam_source_param_set(const struct cam_source *src, int index, const uint8_t **data, size_t *len);
 
-/* One AAC frame of the audio fixture, on the video sources' clock (both start when the
- * camera starts): as an ADTS frame (what Baichuan's 05wb records carry) and as the raw
- * frame with its AudioSpecificConfig apart (RTP, RFC 3640). */
+/* One frame of the audio fixture, on the video sources' clock (both start when the
+ * camera starts). AAC: as an ADTS frame (what Baichuan's 05wb records carry) and as the
+ * raw frame with its AudioSpecificConfig apart (RTP, RFC 3640); ADPCM: one block (raw);
+ * PCMU: 20 ms of G.711 (raw). */
 struct cam_audio_frame {
 	uint64_t pts_us;
 	uint64_t seq;
@@ -53,13 +54,15 @@ struct cam_audio_frame {
 	size_t adts_len, raw_len;
 };
 
-struct cam_audio; /* an ADTS AAC file looped and paced in real time (audio.c) */
+struct cam_audio; /* an audio file looped and paced in real time (audio.c) */
+enum cam_audio_kind { CAM_AUDIO_AAC, CAM_AUDIO_ADPCM, CAM_AUDIO_PCMU };
 struct cam_audio_sub;
 typedef void (*cam_audio_cb)(const struct cam_audio_frame *f, void *arg);
 
-/* Loads an ADTS file with libavformat's demuxer; the raw frames and the
- * AudioSpecificConfig come from libavcodec's aac_adtstoasc filter. */
+/* Loads an ADTS AAC file, or a WAV file of IMA ADPCM or 8 kHz mu-law, mono. */
 int cam_audio_open(uv_loop_t *loop, const char *path, struct cam_audio **ret);
+enum cam_audio_kind cam_audio_kind(const struct cam_audio *a);
+uint32_t cam_audio_samples(const struct cam_audio *a); /* per frame */
 /* Frames from the first one at or after from_us on. */
 int cam_audio_subscribe(struct cam_audio *a, uint64_t from_us, cam_audio_cb cb, void *arg, struct cam_audio_sub **ret);
 void cam_audio_unsubscribe(struct cam_audio_sub *sub);

@@ -1,10 +1,13 @@
 """Audio recorded as the second track of the main stream's recording (issue 13 item 8):
 the test camera sends AAC (a 440 Hz tone, 16 kHz mono) over RTSP as RFC 3640 AAC-hbr
-and over Baichuan as 05wb records of ADTS frames. Every recording file of a camera with
-audio has an H.264 and an AAC stream (ffprobe), decodes with `ffmpeg -v error` without a
-message, holds every audio frame the camera sent, and starts its audio within one audio
-frame of where the camera started it relative to the video; an export keeps both streams;
-a camera with `audio = no` records video only. No worker restarts."""
+and over Baichuan as 05wb records of ADTS frames, IMA ADPCM over Baichuan as 01wb
+records and G.711 mu-law over RTSP (both 8 kHz, converted to AAC by ingestd). Every
+recording file of a camera with audio has an H.264 and an AAC stream (ffprobe), decodes
+with `ffmpeg -v error` without a message, holds every AAC frame the camera sent (the
+converted ones: the samples sent, less what the encoder still held at the end), and
+starts its audio within one audio frame of where the camera started it relative to the
+video; an export keeps both streams; a camera with `audio = no` records video only. No
+worker restarts."""
 import glob
 import json
 import os
@@ -23,6 +26,12 @@ listen = 127.0.0.1:{port}
 
 AUDIO = os.path.join(FIXTURES, "audio.aac")
 FRAME_S = 1024 / 16000  # one AAC frame of the fixture
+# Converted audio: samples per frame the camera sends (AAC frames of 1,024 samples come
+# out, 128 ms at 8 kHz), and how far the encoder's frame grid may lie from the camera's
+# first sample: Baichuan audio has no timestamp and is placed by its arrival after the
+# video, which the test camera sends on a 20 ms timer.
+CONVERTED = {"bc-adpcm": ("baichuan", 505, 0.025), "rtsp-g711": ("rtsp", 160, 0.010)}
+CONV_FRAME_S = 1024 / 8000
 
 
 def streams(path):
@@ -47,8 +56,12 @@ def test(make):
         "rtsp-aac": TestCamera(work, "rtsp-aac", "h264", "rtsp", extra=("--audio", AUDIO)),
         "rtsp-mute": TestCamera(work, "rtsp-mute", "h264", "rtsp", extra=("--audio", AUDIO)),
         "bc-aac": TestCamera(work, "bc-aac", "h264", "baichuan", extra=("--audio", AUDIO)),
+        "bc-adpcm": TestCamera(work, "bc-adpcm", "h264", "baichuan",
+                               extra=("--audio", os.path.join(FIXTURES, "audio_adpcm.wav"))),
+        "rtsp-g711": TestCamera(work, "rtsp-g711", "h264", "rtsp",
+                                extra=("--audio", os.path.join(FIXTURES, "audio_ulaw.wav"))),
     }
-    with_audio = {"rtsp-aac": "rtsp", "bc-aac": "baichuan"}
+    with_audio = {"rtsp-aac": "rtsp", "bc-aac": "baichuan", **{k: v[0] for k, v in CONVERTED.items()}}
     try:
         config = CONFIG
         for name, cam in cams.items():
@@ -79,8 +92,9 @@ def test(make):
             got = streams(clip)
             check([s[:2] for s in got] == [("video", "h264"), ("audio", "aac")],
                   f"{name}: the export has both streams: {got}")
-            check(got[1][3] >= int(5.0 / FRAME_S), f"{name}: the export holds about 6 s of audio: {got}")
-            check(abs(got[1][2] - got[0][2]) <= FRAME_S, f"{name}: the export's audio starts with its video: {got}")
+            frame = CONV_FRAME_S if name in CONVERTED else FRAME_S
+            check(got[1][3] >= int(5.0 / frame), f"{name}: the export holds about 6 s of audio: {got}")
+            check(abs(got[1][2] - got[0][2]) <= frame, f"{name}: the export's audio starts with its video: {got}")
             decode_clean(clip)
 
         sent = {name: cam.pause() for name, cam in cams.items()}
@@ -100,13 +114,25 @@ def test(make):
                 check([s[:2] for s in got] == [("video", "h264"), ("audio", "aac")],
                       f"{name}: {os.path.basename(path)} has an H.264 and an AAC stream: {got}")
                 audio_packets += got[1][3]
+                frame = CONV_FRAME_S if name in CONVERTED else FRAME_S
                 if i == 0:
                     src = sent[name]["audio"][with_audio[name]]["first_offset_us"] / 1e6
                     rec = got[1][2] - got[0][2]
-                    check(abs(rec - src) <= FRAME_S,
+                    check(abs(rec - src) <= frame,
                           f"{name}: audio starts {rec * 1000:.1f} ms after the video, the camera's "
-                          f"{src * 1000:.1f} ms (within one frame, {FRAME_S * 1000:.0f} ms)")
-            if name in with_audio:
+                          f"{src * 1000:.1f} ms (within one frame, {frame * 1000:.0f} ms)")
+                    if name in CONVERTED:
+                        # The encoder's frames start at the camera's first sample (the
+                        # first one, its priming, a frame earlier): on that grid.
+                        grid = (rec - src) % frame
+                        check(min(grid, frame - grid) <= CONVERTED[name][2],
+                              f"{name}: converted frames {grid * 1000:.1f} ms off the camera's first sample")
+            if name in CONVERTED:
+                samples = sent[name]["audio"][with_audio[name]]["frames_sent"] * CONVERTED[name][1]
+                check(samples > 8000 * 12 and 0 <= samples - audio_packets * 1024 <= 4 * 1024,
+                      f"{name}: {samples} samples sent, {audio_packets * 1024} recorded (the AAC encoder holds "
+                      f"at most 4 frames at the end)")
+            elif name in with_audio:
                 n = sent[name]["audio"][with_audio[name]]["frames_sent"]
                 check(n > 150 and audio_packets == n, f"{name}: audio frames sent {n} = recorded {audio_packets}")
     finally:

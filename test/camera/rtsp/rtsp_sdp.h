@@ -1,11 +1,13 @@
 /* The test camera's SDP (RFC 4566) for one video track: H.264 with
  * sprop-parameter-sets (RFC 6184) or H.265 with sprop-vps/sps/pps (RFC 7798); and
- * optionally an AAC audio track, mpeg4-generic in mode AAC-hbr (RFC 3640 3.3.6, 4.1:
- * streamtype 5, the AudioSpecificConfig in hex as config, sizeLength 13, indexLength
- * and indexDeltaLength 3). Pure. */
+ * optionally an audio track: AAC as mpeg4-generic in mode AAC-hbr (RFC 3640 3.3.6,
+ * 4.1: streamtype 5, the AudioSpecificConfig in hex as config, sizeLength 13,
+ * indexLength and indexDeltaLength 3), or G.711 mu-law as the static payload type 0
+ * (RFC 3551 6, "PCMU/8000"). Pure. */
 #ifndef KP_CAM_RTSP_SDP_H
 #define KP_CAM_RTSP_SDP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +27,7 @@ struct cam_sdp_track {
 };
 
 struct cam_sdp_audio {
+	bool pcmu; /* G.711 mu-law (payload type 0); otherwise AAC */
 	uint8_t payload_type;
 	uint32_t rate, channels;
 	const uint8_t *config; /* AudioSpecificConfig */

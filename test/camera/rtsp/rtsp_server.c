@@ -2,10 +2,11 @@
  * interleaved TCP transport only, PLAY, TEARDOWN, GET_PARAMETER), digest authentication,
  * fixture frames packetized with common/rtp_h26x.c on channel 0 and RTCP sender reports
  * on channel 1, a bounded output queue per client, and the drop/stall/garbage faults.
- * With --audio the main stream has a second track (trackID=1, set up after the video
- * in the same session, as real cameras and libavformat do): AAC in RFC 3640 AAC-hbr
- * packets, one access unit each (3.2.1: AU-headers-length 16, then a 13-bit size and a
- * 3-bit index), its RTP clock the sample rate, starting with the first audio frame at or
+ * With --audio (AAC or G.711) the main stream has a second track (trackID=1, set up
+ * after the video in the same session, as real cameras and libavformat do): AAC in
+ * RFC 3640 AAC-hbr packets, one access unit each (3.2.1: AU-headers-length 16, then a
+ * 13-bit size and a 3-bit index), or PCMU in 20 ms packets (RFC 3551 4.5.14, payload
+ * type 0); its RTP clock the sample rate, starting with the first audio frame at or
  * after the first video frame sent, with its own sender reports. */
 #include <errno.h>
 #include <stdarg.h>
@@ -260,27 +261,39 @@ static void first_reports(struct rtsp_client *c, const struct cam_frame *f, uint
 	send_sender_report(c, c->a_ssrc, c->a_last_ts, now, rate, 0, 0, c->ch_artcp);
 }
 
-/* One AAC frame as one RTP packet (RFC 3640 3.2.1, 3.3.6), marker set (3.2). */
+/* The audio the RTSP main stream carries: AAC or G.711 (ADPCM is Baichuan's). */
+static struct cam_audio *rtsp_audio(const struct rtsp_client *c)
+{
+	struct cam_audio *a = c->srv->cfg->audio;
+	return a && cam_audio_kind(a) != CAM_AUDIO_ADPCM ? a : NULL;
+}
+
+/* One AAC frame as one RTP packet (RFC 3640 3.2.1, 3.3.6), marker set (3.2); or one
+ * G.711 packet (RFC 3551 4.5.14), marker clear. */
 static void on_audio(const struct cam_audio_frame *f, void *arg)
 {
 	struct rtsp_client *c = arg;
 	if (c->closing || c->stalled || f->raw_len > 8191 || f->raw_len > RTSP_MTU)
 		return;
+	bool pcmu = cam_audio_kind(c->srv->cfg->audio) == CAM_AUDIO_PCMU;
 	uint8_t p[RTP_HEADER_SIZE + 4 + RTSP_MTU];
 	uint32_t ts = c->a_ts_base + (uint32_t)(f->pts_us * cam_audio_rate(c->srv->cfg->audio) / 1000000);
 	p[0] = 0x80;
-	p[1] = 0x80 | RTSP_AUDIO_PT;
+	p[1] = pcmu ? 0 : 0x80 | RTSP_AUDIO_PT;
 	p[2] = (uint8_t)(c->a_seq >> 8);
 	p[3] = (uint8_t)c->a_seq;
 	c->a_seq++;
 	put32(p + 4, ts);
 	put32(p + 8, c->a_ssrc);
-	p[12] = 0;
-	p[13] = 16; /* AU-headers-length in bits */
-	p[14] = (uint8_t)(f->raw_len >> 5);
-	p[15] = (uint8_t)(f->raw_len << 3); /* AU-index 0 */
-	memcpy(p + 16, f->raw, f->raw_len);
-	size_t len = 16 + f->raw_len;
+	size_t at = RTP_HEADER_SIZE;
+	if (!pcmu) {
+		p[at++] = 0;
+		p[at++] = 16; /* AU-headers-length in bits */
+		p[at++] = (uint8_t)(f->raw_len >> 5);
+		p[at++] = (uint8_t)(f->raw_len << 3); /* AU-index 0 */
+	}
+	memcpy(p + at, f->raw, f->raw_len);
+	size_t len = at + f->raw_len;
 	c->batch_len = 0;
 	if (batch_add(c, c->ch_artp, p, len) < 0 || client_write(c, c->batch, c->batch_len) < 0)
 		return;
@@ -475,9 +488,10 @@ static void handle_describe(struct rtsp_client *c, const struct rtsp_request *re
 				  .payload_type = RTSP_PAYLOAD_TYPE,
 				  .fps = cam_source_fps(src),
 				  .control = "trackID=0"};
-	struct cam_audio *audio = stream == 0 ? c->srv->cfg->audio : NULL;
+	struct cam_audio *audio = stream == 0 ? rtsp_audio(c) : NULL;
 	struct cam_sdp_audio a = {.payload_type = RTSP_AUDIO_PT, .control = "trackID=1"};
 	if (audio) {
+		a.pcmu = cam_audio_kind(audio) == CAM_AUDIO_PCMU;
 		a.rate = cam_audio_rate(audio);
 		a.channels = cam_audio_channels(audio);
 		cam_audio_config(audio, &a.config, &a.config_len);
@@ -639,7 +653,7 @@ static void handle_request(struct rtsp_client *c, const struct rtsp_request *req
 	}
 	int track;
 	int stream = uri_stream(req->uri, &track);
-	if (stream < 0 || !client_source(c, stream) || (track == 1 && (stream != 0 || !c->srv->cfg->audio))) {
+	if (stream < 0 || !client_source(c, stream) || (track == 1 && (stream != 0 || !rtsp_audio(c)))) {
 		send_simple(c, 404, "Not Found", req->cseq);
 		return;
 	}
