@@ -14,7 +14,14 @@ The file is split into access units here (GStreamer's parsers do not timestamp a
 elementary stream read from a file) and pushed through appsrc with one frame duration
 per access unit; the server's sinks pace them against the pipeline clock.
 
+With --audio aac the stream has a second track: a live 440 Hz tone, 16 kHz mono, encoded
+by voaacenc and sent by rtpmp4gpay (mpeg4-generic, RFC 3640; gstreamer1.0-plugins-bad
+and -good); with --audio pcmu the tone at 8 kHz through mulawenc and rtppcmupay (RFC 3551
+PCMU). GStreamer times both tracks on the pipeline clock and sends its own RTCP sender
+reports.
+
 usage: rtsp_external_server.py FIXTURE.h264|FIXTURE.h265 PORT [--fps N] [--user U --password P]
+         [--audio aac|pcmu]
 """
 import argparse
 import re
@@ -88,6 +95,7 @@ def main():
     ap.add_argument("--fps", type=int, default=25)
     ap.add_argument("--user")
     ap.add_argument("--password")
+    ap.add_argument("--audio", choices=("aac", "pcmu"))
     args = ap.parse_args()
     codec = "h265" if args.fixture.endswith((".h265", ".hevc")) else "h264"
     with open(args.fixture, "rb") as f:
@@ -102,8 +110,15 @@ def main():
     server.set_service(str(args.port))
     factory = GstRtspServer.RTSPMediaFactory()
     caps = f"video/x-{codec},stream-format=byte-stream,alignment=au,framerate={args.fps}/1"
+    audio = {
+        None: "",
+        "aac": " audiotestsrc is-live=true freq=440 ! audio/x-raw,rate=16000,channels=1 ! voaacenc bitrate=32000 "
+               "! aacparse ! rtpmp4gpay name=pay1 pt=97",
+        "pcmu": " audiotestsrc is-live=true freq=440 ! audio/x-raw,rate=8000,channels=1 ! mulawenc "
+                "! rtppcmupay name=pay1",
+    }[args.audio]
     factory.set_launch(f'( appsrc name=src is-live=true format=time caps="{caps}" '
-                       f"! {codec}parse ! rtp{codec}pay name=pay0 pt=96 config-interval=-1 )")
+                       f"! {codec}parse ! rtp{codec}pay name=pay0 pt=96 config-interval=-1{audio} )")
     factory.set_shared(True)
 
     def configure(_factory, media):
