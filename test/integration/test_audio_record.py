@@ -7,8 +7,10 @@ with `ffmpeg -v error` without a message, holds every AAC frame the camera sent 
 converted ones: the samples sent, less what the encoder still held at the end), and
 starts its audio within one audio frame of where the camera started it relative to the
 video; an export keeps both streams; a camera with `audio = no` records video only;
-`keeppeekctl check` finds no problem in the two-track files and `check --rebuild` gives
-back the same recordings from them. No worker restarts."""
+rtcd plays a two-track recording back (its video, decoded by aiortc); `keeppeekctl
+check` finds no problem in the two-track files and `check --rebuild` gives back the
+same recordings from them. No worker restarts."""
+import asyncio
 import glob
 import json
 import os
@@ -16,6 +18,7 @@ import subprocess
 import tempfile
 import time
 
+import kp_rtc
 from kp import FIXTURES, KEEPPEEKCTL, TestCamera, cameras, check, run, wait_for
 
 CONFIG = """[keeppeek]
@@ -109,6 +112,17 @@ def test(make):
             check(got[1][3] >= int(5.0 / frame), f"{name}: the export holds about 6 s of audio: {got}")
             check(abs(got[1][2] - got[0][2]) <= frame, f"{name}: the export's audio starts with its video: {got}")
             decode_clean(clip)
+
+        # rtcd's stored playback reads the video track of two-track files (aiortc decodes it).
+        async def playback():
+            sig = kp_rtc.Signaling(kp, tok, asyncio.get_running_loop())
+            v = kp_rtc.Viewer(sig, "pb", "rtsp-aac", stream="main", mode="playback", at_ms=t0 + 2000)
+            await v.open()
+            ok = await v.playing(more_than=25, timeout=20)
+            await kp_rtc.close_all()
+            return ok, v.frames
+        ok, frames = asyncio.run(playback())
+        check(ok, f"playback of a two-track recording: {frames} video frames decoded")
 
         sent = {name: cam.pause() for name, cam in cams.items()}
         time.sleep(1.5)
