@@ -152,7 +152,8 @@ def test(make):
                         # The encoder's frames start at the camera's first sample (the
                         # first one, its priming, a frame earlier): on that grid.
                         grid = (rec - src) % frame
-                        check(min(grid, frame - grid) <= CONVERTED[name][2],
+                        grid = min(grid, frame - grid)
+                        check(grid <= CONVERTED[name][2],
                               f"{name}: converted frames {grid * 1000:.1f} ms off the camera's first sample")
             if name in CONVERTED:
                 samples = sent[name]["audio"][with_audio[name]]["frames_sent"] * CONVERTED[name][1]
