@@ -113,6 +113,33 @@ int kp_aac_config_parse(const uint8_t *asc, size_t len, struct kp_audio_format *
 	return 0;
 }
 
+uint32_t kp_opus_packet_samples(const uint8_t *p, size_t len)
+{
+	if (len < 1)
+		return 0;
+	unsigned config = p[0] >> 3;
+	/* Frame sizes at 48 kHz (RFC 6716 Table 2): SILK 10/20/40/60 ms, hybrid 10/20 ms,
+	 * CELT 2.5/5/10/20 ms. */
+	static const uint32_t silk[4] = {480, 960, 1920, 2880}, celt[4] = {120, 240, 480, 960};
+	uint32_t frame = config < 12 ? silk[config & 3] : config < 16 ? (config & 1 ? 960 : 480) : celt[config & 3];
+	uint32_t frames;
+	switch (p[0] & 3) {
+	case 0:
+		frames = 1;
+		break;
+	case 1:
+	case 2:
+		frames = 2;
+		break;
+	default:
+		if (len < 2)
+			return 0;
+		frames = p[1] & 0x3f;
+	}
+	uint32_t n = frames * frame;
+	return n == 0 || n > 5760 ? 0 : n; /* at most 120 ms */
+}
+
 int kp_audio_format_same(const struct kp_audio_format *a, const struct kp_audio_format *b)
 {
 	return a->codec == b->codec && a->rate == b->rate && a->channels == b->channels &&

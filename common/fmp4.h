@@ -5,7 +5,7 @@
  *   and, per fragment, a prft box (the wall-clock time of its first sample), moof (mfhd,
  *   traf: tfhd, tfdt, trun) and the mdat header; the caller appends the sample bytes, so
  *   it knows the exact byte range of every fragment and of its keyframe. 90 kHz.
- * - fmp4_audio.c: the audio track (track 2, mp4a + esds, its traf after the video's,
+ * - fmp4_audio.c: the audio track (track 2, mp4a + esds or Opus + dOps, its traf after the video's,
  *   its samples after the video's in the same mdat), timescale the sample rate.
  * - fmp4_rebase.c: moves a written fragment header earlier on the timeline.
  * - fmp4_read.c: the one bounded reader of what fmp4_write.c writes (and of other

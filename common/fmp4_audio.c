@@ -3,7 +3,11 @@
  * (14496-1 7.2.6.5: ES_Descriptor, DecoderConfigDescriptor with objectTypeIndication
  * 0x40 "Audio ISO/IEC 14496-3", DecoderSpecificInfo holding the AudioSpecificConfig,
  * SLConfigDescriptor predefined 2) describes the raw frames (no ADTS headers) its
- * samples hold. Every audio sample is a sync sample. */
+ * samples hold. Opus is an `Opus` sample entry with a `dOps` box ("Encapsulation of
+ * Opus in ISO Base Media File Format" 4.3: version 0, the channel count, PreSkip 0 as
+ * a camera's encoder delay is not known, InputSampleRate 48000, OutputGain 0, channel
+ * mapping family 0), one packet per sample, timescale 48000. Every audio sample is a
+ * sync sample. */
 #include "fmp4_audio.h"
 
 #include "fmp4_boxes.h"
@@ -35,9 +39,21 @@ static void esds(struct bw *b, const struct kp_audio_format *a)
 	end(b);
 }
 
+static void dops(struct bw *b, const struct kp_audio_format *a)
+{
+	box(b, "dOps");
+	u8(b, 0); /* Version */
+	u8(b, a->channels);
+	u16(b, 0); /* PreSkip */
+	u32(b, 48000);
+	u16(b, 0); /* OutputGain */
+	u8(b, 0);  /* ChannelMappingFamily: mono or stereo */
+	end(b);
+}
+
 static void sample_entry(struct bw *b, const struct kp_audio_format *a)
 {
-	box(b, "mp4a");
+	box(b, a->codec == KP_AUDIO_OPUS ? "Opus" : "mp4a");
 	zeros(b, 6);
 	u16(b, 1);   /* data_reference_index */
 	zeros(b, 8); /* reserved */
@@ -46,7 +62,10 @@ static void sample_entry(struct bw *b, const struct kp_audio_format *a)
 	u16(b, 0);  /* pre_defined */
 	u16(b, 0);
 	u32(b, a->rate <= 0xffff ? a->rate << 16 : 0);
-	esds(b, a);
+	if (a->codec == KP_AUDIO_OPUS)
+		dops(b, a);
+	else
+		esds(b, a);
 	end(b);
 }
 

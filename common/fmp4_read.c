@@ -201,6 +201,24 @@ static int parse_audio_entry(struct fmp4_init *in, struct rd *r)
 	return 0;
 }
 
+/* An Opus sample entry: its dOps (version 0) gives the channels; 48 kHz. */
+static int parse_opus_entry(struct fmp4_init *in, struct rd *r)
+{
+	skip(r, 28);
+	uint32_t child;
+	struct rd b;
+	while (next_box(r, &child, &b)) {
+		if (child != FOURCC("dOps"))
+			continue;
+		uint32_t version = get8(&b), channels = get8(&b);
+		if (b.bad || version != 0 || channels < 1 || channels > 8)
+			return -EBADMSG;
+		in->audio = (struct kp_audio_format){.codec = KP_AUDIO_OPUS, .rate = 48000, .channels = channels};
+		return 0;
+	}
+	return 0;
+}
+
 /* One trak's walk: what it is, and which boxes it had. */
 struct trak {
 	uint32_t id, handler, timescale;
@@ -218,7 +236,9 @@ static int parse_stsd(struct fmp4_init *in, struct trak *tr, struct rd *r)
 		return -EBADMSG;
 	tr->have_stsd = true;
 	if (tr->handler == FOURCC("soun"))
-		return type == FOURCC("mp4a") ? parse_audio_entry(in, &b) : 0;
+		return type == FOURCC("mp4a")   ? parse_audio_entry(in, &b)
+		       : type == FOURCC("Opus") ? parse_opus_entry(in, &b)
+						: 0;
 	if (tr->handler != FOURCC("vide"))
 		return 0;
 	if (type != FOURCC("avc1") && type != FOURCC("avc3") && type != FOURCC("hev1") && type != FOURCC("hvc1"))

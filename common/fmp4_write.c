@@ -38,8 +38,9 @@ int fmp4_write_init(const struct fmp4_track *t, uint8_t *out, size_t cap, size_t
 int fmp4_write_init_av(const struct fmp4_track *t, const struct kp_audio_format *audio, uint8_t *out, size_t cap,
 		       size_t *ret_len)
 {
-	if (audio && (audio->codec != KP_AUDIO_AAC || !audio->rate || !audio->channels ||
-		      audio->config_len > KP_AUDIO_CONFIG_MAX))
+	if (audio && (!audio->rate || !audio->channels || audio->config_len > KP_AUDIO_CONFIG_MAX ||
+		      (audio->codec != KP_AUDIO_AAC &&
+		       (audio->codec != KP_AUDIO_OPUS || audio->rate != 48000 || audio->channels > 2))))
 		return -EINVAL;
 	struct bw b = {.p = out, .cap = cap};
 	box(&b, "ftyp");

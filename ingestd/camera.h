@@ -37,10 +37,11 @@ struct kp_access_unit {
 	size_t len;
 };
 
-/* One audio frame as recorded: AAC without its ADTS header. fmt describes the track
+/* One audio frame as recorded: AAC without its ADTS header, or an Opus packet. fmt describes the track
  * (rate, channels, AudioSpecificConfig); pts_90k is on the video's clock. */
 struct kp_audio_unit {
 	struct kp_audio_format fmt;
+	uint32_t samples; /* in this unit (Opus packets vary); 0: fmt.frame_samples */
 	int64_t pts_90k;
 	int64_t wall_us;
 	const uint8_t *data;

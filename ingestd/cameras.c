@@ -207,20 +207,22 @@ static void stream_access_unit(void *ctx, enum kp_stream_index s, const struct k
 	send_au(cam, s, au);
 }
 
-/* One AAC frame to recorderd. */
+/* One AAC frame or Opus packet to recorderd. */
 static void send_audio(void *arg, const struct kp_audio_unit *au)
 {
 	struct ing_camera *cam = arg;
 	const struct kp_audio_format *f = &au->fmt;
-	if (au->len == 0 || au->len > KP_AAC_FRAME_MAX || f->codec != KP_AUDIO_AAC || !f->rate || !f->channels ||
-	    !f->frame_samples || f->config_len > sizeof((kp_AudioUnit *)0)->config.bytes)
+	uint32_t samples = au->samples ? au->samples : f->frame_samples;
+	if (au->len == 0 || au->len > KP_AAC_FRAME_MAX || (f->codec != KP_AUDIO_AAC && f->codec != KP_AUDIO_OPUS) ||
+	    !f->rate || !f->channels || !samples || f->config_len > sizeof((kp_AudioUnit *)0)->config.bytes)
 		return;
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = kp_Envelope_audio_unit_tag;
 	kp_AudioUnit *m = &env.msg.audio_unit;
 	snprintf(m->camera, sizeof m->camera, "%s", cam->conf.name);
 	m->stream = KP_STREAM_INDEX_MAIN;
-	m->codec = kp_AudioCodec_AUDIO_AAC;
+	m->codec = f->codec == KP_AUDIO_OPUS ? kp_AudioCodec_AUDIO_OPUS : kp_AudioCodec_AUDIO_AAC;
+	m->samples = samples;
 	m->sample_rate = f->rate;
 	m->channels = f->channels;
 	m->frame_samples = f->frame_samples;
@@ -235,14 +237,15 @@ static void send_audio(void *arg, const struct kp_audio_unit *au)
 			(unsigned long long)m->seq, strerror(-r));
 }
 
-/* The main stream's audio: AAC as it is, the rest converted once (audio_conv.h). */
+/* The main stream's audio: AAC and Opus as they are, the rest converted once
+ * (audio_conv.h). */
 static void stream_audio_unit(void *ctx, const struct kp_audio_unit *au)
 {
 	struct ing_camera *cam = ctx;
 	if (cam->failed || !cam->conf.audio || !configured(cam, KP_STREAM_INDEX_MAIN) || au->len == 0 ||
 	    au->len > KP_AAC_FRAME_MAX)
 		return;
-	if (au->fmt.codec == KP_AUDIO_AAC) {
+	if (au->fmt.codec == KP_AUDIO_AAC || au->fmt.codec == KP_AUDIO_OPUS) {
 		send_audio(cam, au);
 		return;
 	}

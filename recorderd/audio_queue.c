@@ -15,10 +15,10 @@ static void drop_front(struct rec_audio_queue *q, unsigned n, size_t bytes)
 	q->len -= bytes;
 }
 
-int rec_audio_push(struct rec_audio_queue *q, const struct kp_audio_format *fmt, int64_t pts, const uint8_t *data,
-		   size_t len)
+int rec_audio_push(struct rec_audio_queue *q, const struct kp_audio_format *fmt, int64_t pts, uint32_t samples,
+		   const uint8_t *data, size_t len)
 {
-	if (len == 0 || len > REC_AUDIO_MAX_BYTES)
+	if (len == 0 || len > REC_AUDIO_MAX_BYTES || samples == 0 || samples > fmt->rate)
 		return -EINVAL;
 	while (q->n && (q->n == FMP4_AUDIO_MAX_SAMPLES || q->len + len > REC_AUDIO_MAX_BYTES)) {
 		drop_front(q, 1, q->q[0].size);
@@ -36,7 +36,7 @@ int rec_audio_push(struct rec_audio_queue *q, const struct kp_audio_format *fmt,
 	}
 	memcpy(q->buf + q->len, data, len);
 	q->len += len;
-	q->q[q->n++] = (struct rec_audio_frame){.pts = pts, .size = (uint32_t)len};
+	q->q[q->n++] = (struct rec_audio_frame){.pts = pts, .size = (uint32_t)len, .samples = samples};
 	q->fmt = *fmt;
 	q->have_fmt = true;
 	return 0;
@@ -76,9 +76,9 @@ void rec_audio_take(struct rec_audio_queue *q, int64_t limit, int64_t file_pts0,
 {
 	memset(ret, 0, sizeof *ret);
 	size_t at = 0;
-	uint32_t frame = q->file_fmt.frame_samples;
 	for (unsigned i = 0; i < q->n && q->q[i].pts < limit; i++) {
 		const struct rec_audio_frame *f = &q->q[i];
+		uint32_t frame = f->samples;
 		size_t from = at;
 		at += f->size;
 		ret->consumed++;

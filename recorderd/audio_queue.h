@@ -1,8 +1,8 @@
 /* A camera stream's audio on its way into the recording: frames queued as they arrive
  * (on the video's 90 kHz clock), taken when the GOP they belong to is written (every
  * frame before the next keyframe's time goes into that GOP's fragment, as the second
- * traf), and timed on the file's audio track: a continuous run of frame_samples per
- * frame from the first frame's time; a frame more than half a frame off that run (lost
+ * traf), and timed on the file's audio track: a continuous run of frames, each as long
+ * as its samples, from the first frame's time; a frame more than half a frame off that run (lost
  * frames, a corrected camera clock) restarts it at its own time, by changing the
  * duration of the frame before it (or the fragment's start); a frame more than one
  * second behind (or ten seconds ahead) is dropped. The file's audio track is the format known when the file is opened;
@@ -23,6 +23,7 @@
 struct rec_audio_frame {
 	int64_t pts; /* 90 kHz */
 	uint32_t size;
+	uint32_t samples;
 };
 
 struct rec_audio_queue {
@@ -48,9 +49,10 @@ struct rec_audio_take {
 	uint64_t base;
 };
 
-/* Queues one frame (copied); 0, -ENOMEM. */
-int rec_audio_push(struct rec_audio_queue *q, const struct kp_audio_format *fmt, int64_t pts, const uint8_t *data,
-		   size_t len);
+/* Queues one frame of samples (copied); 0, -EINVAL (empty, too large, no samples),
+ * -ENOMEM. */
+int rec_audio_push(struct rec_audio_queue *q, const struct kp_audio_format *fmt, int64_t pts, uint32_t samples,
+		   const uint8_t *data, size_t len);
 /* A file opens: the format of its audio track (NULL: no audio yet). */
 const struct kp_audio_format *rec_audio_file_start(struct rec_audio_queue *q);
 void rec_audio_file_end(struct rec_audio_queue *q);

@@ -418,10 +418,10 @@ void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, i
 		s->state = REC_RECORDING;
 }
 
-void rec_stream_audio(struct rec_stream *s, const struct kp_audio_format *fmt, int64_t pts_90k, const uint8_t *data,
-		      size_t len)
+void rec_stream_audio(struct rec_stream *s, const struct kp_audio_format *fmt, int64_t pts_90k, uint32_t samples,
+		      const uint8_t *data, size_t len)
 {
-	if (rec_audio_push(&s->audio, fmt, pts_90k, data, len) < 0)
+	if (rec_audio_push(&s->audio, fmt, pts_90k, samples, data, len) < 0)
 		s->audio.dropped++;
 }
 

@@ -92,9 +92,9 @@ void rec_stream_init(struct rec_stream *s, struct rec_env *env, const char *came
 /* One access unit (its Annex-B bytes); codec is an enum kp_codec. */
 void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, int64_t pts_90k, int64_t wall_us,
 		      uint32_t width, uint32_t height, uint64_t seq, const uint8_t *data, size_t len);
-/* One audio frame of the stream (its format, its time on the video's clock). */
-void rec_stream_audio(struct rec_stream *s, const struct kp_audio_format *fmt, int64_t pts_90k, const uint8_t *data,
-		      size_t len);
+/* One audio frame of the stream (its format, its time on the video's clock, its samples). */
+void rec_stream_audio(struct rec_stream *s, const struct kp_audio_format *fmt, int64_t pts_90k, uint32_t samples,
+		      const uint8_t *data, size_t len);
 /* record = events: keep (or start) recording until until_ms (an event's end plus
  * REC_EVENT_POST_MS); the GOP in memory is kept when it starts before that. */
 void rec_stream_arm(struct rec_stream *s, int64_t until_ms);

@@ -219,8 +219,9 @@ static int64_t next_pts(struct pts_clock *c, const AVPacket *pkt, const AVStream
 }
 
 /* The main stream's audio stream to record: AAC with its AudioSpecificConfig in the
- * extradata (RFC 3640's config, RFC 6416's for MP4A-LATM is not read), or G.711 (PCMU,
- * PCMA: ingestd's core converts it to AAC). -1 when there is none or it is another
+ * extradata (RFC 3640's config, RFC 6416's for MP4A-LATM is not read), Opus (RFC 7587,
+ * each packet's length from its TOC), or G.711 (PCMU, PCMA: ingestd's core converts it
+ * to AAC). -1 when there is none or it is another
  * codec (said once in the log). */
 static int find_audio(struct rtsp_stream *s, AVFormatContext *fmt, int video, struct kp_audio_format *ret)
 {
@@ -239,8 +240,14 @@ static int find_audio(struct rtsp_stream *s, AVFormatContext *fmt, int video, st
 		kp_info("camera %s: recording G.711 audio as AAC, %u Hz", s->drv->name, ret->rate);
 		return idx;
 	}
+	if (par->codec_id == AV_CODEC_ID_OPUS) { /* RFC 7587: 48 kHz, mono or stereo */
+		int ch = par->ch_layout.nb_channels;
+		*ret = (struct kp_audio_format){.codec = KP_AUDIO_OPUS, .rate = 48000, .channels = ch == 1 ? 1u : 2u};
+		kp_info("camera %s: recording Opus audio, %u channels", s->drv->name, ret->channels);
+		return idx;
+	}
 	if (par->codec_id != AV_CODEC_ID_AAC) {
-		kp_notice("camera %s: audio in %s is not recorded (AAC and mono G.711 are)", s->drv->name,
+		kp_notice("camera %s: audio in %s is not recorded (AAC, Opus and mono G.711 are)", s->drv->name,
 			  avcodec_get_name(par->codec_id));
 		return -1;
 	}
@@ -265,10 +272,14 @@ static void audio_packet(struct rtsp_stream *s, const AVPacket *pkt, const AVStr
 			 const struct kp_audio_format *fmt)
 {
 	int64_t ts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
+	uint32_t samples = 0;
+	if (fmt->codec == KP_AUDIO_OPUS && !(samples = kp_opus_packet_samples(pkt->data, (size_t)pkt->size)))
+		return; /* not an Opus packet we can time */
 	if (ts == AV_NOPTS_VALUE || pkt->size <= 0)
 		return;
 	struct kp_audio_unit au = {
 	    .fmt = *fmt,
+	    .samples = samples,
 	    .pts_90k = av_rescale_q(ts, st->time_base, (AVRational){1, 90000}) - c->offset,
 	    .wall_us = kp_wall_us(),
 	    .data = pkt->data,

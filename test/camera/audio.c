@@ -6,7 +6,8 @@
  *   and 4-bit samples, the DVI-4 layout neolink's bcmedia/model.rs describes for
  *   Baichuan's 01wb records), each (block_align - 4) * 2 + 1 samples;
  * - G.711 mu-law in WAV: cut into 20 ms packets (160 bytes at 8 kHz, RFC 3551 4.5's
- *   default packetization for PCMU).
+ *   default packetization for PCMU);
+ * - Opus in Ogg: its packets as the Ogg demuxer gives them, all of one duration.
  * Frames are paced in real time with timestamps that keep increasing across loops,
  * frame i due at i * samples / rate seconds after the camera started, the same origin
  * as the video. */
@@ -143,11 +144,32 @@ static int cut(struct cam_audio *a, AVFormatContext *fmt, AVPacket *pkt, size_t 
 	return 0;
 }
 
+/* Every packet of the file as one frame (Opus). */
+static int packets(struct cam_audio *a, AVFormatContext *fmt, AVPacket *pkt)
+{
+	while (av_read_frame(fmt, pkt) >= 0) {
+		struct stored_audio *s = &a->frames[a->nframes];
+		if (!a->frame_samples && pkt->duration > 0)
+			a->frame_samples = (uint32_t)pkt->duration;
+		if (a->nframes < MAX_AUDIO_FRAMES && pkt->size > 0 && (s->raw = malloc((size_t)pkt->size))) {
+			memcpy(s->raw, pkt->data, (size_t)pkt->size);
+			s->raw_len = (size_t)pkt->size;
+			a->nframes++;
+		}
+		av_packet_unref(pkt);
+	}
+	return a->frame_samples ? 0 : -EINVAL;
+}
+
 static int open_pcm(struct cam_audio *a, AVFormatContext *fmt, AVPacket *pkt)
 {
 	const AVCodecParameters *par = fmt->streams[0]->codecpar;
 	a->rate = (uint32_t)par->sample_rate;
 	a->channels = (uint32_t)par->ch_layout.nb_channels;
+	if (par->codec_id == AV_CODEC_ID_OPUS && a->rate == 48000 && (a->channels == 1 || a->channels == 2)) {
+		a->kind = CAM_AUDIO_OPUS;
+		return packets(a, fmt, pkt);
+	}
 	if (a->channels != 1 || !a->rate)
 		return -EINVAL;
 	if (par->codec_id == AV_CODEC_ID_ADPCM_IMA_WAV && par->block_align > 4) {

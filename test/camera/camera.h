@@ -46,7 +46,7 @@ int cam_source_param_set(const struct cam_source *src, int index, const uint8_t 
 /* One frame of the audio fixture, on the video sources' clock (both start when the
  * camera starts). AAC: as an ADTS frame (what Baichuan's 05wb records carry) and as the
  * raw frame with its AudioSpecificConfig apart (RTP, RFC 3640); ADPCM: one block (raw);
- * PCMU: 20 ms of G.711 (raw). */
+ * PCMU: 20 ms of G.711 (raw); Opus: one packet (raw). */
 struct cam_audio_frame {
 	uint64_t pts_us;
 	uint64_t seq;
@@ -55,11 +55,12 @@ struct cam_audio_frame {
 };
 
 struct cam_audio; /* an audio file looped and paced in real time (audio.c) */
-enum cam_audio_kind { CAM_AUDIO_AAC, CAM_AUDIO_ADPCM, CAM_AUDIO_PCMU };
+enum cam_audio_kind { CAM_AUDIO_AAC, CAM_AUDIO_ADPCM, CAM_AUDIO_PCMU, CAM_AUDIO_OPUS };
 struct cam_audio_sub;
 typedef void (*cam_audio_cb)(const struct cam_audio_frame *f, void *arg);
 
-/* Loads an ADTS AAC file, or a WAV file of IMA ADPCM or 8 kHz mu-law, mono. */
+/* Loads an ADTS AAC file, a WAV file of IMA ADPCM or 8 kHz mu-law, mono, or an Ogg
+ * Opus file of packets of one length. */
 int cam_audio_open(uv_loop_t *loop, const char *path, struct cam_audio **ret);
 enum cam_audio_kind cam_audio_kind(const struct cam_audio *a);
 uint32_t cam_audio_samples(const struct cam_audio *a); /* per frame */

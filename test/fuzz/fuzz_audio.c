@@ -1,6 +1,7 @@
 /* libFuzzer harness for the camera audio parsers (common/audio.c): the input is a run
  * of ADTS frames as a Baichuan 05wb record carries them, each header read and every
- * frame's bytes touched; and the same bytes as an RTSP camera's AudioSpecificConfig. */
+ * frame's bytes touched; and the same bytes as an RTSP camera's AudioSpecificConfig and
+ * as an Opus packet. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		off += fl;
 	}
 	if (kp_aac_config_parse(data, size, &f) == 0 && (f.config_len != size || f.rate == 0 || f.channels == 0))
+		__builtin_trap();
+	if (kp_opus_packet_samples(data, size) > 5760)
 		__builtin_trap();
 	return (int)(sum & 0);
 }

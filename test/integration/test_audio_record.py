@@ -1,8 +1,9 @@
 """Audio recorded as the second track of the main stream's recording (issue 13 item 8):
 the test camera sends AAC (a 440 Hz tone, 16 kHz mono) over RTSP as RFC 3640 AAC-hbr
-and over Baichuan as 05wb records of ADTS frames, IMA ADPCM over Baichuan as 01wb
-records and G.711 mu-law over RTSP (both 8 kHz, converted to AAC by ingestd). Every
-recording file of a camera with audio has an H.264 and an AAC stream (ffprobe), decodes
+and over Baichuan as 05wb records of ADTS frames, Opus over RTSP (RFC 7587, stored as
+it comes), IMA ADPCM over Baichuan as 01wb records and G.711 mu-law over RTSP (both
+8 kHz, converted to AAC by ingestd). Every recording file of a camera with audio has an
+H.264 and an AAC (or Opus) stream (ffprobe), decodes
 with `ffmpeg -v error` without a message, holds every AAC frame the camera sent (the
 converted ones: the samples sent, less what the encoder still held at the end), and
 starts its audio within one audio frame of where the camera started it relative to the
@@ -36,6 +37,17 @@ FRAME_S = 1024 / 16000  # one AAC frame of the fixture
 # video, which the test camera sends on a 20 ms timer.
 CONVERTED = {"bc-adpcm": ("baichuan", 505, 0.025), "rtsp-g711": ("rtsp", 160, 0.010)}
 CONV_FRAME_S = 1024 / 8000
+# Opus is stored as it comes: 20 ms packets of the fixture.
+OPUS = {"rtsp-opus"}
+OPUS_FRAME_S = 0.020
+
+
+def frame_of(name):
+    return CONV_FRAME_S if name in CONVERTED else OPUS_FRAME_S if name in OPUS else FRAME_S
+
+
+def codec_of(name):
+    return "opus" if name in OPUS else "aac"
 
 
 def recordings(kp, tok, names):
@@ -76,8 +88,11 @@ def test(make):
                                extra=("--audio", os.path.join(FIXTURES, "audio_adpcm.wav"))),
         "rtsp-g711": TestCamera(work, "rtsp-g711", "h264", "rtsp",
                                 extra=("--audio", os.path.join(FIXTURES, "audio_ulaw.wav"))),
+        "rtsp-opus": TestCamera(work, "rtsp-opus", "h264", "rtsp",
+                                extra=("--audio", os.path.join(FIXTURES, "audio.opus"))),
     }
-    with_audio = {"rtsp-aac": "rtsp", "bc-aac": "baichuan", **{k: v[0] for k, v in CONVERTED.items()}}
+    with_audio = {"rtsp-aac": "rtsp", "bc-aac": "baichuan", "rtsp-opus": "rtsp",
+                  **{k: v[0] for k, v in CONVERTED.items()}}
     try:
         config = CONFIG
         for name, cam in cams.items():
@@ -106,9 +121,9 @@ def test(make):
             with open(clip, "wb") as f:
                 f.write(body)
             got = streams(clip)
-            check([s[:2] for s in got] == [("video", "h264"), ("audio", "aac")],
+            check([s[:2] for s in got] == [("video", "h264"), ("audio", codec_of(name))],
                   f"{name}: the export has both streams: {got}")
-            frame = CONV_FRAME_S if name in CONVERTED else FRAME_S
+            frame = frame_of(name)
             check(got[1][3] >= int(5.0 / frame), f"{name}: the export holds about 6 s of audio: {got}")
             check(abs(got[1][2] - got[0][2]) <= frame, f"{name}: the export's audio starts with its video: {got}")
             decode_clean(clip)
@@ -138,10 +153,10 @@ def test(make):
                 if name not in with_audio:
                     check([s[:2] for s in got] == [("video", "h264")], f"{name}: video only with audio = no: {got}")
                     continue
-                check([s[:2] for s in got] == [("video", "h264"), ("audio", "aac")],
-                      f"{name}: {os.path.basename(path)} has an H.264 and an AAC stream: {got}")
+                check([s[:2] for s in got] == [("video", "h264"), ("audio", codec_of(name))],
+                      f"{name}: {os.path.basename(path)} has an H.264 and an {codec_of(name)} stream: {got}")
                 audio_packets += got[1][3]
-                frame = CONV_FRAME_S if name in CONVERTED else FRAME_S
+                frame = frame_of(name)
                 if i == 0:
                     src = sent[name]["audio"][with_audio[name]]["first_offset_us"] / 1e6
                     rec = got[1][2] - got[0][2]

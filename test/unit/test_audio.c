@@ -99,6 +99,24 @@ static void test_config(void)
 	CHECK_EQ(kp_aac_config_parse(big, sizeof big, &f), -EBADMSG);
 }
 
+/* Opus TOC bytes (RFC 6716 3.1): config 1 = SILK 20 ms, 13 = hybrid 20 ms, 16 = CELT
+ * 2.5 ms, 31 = CELT 20 ms; code 0 one frame, 1 and 2 two, 3 a count. */
+static void test_opus(void)
+{
+	const uint8_t silk20[] = {1 << 3 | 0}, hybrid20x2[] = {13 << 3 | 1, 0}, celt2_5[] = {16 << 3 | 2, 1, 2};
+	const uint8_t celt20x6[] = {31 << 3 | 3, 6}, celt20x7[] = {31 << 3 | 3, 7}, code3cut[] = {31 << 3 | 3};
+	const uint8_t silk60x3[] = {3 << 3 | 3, 3}, zero[] = {31 << 3 | 3, 0};
+	CHECK_EQ(kp_opus_packet_samples(silk20, sizeof silk20), 960);
+	CHECK_EQ(kp_opus_packet_samples(hybrid20x2, sizeof hybrid20x2), 1920);
+	CHECK_EQ(kp_opus_packet_samples(celt2_5, sizeof celt2_5), 240);
+	CHECK_EQ(kp_opus_packet_samples(celt20x6, sizeof celt20x6), 5760); /* 120 ms: the most */
+	CHECK_EQ(kp_opus_packet_samples(celt20x7, sizeof celt20x7), 0);
+	CHECK_EQ(kp_opus_packet_samples(silk60x3, sizeof silk60x3), 0); /* 180 ms */
+	CHECK_EQ(kp_opus_packet_samples(code3cut, sizeof code3cut), 0);
+	CHECK_EQ(kp_opus_packet_samples(zero, sizeof zero), 0);
+	CHECK_EQ(kp_opus_packet_samples(silk20, 0), 0);
+}
+
 static const uint8_t sps[] = {0x67, 0x42, 0xc0, 0x1e, 0xda, 0x02, 0x80, 0xbf, 0xe5, 0xc0, 0x44, 0x00, 0x00,
 			      0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xc8, 0x3c, 0x58, 0xba, 0x80};
 static const uint8_t pps[] = {0x68, 0xce, 0x3c, 0x80};
@@ -216,12 +234,39 @@ static void test_two_tracks(void)
 		avformat_close_input(&fmt);
 	}
 	unlink(path);
+
+	/* Opus: an Opus entry with dOps, read back; libavformat sees an Opus stream. */
+	struct kp_audio_format o = {.codec = KP_AUDIO_OPUS, .rate = 48000, .channels = 2};
+	CHECK_EQ(fmp4_write_init_av(&t, &o, file, sizeof file, &len), 0);
+	CHECK_EQ(fmp4_read_init(file, len, &in), 0);
+	CHECK_EQ(in.audio.codec, KP_AUDIO_OPUS);
+	CHECK_EQ(in.audio.channels, 2);
+	CHECK_EQ(in.audio_timescale, 48000);
+	o.rate = 44100;
+	CHECK_EQ(fmp4_write_init_av(&t, &o, file, sizeof file, &len), -EINVAL); /* Opus is 48 kHz */
+	char opath[] = "/tmp/kp-test-opus-XXXXXX";
+	o.rate = 48000;
+	CHECK_EQ(fmp4_write_init_av(&t, &o, file, sizeof file, &len), 0);
+	fd = mkstemp(opath);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, file, len), (ssize_t)len);
+	close(fd);
+	fmt = NULL;
+	CHECK_EQ(avformat_open_input(&fmt, opath, NULL, NULL), 0);
+	if (fmt) {
+		CHECK_EQ(fmt->nb_streams, 2);
+		if (fmt->nb_streams == 2)
+			CHECK_EQ(fmt->streams[1]->codecpar->codec_id, AV_CODEC_ID_OPUS);
+		avformat_close_input(&fmt);
+	}
+	unlink(opath);
 }
 
 int main(void)
 {
 	RUN(test_adts);
 	RUN(test_config);
+	RUN(test_opus);
 	RUN(test_two_tracks);
 	return TEST_EXIT();
 }

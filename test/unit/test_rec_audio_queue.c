@@ -21,7 +21,7 @@ static void push(int64_t pts, uint8_t byte)
 	CHECK_EQ(kp_aac_config_parse(asc, sizeof asc, &fmt), 0);
 	uint8_t data[10];
 	memset(data, byte, sizeof data);
-	CHECK_EQ(rec_audio_push(&q, &fmt, pts, data, sizeof data), 0);
+	CHECK_EQ(rec_audio_push(&q, &fmt, pts, 1024, data, sizeof data), 0);
 }
 
 static void test_fragments(void)
@@ -103,8 +103,9 @@ static void test_bounds(void)
 	CHECK_EQ(q.buf[0], 5);
 	struct kp_audio_format fmt = q.fmt;
 	static uint8_t big[REC_AUDIO_MAX_BYTES + 1];
-	CHECK_EQ(rec_audio_push(&q, &fmt, 0, big, sizeof big), -EINVAL);
-	CHECK_EQ(rec_audio_push(&q, &fmt, 0, big, 0), -EINVAL);
+	CHECK_EQ(rec_audio_push(&q, &fmt, 0, 1024, big, sizeof big), -EINVAL);
+	CHECK_EQ(rec_audio_push(&q, &fmt, 0, 1024, big, 0), -EINVAL);
+	CHECK_EQ(rec_audio_push(&q, &fmt, 0, 0, big, 1), -EINVAL); /* no samples */
 	rec_audio_free(&q);
 }
 

@@ -4,7 +4,7 @@
  * --audio the main stream carries AAC (one "05wb" record per ADTS frame) or ADPCM (one
  * "01wb" record per block), as BAICHUAN.md section 5 and neolink's bcmedia/ser.rs
  * frame them, without a timestamp, sent in time order with the video from the first
- * audio frame at or after the first video frame. G.711 is RTSP only. */
+ * audio frame at or after the first video frame. G.711 and Opus are RTSP only. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,7 +222,8 @@ static void on_frame(const struct cam_frame *f, void *arg)
 		s->stats[st->index].frames_sent++;
 		s->stats[st->index].bytes_sent += wire;
 	}
-	if (err == 0 && st->index == 0 && s->cfg->audio && cam_audio_kind(s->cfg->audio) != CAM_AUDIO_PCMU &&
+	if (err == 0 && st->index == 0 && s->cfg->audio &&
+	    (cam_audio_kind(s->cfg->audio) == CAM_AUDIO_AAC || cam_audio_kind(s->cfg->audio) == CAM_AUDIO_ADPCM) &&
 	    !st->asub) {
 		st->v0_us = f->pts_us;
 		if (cam_audio_subscribe(s->cfg->audio, f->pts_us, on_audio, st, &st->asub) < 0)

@@ -85,7 +85,11 @@ int cam_sdp_write(const struct cam_sdp_track *t, uint64_t session_id, const char
 		put(&w, "a=framerate:%u\r\n", t->fps);
 	put(&w, "a=control:%s\r\n", t->control);
 	const struct cam_sdp_audio *a = t->audio;
-	if (a && a->pcmu) {
+	if (a && a->opus) {
+		put(&w, "m=audio 0 RTP/AVP %u\r\na=rtpmap:%u opus/48000/2\r\na=fmtp:%u sprop-stereo=%u\r\n",
+		    a->payload_type, a->payload_type, a->payload_type, a->channels == 2);
+		put(&w, "a=control:%s\r\n", a->control);
+	} else if (a && a->pcmu) {
 		put(&w, "m=audio 0 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\na=control:%s\r\n", a->control);
 	} else if (a) {
 		if (!a->config_len || a->config_len > 64 || a->payload_type < 96 || a->payload_type > 127)

@@ -3,7 +3,8 @@
  * optionally an audio track: AAC as mpeg4-generic in mode AAC-hbr (RFC 3640 3.3.6,
  * 4.1: streamtype 5, the AudioSpecificConfig in hex as config, sizeLength 13,
  * indexLength and indexDeltaLength 3), or G.711 mu-law as the static payload type 0
- * (RFC 3551 6, "PCMU/8000"). Pure. */
+ * (RFC 3551 6, "PCMU/8000"), or Opus (RFC 7587 6.1: "opus/48000/2" whatever the
+ * channels, sprop-stereo saying which). Pure. */
 #ifndef KP_CAM_RTSP_SDP_H
 #define KP_CAM_RTSP_SDP_H
 
@@ -27,7 +28,8 @@ struct cam_sdp_track {
 };
 
 struct cam_sdp_audio {
-	bool pcmu; /* G.711 mu-law (payload type 0); otherwise AAC */
+	bool pcmu; /* G.711 mu-law (payload type 0) */
+	bool opus; /* Opus (RFC 7587: opus/48000/2); otherwise AAC */
 	uint8_t payload_type;
 	uint32_t rate, channels;
 	const uint8_t *config; /* AudioSpecificConfig */

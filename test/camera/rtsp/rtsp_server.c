@@ -2,12 +2,12 @@
  * interleaved TCP transport only, PLAY, TEARDOWN, GET_PARAMETER), digest authentication,
  * fixture frames packetized with common/rtp_h26x.c on channel 0 and RTCP sender reports
  * on channel 1, a bounded output queue per client, and the drop/stall/garbage faults.
- * With --audio (AAC or G.711) the main stream has a second track (trackID=1, set up
- * after the video in the same session, as real cameras and libavformat do): AAC in
+ * With --audio (AAC, G.711 or Opus) the main stream has a second track (trackID=1, set
+ * up after the video in the same session, as real cameras and libavformat do): AAC in
  * RFC 3640 AAC-hbr packets, one access unit each (3.2.1: AU-headers-length 16, then a
- * 13-bit size and a 3-bit index), or PCMU in 20 ms packets (RFC 3551 4.5.14, payload
- * type 0); its RTP clock the sample rate, starting with the first audio frame at or
- * after the first video frame sent, with its own sender reports. */
+ * 13-bit size and a 3-bit index), PCMU in 20 ms packets (RFC 3551 4.5.14, payload
+ * type 0), or one Opus packet per RTP packet (RFC 7587 4.2, 48 kHz clock); its RTP clock the sample rate, starting with
+ * the first audio frame at or after the first video frame sent, with its own sender reports. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -275,18 +275,19 @@ static void on_audio(const struct cam_audio_frame *f, void *arg)
 	struct rtsp_client *c = arg;
 	if (c->closing || c->stalled || f->raw_len > 8191 || f->raw_len > RTSP_MTU)
 		return;
-	bool pcmu = cam_audio_kind(c->srv->cfg->audio) == CAM_AUDIO_PCMU;
+	enum cam_audio_kind kind = cam_audio_kind(c->srv->cfg->audio);
+	bool pcmu = kind == CAM_AUDIO_PCMU, raw = pcmu || kind == CAM_AUDIO_OPUS;
 	uint8_t p[RTP_HEADER_SIZE + 4 + RTSP_MTU];
 	uint32_t ts = c->a_ts_base + (uint32_t)(f->pts_us * cam_audio_rate(c->srv->cfg->audio) / 1000000);
 	p[0] = 0x80;
-	p[1] = pcmu ? 0 : 0x80 | RTSP_AUDIO_PT;
+	p[1] = pcmu ? 0 : kind == CAM_AUDIO_OPUS ? RTSP_AUDIO_PT : 0x80 | RTSP_AUDIO_PT;
 	p[2] = (uint8_t)(c->a_seq >> 8);
 	p[3] = (uint8_t)c->a_seq;
 	c->a_seq++;
 	put32(p + 4, ts);
 	put32(p + 8, c->a_ssrc);
 	size_t at = RTP_HEADER_SIZE;
-	if (!pcmu) {
+	if (!raw) {
 		p[at++] = 0;
 		p[at++] = 16; /* AU-headers-length in bits */
 		p[at++] = (uint8_t)(f->raw_len >> 5);
@@ -492,6 +493,7 @@ static void handle_describe(struct rtsp_client *c, const struct rtsp_request *re
 	struct cam_sdp_audio a = {.payload_type = RTSP_AUDIO_PT, .control = "trackID=1"};
 	if (audio) {
 		a.pcmu = cam_audio_kind(audio) == CAM_AUDIO_PCMU;
+		a.opus = cam_audio_kind(audio) == CAM_AUDIO_OPUS;
 		a.rate = cam_audio_rate(audio);
 		a.channels = cam_audio_channels(audio);
 		cam_audio_config(audio, &a.config, &a.config_len);
