@@ -40,6 +40,7 @@ struct kp_camera_conf {
 	unsigned record; /* enum kp_record_mode */
 	unsigned retention_days;
 	bool motion_events;
+	bool audio; /* record the main stream's audio as a second track */
 	unsigned snapshot_interval;
 	unsigned rollover_secs; /* 0: recorderd's default (10 minutes) */
 	unsigned transport;     /* enum kp_rtsp_transport; RTSP cameras only */

@@ -56,6 +56,8 @@ const struct kp_key kp_config_keys[] = {
      "days this camera's recordings are kept; 0: max_days"},
     {"camera", "motion_events", KP_KEY_BOOL, 0, KP_USER_INGESTD, C(motion_events), 0, 0, 0, NULL, "yes",
      "the camera's alarms become events"},
+    {"camera", "audio", KP_KEY_BOOL, 0, KP_USER_INGESTD, C(audio), 0, 0, 0, NULL, "yes",
+     "record the main stream's audio as a second track"},
     {"camera", "snapshot_interval", KP_KEY_UINT, 0, KP_USER_INGESTD, C(snapshot_interval), 0, 0, 86400, NULL, "0",
      "seconds between JPEG snapshots; 0: none"},
     {"camera", "transport", KP_KEY_ENUM, KP_KEY_RTSP_ONLY, KP_USER_INGESTD, C(transport), 0, 0, 0, transport_values,

@@ -26,6 +26,13 @@ static bool need(struct rd *r, size_t n)
 	return true;
 }
 
+static uint32_t get8(struct rd *r)
+{
+	if (!need(r, 1))
+		return 0;
+	return r->p[r->pos++];
+}
+
 static uint32_t get16(struct rd *r)
 {
 	if (!need(r, 2))
@@ -119,7 +126,106 @@ static int parse_sample_entry(struct fmp4_init *in, uint32_t type, struct rd *r)
 	return -EBADMSG;
 }
 
-static int parse_stsd(struct fmp4_init *in, struct rd *r)
+/* Descriptor tag and length (14496-1 8.3.3: up to four 7-bit length bytes); r moves to
+ * the body, body is a reader over it. */
+static bool descriptor(struct rd *r, uint32_t *tag, struct rd *body)
+{
+	*tag = get8(r);
+	size_t n = 0;
+	for (int i = 0; i < 4; i++) {
+		uint32_t c = get8(r);
+		n = n << 7 | (c & 0x7f);
+		if (!(c & 0x80))
+			break;
+	}
+	if (r->bad || n > r->end - r->pos)
+		return false;
+	*body = (struct rd){.p = r->p, .pos = r->pos, .end = r->pos + n};
+	r->pos += n;
+	return true;
+}
+
+/* esds: ES_Descriptor > DecoderConfigDescriptor (MPEG-4 audio) > DecoderSpecificInfo. */
+static int parse_esds(struct fmp4_init *in, struct rd *r)
+{
+	skip(r, 4);
+	uint32_t tag;
+	struct rd es, d;
+	if (!descriptor(r, &tag, &es) || tag != 0x03)
+		return -EBADMSG;
+	skip(&es, 2);
+	uint32_t flags = get8(&es);
+	if (flags & 0x80)
+		skip(&es, 2);
+	if (flags & 0x40)
+		skip(&es, get8(&es));
+	if (flags & 0x20)
+		skip(&es, 2);
+	while (descriptor(&es, &tag, &d)) {
+		if (tag != 0x04)
+			continue;
+		if (get8(&d) != 0x40) /* not MPEG-4 audio: a track we do not describe */
+			return 0;
+		skip(&d, 12);
+		struct rd dsi;
+		while (descriptor(&d, &tag, &dsi))
+			if (tag == 0x05)
+				return kp_aac_config_parse(dsi.p + dsi.pos, dsi.end - dsi.pos, &in->audio) < 0
+					   ? -EBADMSG
+					   : 0;
+		return -EBADMSG;
+	}
+	return -EBADMSG;
+}
+
+static int parse_audio_entry(struct fmp4_init *in, struct rd *r)
+{
+	skip(r, 16);
+	uint32_t channels = get16(r);
+	skip(r, 6);
+	uint32_t rate = get32(r) >> 16;
+	uint32_t child;
+	struct rd b;
+	while (next_box(r, &child, &b)) {
+		if (child != FOURCC("esds"))
+			continue;
+		int e = parse_esds(in, &b);
+		if (e < 0 || in->audio.codec == KP_AUDIO_NONE)
+			return e;
+		if (rate && in->audio.rate != rate && in->audio.frame_samples == 1024)
+			in->audio.rate = rate; /* the entry's rate stands over an implicit SBR config's */
+		if (channels && channels <= 8 && in->audio.channels == 0)
+			in->audio.channels = channels;
+		return 0;
+	}
+	return 0;
+}
+
+/* An Opus sample entry: its dOps (version 0) gives the channels; 48 kHz. */
+static int parse_opus_entry(struct fmp4_init *in, struct rd *r)
+{
+	skip(r, 28);
+	uint32_t child;
+	struct rd b;
+	while (next_box(r, &child, &b)) {
+		if (child != FOURCC("dOps"))
+			continue;
+		uint32_t version = get8(&b), channels = get8(&b);
+		if (b.bad || version != 0 || channels < 1 || channels > 8)
+			return -EBADMSG;
+		in->audio = (struct kp_audio_format){.codec = KP_AUDIO_OPUS, .rate = 48000, .channels = channels};
+		return 0;
+	}
+	return 0;
+}
+
+/* One trak's walk: what it is, and which boxes it had. */
+struct trak {
+	uint32_t id, handler, timescale;
+	bool have_stsd, video_entry;
+};
+
+static int parse_stsd(struct fmp4_init *in, struct trak *tr, struct rd *r)
 {
 	skip(r, 4);
 	if (get32(r) < 1)
@@ -128,52 +234,121 @@ static int parse_stsd(struct fmp4_init *in, struct rd *r)
 	struct rd b;
 	if (!next_box(r, &type, &b))
 		return -EBADMSG;
+	tr->have_stsd = true;
+	if (tr->handler == FOURCC("soun"))
+		return type == FOURCC("mp4a")   ? parse_audio_entry(in, &b)
+		       : type == FOURCC("Opus") ? parse_opus_entry(in, &b)
+						: 0;
+	if (tr->handler != FOURCC("vide"))
+		return 0;
 	if (type != FOURCC("avc1") && type != FOURCC("avc3") && type != FOURCC("hev1") && type != FOURCC("hvc1"))
 		return -EBADMSG;
+	tr->video_entry = true;
 	return parse_sample_entry(in, type, &b);
 }
 
-static int parse_mdhd(struct fmp4_init *in, struct rd *r)
+static int parse_mdhd(struct trak *tr, struct rd *r)
 {
 	uint32_t version = get32(r) >> 24;
 	skip(r, version == 1 ? 16 : 8);
-	in->timescale = get32(r);
-	return r->bad || in->timescale == 0 ? -EBADMSG : 0;
+	tr->timescale = get32(r);
+	return r->bad || tr->timescale == 0 ? -EBADMSG : 0;
 }
 
-/* Descends through the containers on the way to mdhd, stsd and trex. */
-static int walk_moov(struct fmp4_init *in, struct rd *r, int depth, unsigned *seen)
+/* Descends through a trak's containers to tkhd, mdhd, hdlr and stsd (hdlr comes before
+ * minf, ISO/IEC 14496-12 8.4). */
+static int walk_trak(struct fmp4_init *in, struct trak *tr, struct rd *r, int depth)
 {
 	uint32_t type;
 	struct rd b;
-	if (depth > 6)
+	if (depth > 4)
 		return -EBADMSG;
 	while (next_box(r, &type, &b)) {
 		int e = 0;
-		if (type == FOURCC("trak") || type == FOURCC("mdia") || type == FOURCC("minf") ||
-		    type == FOURCC("stbl") || type == FOURCC("mvex")) {
-			if (type == FOURCC("trak") && (*seen & 1))
-				return -EBADMSG; /* one video track only */
-			e = walk_moov(in, &b, depth + 1, seen);
-			if (type == FOURCC("trak"))
-				*seen |= 1;
-		} else if (type == FOURCC("mdhd")) {
-			e = parse_mdhd(in, &b);
-			*seen |= 2;
-		} else if (type == FOURCC("stsd")) {
-			e = parse_stsd(in, &b);
-			*seen |= 4;
-		} else if (type == FOURCC("trex")) {
-			skip(&b, 12);
-			in->trex_duration = get32(&b);
-			in->trex_size = get32(&b);
-			in->trex_flags = get32(&b);
+		if (type == FOURCC("mdia") || type == FOURCC("minf") || type == FOURCC("stbl")) {
+			e = walk_trak(in, tr, &b, depth + 1);
+		} else if (type == FOURCC("tkhd")) {
+			uint32_t version = get32(&b) >> 24;
+			skip(&b, version == 1 ? 16 : 8);
+			tr->id = get32(&b);
 			e = b.bad ? -EBADMSG : 0;
+		} else if (type == FOURCC("mdhd")) {
+			e = parse_mdhd(tr, &b);
+		} else if (type == FOURCC("hdlr")) {
+			skip(&b, 8);
+			tr->handler = get32(&b);
+			e = b.bad ? -EBADMSG : 0;
+		} else if (type == FOURCC("stsd")) {
+			e = parse_stsd(in, tr, &b);
 		}
 		if (e < 0)
 			return e;
 	}
 	return r->bad ? -EBADMSG : 0;
+}
+
+struct trex {
+	uint32_t id, duration, size, flags;
+};
+
+/* The moov's traks (one video track, at most one audio track kept) and trex boxes. */
+static int walk_moov(struct fmp4_init *in, struct rd *r)
+{
+	uint32_t type;
+	struct rd b;
+	bool video = false;
+	struct trex trex[4];
+	unsigned ntrex = 0;
+	while (next_box(r, &type, &b)) {
+		int e = 0;
+		if (type == FOURCC("trak")) {
+			struct trak tr = {0};
+			struct kp_audio_format audio = in->audio;
+			e = walk_trak(in, &tr, &b, 0);
+			if (e < 0)
+				return e;
+			if (tr.handler == FOURCC("vide")) {
+				if (video || !tr.video_entry || !tr.timescale)
+					return -EBADMSG; /* one video track only */
+				video = true;
+				in->track_id = tr.id;
+				in->timescale = tr.timescale;
+			} else if (tr.handler == FOURCC("soun") && in->audio.codec != KP_AUDIO_NONE &&
+				   !in->audio_track_id && tr.timescale && tr.id) {
+				in->audio_track_id = tr.id;
+				in->audio_timescale = tr.timescale;
+			} else {
+				in->audio = audio; /* a track we do not describe */
+			}
+		} else if (type == FOURCC("mvex")) {
+			struct rd x;
+			while (next_box(&b, &type, &x)) {
+				if (type != FOURCC("trex") || ntrex == 4)
+					continue;
+				skip(&x, 4);
+				trex[ntrex].id = get32(&x);
+				skip(&x, 4);
+				trex[ntrex].duration = get32(&x);
+				trex[ntrex].size = get32(&x);
+				trex[ntrex].flags = get32(&x);
+				if (x.bad)
+					return -EBADMSG;
+				ntrex++;
+			}
+			e = b.bad ? -EBADMSG : 0;
+		}
+		if (e < 0)
+			return e;
+	}
+	if (r->bad || !video)
+		return -EBADMSG;
+	for (unsigned i = 0; i < ntrex; i++)
+		if (trex[i].id == in->track_id || ntrex == 1) {
+			in->trex_duration = trex[i].duration;
+			in->trex_size = trex[i].size;
+			in->trex_flags = trex[i].flags;
+		}
+	return 0;
 }
 
 int fmp4_read_init(const uint8_t *buf, size_t len, struct fmp4_init *ret)
@@ -192,11 +367,10 @@ int fmp4_read_init(const uint8_t *buf, size_t len, struct fmp4_init *ret)
 			return -EAGAIN;
 		if (type == FOURCC("moov")) {
 			struct rd moov = {.p = buf, .pos = r.pos, .end = (size_t)end};
-			unsigned seen = 0;
-			e = walk_moov(ret, &moov, 0, &seen);
+			e = walk_moov(ret, &moov);
 			if (e < 0)
 				return e;
-			if (seen != 7 || !ret->params_len)
+			if (!ret->params_len)
 				return -EBADMSG;
 			ret->len = (size_t)end;
 			return 0;
@@ -211,6 +385,10 @@ struct traf {
 	uint32_t def_duration, def_size, def_flags;
 	uint64_t base_time;
 	bool have_tfhd, have_tfdt;
+	uint32_t track_id;
+	/* Another track's traf: its samples are counted and must lie in [mdat_body, mdat_end). */
+	bool other;
+	uint64_t mdat_body, mdat_end;
 };
 
 static int parse_trun(struct traf *tr, struct rd *r, size_t moof_at, uint64_t *data_at, uint64_t *dts,
@@ -219,7 +397,7 @@ static int parse_trun(struct traf *tr, struct rd *r, size_t moof_at, uint64_t *d
 	uint32_t vf = get32(r);
 	uint32_t flags = vf & 0xffffff, version = vf >> 24;
 	uint32_t n = get32(r);
-	if (r->bad || n > FMP4_FRAG_MAX_SAMPLES - f->nsamples)
+	if (r->bad || (!tr->other && n > FMP4_FRAG_MAX_SAMPLES - f->nsamples))
 		return -EBADMSG;
 	if (flags & FMP4_TRUN_DATA_OFFSET) {
 		int32_t off = (int32_t)get32(r);
@@ -228,8 +406,8 @@ static int parse_trun(struct traf *tr, struct rd *r, size_t moof_at, uint64_t *d
 		*data_at = moof_at + (uint32_t)off;
 	}
 	uint32_t first_flags = flags & FMP4_TRUN_FIRST_FLAGS ? get32(r) : 0;
-	for (uint32_t i = 0; i < n; i++) {
-		struct fmp4_sample_info *s = &f->samples[f->nsamples++];
+	for (uint32_t i = 0; i < n && !r->bad; i++) {
+		struct fmp4_sample_info other, *s = tr->other ? &other : &f->samples[f->nsamples++];
 		s->duration = flags & FMP4_TRUN_DURATION ? get32(r) : tr->def_duration;
 		s->size = flags & FMP4_TRUN_SIZE ? get32(r) : tr->def_size;
 		uint32_t sflags = flags & FMP4_TRUN_FLAGS ? get32(r) : tr->def_flags;
@@ -244,16 +422,23 @@ static int parse_trun(struct traf *tr, struct rd *r, size_t moof_at, uint64_t *d
 			return -EBADMSG;
 		s->offset = (uint32_t)*data_at;
 		*data_at += s->size;
+		if (tr->other) {
+			if (s->offset < tr->mdat_body || *data_at > tr->mdat_end)
+				return -EBADMSG;
+			f->other_samples++;
+		}
 	}
 	return r->bad ? -EBADMSG : 0;
 }
 
-static int parse_traf(const struct fmp4_init *in, struct rd *r, size_t moof_at, size_t mdat_body, struct fmp4_frag *f)
+/* One traf; *is_video says whether it was the video track's (init's track_ID, or the
+ * first traf when there is no init). */
+static int parse_traf(const struct fmp4_init *in, struct rd *r, size_t moof_at, size_t mdat_body, uint64_t mdat_end,
+		      bool first, struct fmp4_frag *f, bool *is_video)
 {
-	struct traf tr = {0};
+	struct traf tr = {.mdat_body = mdat_body, .mdat_end = mdat_end};
 	if (in)
-		tr = (struct traf){
-		    .def_duration = in->trex_duration, .def_size = in->trex_size, .def_flags = in->trex_flags};
+		tr.def_duration = in->trex_duration, tr.def_size = in->trex_size, tr.def_flags = in->trex_flags;
 	uint64_t data_at = mdat_body, dts = 0;
 	bool have_trun = false;
 	uint32_t type;
@@ -261,7 +446,8 @@ static int parse_traf(const struct fmp4_init *in, struct rd *r, size_t moof_at, 
 	while (next_box(r, &type, &b)) {
 		if (type == FOURCC("tfhd")) {
 			uint32_t flags = get32(&b) & 0xffffff;
-			get32(&b); /* track_ID: the init has one track */
+			tr.track_id = get32(&b);
+			tr.other = in ? tr.track_id != in->track_id : !first;
 			if (flags & FMP4_TFHD_BASE_DATA_OFFSET)
 				return -EBADMSG; /* file offsets: a fragment read alone cannot use them */
 			if (flags & FMP4_TFHD_SAMPLE_DESC)
@@ -294,6 +480,11 @@ static int parse_traf(const struct fmp4_init *in, struct rd *r, size_t moof_at, 
 	}
 	if (r->bad || !tr.have_tfhd || !tr.have_tfdt || !have_trun)
 		return -EBADMSG;
+	*is_video = !tr.other;
+	if (tr.other) {
+		f->other_base_time = tr.base_time;
+		return 0;
+	}
 	f->base_time = tr.base_time;
 	f->duration = dts - tr.base_time;
 	return 0;
@@ -326,6 +517,7 @@ static int header_box(struct rd *r, uint32_t *type, struct rd *body)
 int fmp4_read_frag(const struct fmp4_init *init, const uint8_t *buf, size_t len, struct fmp4_frag *ret)
 {
 	ret->nsamples = 0;
+	ret->other_samples = 0;
 	ret->wall_us = 0;
 	ret->seq = 0;
 	struct rd r = {.p = buf, .end = len};
@@ -358,18 +550,20 @@ int fmp4_read_frag(const struct fmp4_init *init, const uint8_t *buf, size_t len,
 		return e;
 	if (type != FOURCC("mdat") || r.pos > FMP4_FRAG_HEADER_MAX || mdat_end > UINT32_MAX)
 		return -EBADMSG;
-	bool have_traf = false;
+	bool have_traf = false, first = true;
 	while (next_box(&moof, &type, &b)) {
 		if (type == FOURCC("mfhd")) {
 			get32(&b);
 			ret->seq = get32(&b);
 		} else if (type == FOURCC("traf")) {
-			if (have_traf)
-				return -EBADMSG;
-			e = parse_traf(init, &b, moof_at, r.pos, ret);
+			bool video;
+			e = parse_traf(init, &b, moof_at, r.pos, mdat_end, first, ret, &video);
 			if (e < 0)
 				return e;
-			have_traf = true;
+			if (video && have_traf)
+				return -EBADMSG;
+			have_traf |= video;
+			first = false;
 		}
 	}
 	if (moof.bad || !have_traf || ret->nsamples == 0)

@@ -1,4 +1,5 @@
-/* The fMP4 writer: init segments and fragment headers for one video track (see fmp4.h).
+/* The fMP4 writer: init segments and fragment headers for one video track and the audio
+ * track fmp4_audio.c describes (see fmp4.h).
  * Every box is written through a bounded big-endian writer that counts what overflows. */
 #include "fmp4.h"
 
@@ -7,86 +8,7 @@
 #include <string.h>
 
 #include "fmp4_boxes.h"
-
-struct bw {
-	uint8_t *p;
-	size_t len, cap;
-	size_t stack[8];
-	unsigned depth;
-	int overflow;
-};
-
-static void u8(struct bw *b, uint32_t v)
-{
-	if (b->len < b->cap)
-		b->p[b->len] = (uint8_t)v;
-	else
-		b->overflow = 1;
-	b->len++;
-}
-
-static void u16(struct bw *b, uint32_t v)
-{
-	u8(b, v >> 8);
-	u8(b, v);
-}
-
-static void u32(struct bw *b, uint32_t v)
-{
-	u16(b, v >> 16);
-	u16(b, v);
-}
-
-static void u64(struct bw *b, uint64_t v)
-{
-	u32(b, (uint32_t)(v >> 32));
-	u32(b, (uint32_t)v);
-}
-
-static void zeros(struct bw *b, size_t n)
-{
-	while (n--)
-		u8(b, 0);
-}
-
-static void bytes(struct bw *b, const void *d, size_t n)
-{
-	const uint8_t *s = d;
-	for (size_t i = 0; i < n; i++)
-		u8(b, s[i]);
-}
-
-static void box(struct bw *b, const char type[4])
-{
-	b->stack[b->depth++] = b->len;
-	u32(b, 0);
-	bytes(b, type, 4);
-}
-
-static void full_box(struct bw *b, const char type[4], uint8_t version, uint32_t flags)
-{
-	box(b, type);
-	u32(b, (uint32_t)version << 24 | flags);
-}
-
-static void end(struct bw *b)
-{
-	size_t at = b->stack[--b->depth];
-	uint32_t size = (uint32_t)(b->len - at);
-	if (at + 4 <= b->cap) {
-		b->p[at] = (uint8_t)(size >> 24);
-		b->p[at + 1] = (uint8_t)(size >> 16);
-		b->p[at + 2] = (uint8_t)(size >> 8);
-		b->p[at + 3] = (uint8_t)size;
-	}
-}
-
-static void matrix(struct bw *b)
-{
-	static const uint32_t unity[9] = {0x00010000, 0, 0, 0, 0x00010000, 0, 0, 0, 0x40000000};
-	for (int i = 0; i < 9; i++)
-		u32(b, unity[i]);
-}
+#include "fmp4_audio.h"
 
 static void sample_entry(struct bw *b, const struct fmp4_track *t)
 {
@@ -111,6 +33,16 @@ static void sample_entry(struct bw *b, const struct fmp4_track *t)
 
 int fmp4_write_init(const struct fmp4_track *t, uint8_t *out, size_t cap, size_t *ret_len)
 {
+	return fmp4_write_init_av(t, NULL, out, cap, ret_len);
+}
+
+int fmp4_write_init_av(const struct fmp4_track *t, const struct kp_audio_format *audio, uint8_t *out, size_t cap,
+		       size_t *ret_len)
+{
+	if (audio && (!audio->rate || !audio->channels || audio->config_len > KP_AUDIO_CONFIG_MAX ||
+		      (audio->codec != KP_AUDIO_AAC &&
+		       (audio->codec != KP_AUDIO_OPUS || audio->rate != 48000 || audio->channels > 2))))
+		return -EINVAL;
 	struct bw b = {.p = out, .cap = cap};
 	box(&b, "ftyp");
 	bytes(&b, "isom", 4);
@@ -128,7 +60,7 @@ int fmp4_write_init(const struct fmp4_track *t, uint8_t *out, size_t cap, size_t
 	zeros(&b, 10);
 	matrix(&b);
 	zeros(&b, 24);
-	u32(&b, 2); /* next_track_ID */
+	u32(&b, audio ? FMP4_AUDIO_TRACK_ID + 1 : 2); /* next_track_ID */
 	end(&b);
 	box(&b, "trak");
 	full_box(&b, "tkhd", 0, 3);
@@ -157,13 +89,7 @@ int fmp4_write_init(const struct fmp4_track *t, uint8_t *out, size_t cap, size_t
 	full_box(&b, "vmhd", 0, 1);
 	zeros(&b, 8);
 	end(&b);
-	box(&b, "dinf");
-	full_box(&b, "dref", 0, 0);
-	u32(&b, 1);
-	full_box(&b, "url ", 0, 1);
-	end(&b);
-	end(&b);
-	end(&b);
+	dinf(&b);
 	box(&b, "stbl");
 	full_box(&b, "stsd", 0, 0);
 	u32(&b, 1);
@@ -182,18 +108,30 @@ int fmp4_write_init(const struct fmp4_track *t, uint8_t *out, size_t cap, size_t
 	end(&b); /* minf */
 	end(&b); /* mdia */
 	end(&b); /* trak */
+	if (audio)
+		fmp4_audio_trak(&b, audio);
 	box(&b, "mvex");
 	full_box(&b, "trex", 0, 0);
 	u32(&b, 1);    /* track_ID */
 	u32(&b, 1);    /* default_sample_description_index */
 	zeros(&b, 12); /* default duration, size and flags: every trun says */
 	end(&b);
+	if (audio)
+		fmp4_audio_trex(&b);
 	end(&b); /* mvex */
 	end(&b); /* moov */
 	if (b.overflow)
 		return -ENOSPC;
 	*ret_len = b.len;
 	return 0;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
 }
 
 static uint64_t ntp_time(int64_t wall_us)
@@ -206,12 +144,14 @@ static uint64_t ntp_time(int64_t wall_us)
 
 int fmp4_write_frag_header(const struct fmp4_frag_desc *f, uint8_t *out, size_t cap, size_t *ret_len)
 {
-	if (!f->nsamples || f->nsamples > FMP4_FRAG_MAX_SAMPLES)
+	if (!f->nsamples || f->nsamples > FMP4_FRAG_MAX_SAMPLES || f->naudio > FMP4_AUDIO_MAX_SAMPLES)
 		return -EINVAL;
-	uint64_t payload = 0;
+	uint64_t payload = 0, audio_payload = 0;
 	for (unsigned i = 0; i < f->nsamples; i++)
 		payload += f->samples[i].size;
-	if (payload > UINT32_MAX - FMP4_FRAG_HEADER_MAX)
+	for (unsigned i = 0; i < f->naudio; i++)
+		audio_payload += f->audio[i].size;
+	if (payload + audio_payload > UINT32_MAX - FMP4_FRAG_HEADER_MAX)
 		return -EFBIG;
 	struct bw b = {.p = out, .cap = cap};
 	full_box(&b, "prft", 1, 0);
@@ -251,16 +191,16 @@ int fmp4_write_frag_header(const struct fmp4_frag_desc *f, uint8_t *out, size_t 
 	}
 	end(&b); /* trun */
 	end(&b); /* traf */
+	size_t audio_offset_at = f->naudio ? fmp4_audio_traf(&b, f) : 0;
 	end(&b); /* moof */
 	uint32_t data_offset = (uint32_t)(b.len - moof_at + 8);
-	u32(&b, (uint32_t)(8 + payload));
+	u32(&b, (uint32_t)(8 + payload + audio_payload));
 	bytes(&b, "mdat", 4);
 	if (b.overflow)
 		return -ENOSPC;
-	out[data_offset_at] = (uint8_t)(data_offset >> 24);
-	out[data_offset_at + 1] = (uint8_t)(data_offset >> 16);
-	out[data_offset_at + 2] = (uint8_t)(data_offset >> 8);
-	out[data_offset_at + 3] = (uint8_t)data_offset;
+	put32(out + data_offset_at, data_offset);
+	if (audio_offset_at)
+		put32(out + audio_offset_at, data_offset + (uint32_t)payload);
 	*ret_len = b.len;
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "audio.h"
 #include "config.h"
 #include "h26x.h"
 
@@ -40,6 +41,17 @@ struct kp_access_unit {
 	size_t len;
 };
 
+/* One audio frame as recorded: AAC without its ADTS header, or an Opus packet. fmt describes the track
+ * (rate, channels, AudioSpecificConfig); pts_90k is on the video's clock. */
+struct kp_audio_unit {
+	struct kp_audio_format fmt;
+	uint32_t samples; /* in this unit (Opus packets vary); 0: fmt.frame_samples */
+	int64_t pts_90k;
+	int64_t wall_us;
+	const uint8_t *data;
+	size_t len;
+};
+
 /* What a driver is told about its camera. Strings live as long as the camera. */
 struct ing_camera_info {
 	const char *name;
@@ -50,6 +62,7 @@ struct ing_camera_info {
 	bool motion_events;
 	enum kp_rtsp_transport rtsp_transport; /* RTSP only */
 	unsigned rtp_port_min, rtp_port_max;   /* RTSP over UDP: local ports */
+	bool audio; /* hand over the main stream's audio (the driver may skip it otherwise) */
 };
 
 /* What an RTSP stream's transport did since its last report: the transport in use
@@ -69,6 +82,8 @@ struct ing_sink {
 	void (*stream_state)(void *ctx, enum kp_stream_index s, enum ing_state st, const char *reason);
 	/* One access unit (copied by the core; data may be reused after return). */
 	void (*access_unit)(void *ctx, enum kp_stream_index s, const struct kp_access_unit *au);
+	/* One audio frame of the main stream (copied by the core); only when info->audio. */
+	void (*audio_unit)(void *ctx, const struct kp_audio_unit *au);
 	/* Received bytes of a stream (wire bytes, including protocol overhead). */
 	void (*bytes)(void *ctx, enum kp_stream_index s, uint64_t n);
 	/* RTSP: the transport in use and what it lost (optional for other drivers). */

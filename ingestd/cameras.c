@@ -2,7 +2,9 @@
  * protocol driver per camera (reporting through the sink table it is given), jittered
  * exponential reconnect backoff per camera and, for a stream that fails alone while the
  * session lives on, per stream; per-stream state and counters, and the IPC out: access
- * units to recorderd and rtcd, motion events to recorderd, StreamState to the
+ * units to recorderd and rtcd, the main stream's audio units (when the camera's audio is
+ * on; AAC as it comes, the rest converted once by audio_conv.c) and motion events to
+ * recorderd, StreamState to the
  * supervisor. */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audio_conv.h"
 #include "cameras.h"
 #include "config.h"
 #include "kp_limits.h"
@@ -60,7 +63,9 @@ struct ing_camera {
 	struct ing_stream streams[2];
 	uint32_t reconnects;
 	uint64_t events;
-	unsigned failures; /* in a row, for the backoff */
+	uint64_t audio_seq, audio_rejected, audio_conv_failed;
+	struct ing_audio_conv *audio_conv; /* ADPCM or G.711 to AAC, made on first use */
+	unsigned failures;                 /* in a row, for the backoff */
 	bool last_failure_auth;
 	bool failed; /* a failure is being handled */
 	bool removing;
@@ -241,6 +246,54 @@ static void stream_access_unit(void *ctx, enum kp_stream_index s, const struct k
 	send_au(cam, s, au);
 }
 
+/* One AAC frame or Opus packet to recorderd. */
+static void send_audio(void *arg, const struct kp_audio_unit *au)
+{
+	struct ing_camera *cam = arg;
+	const struct kp_audio_format *f = &au->fmt;
+	uint32_t samples = au->samples ? au->samples : f->frame_samples;
+	if (au->len == 0 || au->len > KP_AAC_FRAME_MAX || (f->codec != KP_AUDIO_AAC && f->codec != KP_AUDIO_OPUS) ||
+	    !f->rate || !f->channels || !samples || f->config_len > sizeof((kp_AudioUnit *)0)->config.bytes)
+		return;
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_audio_unit_tag;
+	kp_AudioUnit *m = &env.msg.audio_unit;
+	snprintf(m->camera, sizeof m->camera, "%s", cam->conf.name);
+	m->stream = KP_STREAM_INDEX_MAIN;
+	m->codec = f->codec == KP_AUDIO_OPUS ? kp_AudioCodec_AUDIO_OPUS : kp_AudioCodec_AUDIO_AAC;
+	m->samples = samples;
+	m->sample_rate = f->rate;
+	m->channels = f->channels;
+	m->frame_samples = f->frame_samples;
+	memcpy(m->config.bytes, f->config, f->config_len);
+	m->config.size = (pb_size_t)f->config_len;
+	m->pts_90k = au->pts_90k;
+	m->wall_us = au->wall_us;
+	m->seq = ++cam->audio_seq;
+	int r = kp_worker_send_peer(table.w, kp_Peer_PEER_RECORDERD, &env, au->data, au->len);
+	if (r < 0 && cam->audio_rejected++ % 250 == 0)
+		kp_warn("%s/main: recorderd did not take audio frame %llu: %s", cam->conf.name,
+			(unsigned long long)m->seq, strerror(-r));
+}
+
+/* The main stream's audio: AAC and Opus as they are, the rest converted once
+ * (audio_conv.h). */
+static void stream_audio_unit(void *ctx, const struct kp_audio_unit *au)
+{
+	struct ing_camera *cam = ctx;
+	if (cam->failed || !cam->conf.audio || !configured(cam, KP_STREAM_INDEX_MAIN) || au->len == 0 ||
+	    au->len > KP_AAC_FRAME_MAX)
+		return;
+	if (au->fmt.codec == KP_AUDIO_AAC || au->fmt.codec == KP_AUDIO_OPUS) {
+		send_audio(cam, au);
+		return;
+	}
+	const char *why;
+	if (ing_audio_conv_push(&cam->audio_conv, au, send_audio, cam, &why) < 0 && cam->audio_conv_failed++ % 250 == 0)
+		kp_warn("%s/main: camera audio not converted to AAC (%llu units so far): %s", cam->conf.name,
+			(unsigned long long)cam->audio_conv_failed, why);
+}
+
 static void camera_event(void *ctx, const char *kind, const char *labels, int64_t wall_ms)
 {
 	struct ing_camera *cam = ctx;
@@ -362,6 +415,7 @@ static void camera_failed(void *ctx, bool auth_failed, const char *reason)
 			set_state(cam, s, st, reason);
 	cam->last_failure_auth = auth_failed;
 	cam->failed = true;
+	ing_audio_conv_free(&cam->audio_conv); /* the next connection's audio is a new run */
 	uv_timer_start(&cam->timer, on_timer, 0, 0);
 }
 
@@ -373,6 +427,7 @@ static void start_camera(struct ing_camera *cam)
 	cam->sink = (struct ing_sink){.ctx = cam,
 				      .stream_state = stream_state,
 				      .access_unit = stream_access_unit,
+				      .audio_unit = stream_audio_unit,
 				      .bytes = stream_bytes,
 				      .transport = stream_transport,
 				      .event = camera_event,
@@ -399,6 +454,7 @@ static void fill_info(struct ing_camera *cam)
 	    cam->conf.rtsp_transport <= KP_RTSP_AUTO ? (enum kp_rtsp_transport)cam->conf.rtsp_transport : KP_RTSP_TCP;
 	cam->info.rtp_port_min = cam->conf.rtp_port_min;
 	cam->info.rtp_port_max = cam->conf.rtp_port_max;
+	cam->info.audio = cam->conf.audio;
 }
 
 static void on_closed(uv_handle_t *h)
@@ -414,6 +470,7 @@ static void remove_camera(struct ing_camera *cam)
 		cam->ops->stop(cam->drv);
 	cam->drv = NULL;
 	cam->failed = true; /* ignore anything late */
+	ing_audio_conv_free(&cam->audio_conv);
 	uv_timer_t *timers[] = {&cam->timer, &cam->streams[0].retry_timer, &cam->streams[1].retry_timer};
 	for (unsigned i = 0; i < 3; i++) {
 		timers[i]->data = cam;
@@ -425,7 +482,7 @@ static bool same_camera(const kp_CameraConfig *a, const kp_CameraConfig *b)
 {
 	return !strcmp(a->url, b->url) && !strcmp(a->sub_url, b->sub_url) && a->streams == b->streams &&
 	       a->motion_events == b->motion_events && a->rtsp_transport == b->rtsp_transport &&
-	       a->rtp_port_min == b->rtp_port_min && a->rtp_port_max == b->rtp_port_max;
+	       a->rtp_port_min == b->rtp_port_min && a->rtp_port_max == b->rtp_port_max && a->audio == b->audio;
 }
 
 void ing_cameras_item(const kp_CameraConfig *c)

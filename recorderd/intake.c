@@ -1,4 +1,4 @@
-/* recorderd's intake: access units and camera events (which only ingestd may send: the
+/* recorderd's intake: access units, audio units and camera events (which only ingestd may send: the
  * IPC table in common/ipc_frame.c), counted per camera stream with sequence gaps
  * detected, reported to the supervisor before each health reply, and handed to the
  * recording core (recorder.c); every other kind is a query from webd or rtcd, handed to
@@ -39,6 +39,10 @@ static struct stream_counter *counter(const char *camera, uint32_t stream)
 
 void rec_intake_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 {
+	if (f->env->which_msg == kp_Envelope_audio_unit_tag) {
+		rec_audio_unit(&f->env->msg.audio_unit, f->tail, f->tail_len);
+		return;
+	}
 	if (f->env->which_msg != kp_Envelope_access_unit_tag && f->env->which_msg != kp_Envelope_camera_event_tag) {
 		rec_reply_init(w);
 		rec_query_frame(from, f);

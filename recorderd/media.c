@@ -121,6 +121,27 @@ int rec_media_span(struct cat_txn *t, uint32_t sid, int64_t from_ms, int64_t to_
 	return r == 0 && s->n == 0 ? -ENOENT : r;
 }
 
+/* The audio track's timescale in the init piece (0: none), for rebasing its tfdt. */
+static int init_audio_rate(int fd, const struct rec_piece *init, uint32_t *ret)
+{
+	size_t len = init->len < FMP4_READ_INIT_MAX ? (size_t)init->len : FMP4_READ_INIT_MAX;
+	uint8_t *buf = malloc(len);
+	struct fmp4_init *in = malloc(sizeof *in);
+	int r = buf && in ? 0 : -ENOMEM;
+	ssize_t got = r == 0 ? pread(fd, buf, len, (off_t)init->off) : 0;
+	if (r == 0 && got < 0)
+		r = -errno;
+	else if (r == 0 && (size_t)got != len)
+		r = -ENODATA;
+	if (r == 0)
+		r = fmp4_read_init(buf, len, in);
+	if (r == 0)
+		*ret = in->audio_track_id ? in->audio_timescale : 0;
+	free(buf);
+	free(in);
+	return r;
+}
+
 int rec_media_export_headers(int data_dirfd, struct rec_span *s, uint8_t **ret_buf, size_t *ret_len)
 {
 	if (!s->export || s->n < 2 || s->nrecs != 1)
@@ -133,6 +154,9 @@ int rec_media_export_headers(int data_dirfd, struct rec_span *s, uint8_t **ret_b
 	int r = fd < 0 ? -errno : 0;
 	size_t used = 0;
 	uint64_t base0 = 0;
+	uint32_t audio_rate = 0;
+	if (r == 0)
+		r = init_audio_rate(fd, &s->p[0], &audio_rate);
 	/* From the last piece backwards, each fragment piece becomes header + samples. */
 	struct rec_piece frag[REC_MEDIA_MAX_EXPORT];
 	memcpy(frag, s->p + 1, nfrag * sizeof *frag);
@@ -150,7 +174,7 @@ int rec_media_export_headers(int data_dirfd, struct rec_span *s, uint8_t **ret_b
 		if (r == 0 && i == 0)
 			base0 = fi.base_time;
 		if (r == 0)
-			r = fmp4_frag_rebase(buf + used, fi.header_len, base0);
+			r = fmp4_frag_rebase(buf + used, fi.header_len, base0, audio_rate);
 		if (r < 0)
 			break;
 		s->p[s->n++] = (struct rec_piece){.rec = 0,

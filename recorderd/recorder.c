@@ -387,6 +387,23 @@ void rec_access_unit(const kp_AccessUnit *au, const uint8_t *data, size_t len)
 			 len);
 }
 
+void rec_audio_unit(const kp_AudioUnit *au, const uint8_t *data, size_t len)
+{
+	if (!R.started)
+		return;
+	struct camera *c = camera(au->camera);
+	if (!c || au->stream != 0 || c->record == 2 || !(c->streams & 1u))
+		return;
+	struct kp_audio_format fmt = {.codec = KP_AUDIO_OPUS, .rate = 48000, .channels = au->channels};
+	if (au->codec == kp_AudioCodec_AUDIO_AAC) {
+		if (kp_aac_config_parse(au->config.bytes, au->config.size, &fmt) < 0)
+			return;
+	} else if (au->codec != kp_AudioCodec_AUDIO_OPUS || au->channels < 1 || au->channels > 2) {
+		return; /* Opus: RFC 7587 streams are mono or stereo */
+	}
+	rec_stream_audio(&c->s[0], &fmt, au->pts_90k, au->samples ? au->samples : fmt.frame_samples, data, len);
+}
+
 void rec_camera_event(const kp_CameraEvent *e)
 {
 	if (!R.started)

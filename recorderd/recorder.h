@@ -15,6 +15,8 @@
 void rec_config_item(struct kp_worker *w, const kp_Envelope *env);
 void rec_configured(struct kp_worker *w, uint32_t generation);
 void rec_access_unit(const kp_AccessUnit *au, const uint8_t *data, size_t len);
+/* One audio frame of a camera's main stream: the second track of its recording. */
+void rec_audio_unit(const kp_AudioUnit *au, const uint8_t *data, size_t len);
 void rec_camera_event(const kp_CameraEvent *e);
 /* record = events: an event of this camera ended (or happened) at event_end_ms. */
 void rec_arm_camera(const char *name, int64_t event_end_ms);

@@ -71,14 +71,15 @@ static int64_t floor_div90(int64_t v)
 
 static int open_file(struct rec_stream *s, int64_t dts, const uint8_t *init, size_t init_len);
 static void close_file(struct rec_stream *s);
+static void write_fragment(struct rec_stream *s, unsigned n, size_t len, const struct rec_audio_take *at);
 
-/* record = events: whether the buffered GOP is kept; a kept GOP without a file opens
- * the file its keyframe prepared. */
+/* Whether the buffered GOP is kept (record = events: an event armed it); a kept GOP
+ * without a file opens the file its keyframe prepared, with the audio track known now. */
 static int keep_gop(struct rec_stream *s, unsigned n)
 {
-	if (!s->events_only || !n)
+	if (!n)
 		return 1;
-	if (s->armed_until_ms < s->gop_wall_ms) {
+	if (s->events_only && s->armed_until_ms < s->gop_wall_ms) {
 		s->gops_skipped++;
 		s->deferred = 0;
 		close_file(s);
@@ -87,7 +88,11 @@ static int keep_gop(struct rec_stream *s, unsigned n)
 	if (s->fd >= 0 || !s->deferred)
 		return 1;
 	s->deferred = 0;
-	int r = open_file(s, s->held_dts, s->held_init, s->held_len);
+	static uint8_t init[FMP4_INIT_MAX];
+	size_t init_len;
+	int r = fmp4_write_init_av(&s->track, rec_audio_file_start(&s->audio), init, sizeof init, &init_len);
+	if (r == 0)
+		r = open_file(s, s->held_dts, init, init_len);
 	if (r < 0) {
 		s->frames_dropped += n;
 		s->retry_at_ms = s->gop_wall_ms + REC_DISK_RETRY_MS;
@@ -98,15 +103,25 @@ static int keep_gop(struct rec_stream *s, unsigned n)
 	return 1;
 }
 
-/* Writes the buffered GOP as one fragment and queues it for the catalog. */
-static void write_gop(struct rec_stream *s)
+/* Writes the buffered GOP as one fragment, with the audio queued before limit (90 kHz),
+ * and queues it for the catalog. */
+static void write_gop(struct rec_stream *s, int64_t limit)
 {
 	unsigned n = s->n;
 	s->n = 0;
 	size_t len = s->gop_len;
 	s->gop_len = 0;
-	if (!keep_gop(s, n))
-		return;
+	struct rec_audio_take at = {0};
+	if (keep_gop(s, n) && n && s->fd >= 0)
+		rec_audio_take(&s->audio, limit, s->file_dts0, s->audio_samples, &at);
+	else
+		rec_audio_take(&s->audio, limit, INT64_MAX, s->audio_samples, &at); /* nothing kept */
+	write_fragment(s, n, len, &at);
+	rec_audio_release(&s->audio, &at);
+}
+
+static void write_fragment(struct rec_stream *s, unsigned n, size_t len, const struct rec_audio_take *at)
+{
 	if (!n || s->fd < 0)
 		return;
 	uint64_t base = (uint64_t)(s->first_dts - s->file_dts0);
@@ -115,8 +130,14 @@ static void write_gop(struct rec_stream *s)
 		dur += s->samples[i].duration;
 	int64_t run_at = (int64_t)(s->rec.anchor_offset + base);
 	int64_t wall_us = s->rec.anchor_ms * 1000 + run_at * 100 / 9;
-	struct fmp4_frag_desc d = {
-	    .seq = s->seq + 1, .base_time = base, .wall_us = wall_us, .samples = s->samples, .nsamples = n};
+	struct fmp4_frag_desc d = {.seq = s->seq + 1,
+				   .base_time = base,
+				   .wall_us = wall_us,
+				   .samples = s->samples,
+				   .nsamples = n,
+				   .audio_base_time = at->base,
+				   .audio = s->audio_samples,
+				   .naudio = at->n};
 	static uint8_t hdr[FMP4_FRAG_HEADER_MAX];
 	size_t hlen;
 	int r = fmp4_write_frag_header(&d, hdr, sizeof hdr, &hlen);
@@ -127,6 +148,9 @@ static void write_gop(struct rec_stream *s)
 	r = write_all(s->fd, hdr, hlen, s->off);
 	if (r == 0)
 		r = write_all(s->fd, s->gop, len, s->off + hlen);
+	if (r == 0 && at->len)
+		r = write_all(s->fd, s->audio.buf, at->len, s->off + hlen + len);
+	len += at->len;
 	if (r < 0) {
 		if (s->first_fragment) {
 			/* Nothing of this file is queued: remove it rather than leave an init segment
@@ -181,19 +205,21 @@ static void write_gop(struct rec_stream *s)
 	s->bytes_written += hlen + len;
 }
 
-/* Ends the GOP with a guessed duration for its last frame. */
-static void end_gop(struct rec_stream *s)
+/* Ends the GOP with a guessed duration for its last frame; its audio is what was queued
+ * before limit. */
+static void end_gop(struct rec_stream *s, int64_t limit)
 {
 	if (!s->n)
 		return;
 	s->samples[s->n - 1].duration = s->n > 1 ? s->samples[s->n - 2].duration : DEFAULT_FRAME_90K;
-	write_gop(s);
+	write_gop(s, limit);
 }
 
 static void close_file(struct rec_stream *s)
 {
 	if (s->fd < 0)
 		return;
+	rec_audio_file_end(&s->audio);
 	struct rec_commit_item it = {.kind = REC_ITEM_CLOSE, .fd = -1, .rec = s->rec};
 	/* Without the close item the recording stays "open" until start-up recovery. */
 	if (!s->first_fragment && rec_commit_push(s->env->commit, &it) < 0)
@@ -274,7 +300,8 @@ static int ensure_file(struct rec_stream *s, enum kp_codec codec, int64_t dts, i
 		return r;
 	int64_t wall_ms = wall_us / 1000;
 	int changed = s->track.codec != codec || s->track.width != width || s->track.height != height ||
-		      !same_ps(&ps.sps, &s->ps.sps) || !same_ps(&ps.pps, &s->ps.pps) || !same_ps(&ps.vps, &s->ps.vps);
+		      !same_ps(&ps.sps, &s->ps.sps) || !same_ps(&ps.pps, &s->ps.pps) || !same_ps(&ps.vps, &s->ps.vps) ||
+		      (s->fd >= 0 && rec_audio_changed(&s->audio));
 	int64_t derived_ms = s->anchor_ms + floor_div90(dts - s->anchor_dts);
 	uint32_t rollover_ms = s->rollover_ms ? s->rollover_ms : s->env->rollover_ms;
 	int rollover = s->fd >= 0 && wall_ms - s->rec.start_ms >= (int64_t)rollover_ms;
@@ -295,18 +322,9 @@ static int ensure_file(struct rec_stream *s, enum kp_codec codec, int64_t dts, i
 		return r;
 	s->track = t;
 	s->ps = ps;
-	if (s->events_only) { /* the file waits for the first GOP that is kept */
-		r = fmp4_write_init(&t, s->held_init, sizeof s->held_init, &s->held_len);
-		s->held_dts = dts;
-		s->deferred = r == 0;
-		return r;
-	}
-	static uint8_t init[FMP4_INIT_MAX];
-	size_t init_len;
-	r = fmp4_write_init(&t, init, sizeof init, &init_len);
-	if (r == 0)
-		r = open_file(s, dts, init, init_len);
-	return r;
+	s->held_dts = dts; /* the file waits for the first GOP that is kept */
+	s->deferred = 1;
+	return 0;
 }
 
 static int append(struct rec_stream *s, const struct h26x_nal *nals, unsigned nn, int keyframe, int64_t dts,
@@ -353,7 +371,7 @@ void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, i
 	s->have_dts = 1;
 	s->last_dts = dts;
 	if (nn < 0 || gap || jump) {
-		end_gop(s);
+		end_gop(s, dts);
 		if (jump) { /* a new run: new anchor, new file */
 			close_file(s);
 			s->anchored = 0;
@@ -376,7 +394,7 @@ void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, i
 		}
 		int r = append(s, nals, (unsigned)nn, 0, dts, (int32_t)cto);
 		if (r == -E2BIG) { /* a GOP too long for one fragment: cut it here */
-			end_gop(s);
+			end_gop(s, dts);
 			r = append(s, nals, (unsigned)nn, 0, dts, (int32_t)cto);
 		}
 		if (r < 0) {
@@ -385,7 +403,7 @@ void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, i
 		}
 		return;
 	}
-	write_gop(s);
+	write_gop(s, dts);
 	if (s->state == REC_DISK_FULL && wall_us / 1000 < s->retry_at_ms) {
 		s->frames_dropped++;
 		return;
@@ -410,6 +428,13 @@ void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, i
 		s->state = REC_RECORDING;
 }
 
+void rec_stream_audio(struct rec_stream *s, const struct kp_audio_format *fmt, int64_t pts_90k, uint32_t samples,
+		      const uint8_t *data, size_t len)
+{
+	if (rec_audio_push(&s->audio, fmt, pts_90k, samples, data, len) < 0)
+		s->audio.dropped++;
+}
+
 void rec_stream_arm(struct rec_stream *s, int64_t until_ms)
 {
 	if (until_ms > s->armed_until_ms)
@@ -418,8 +443,9 @@ void rec_stream_arm(struct rec_stream *s, int64_t until_ms)
 
 void rec_stream_close(struct rec_stream *s)
 {
-	end_gop(s);
+	end_gop(s, INT64_MAX);
 	close_file(s);
+	rec_audio_free(&s->audio);
 	free(s->gop);
 	s->gop = NULL;
 	s->gop_cap = 0;

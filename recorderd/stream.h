@@ -1,7 +1,10 @@
 /* One camera stream's recording: access units in, one GOP buffered until the next
  * keyframe (whose time gives the last frame its duration), then written as one fMP4
- * fragment to the stream's current file and queued for the group commit. A new file at
- * rollover, at a change of codec, size or parameter sets, and after a timestamp
+ * fragment to the stream's current file and queued for the group commit; the audio
+ * frames of the GOP's time span go into the same fragment (audio_queue.h). A file is
+ * created when its first GOP is written, so that its init segment names the audio
+ * track that arrived meanwhile. A new file at
+ * rollover, at a change of codec, size, parameter sets or audio format, and after a timestamp
  * discontinuity. After lost frames or a write failure it waits for the next keyframe;
  * after ENOSPC it stops with an alert and tries again every REC_DISK_RETRY_MS. */
 #ifndef KP_REC_STREAM_H
@@ -10,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "audio_queue.h"
 #include "commit.h"
 #include "fmp4.h"
 #include "kp_limits.h"
@@ -46,6 +50,9 @@ struct rec_stream {
 	int64_t last_dts;
 	int64_t retry_at_ms;
 
+	struct rec_audio_queue audio;
+	struct fmp4_sample audio_samples[FMP4_AUDIO_MAX_SAMPLES];
+
 	/* the GOP being collected */
 	uint8_t *gop;
 	size_t gop_len, gop_cap;
@@ -70,16 +77,15 @@ struct rec_stream {
 	uint64_t fragments, bytes_written, frames_dropped;
 	uint64_t bad_cto; /* frames whose PTS was below their DTS or too far after it */
 
-	/* record = events: the GOP in memory is the pre-roll; it is written only when an
-	 * event armed the stream up to at least its start, else dropped (and the file of
-	 * the last event closed). A file is created when its first GOP is kept. */
+	/* The file prepared at a keyframe waits for its first GOP to be written (held_dts:
+	 * the keyframe's time). record = events: the GOP in memory is the pre-roll; it is
+	 * written only when an event armed the stream up to at least its start, else
+	 * dropped (and the file of the last event closed). */
 	int events_only;
 	int64_t armed_until_ms;
 	int64_t gop_wall_ms; /* receive time of the buffered GOP's keyframe */
-	int deferred;        /* held_init waits for the first kept GOP */
+	int deferred;
 	int64_t held_dts;
-	size_t held_len;
-	uint8_t held_init[FMP4_INIT_MAX];
 	uint64_t gops_skipped;
 };
 
@@ -89,6 +95,9 @@ void rec_stream_init(struct rec_stream *s, struct rec_env *env, const char *came
  * file's timeline is the DTS; PTS - DTS becomes the sample's composition offset. */
 void rec_stream_frame(struct rec_stream *s, enum kp_codec codec, int keyframe, int64_t pts_90k, int64_t dts_90k,
 		      int64_t wall_us, uint32_t width, uint32_t height, uint64_t seq, const uint8_t *data, size_t len);
+/* One audio frame of the stream (its format, its time on the video's clock, its samples). */
+void rec_stream_audio(struct rec_stream *s, const struct kp_audio_format *fmt, int64_t pts_90k, uint32_t samples,
+		      const uint8_t *data, size_t len);
 /* record = events: keep (or start) recording until until_ms (an event's end plus
  * REC_EVENT_POST_MS); the GOP in memory is kept when it starts before that. */
 void rec_stream_arm(struct rec_stream *s, int64_t until_ms);

@@ -30,6 +30,7 @@ static int send_cameras(struct proc *p)
 		snprintf(cc->sub_url, sizeof cc->sub_url, "%s", c->sub_url.val);
 		cc->streams = c->streams;
 		cc->motion_events = c->motion_events;
+		cc->audio = c->audio;
 		cc->record = (uint32_t)c->record;
 		cc->retention_days = c->retention_days;
 		cc->snapshot_interval = c->snapshot_interval;

@@ -240,6 +240,24 @@ size_t bc_media_write_info(uint8_t out[BC_MEDIA_INFO_SIZE], uint32_t width, uint
 	return BC_MEDIA_INFO_SIZE;
 }
 
+size_t bc_media_write_aac_header(uint8_t out[BC_MEDIA_AUDIO_HEADER], uint16_t payload_len)
+{
+	bc_put_le32(out, MAGIC_AAC);
+	bc_put_le16(out + 4, payload_len);
+	bc_put_le16(out + 6, payload_len);
+	return BC_MEDIA_AUDIO_HEADER;
+}
+
+size_t bc_media_write_adpcm_header(uint8_t out[BC_MEDIA_ADPCM_HEADER], uint16_t block_len)
+{
+	bc_put_le32(out, MAGIC_ADPCM);
+	bc_put_le16(out + 4, (uint16_t)(block_len + 4));
+	bc_put_le16(out + 6, (uint16_t)(block_len + 4));
+	bc_put_le16(out + 8, ADPCM_SUBMAGIC);
+	bc_put_le16(out + 10, (uint16_t)((block_len - 4) / 2));
+	return BC_MEDIA_ADPCM_HEADER;
+}
+
 size_t bc_media_write_frame_header(uint8_t out[BC_MEDIA_FRAME_HEADER_MAX], bool keyframe, enum kp_codec codec,
 				   uint32_t payload_len, uint32_t ts_us, uint32_t utc_s)
 {

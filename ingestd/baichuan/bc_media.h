@@ -84,5 +84,13 @@ size_t bc_media_write_info(uint8_t out[BC_MEDIA_INFO_SIZE], uint32_t width, uint
 #define BC_MEDIA_FRAME_HEADER_MAX (BC_MEDIA_FRAME_HEADER + 8)
 size_t bc_media_write_frame_header(uint8_t out[BC_MEDIA_FRAME_HEADER_MAX], bool keyframe, enum kp_codec codec,
 				   uint32_t payload_len, uint32_t ts_us, uint32_t utc_s);
+/* An AAC record's header ("05wb", the payload size twice, as neolink's
+ * bcmedia/ser.rs bcmedia_aac writes it) for payload_len bytes of ADTS frames. */
+size_t bc_media_write_aac_header(uint8_t out[BC_MEDIA_AUDIO_HEADER], uint16_t payload_len);
+/* An ADPCM record's header for one block of block_len bytes (its 4-byte state
+ * included): "01wb", block_len + 4 twice, the sub-magic 0x0100 and (block_len - 4) / 2,
+ * as neolink's bcmedia/ser.rs bcmedia_adpcm writes it. */
+#define BC_MEDIA_ADPCM_HEADER (BC_MEDIA_AUDIO_HEADER + 4)
+size_t bc_media_write_adpcm_header(uint8_t out[BC_MEDIA_ADPCM_HEADER], uint16_t block_len);
 
 #endif

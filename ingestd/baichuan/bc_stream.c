@@ -51,6 +51,27 @@ static void deliver(struct bc_stream *s, const struct bc_media_record *r, uint64
 	s->sink->access_unit(s->sink->ctx, s->index, &au);
 }
 
+/* An AAC or ADPCM record, placed after the last video frame (bc_audio.h). */
+static void audio(struct bc_stream *s, const struct bc_media_record *r, uint64_t now_ms)
+{
+	int64_t pts = -1;
+	if (s->frames) {
+		uint64_t since = now_ms - s->last_frame_ms;
+		pts = s->last_dts + (int64_t)(since < BC_AUDIO_MUX_SLACK_MS ? since : BC_AUDIO_MUX_SLACK_MS) * 90;
+	}
+	uint64_t bad = s->audio.bad_frames, anchors = s->audio.anchors;
+	if (r->kind == BC_MEDIA_AAC)
+		bc_audio_aac(&s->audio, r->data, r->len, pts, kp_wall_us(), s->sink);
+	else
+		bc_audio_adpcm(&s->audio, r->data, r->len, pts, kp_wall_us(), s->sink);
+	if (s->audio.bad_frames != bad && bad % 100 == 0)
+		kp_warn("camera %s: an audio record that is not ADTS frames or an ADPCM block dropped (%llu so far)",
+			s->info->name, (unsigned long long)s->audio.bad_frames);
+	if (s->audio.anchors != anchors && anchors)
+		kp_notice("camera %s: audio re-anchored on the video (%llu times)", s->info->name,
+			  (unsigned long long)s->audio.anchors);
+}
+
 int bc_stream_payload(struct bc_stream *s, const uint8_t *data, size_t len, uint64_t now_ms, const char **ret_reason)
 {
 	int err = bc_media_stream_push(&s->media, data, len);
@@ -73,8 +94,13 @@ int bc_stream_payload(struct bc_stream *s, const uint8_t *data, size_t len, uint
 				deliver(s, &r, now_ms);
 			break;
 		case BC_MEDIA_AAC:
+			if (s->index == KP_STREAM_INDEX_MAIN && s->info->audio)
+				audio(s, &r, now_ms);
+			break;
 		case BC_MEDIA_ADPCM:
-			break; /* audio is not recorded */
+			if (s->index == KP_STREAM_INDEX_MAIN && s->info->audio)
+				audio(s, &r, now_ms);
+			break;
 		}
 	}
 	if (s->media.resyncs != resyncs)

@@ -1,12 +1,14 @@
 /* One Baichuan video stream of an ingestd session: msg 3 payloads in (reassembled as
  * BcMedia), access units with 90 kHz timestamps and the streaming state out, to the
- * session's sink (ingestd/camera.h). */
+ * session's sink (ingestd/camera.h); on the main stream, when the camera's audio is on,
+ * its AAC and ADPCM as audio units (bc_audio.h). */
 #ifndef KP_BC_STREAM_H
 #define KP_BC_STREAM_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bc_audio.h"
 #include "bc_media.h"
 #include "bc_pts.h"
 #include "camera.h"
@@ -27,6 +29,7 @@ struct bc_stream {
 	struct bc_pts pts;
 	struct bc_ts_unwrap ts;
 	struct bc_media_stream media;
+	struct bc_audio audio;
 };
 
 void bc_stream_init(struct bc_stream *s, const struct ing_camera_info *info, const struct ing_sink *sink,

@@ -1,7 +1,9 @@
 /* ingestd's driver for rtsp:// and rtsps:// cameras through libavformat: one thread per
  * stream reads access units (RTP interleaved on the TCP connection, over UDP, or UDP
  * first with a fall back to TCP: keeppeek.conf(5) transport) under an interrupt callback
- * with a stop flag and an I/O deadline, and hands them to the libuv loop through a
+ * with a stop flag and an I/O deadline (and the main stream's audio, when the camera's
+ * audio is on, as audio units on the video's clock), and hands them to the libuv loop
+ * through a
  * bounded queue and a uv_async_t. Only the loop thread calls the sink the core gave it.
  * An access unit is held until the next one is read, so that the one libavformat hands
  * over when the connection ends (possibly cut) is dropped, and one a missing RTP packet
@@ -30,6 +32,8 @@
 #include "rtsp_ts.h"
 
 #define RTSP_QUEUE_ITEMS    64
+#define RTSP_AUDIO_ITEMS    256              /* audio waits in a ring of its own: 5 s of 20 ms G.711 packets */
+#define RTSP_AUDIO_HELD     32               /* audio packets held until the first video timestamps */
 #define RTSP_OPEN_TIMEOUT   (10 * 1000000LL) /* µs to connect, DESCRIBE, SETUP, PLAY, probe */
 #define RTSP_READ_TIMEOUT   (10 * 1000000LL) /* µs without a packet before giving up */
 #define RTSP_SOCKET_TIMEOUT "5000000"        /* libavformat's own socket timeout, µs */
@@ -40,7 +44,9 @@
 #define RTSP_LOSS_LOG_MS    10000            /* at most one loss log line per stream this often */
 
 struct rtsp_item {
+	bool is_audio;
 	struct kp_access_unit au;
+	struct kp_audio_unit audio;
 	uint8_t data[];
 };
 
@@ -52,6 +58,9 @@ struct rtsp_stream {
 	/* Guarded by drv->lock. */
 	struct rtsp_item *queue[RTSP_QUEUE_ITEMS];
 	unsigned head, count;
+	struct rtsp_item *aqueue[RTSP_AUDIO_ITEMS];
+	unsigned ahead, acount;
+	uint64_t adropped;
 	bool skip_to_keyframe;
 	uint64_t dropped, bytes, repaired;
 	bool done, auth_failed;
@@ -64,7 +73,7 @@ struct rtsp_stream {
 	uint64_t lost_unreported; /* RTP packets libavformat reported missing */
 	/* Loop thread only. */
 	bool running, streaming;
-	uint64_t dropped_logged, repaired_logged;
+	uint64_t dropped_logged, repaired_logged, adropped_logged;
 	uint64_t loss_logged_ms, lost_unlogged, loss_dropped_unlogged;
 };
 
@@ -75,6 +84,7 @@ struct ing_driver {
 	atomic_bool stop; /* set under lock; threads never touch async once it is set */
 	atomic_int refs;  /* the loop's async handle plus one per running thread */
 	bool failed;
+	bool audio; /* the camera's audio is recorded: the main stream's thread takes it */
 	char *name, *url_redacted;
 	enum kp_rtsp_transport transport;
 	unsigned rtp_port_min, rtp_port_max;
@@ -89,6 +99,8 @@ static void driver_unref(struct ing_driver *drv)
 		struct rtsp_stream *s = &drv->streams[i];
 		for (unsigned k = 0; k < s->count; k++)
 			free(s->queue[(s->head + k) % RTSP_QUEUE_ITEMS]);
+		for (unsigned k = 0; k < s->acount; k++)
+			free(s->aqueue[(s->ahead + k) % RTSP_AUDIO_ITEMS]);
 		free(s->url);
 	}
 	pthread_mutex_destroy(&drv->lock);
@@ -136,6 +148,7 @@ static void enqueue(struct rtsp_stream *s, const struct kp_access_unit *au)
 		pthread_mutex_unlock(&drv->lock);
 		return;
 	}
+	it->is_audio = false;
 	it->au = *au;
 	memcpy(it->data, au->data, au->len);
 	it->au.data = it->data;
@@ -227,6 +240,28 @@ static void libav_log(void *avcl, int level, const char *fmt, va_list vl)
 		return;
 	}
 	av_log_default_callback(avcl, level, fmt, vl);
+}
+
+/* Thread side: queues one audio frame in the audio ring (so that audio never takes the
+ * video's places), or drops it when the loop is RTSP_AUDIO_ITEMS behind. */
+static void enqueue_audio(struct rtsp_stream *s, const struct kp_audio_unit *au)
+{
+	struct ing_driver *drv = s->drv;
+	pthread_mutex_lock(&drv->lock);
+	struct rtsp_item *it = s->acount < RTSP_AUDIO_ITEMS ? malloc(sizeof *it + au->len) : NULL;
+	if (!it) {
+		s->adropped++;
+		pthread_mutex_unlock(&drv->lock);
+		return;
+	}
+	it->is_audio = true;
+	it->audio = *au;
+	memcpy(it->data, au->data, au->len);
+	it->audio.data = it->data;
+	s->aqueue[(s->ahead + s->acount) % RTSP_AUDIO_ITEMS] = it;
+	s->acount++;
+	notify(drv);
+	pthread_mutex_unlock(&drv->lock);
 }
 
 static void add_bytes(struct rtsp_stream *s, uint64_t n)
@@ -321,6 +356,100 @@ static int read_packet(struct rtsp_stream *s, AVFormatContext *fmt, AVPacket *pk
 	return 0;
 }
 
+/* The main stream's audio stream to record: AAC with its AudioSpecificConfig in the
+ * extradata (RFC 3640's config, RFC 6416's for MP4A-LATM is not read), Opus (RFC 7587,
+ * each packet's length from its TOC), or G.711 (PCMU, PCMA: ingestd's core converts it
+ * to AAC). -1 when there is none or it is another
+ * codec (said once in the log). */
+static int find_audio(struct rtsp_stream *s, AVFormatContext *fmt, int video, struct kp_audio_format *ret)
+{
+	if (s->index != KP_STREAM_INDEX_MAIN || !s->drv->audio)
+		return -1;
+	int idx = av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, video, NULL, 0);
+	if (idx < 0)
+		return -1;
+	const AVCodecParameters *par = fmt->streams[idx]->codecpar;
+	if ((par->codec_id == AV_CODEC_ID_PCM_MULAW || par->codec_id == AV_CODEC_ID_PCM_ALAW) && par->sample_rate > 0 &&
+	    par->ch_layout.nb_channels == 1) {
+		*ret = (struct kp_audio_format){.codec = par->codec_id == AV_CODEC_ID_PCM_MULAW ? KP_AUDIO_PCMU
+												: KP_AUDIO_PCMA,
+						.rate = (uint32_t)par->sample_rate,
+						.channels = 1};
+		kp_info("camera %s: recording G.711 audio as AAC, %u Hz", s->drv->name, ret->rate);
+		return idx;
+	}
+	if (par->codec_id == AV_CODEC_ID_OPUS) { /* RFC 7587: 48 kHz, mono or stereo */
+		int ch = par->ch_layout.nb_channels;
+		*ret = (struct kp_audio_format){.codec = KP_AUDIO_OPUS, .rate = 48000, .channels = ch == 1 ? 1u : 2u};
+		kp_info("camera %s: recording Opus audio, %u channels", s->drv->name, ret->channels);
+		return idx;
+	}
+	if (par->codec_id != AV_CODEC_ID_AAC) {
+		kp_notice("camera %s: audio in %s is not recorded (AAC, Opus and mono G.711 are)", s->drv->name,
+			  avcodec_get_name(par->codec_id));
+		return -1;
+	}
+	if (!par->extradata || kp_aac_config_parse(par->extradata, (size_t)par->extradata_size, ret) < 0) {
+		kp_warn("camera %s: AAC audio without a usable AudioSpecificConfig (%d bytes): not recorded",
+			s->drv->name, par->extradata_size);
+		return -1;
+	}
+	kp_info("camera %s: recording AAC audio, %u Hz, %u channels", s->drv->name, ret->rate, ret->channels);
+	return idx;
+}
+
+/* Audio read before the video's clock has its offset (libavformat may return an audio
+ * packet first, and the first video packet has no timestamp): held, then handed over. */
+struct audio_held {
+	AVPacket *pkt[RTSP_AUDIO_HELD];
+	unsigned n;
+};
+
+/* One audio packet on the video's clock. */
+static void audio_packet(struct rtsp_stream *s, const AVPacket *pkt, const AVStream *st, const struct ing_rtsp_ts *c,
+			 const struct kp_audio_format *fmt)
+{
+	int64_t ts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
+	uint32_t samples = 0;
+	if (fmt->codec == KP_AUDIO_OPUS && !(samples = kp_opus_packet_samples(pkt->data, (size_t)pkt->size)))
+		return; /* not an Opus packet we can time */
+	if (ts == AV_NOPTS_VALUE || pkt->size <= 0)
+		return;
+	struct kp_audio_unit au = {
+	    .fmt = *fmt,
+	    .samples = samples,
+	    .pts_90k = av_rescale_q(ts, st->time_base, (AVRational){1, 90000}) - c->offset,
+	    .wall_us = kp_wall_us(),
+	    .data = pkt->data,
+	    .len = (size_t)pkt->size,
+	};
+	enqueue_audio(s, &au);
+}
+
+/* An audio packet now, or held until the video's clock is set (the oldest held packet
+ * is dropped past RTSP_AUDIO_HELD). */
+static void audio_or_hold(struct rtsp_stream *s, AVPacket *pkt, const AVStream *st, const struct ing_rtsp_ts *c,
+			  const struct kp_audio_format *fmt, struct audio_held *h)
+{
+	if (c->started) {
+		for (unsigned i = 0; i < h->n; i++) {
+			audio_packet(s, h->pkt[i], st, c, fmt);
+			av_packet_free(&h->pkt[i]);
+		}
+		h->n = 0;
+		audio_packet(s, pkt, st, c, fmt);
+		return;
+	}
+	if (h->n == RTSP_AUDIO_HELD) {
+		av_packet_free(&h->pkt[0]);
+		memmove(h->pkt, h->pkt + 1, (RTSP_AUDIO_HELD - 1) * sizeof h->pkt[0]);
+		h->n--;
+	}
+	h->pkt[h->n] = av_packet_clone(pkt);
+	if (h->pkt[h->n])
+		h->n++;
+}
+
 /* Reads packets until an error or stop; returns with reason set. */
 static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason, size_t cap, bool *auth)
 {
@@ -343,6 +472,8 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 		snprintf(reason, cap, "unsupported codec %s", avcodec_get_name(st->codecpar->codec_id));
 		return;
 	}
+	struct kp_audio_format afmt;
+	int aidx = find_audio(s, fmt, idx, &afmt);
 	uint8_t params[ING_RTSP_MAX_PARAMS];
 	size_t params_len = 0;
 	unsigned lsz = 0;
@@ -363,6 +494,7 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 	struct ing_rtsp_ts clock;
 	ing_rtsp_ts_init(&clock, fr.num > 0 && fr.den > 0 ? av_rescale(90000, fr.den, fr.num) : 0);
 	struct held_aus held = {.n = 0};
+	struct audio_held aheld = {.n = 0};
 	for (;;) {
 		set_deadline(s, RTSP_READ_TIMEOUT);
 		err = read_packet(s, fmt, pkt);
@@ -371,6 +503,8 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 			break;
 		}
 		add_bytes(s, (uint64_t)pkt->size);
+		if (aidx >= 0 && pkt->stream_index == aidx)
+			audio_or_hold(s, pkt, fmt->streams[aidx], &clock, &afmt, &aheld);
 		if (pkt->stream_index != idx) {
 			av_packet_unref(pkt);
 			continue;
@@ -420,6 +554,8 @@ static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason,
 		note_repaired(s, clock.repaired);
 	}
 	held_free(&held);
+	for (unsigned i = 0; i < aheld.n; i++)
+		av_packet_free(&aheld.pkt[i]);
 	free(buf);
 	av_packet_free(&pkt);
 }
@@ -583,14 +719,19 @@ static void on_async(uv_async_t *h)
 		struct rtsp_stream *s = &drv->streams[i];
 		if (!s->running)
 			continue;
-		struct rtsp_item *items[RTSP_QUEUE_ITEMS];
+		/* Audio first: it is older than the video keyframe that may come with it. */
+		struct rtsp_item *items[RTSP_AUDIO_ITEMS + RTSP_QUEUE_ITEMS];
 		pthread_mutex_lock(&drv->lock);
-		unsigned n = s->count;
-		for (unsigned k = 0; k < n; k++)
-			items[k] = s->queue[(s->head + k) % RTSP_QUEUE_ITEMS];
-		s->head = (s->head + n) % RTSP_QUEUE_ITEMS;
+		unsigned na = s->acount, n = na + s->count;
+		for (unsigned k = 0; k < na; k++)
+			items[k] = s->aqueue[(s->ahead + k) % RTSP_AUDIO_ITEMS];
+		for (unsigned k = na; k < n; k++)
+			items[k] = s->queue[(s->head + k - na) % RTSP_QUEUE_ITEMS];
+		s->ahead = (s->ahead + na) % RTSP_AUDIO_ITEMS;
+		s->acount = 0;
+		s->head = (s->head + n - na) % RTSP_QUEUE_ITEMS;
 		s->count = 0;
-		uint64_t bytes = s->bytes, dropped = s->dropped, repaired = s->repaired;
+		uint64_t bytes = s->bytes, dropped = s->dropped, repaired = s->repaired, adropped = s->adropped;
 		s->bytes = 0;
 		bool done = s->done, auth = s->auth_failed;
 		char reason[sizeof s->reason];
@@ -601,11 +742,14 @@ static void on_async(uv_async_t *h)
 			drv->sink->bytes(drv->sink->ctx, s->index, bytes);
 		report_transport(drv, s);
 		for (unsigned k = 0; k < n; k++) {
-			if (!s->streaming) {
+			if (!s->streaming && !items[k]->is_audio) {
 				s->streaming = true;
 				drv->sink->stream_state(drv->sink->ctx, s->index, ING_STREAMING, "");
 			}
-			drv->sink->access_unit(drv->sink->ctx, s->index, &items[k]->au);
+			if (items[k]->is_audio)
+				drv->sink->audio_unit(drv->sink->ctx, &items[k]->audio);
+			else
+				drv->sink->access_unit(drv->sink->ctx, s->index, &items[k]->au);
 			free(items[k]);
 		}
 		if (dropped != s->dropped_logged) {
@@ -615,10 +759,16 @@ static void on_async(uv_async_t *h)
 			s->dropped_logged = dropped;
 		}
 		if (repaired != s->repaired_logged && (!s->repaired_logged || repaired - s->repaired_logged >= 1000)) {
-			kp_warn("camera %s: %s stream: %llu timestamps repaired (DTS not increasing or PTS before DTS)",
+			kp_warn("camera %s: %s stream: %llu timestamps repaired (DTS not increasing or PTS "
+				"before DTS)",
 				drv->name, s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub",
 				(unsigned long long)(repaired - s->repaired_logged));
 			s->repaired_logged = repaired;
+		}
+		if (adropped != s->adropped_logged) {
+			kp_warn("camera %s: loop behind, %llu audio frames dropped", drv->name,
+				(unsigned long long)(adropped - s->adropped_logged));
+			s->adropped_logged = adropped;
 		}
 		if (done) {
 			s->running = false;
@@ -655,6 +805,7 @@ static int rtsp_start(const struct ing_camera_info *info, const struct ing_sink 
 		return -ENOMEM;
 	drv->sink = sink;
 	drv->name = strdup(info->name);
+	drv->audio = info->audio;
 	drv->url_redacted = strdup(info->url_redacted);
 	drv->transport = info->rtsp_transport;
 	drv->rtp_port_min = info->rtp_port_min;

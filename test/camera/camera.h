@@ -38,12 +38,41 @@ int cam_source_subscribe(struct cam_source *src, cam_frame_cb cb, void *arg, str
 void cam_source_unsubscribe(struct cam_sub *sub);
 /* Stops every source for good (SIGUSR1): connections stay open, counters become final. */
 void cam_sources_pause(void);
+bool cam_sources_paused(void);
 enum kp_codec cam_source_codec(const struct cam_source *src);
 void cam_source_size(const struct cam_source *src, uint32_t *w, uint32_t *h);
 unsigned cam_source_fps(const struct cam_source *src);
 /* Parameter sets of the fixture (without start codes), for SDP: index 0 VPS (H.265
  * only), 1 SPS, 2 PPS. Returns 0 or -ENOENT. */
 int cam_source_param_set(const struct cam_source *src, int index, const uint8_t **data, size_t *len);
+
+/* One frame of the audio fixture, on the video sources' clock (both start when the
+ * camera starts). AAC: as an ADTS frame (what Baichuan's 05wb records carry) and as the
+ * raw frame with its AudioSpecificConfig apart (RTP, RFC 3640); ADPCM: one block (raw);
+ * PCMU: 20 ms of G.711 (raw); Opus: one packet (raw). */
+struct cam_audio_frame {
+	uint64_t pts_us;
+	uint64_t seq;
+	const uint8_t *adts, *raw;
+	size_t adts_len, raw_len;
+};
+
+struct cam_audio; /* an audio file looped and paced in real time (audio.c) */
+enum cam_audio_kind { CAM_AUDIO_AAC, CAM_AUDIO_ADPCM, CAM_AUDIO_PCMU, CAM_AUDIO_OPUS };
+struct cam_audio_sub;
+typedef void (*cam_audio_cb)(const struct cam_audio_frame *f, void *arg);
+
+/* Loads an ADTS AAC file, a WAV file of IMA ADPCM or 8 kHz mu-law, mono, or an Ogg
+ * Opus file of packets of one length. */
+int cam_audio_open(uv_loop_t *loop, const char *path, struct cam_audio **ret);
+enum cam_audio_kind cam_audio_kind(const struct cam_audio *a);
+uint32_t cam_audio_samples(const struct cam_audio *a); /* per frame */
+/* Frames from the first one at or after from_us on. */
+int cam_audio_subscribe(struct cam_audio *a, uint64_t from_us, cam_audio_cb cb, void *arg, struct cam_audio_sub **ret);
+void cam_audio_unsubscribe(struct cam_audio_sub *sub);
+uint32_t cam_audio_rate(const struct cam_audio *a);
+uint32_t cam_audio_channels(const struct cam_audio *a);
+void cam_audio_config(const struct cam_audio *a, const uint8_t **asc, size_t *len);
 
 enum cam_encryption { CAM_ENC_NONE, CAM_ENC_BC, CAM_ENC_AES, CAM_ENC_FULL_AES };
 
@@ -89,13 +118,22 @@ struct cam_config {
 	 * doorbell press), AItype a list of people, vehicle, dog_cat, face, package, visitor
 	 * or "none" (BAICHUAN.md section 4). Default MD and people. */
 	const char *alarm_status, *alarm_ai;
-	uint64_t started_ms; /* loop time the camera started (the refuse fault's clock) */
+	uint64_t started_ms;     /* loop time the camera started (the refuse fault's clock) */
+	struct cam_audio *audio; /* --audio: the main stream carries it; NULL: no audio */
 };
 
 #define CAM_DEFAULT_UID "95270000KEEPPEEK"
 
+/* Audio sent on a main stream: frames, and the time of the first audio frame after the
+ * first video frame of the last session (µs, the source's A/V start offset). */
+struct cam_audio_stats {
+	uint64_t frames_sent;
+	int64_t first_offset_us;
+};
+
 struct cam_stats {
 	struct cam_stream_stats baichuan[2], bcudp[2], rtsp[2]; /* [0] main, [1] sub */
+	struct cam_audio_stats audio_baichuan, audio_rtsp;
 	uint64_t logins_ok, logins_refused, motion_sent;
 	/* BCUDP msg 234 keep-alives sent, replies echoing channel, stream and number with
 	 * status 200, and replies that did not. */

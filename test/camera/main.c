@@ -1,6 +1,7 @@
 /* keeppeek-test-camera: a camera simulator for tests, the demo and operators. Serves
  * Baichuan over TCP and BCUDP and RTSP over TCP from fixture streams paced in real
- * time, with fault switches, and writes its counters to a JSON stats file. */
+ * time (and, with --audio, an AAC fixture as the main stream's sound),
+ * with fault switches, and writes its counters to a JSON stats file. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -9,6 +10,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+
+#include <libavutil/error.h>
 
 #include "camera.h"
 #include "wsd_responder.h"
@@ -26,7 +29,7 @@ static void usage(FILE *f)
 	       "         [--baichuan-port N] [--bcudp-port N] [--uid UID] [--rtsp-port N]\n"
 	       "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
 	       "         [--motion-interval S] [--alarm STATUS/AITYPE] [--snapshot FILE.jpg] [--stats FILE]\n"
-	       "         [--parent PID] [--wsd ADDRESS]\n"
+	       "         [--parent PID] [--wsd ADDRESS] [--audio FILE.aac|.wav|.opus]\n"
 	       "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder|\n"
 	       "                  udp-461|udp-silent|cut-mid-frame=S|refuse=main|sub[:S]]...\n"
 	       "FILE is an Annex-B stream (.h264, .h265) or MPEG-TS (.h264.ts, .h265.ts: B-frames, PTS and DTS kept).\n"
@@ -81,6 +84,12 @@ static void write_stats(uv_timer_t *t)
 	unsigned long long wsd_answered, wsd_ignored;
 	cam_wsd_counts(&wsd_answered, &wsd_ignored);
 	fprintf(f, ",\"wsd_probes_answered\":%llu,\"wsd_probes_ignored\":%llu", wsd_answered, wsd_ignored);
+	fprintf(f,
+		",\"audio\":{\"rtsp\":{\"frames_sent\":%llu,\"first_offset_us\":%lld},"
+		"\"baichuan\":{\"frames_sent\":%llu,\"first_offset_us\":%lld}}",
+		(unsigned long long)cam_stats.audio_rtsp.frames_sent, (long long)cam_stats.audio_rtsp.first_offset_us,
+		(unsigned long long)cam_stats.audio_baichuan.frames_sent,
+		(long long)cam_stats.audio_baichuan.first_offset_us);
 	fprintf(f,
 		",\"logins_ok\":%llu,\"logins_refused\":%llu,\"motion_sent\":%llu,\"udp_keepalives_sent\":%llu,"
 		"\"udp_keepalives_answered\":%llu,\"udp_keepalive_mismatches\":%llu}\n",
@@ -152,7 +161,7 @@ int main(int argc, char **argv)
 					.uid = CAM_DEFAULT_UID,
 					.alarm_status = "MD",
 					.alarm_ai = "people"};
-	const char *main_path = NULL, *sub_path = NULL, *host = "127.0.0.1", *wsd_address = NULL;
+	const char *main_path = NULL, *sub_path = NULL, *audio_path = NULL, *host = "127.0.0.1", *wsd_address = NULL;
 	unsigned fps = 25;
 	long bc_port = -1, udp_port = -1, rtsp_port = -1;
 	pid_t parent = 0;
@@ -174,7 +183,8 @@ int main(int argc, char **argv)
 		O_PARENT,
 		O_UID,
 		O_ALARM,
-		O_WSD
+		O_WSD,
+		O_AUDIO
 	};
 	static const struct option opts[] = {
 	    {"main", required_argument, NULL, O_MAIN},
@@ -195,6 +205,7 @@ int main(int argc, char **argv)
 	    {"uid", required_argument, NULL, O_UID},
 	    {"alarm", required_argument, NULL, O_ALARM},
 	    {"wsd", required_argument, NULL, O_WSD},
+	    {"audio", required_argument, NULL, O_AUDIO},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -221,6 +232,9 @@ int main(int argc, char **argv)
 			break;
 		case O_RTSP:
 			rtsp_port = atol(optarg);
+			break;
+		case O_AUDIO:
+			audio_path = optarg;
 			break;
 		case O_UID:
 			cfg.uid = optarg;
@@ -303,6 +317,11 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		fprintf(stderr, "keeppeek-test-camera: cannot load fixture streams %s, %s: %s\n", main_path, sub_path,
 			r == -EINVAL ? "no keyframe-first H.264/H.265 stream" : strerror(-r));
+		return 1;
+	}
+	if (audio_path && (r = cam_audio_open(loop, audio_path, &cfg.audio)) < 0) {
+		fprintf(stderr, "keeppeek-test-camera: cannot load the audio fixture %s: %s\n", audio_path,
+			r == -EINVAL ? "no ADTS AAC frames" : av_err2str(r));
 		return 1;
 	}
 	if (bc_port >= 0 && (r = cam_baichuan_tcp_listen(loop, &cfg, host, (uint16_t)bc_port)) < 0)

@@ -38,6 +38,11 @@ void cam_sources_pause(void)
 	paused = true;
 }
 
+bool cam_sources_paused(void)
+{
+	return paused;
+}
+
 struct cam_source {
 	uv_timer_t timer;
 	enum kp_codec codec;

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (f.header_len > sizeof hdr || f.header_len > size - at)
 			abort(); /* the header is bounded and inside the input; the samples may not be */
 		memcpy(hdr, data + at, f.header_len);
-		fmp4_frag_rebase(hdr, f.header_len, f.base_time / 2);
+		fmp4_frag_rebase(hdr, f.header_len, f.base_time / 2, t.audio_timescale);
 		if (f.total_len > size - at)
 			break;
 		for (unsigned i = 0; i < f.nsamples; i++) {

@@ -17,8 +17,14 @@ fixture (FIXTURE.h264.ts, FIXTURE.h265.ts: B-frames) is copied to Annex-B by ffm
 each access unit, in decode order, gets the PTS - DTS that ffprobe reads from the
 transport stream; the payloader then stamps each RTP packet with the PTS.
 
-usage: rtsp_external_server.py FIXTURE.h264|FIXTURE.h265|FIXTURE.h26x.ts PORT [--fps N]
-       [--user U --password P]
+With --audio aac the stream has a second track: a live 440 Hz tone, 16 kHz mono, encoded
+by voaacenc and sent by rtpmp4gpay (mpeg4-generic, RFC 3640; gstreamer1.0-plugins-bad
+and -good); with --audio pcmu the tone at 8 kHz through mulawenc and rtppcmupay (RFC 3551
+PCMU). GStreamer times both tracks on the pipeline clock and sends its own RTCP sender
+reports.
+
+usage: rtsp_external_server.py FIXTURE.h264|FIXTURE.h265|FIXTURE.h26x.ts PORT [--fps N] [--user U --password P]
+         [--audio aac|pcmu]
 """
 import argparse
 import re
@@ -108,6 +114,7 @@ def main():
     ap.add_argument("--fps", type=int, default=25)
     ap.add_argument("--user")
     ap.add_argument("--password")
+    ap.add_argument("--audio", choices=("aac", "pcmu"))
     args = ap.parse_args()
     name = args.fixture[:-3] if args.fixture.endswith(".ts") else args.fixture
     codec = "h265" if name.endswith((".h265", ".hevc")) else "h264"
@@ -127,8 +134,15 @@ def main():
     server.set_service(str(args.port))
     factory = GstRtspServer.RTSPMediaFactory()
     caps = f"video/x-{codec},stream-format=byte-stream,alignment=au,framerate={args.fps}/1"
+    audio = {
+        None: "",
+        "aac": " audiotestsrc is-live=true freq=440 ! audio/x-raw,rate=16000,channels=1 ! voaacenc bitrate=32000 "
+               "! aacparse ! rtpmp4gpay name=pay1 pt=97",
+        "pcmu": " audiotestsrc is-live=true freq=440 ! audio/x-raw,rate=8000,channels=1 ! mulawenc "
+                "! rtppcmupay name=pay1",
+    }[args.audio]
     factory.set_launch(f'( appsrc name=src is-live=true format=time caps="{caps}" '
-                       f"! {codec}parse ! rtp{codec}pay name=pay0 pt=96 config-interval=-1 )")
+                       f"! {codec}parse ! rtp{codec}pay name=pay0 pt=96 config-interval=-1{audio} )")
     factory.set_shared(True)
 
     def configure(_factory, media):

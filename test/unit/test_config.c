@@ -271,6 +271,25 @@ static void test_rtsp_transport(void)
 	CHECK_EQ(cfg.cameras[0].rtp_port_max, 50011);
 }
 
+/* audio: yes by default, no turns it off, the rendering keeps it, anything else is an
+ * error. */
+static void test_audio(void)
+{
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\n"), 0);
+	CHECK(cfg.cameras[0].audio);
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\naudio = no\n"), 0);
+	CHECK(!cfg.cameras[0].audio);
+	static char out[64 * 1024];
+	CHECK(kp_config_render(&cfg, out, sizeof out) > 0);
+	CHECK_STR_CONTAINS(out, "audio = no\n");
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\naudio = off\n"), 0);
+	CHECK(!cfg.cameras[0].audio);
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\naudio = 1\n"), 0);
+	CHECK(cfg.cameras[0].audio);
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\naudio = loud\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "audio");
+}
+
 static void test_missing_file(void)
 {
 	CHECK_EQ(kp_config_load_file("/nonexistent/keeppeek.conf", &cfg, &errs), -ENOENT);
@@ -395,6 +414,7 @@ int main(void)
 	RUN(test_sub_url);
 	RUN(test_quota_and_rollover);
 	RUN(test_rtsp_transport);
+	RUN(test_audio);
 	RUN(test_missing_file);
 	RUN(test_not_a_file);
 	RUN(test_unclosed_section);

@@ -104,8 +104,8 @@ static void read_recording(const char *name, kp_Codec codec, unsigned width, uns
 		CHECK_EQ(fmp4_read_frag(&t, buf, header_len - 1, &f), -EAGAIN);
 		uint8_t *hdr = malloc(header_len);
 		memcpy(hdr, buf, header_len);
-		CHECK_EQ(fmp4_frag_rebase(hdr, header_len, base_time + 1), -ERANGE);
-		CHECK_EQ(fmp4_frag_rebase(hdr, header_len, base_time), 0);
+		CHECK_EQ(fmp4_frag_rebase(hdr, header_len, base_time + 1, 0), -ERANGE);
+		CHECK_EQ(fmp4_frag_rebase(hdr, header_len, base_time, 0), 0);
 		CHECK_EQ(fmp4_read_frag(&t, hdr, header_len, &f), 0);
 		CHECK_EQ(f.base_time, 0);
 		free(hdr);
@@ -184,7 +184,7 @@ static void test_composition_offsets(void)
 		CHECK_EQ(f.samples[i].size, 10 + i);
 		dts += 3600 + i;
 	}
-	CHECK_EQ(fmp4_frag_rebase(hdr, hlen, 900000), 0);
+	CHECK_EQ(fmp4_frag_rebase(hdr, hlen, 900000, 0), 0);
 	CHECK_EQ(fmp4_read_frag(NULL, hdr, hlen, &f), 0);
 	CHECK(f.base_time == 0 && f.samples[1].dts == 3600 && f.samples[1].cts == 14400);
 	/* The largest fragment with offsets fits FMP4_FRAG_HEADER_MAX. */

@@ -1,7 +1,11 @@
 /* The test camera's Baichuan session over any byte transport (camera.h): modern and
  * legacy login in every encryption mode, main/sub streams by handle as BcMedia, keep-
  * alive replies, msg 234 keep-alives over BCUDP with their replies checked, motion
- * alarms, JPEG snapshots in chunks, and the fault switches. */
+ * alarms, JPEG snapshots in chunks, and the fault switches. With --audio the main stream
+ * carries AAC (one "05wb" record per ADTS frame) or ADPCM (one "01wb" record per block),
+ * as BAICHUAN.md section 5 and neolink's bcmedia/ser.rs frame them, without a timestamp,
+ * sent in time order with the video from the first audio frame at or after the first
+ * video frame. G.711 and Opus are RTSP only. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +41,8 @@ struct cam_bc_stream {
 	uint32_t handle;
 	uint8_t channel;
 	struct cam_sub *sub;
+	struct cam_audio_sub *asub; /* main stream with --audio */
+	uint64_t v0_us, audio_sent;
 };
 
 struct cam_bc_session {
@@ -72,6 +78,8 @@ static void stop_stream(struct cam_bc_stream *st)
 	if (st->active && st->sub)
 		cam_source_unsubscribe(st->sub);
 	st->sub = NULL;
+	cam_audio_unsubscribe(st->asub);
+	st->asub = NULL;
 	st->active = false;
 }
 
@@ -174,6 +182,30 @@ static int send_binary(struct cam_bc_session *s, uint32_t msg_id, uint16_t msg_n
 	return 0;
 }
 
+static void on_audio(const struct cam_audio_frame *f, void *arg)
+{
+	struct cam_bc_stream *st = arg;
+	struct cam_bc_session *s = st->s;
+	bool adpcm = cam_audio_kind(s->cfg->audio) == CAM_AUDIO_ADPCM;
+	const uint8_t *data = adpcm ? f->raw : f->adts;
+	size_t len = adpcm ? f->raw_len : f->adts_len;
+	if (!st->active || s->dead || s->stalled || len > UINT16_MAX - 8)
+		return;
+	uint8_t rec[BC_MEDIA_ADPCM_HEADER + UINT16_MAX + 8];
+	size_t hl =
+	    adpcm ? bc_media_write_adpcm_header(rec, (uint16_t)len) : bc_media_write_aac_header(rec, (uint16_t)len);
+	/* The padding follows the record's u16 payload size (BAICHUAN.md section 5). */
+	size_t pad = bc_media_pad(adpcm ? len + 4 : len);
+	memcpy(rec + hl, data, len);
+	memset(rec + hl + len, 0, pad);
+	if (send_binary(s, BC_MSG_PREVIEW, st->msg_num, st->channel, (uint8_t)st->index, rec, hl + len + pad,
+			BC_STATUS_OK, NULL) < 0)
+		return;
+	if (!st->audio_sent++)
+		cam_stats.audio_baichuan.first_offset_us = (int64_t)(f->pts_us - st->v0_us);
+	cam_stats.audio_baichuan.frames_sent++;
+}
+
 static void on_frame(const struct cam_frame *f, void *arg)
 {
 	struct cam_bc_stream *st = arg;
@@ -205,6 +237,13 @@ static void on_frame(const struct cam_frame *f, void *arg)
 	if (err == 0) {
 		s->stats[st->index].frames_sent++;
 		s->stats[st->index].bytes_sent += wire;
+	}
+	if (err == 0 && st->index == 0 && s->cfg->audio &&
+	    (cam_audio_kind(s->cfg->audio) == CAM_AUDIO_AAC || cam_audio_kind(s->cfg->audio) == CAM_AUDIO_ADPCM) &&
+	    !st->asub) {
+		st->v0_us = f->pts_us;
+		if (cam_audio_subscribe(s->cfg->audio, f->pts_us, on_audio, st, &st->asub) < 0)
+			hang_up(s);
 	}
 }
 

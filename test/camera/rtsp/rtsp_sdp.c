@@ -84,6 +84,27 @@ int cam_sdp_write(const struct cam_sdp_track *t, uint64_t session_id, const char
 	if (t->fps)
 		put(&w, "a=framerate:%u\r\n", t->fps);
 	put(&w, "a=control:%s\r\n", t->control);
+	const struct cam_sdp_audio *a = t->audio;
+	if (a && a->opus) {
+		put(&w, "m=audio 0 RTP/AVP %u\r\na=rtpmap:%u opus/48000/2\r\na=fmtp:%u sprop-stereo=%u\r\n",
+		    a->payload_type, a->payload_type, a->payload_type, a->channels == 2);
+		put(&w, "a=control:%s\r\n", a->control);
+	} else if (a && a->pcmu) {
+		put(&w, "m=audio 0 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\na=control:%s\r\n", a->control);
+	} else if (a) {
+		if (!a->config_len || a->config_len > 64 || a->payload_type < 96 || a->payload_type > 127)
+			return -EINVAL;
+		char hex[129];
+		for (size_t i = 0; i < a->config_len; i++)
+			snprintf(hex + 2 * i, 3, "%02X", a->config[i]);
+		put(&w, "m=audio 0 RTP/AVP %u\r\n", a->payload_type);
+		put(&w, "a=rtpmap:%u mpeg4-generic/%u/%u\r\n", a->payload_type, a->rate, a->channels);
+		put(&w,
+		    "a=fmtp:%u streamtype=5;profile-level-id=15;mode=AAC-hbr;config=%s;sizeLength=13;indexLength=3;"
+		    "indexDeltaLength=3\r\n",
+		    a->payload_type, hex);
+		put(&w, "a=control:%s\r\n", a->control);
+	}
 	if (w.err)
 		return w.err;
 	*ret_len = w.len;

@@ -3,7 +3,14 @@
  * common/rtp_h26x.c and RTCP sender reports, either interleaved on the RTSP connection
  * (RFC 2326 10.12) or over UDP (RFC 2326 12.39, rtsp_udp.c), a bounded output queue per
  * client, and the drop/stall/garbage/cut-mid-frame faults and the UDP ones (a camera
- * that refuses UDP with 461, one whose UDP never arrives). */
+ * that refuses UDP with 461, one whose UDP never arrives).
+ * With --audio (AAC, G.711 or Opus) the main stream has a second track (trackID=1, set
+ * up after the video in the same session, as real cameras and libavformat do; interleaved
+ * on TCP only): AAC in RFC 3640 AAC-hbr packets, one access unit each (3.2.1:
+ * AU-headers-length 16, then a 13-bit size and a 3-bit index), PCMU in 20 ms packets
+ * (RFC 3551 4.5.14, payload type 0), or one Opus packet per RTP packet (RFC 7587 4.2,
+ * 48 kHz clock); its RTP clock the sample rate, starting with the first audio frame at
+ * or after the first video frame sent, with its own sender reports. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +29,7 @@
 #define RTSP_REALM          "KeepPeek"
 #define RTSP_MTU            1400
 #define RTSP_PAYLOAD_TYPE   96
+#define RTSP_AUDIO_PT       97
 #define RTSP_IN_CAP         (RTSP_MAX_HEADER_BYTES + RTSP_MAX_BODY + 4)
 #define RTSP_MAX_QUEUED     (8 * KP_MIB) /* unsent bytes before a client counts as not reading */
 #define RTSP_SR_INTERVAL_MS 5000
@@ -55,6 +63,13 @@ struct rtsp_client {
 	uint8_t *batch;
 	size_t batch_len, batch_cap;
 	struct rtp_packetizer pk;
+	/* the audio track */
+	bool audio_setup;
+	uint8_t ch_artp, ch_artcp;
+	uint32_t a_ssrc, a_ts_base, a_last_ts, a_packets, a_octets;
+	uint16_t a_seq;
+	uint64_t a_last_ms, v0_us;
+	struct cam_audio_sub *asub;
 };
 
 struct write_req {
@@ -105,6 +120,8 @@ static void client_close(struct rtsp_client *c, const char *why)
 	if (c->udp)
 		rtsp_udp_close(c->udp);
 	c->udp = NULL;
+	cam_audio_unsubscribe(c->asub);
+	c->asub = NULL;
 	uv_close((uv_handle_t *)&c->tick, on_handle_closed);
 	uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
 }
@@ -261,6 +278,116 @@ static bool fault_due(const struct rtsp_client *c, unsigned after_s)
 	return after_s && uv_now(c->tcp.loop) - c->accepted_ms >= (uint64_t)after_s * 1000;
 }
 
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* RTCP compound packet: sender report plus SDES CNAME (RFC 3550 6.4.1, 6.5) for one
+ * track: its SSRC, its RTP time now (from its last packet's, clock rate per second) and
+ * counts, on its RTCP channel. */
+static void send_sender_report(struct rtsp_client *c, uint32_t ssrc, uint32_t last_ts, uint64_t last_ms, uint32_t rate,
+			       uint32_t packets, uint32_t octets, uint8_t channel)
+{
+	static const char cname[] = "keeppeek-test-camera";
+	uint8_t p[28 + 8 + 2 + sizeof cname + 3];
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	p[0] = 0x80;
+	p[1] = 200;
+	p[2] = 0;
+	p[3] = 6;
+	put32(p + 4, ssrc);
+	put32(p + 8, (uint32_t)(now.tv_sec + 2208988800u));
+	put32(p + 12, (uint32_t)(((uint64_t)now.tv_nsec << 32) / 1000000000u));
+	put32(p + 16, last_ts + (uint32_t)((uv_now(c->tcp.loop) - last_ms) * rate / 1000));
+	put32(p + 20, packets);
+	put32(p + 24, octets);
+	size_t sdes = 4 + 4 + 2 + (sizeof cname - 1) + 1; /* header, SSRC, item, end */
+	size_t padded = (sdes + 3) & ~(size_t)3;
+	memset(p + 28, 0, padded);
+	p[28] = 0x81;
+	p[29] = 202;
+	p[30] = 0;
+	p[31] = (uint8_t)(padded / 4 - 1);
+	put32(p + 32, ssrc);
+	p[36] = 1;
+	p[37] = (uint8_t)(sizeof cname - 1);
+	memcpy(p + 38, cname, sizeof cname - 1);
+	if (c->udp && channel == c->ch_rtcp) { /* video over UDP: its RTCP port */
+		rtsp_udp_send_rtcp(c->udp, p, 28 + padded);
+		return;
+	}
+	c->batch_len = 0;
+	if (batch_add(c, channel, p, 28 + padded) == 0)
+		client_write(c, c->batch, c->batch_len);
+}
+
+/* Sender reports for every track before the first media packet, one NTP time for the
+ * RTP times of the first video frame, as live555's RTCPInstance does (its first report
+ * goes out when the session starts, RFC 3550 6.2 leaves the first interval open): a
+ * receiver then maps both tracks to one clock from their first packets (RFC 3550 6.4.1). */
+static void first_reports(struct rtsp_client *c, const struct cam_frame *f, uint32_t ts)
+{
+	uint64_t now = uv_now(c->tcp.loop);
+	send_sender_report(c, c->pk.ssrc, ts, now, 90000, 0, 0, c->ch_rtcp);
+	if (!c->audio_setup)
+		return;
+	uint32_t rate = cam_audio_rate(c->srv->cfg->audio);
+	c->a_last_ts = c->a_ts_base + (uint32_t)(f->pts_us * rate / 1000000);
+	c->a_last_ms = now;
+	send_sender_report(c, c->a_ssrc, c->a_last_ts, now, rate, 0, 0, c->ch_artcp);
+}
+
+/* The audio the RTSP main stream carries: AAC or G.711 (ADPCM is Baichuan's). */
+static struct cam_audio *rtsp_audio(const struct rtsp_client *c)
+{
+	struct cam_audio *a = c->srv->cfg->audio;
+	return a && cam_audio_kind(a) != CAM_AUDIO_ADPCM ? a : NULL;
+}
+
+/* One AAC frame as one RTP packet (RFC 3640 3.2.1, 3.3.6), marker set (3.2); or one
+ * G.711 packet (RFC 3551 4.5.14), marker clear. */
+static void on_audio(const struct cam_audio_frame *f, void *arg)
+{
+	struct rtsp_client *c = arg;
+	if (c->closing || c->stalled || f->raw_len > 8191 || f->raw_len > RTSP_MTU)
+		return;
+	enum cam_audio_kind kind = cam_audio_kind(c->srv->cfg->audio);
+	bool pcmu = kind == CAM_AUDIO_PCMU, raw = pcmu || kind == CAM_AUDIO_OPUS;
+	uint8_t p[RTP_HEADER_SIZE + 4 + RTSP_MTU];
+	uint32_t ts = c->a_ts_base + (uint32_t)(f->pts_us * cam_audio_rate(c->srv->cfg->audio) / 1000000);
+	p[0] = 0x80;
+	p[1] = pcmu ? 0 : kind == CAM_AUDIO_OPUS ? RTSP_AUDIO_PT : 0x80 | RTSP_AUDIO_PT;
+	p[2] = (uint8_t)(c->a_seq >> 8);
+	p[3] = (uint8_t)c->a_seq;
+	c->a_seq++;
+	put32(p + 4, ts);
+	put32(p + 8, c->a_ssrc);
+	size_t at = RTP_HEADER_SIZE;
+	if (!raw) {
+		p[at++] = 0;
+		p[at++] = 16; /* AU-headers-length in bits */
+		p[at++] = (uint8_t)(f->raw_len >> 5);
+		p[at++] = (uint8_t)(f->raw_len << 3); /* AU-index 0 */
+	}
+	memcpy(p + at, f->raw, f->raw_len);
+	size_t len = at + f->raw_len;
+	c->batch_len = 0;
+	if (batch_add(c, c->ch_artp, p, len) < 0 || client_write(c, c->batch, c->batch_len) < 0)
+		return;
+	if (!c->a_packets)
+		cam_stats.audio_rtsp.first_offset_us = (int64_t)(f->pts_us - c->v0_us);
+	c->a_packets++;
+	c->a_octets += (uint32_t)(len - RTP_HEADER_SIZE);
+	c->a_last_ts = ts;
+	c->a_last_ms = uv_now(c->tcp.loop);
+	cam_stats.audio_rtsp.frames_sent++;
+}
+
 static void on_frame(const struct cam_frame *f, void *arg)
 {
 	struct rtsp_client *c = arg;
@@ -288,6 +415,8 @@ static void on_frame(const struct cam_frame *f, void *arg)
 		return;
 	if (c->udp && faults->udp_silent)
 		return; /* frames that never arrive are not counted as sent */
+	if (!c->have_frame)
+		first_reports(c, f, ts);
 	c->batch_len = 0;
 	if (rtp_packetize(&c->pk, f->data, f->len, ts, emit_rtp, c) != 0) {
 		client_close(c, "cannot packetize a frame");
@@ -298,54 +427,16 @@ static void on_frame(const struct cam_frame *f, void *arg)
 	c->have_frame = true;
 	if (!c->udp && client_write(c, c->batch, c->batch_len) < 0)
 		return;
+	if (c->audio_setup && !c->asub) {
+		c->v0_us = f->pts_us;
+		if (cam_audio_subscribe(c->srv->cfg->audio, f->pts_us, on_audio, c, &c->asub) < 0) {
+			client_close(c, "too many audio subscribers");
+			return;
+		}
+	}
 	struct cam_stream_stats *st = &cam_stats.rtsp[c->stream];
 	st->frames_sent++;
 	st->bytes_sent += c->udp ? f->len : c->batch_len;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-/* RTCP compound packet: sender report plus SDES CNAME (RFC 3550 6.4.1, 6.5). */
-static void send_sender_report(struct rtsp_client *c)
-{
-	static const char cname[] = "keeppeek-test-camera";
-	uint8_t p[28 + 8 + 2 + sizeof cname + 3];
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	p[0] = 0x80;
-	p[1] = 200;
-	p[2] = 0;
-	p[3] = 6;
-	put32(p + 4, c->pk.ssrc);
-	put32(p + 8, (uint32_t)(now.tv_sec + 2208988800u));
-	put32(p + 12, (uint32_t)(((uint64_t)now.tv_nsec << 32) / 1000000000u));
-	put32(p + 16, c->last_ts + (uint32_t)((uv_now(c->tcp.loop) - c->last_frame_ms) * 90));
-	put32(p + 20, c->packets);
-	put32(p + 24, c->octets);
-	size_t sdes = 4 + 4 + 2 + (sizeof cname - 1) + 1; /* header, SSRC, item, end */
-	size_t padded = (sdes + 3) & ~(size_t)3;
-	memset(p + 28, 0, padded);
-	p[28] = 0x81;
-	p[29] = 202;
-	p[30] = 0;
-	p[31] = (uint8_t)(padded / 4 - 1);
-	put32(p + 32, c->pk.ssrc);
-	p[36] = 1;
-	p[37] = (uint8_t)(sizeof cname - 1);
-	memcpy(p + 38, cname, sizeof cname - 1);
-	if (c->udp) {
-		rtsp_udp_send_rtcp(c->udp, p, 28 + padded);
-		return;
-	}
-	c->batch_len = 0;
-	if (batch_add(c, c->ch_rtcp, p, 28 + padded) == 0)
-		client_write(c, c->batch, c->batch_len);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -360,7 +451,11 @@ static void on_tick(uv_timer_t *t)
 	uint64_t now = uv_now(t->loop);
 	if (c->playing && c->have_frame && !c->stalled && now - c->last_sr_ms >= RTSP_SR_INTERVAL_MS) {
 		c->last_sr_ms = now;
-		send_sender_report(c);
+		send_sender_report(c, c->pk.ssrc, c->last_ts, c->last_frame_ms, 90000, c->packets, c->octets,
+				   c->ch_rtcp);
+		if (c->audio_setup)
+			send_sender_report(c, c->a_ssrc, c->a_last_ts, c->a_last_ms, cam_audio_rate(c->srv->cfg->audio),
+					   c->a_packets, c->a_octets, c->ch_artcp);
 	}
 }
 
@@ -405,8 +500,9 @@ static void send_simple(struct rtsp_client *c, int code, const char *text, uint3
 }
 
 /* The stream a request URI names: 0 main, 1 sub, or -1. Accepts absolute rtsp:// and
- * rtsps:// URIs and paths, with an optional /trackID=0 and trailing slash. */
-static int uri_stream(struct rtsp_str uri)
+ * rtsps:// URIs and paths, with an optional /trackID=0 (video) or /trackID=1 (audio,
+ * *ret_track 1) and trailing slash. */
+static int uri_stream(struct rtsp_str uri, int *ret_track)
 {
 	static const struct {
 		const char *path;
@@ -432,8 +528,12 @@ static int uri_stream(struct rtsp_str uri)
 	if (path.n && path.p[path.n - 1] == '/')
 		path.n--;
 	static const char track[] = "/trackID=0";
-	if (path.n >= sizeof track - 1 && memcmp(path.p + path.n - (sizeof track - 1), track, sizeof track - 1) == 0)
+	*ret_track = 0;
+	if (path.n >= sizeof track - 1 && memcmp(path.p + path.n - (sizeof track - 1), track, sizeof track - 2) == 0 &&
+	    (path.p[path.n - 1] == '0' || path.p[path.n - 1] == '1')) {
+		*ret_track = path.p[path.n - 1] - '0';
 		path.n -= sizeof track - 1;
+	}
 	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
 		if (path.n == strlen(paths[i].path) && memcmp(path.p, paths[i].path, path.n) == 0)
 			return paths[i].stream;
@@ -474,6 +574,16 @@ static void handle_describe(struct rtsp_client *c, const struct rtsp_request *re
 				  .payload_type = RTSP_PAYLOAD_TYPE,
 				  .fps = cam_source_fps(src),
 				  .control = "trackID=0"};
+	struct cam_audio *audio = stream == 0 ? rtsp_audio(c) : NULL;
+	struct cam_sdp_audio a = {.payload_type = RTSP_AUDIO_PT, .control = "trackID=1"};
+	if (audio) {
+		a.pcmu = cam_audio_kind(audio) == CAM_AUDIO_PCMU;
+		a.opus = cam_audio_kind(audio) == CAM_AUDIO_OPUS;
+		a.rate = cam_audio_rate(audio);
+		a.channels = cam_audio_channels(audio);
+		cam_audio_config(audio, &a.config, &a.config_len);
+		t.audio = &a;
+	}
 	cam_source_size(src, &t.width, &t.height);
 	for (int i = 0; i < 3; i++)
 		cam_source_param_set(src, i, &t.param[i], &t.param_len[i]);
@@ -507,10 +617,52 @@ static int setup_udp(struct rtsp_client *c, const struct rtsp_transport *t, uint
 	return r;
 }
 
+/* Whether the request names this client's session. */
+static bool session_matches(const struct rtsp_client *c, const struct rtsp_request *req)
+{
+	const struct rtsp_str *h = rtsp_request_header(req, "Session");
+	if (!h || c->stream < 0)
+		return false;
+	size_t n = 0;
+	while (n < h->n && h->p[n] != ';')
+		n++;
+	return n == strlen(c->session) && memcmp(h->p, c->session, n) == 0;
+}
+
+/* SETUP of the main stream's audio track, in the session its video's SETUP made. */
+static void setup_audio(struct rtsp_client *c, const struct rtsp_request *req, const struct rtsp_transport *t)
+{
+	if (c->audio_setup || c->playing) {
+		send_simple(c, 459, "Aggregate Operation Not Allowed", req->cseq);
+		return;
+	}
+	if (c->stream != 0 || !session_matches(c, req)) {
+		send_simple(c, 454, "Session Not Found", req->cseq);
+		return;
+	}
+	if (!t->tcp || c->udp) { /* this camera sends audio interleaved only */
+		send_simple(c, 461, "Unsupported Transport", req->cseq);
+		return;
+	}
+	c->audio_setup = true;
+	c->ch_artp = t->interleaved[0];
+	c->ch_artcp = t->interleaved[1];
+	c->a_ssrc = random_u32();
+	c->a_seq = (uint16_t)random_u32();
+	c->a_ts_base = random_u32();
+	struct response r;
+	resp_start(&r, 200, "OK", req->cseq);
+	resp_add(&r, "Transport: RTP/AVP/TCP;unicast;interleaved=%u-%u;ssrc=%08X;mode=\"PLAY\"\r\n", c->ch_artp,
+		 c->ch_artcp, c->a_ssrc);
+	resp_add(&r, "Session: %s;timeout=60\r\n", c->session);
+	send_response(c, &r, NULL, 0);
+}
+
 /* SETUP (RFC 2326 10.4): the client's preferred transport of those offered (12.39),
  * or 461 Unsupported Transport (11.3.11) when we serve none of them; the udp-461
- * fault serves TCP only, like cameras that have no RTP over UDP. */
-static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, int stream)
+ * fault serves TCP only, like cameras that have no RTP over UDP. track 1 is the main
+ * stream's audio. */
+static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, int stream, int track)
 {
 	const struct rtsp_str *h = rtsp_request_header(req, "Transport");
 	struct rtsp_transport t;
@@ -522,6 +674,10 @@ static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, 
 	bool udp = t.udp && !c->srv->cfg->faults.udp_461 && (t.udp_first || !t.tcp);
 	if (!udp && !t.tcp) {
 		send_simple(c, 461, "Unsupported Transport", req->cseq);
+		return;
+	}
+	if (track == 1) {
+		setup_audio(c, req, &t);
 		return;
 	}
 	if (c->stream >= 0) {
@@ -558,17 +714,6 @@ static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, 
 			 c->ch_rtcp, c->pk.ssrc);
 	resp_add(&r, "Session: %s;timeout=60\r\n", c->session);
 	send_response(c, &r, NULL, 0);
-}
-
-static bool session_matches(const struct rtsp_client *c, const struct rtsp_request *req)
-{
-	const struct rtsp_str *h = rtsp_request_header(req, "Session");
-	if (!h || c->stream < 0)
-		return false;
-	size_t n = 0;
-	while (n < h->n && h->p[n] != ';')
-		n++;
-	return n == strlen(c->session) && memcmp(h->p, c->session, n) == 0;
 }
 
 static void handle_play(struct rtsp_client *c, const struct rtsp_request *req)
@@ -631,15 +776,16 @@ static void handle_request(struct rtsp_client *c, const struct rtsp_request *req
 		handle_play(c, req);
 		return;
 	}
-	int stream = uri_stream(req->uri);
-	if (stream < 0 || !client_source(c, stream)) {
+	int track;
+	int stream = uri_stream(req->uri, &track);
+	if (stream < 0 || !client_source(c, stream) || (track == 1 && (stream != 0 || !rtsp_audio(c)))) {
 		send_simple(c, 404, "Not Found", req->cseq);
 		return;
 	}
 	if (!strcmp(m, "DESCRIBE"))
 		handle_describe(c, req, stream);
 	else
-		handle_setup(c, req, stream);
+		handle_setup(c, req, stream, track);
 }
 
 /* Consumes complete requests and interleaved frames (client RTCP) from the input. */

@@ -1,0 +1,86 @@
+"""Recorded audio against an RTSP server that is not ours: GStreamer's gst-rtsp-server
+(rtsp_external_server.py) serves the H.264 fixture with a live tone, AAC through
+rtpmp4gpay (RFC 3640) on one camera and G.711 mu-law through rtppcmupay on another,
+timed by GStreamer's own clock and RTCP sender reports. Each recording file has an H.264
+and an AAC stream, decodes with `ffmpeg -v error` without a message, its audio covers
+its video (within one frame at each end) and starts within one audio frame after the
+video's first keyframe (the tone never stops, so the first frame recorded is the one at
+or after it). No worker restarts."""
+import glob
+import json
+import os
+import subprocess
+import time
+
+from kp import FIXTURES, cameras, check, free_port, run, wait_for
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIG = """[keeppeek]
+data_dir = {dir}/data
+run_dir = {dir}/run
+[web]
+listen = 127.0.0.1:{port}
+"""
+# One AAC frame: 16 kHz as GStreamer sends it; G.711 converted by ingestd at 8 kHz.
+FRAME = {"aac": 1024 / 16000, "pcmu": 1024 / 8000}
+
+
+def serve(audio, port):
+    p = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "rtsp_external_server.py"),
+                          os.path.join(FIXTURES, "main.h264"), str(port), "--audio", audio],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = p.stdout.readline()
+    if line.strip() != "ready":
+        p.kill()
+        raise AssertionError(f"GStreamer RTSP server did not start: {line!r} {p.stdout.read()[:2000]}")
+    return p
+
+
+def probe(path):
+    r = subprocess.run(["ffprobe", "-v", "error", "-count_packets", "-show_entries",
+                        "stream=codec_type,codec_name,start_time,duration,nb_read_packets", "-of", "json", path],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and not r.stderr.strip(), f"ffprobe reads {path} without errors: {r.stderr[:500]}")
+    return json.loads(r.stdout)["streams"]
+
+
+def test(make):
+    ports = {"aac": free_port(), "pcmu": free_port()}
+    servers = [serve(a, p) for a, p in ports.items()]
+    try:
+        config = CONFIG
+        for audio, port in ports.items():
+            config += f'[camera "gst-{audio}"]\nurl = rtsp://127.0.0.1:{port}/stream\nstreams = main\n'
+        kp = make(config=config)
+        kp.wait_running()
+        c = wait_for(lambda: (lambda c: c if c and all(c[f"gst-{a}"]["state"] == "streaming" for a in ports)
+                              else None)(cameras(kp)), 15.0, 0.2)
+        check(c is not None, f"both GStreamer streams are streaming: {cameras(kp)}")
+        time.sleep(10.0)
+        check(kp.stop() is not None, "keeppeekd stops (recorderd writes what it holds)")
+        for audio in ports:
+            files = sorted(glob.glob(os.path.join(kp.data, "recordings", f"gst-{audio}", "main", "*.mp4")))
+            check(files, f"gst-{audio}: recordings exist")
+            for path in files:
+                s = probe(path)
+                check([(x["codec_type"], x["codec_name"]) for x in s] == [("video", "h264"), ("audio", "aac")],
+                      f"gst-{audio}: {os.path.basename(path)} has an H.264 and an AAC stream: {s}")
+                r = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-"],
+                                   capture_output=True, text=True)
+                check(r.returncode == 0 and not r.stderr.strip(), f"{path} decodes without a message: {r.stderr[:500]}")
+                v, a, f = s[0], s[1], FRAME[audio]
+                off = float(a["start_time"]) - float(v["start_time"])
+                check(-0.005 <= off <= f + 0.005,
+                      f"gst-{audio}: audio starts {off * 1000:.1f} ms after the video (within one frame, "
+                      f"{f * 1000:.0f} ms)")
+                vdur, adur = float(v["duration"]), int(a["nb_read_packets"]) * f
+                check(abs(vdur - adur) <= 2 * f + 0.04,
+                      f"gst-{audio}: {adur:.3f} s of audio for {vdur:.3f} s of video")
+    finally:
+        for p in servers:
+            p.kill()
+            p.wait()
+
+
+if __name__ == "__main__":
+    run(test)
