@@ -262,6 +262,13 @@ static int set_key(struct parse_ctx *p, const char *kind, const char *section, v
 		   const char *v)
 {
 	const struct kp_key *k = kp_config_key_find(kind, key);
+	char named[KP_CAMERA_NAME_MAX + 16];
+	if (!section && k) /* a camera's key set by a plan: its section named only for an error */
+		section = "camera";
+	else if (!section) {
+		snprintf(named, sizeof named, "camera \"%s\"", ((struct kp_camera_conf *)base)->name);
+		section = named;
+	}
 	if (!k) {
 		add_error(p, p->line, "unknown key '%s' in [%s]", key, section);
 		return -1;
@@ -462,4 +469,33 @@ int kp_config_render(const struct kp_config *cfg, char *buf, size_t len)
 			return -ENOSPC;
 	}
 	return (int)o;
+}
+
+int kp_config_set_camera_key(struct kp_config *cfg, unsigned camera, const char *key, const char *value,
+			     struct kp_config_errors *errs)
+{
+	errs->count = 0; /* no 8 KiB clear per key: a plan sets hundreds */
+	errs->text[0] = '\0';
+	struct parse_ctx p = {.name = "the change", .cfg = cfg, .errs = errs, .cur_camera = (int)camera};
+	return set_key(&p, "camera", NULL, &cfg->cameras[camera], key, value) == 0 ? 0 : -EINVAL;
+}
+
+int kp_config_add_camera(struct kp_config *cfg, const char *name, struct kp_config_errors *errs)
+{
+	errs->count = 0;
+	errs->text[0] = '\0';
+	struct parse_ctx p = {.name = "the change", .cfg = cfg, .errs = errs, .cur_camera = -1};
+	char section[KP_CAMERA_NAME_MAX + 16];
+	snprintf(section, sizeof section, "camera \"%s\"", name);
+	p.section_line = UINT_MAX; /* no camera section is on that line: always a new one */
+	return camera_section(&p, section) < 0 ? -EINVAL : 0;
+}
+
+int kp_config_validate(struct kp_config *cfg, struct kp_config_errors *errs)
+{
+	errs->count = 0;
+	errs->text[0] = '\0';
+	struct parse_ctx p = {.name = "the changed configuration", .cfg = cfg, .errs = errs, .cur_camera = -1};
+	validate(&p);
+	return errs->count ? -EINVAL : 0;
 }

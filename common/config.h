@@ -78,6 +78,16 @@ void kp_config_defaults(struct kp_config *cfg);
 int kp_config_load_file(const char *path, struct kp_config *cfg, struct kp_config_errors *errs);
 int kp_config_load_string(const char *name, const char *text, struct kp_config *cfg, struct kp_config_errors *errs);
 
+/* Typed edits, for configuration plans (supervisor/config_plan.c): a camera key set
+ * as the file would set it (${NAME} and file: expanded, the value checked), a camera
+ * added with its defaults (at cfg->cameras[cfg->ncameras - 1]; its name checked and
+ * unique), and the checks of a whole configuration that involve several keys. Each
+ * returns 0 or -EINVAL with errs filled. */
+int kp_config_set_camera_key(struct kp_config *cfg, unsigned camera, const char *key, const char *value,
+			     struct kp_config_errors *errs);
+int kp_config_add_camera(struct kp_config *cfg, const char *name, struct kp_config_errors *errs);
+int kp_config_validate(struct kp_config *cfg, struct kp_config_errors *errs);
+
 /* The configuration as INI text with secrets redacted. Returns bytes written or -ENOSPC. */
 int kp_config_render(const struct kp_config *cfg, char *buf, size_t len);
 

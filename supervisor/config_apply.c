@@ -136,7 +136,20 @@ int config_plan_args(struct supervisor *s, pb_size_t argc, const char (*args)[10
 		snprintf(why, whylen, "%s: cannot read it: %s", s->config_path, strerror((int)-n));
 		return -1;
 	}
-	int len = plan_make(file_buf, (size_t)n, &rq, config_plan_buf, why, whylen);
+	/* The file as last planned on, parsed: a file that has not changed since is not
+	 * loaded again (the UI plans several changes in a row). */
+	static struct kp_config cached;
+	static struct kp_config_errors errs;
+	static char cached_digest[65];
+	char digest[65];
+	plan_digest(file_buf, (size_t)n, digest);
+	bool hit = !strcmp(digest, cached_digest);
+	if (!hit) {
+		cached_digest[0] = '\0';
+		if (kp_config_load_string(s->config_path, file_buf, &cached, &errs) == 0)
+			memcpy(cached_digest, digest, sizeof digest);
+	}
+	int len = plan_make(file_buf, (size_t)n, cached_digest[0] ? &cached : NULL, &rq, config_plan_buf, why, whylen);
 	return len < 0 ? -1 : len;
 }
 

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <ini.h>
 #include <stdarg.h>
 #include <openssl/evp.h>
 #include <stdbool.h>
@@ -14,11 +15,11 @@
 
 #include "config_keys.h"
 
-#define PLAN_MAGIC "keeppeek-plan 1"
+#define PLAN_MAGIC       "keeppeek-plan 1"
+#define KP_CONF_LINE_MAX (INI_MAX_LINE - 3) /* characters of a line, as the loader reads them */
 
 static struct kp_config base_cfg, cand_cfg;
 static struct kp_config_errors errs;
-static char cand_buf[KP_CONFIG_FILE_MAX + 1];
 
 static int fail(char *why, size_t len, int err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
@@ -31,7 +32,7 @@ static int fail(char *why, size_t len, int err, const char *fmt, ...)
 	return err;
 }
 
-static void sha256_hex(const char *p, size_t n, char out[65])
+void plan_digest(const char *p, size_t n, char out[65])
 {
 	unsigned char md[32];
 	unsigned int mdlen = 0;
@@ -69,6 +70,10 @@ static int check_field(const struct plan_field *f, const struct kp_key **ret, ch
 		if (*s == ';' && (s == f->value || s[-1] == ' ' || s[-1] == '\t'))
 			return fail(why, len, -EINVAL, "the value of %s has ' ;', which starts a comment", f->key);
 	}
+	/* "key = value" must fit a line of the file (inih's INI_MAX_LINE, keeppeek.conf(5)). */
+	if (strlen(f->key) + 3 + strlen(f->value) > KP_CONF_LINE_MAX)
+		return fail(why, len, -EINVAL, "%s = VALUE would be longer than a line of the file (%d characters)",
+			    f->key, KP_CONF_LINE_MAX);
 	if (f->value[0] == ' ' || f->value[0] == '\t' || (f->value[0] && strchr(" \t", f->value[strlen(f->value) - 1])))
 		return fail(why, len, -EINVAL, "the value of %s starts or ends with a blank", f->key);
 	if ((k->flags & KP_KEY_SECRET) && !strstr(f->value, "${") && strncmp(f->value, "file:", 5)) {
@@ -135,6 +140,7 @@ static int resolve(const struct kp_config *cfg, const char *targets, bool pick[K
 }
 
 struct picked {
+	const struct kp_config *base;
 	const bool *pick;
 	unsigned next; /* sections come in the file's order: look from the last match on */
 };
@@ -142,9 +148,9 @@ struct picked {
 static bool is_picked(const char *name, size_t len, void *arg)
 {
 	struct picked *p = arg;
-	for (unsigned k = 0; k < base_cfg.ncameras; k++) {
-		unsigned i = (p->next + k) % base_cfg.ncameras;
-		const char *n = base_cfg.cameras[i].name;
+	for (unsigned k = 0; k < p->base->ncameras; k++) {
+		unsigned i = (p->next + k) % p->base->ncameras;
+		const char *n = p->base->cameras[i].name;
 		if (strlen(n) == len && !memcmp(n, name, len)) {
 			p->next = i + 1;
 			return p->pick[i];
@@ -197,7 +203,7 @@ static int candidate(const char *base, size_t base_len, const struct plan_reques
 			keys[i] = rq->fields[i].key;
 			values[i] = rq->fields[i].value;
 		}
-		struct picked p = {.pick = pick};
+		struct picked p = {.base = &base_cfg, .pick = pick};
 		struct conf_set set = {.keys = keys, .values = values, .n = rq->nfields, .pick = is_picked, .arg = &p};
 		struct conf_text in = {.p = (char *)base, .len = base_len, .cap = base_len};
 		r = conf_text_set_cameras(&in, out, &set);
@@ -234,9 +240,9 @@ static int diff_camera(const struct kp_camera_conf *a, const struct kp_camera_co
 		int ra = a ? kp_config_key_format(k, a, va, sizeof va) : 1;
 		int rb = b ? kp_config_key_format(k, b, vb, sizeof vb) : 1;
 		if (ra == 1)
-			snprintf(va, sizeof va, "(unset)");
+			memcpy(va, "(unset)", 8);
 		if (rb == 1)
-			snprintf(vb, sizeof vb, "(unset)");
+			memcpy(vb, "(unset)", 8);
 		const struct kp_conf_str *sa = NULL, *sb = NULL;
 		if (kp_config_key_is_string(k)) {
 			sa = a ? (const struct kp_conf_str *)(const void *)((const char *)a + k->offset) : NULL;
@@ -246,13 +252,24 @@ static int diff_camera(const struct kp_camera_conf *a, const struct kp_camera_co
 		if (!differ)
 			continue;
 		bool secret = (k->flags & KP_KEY_SECRET) || (sa && sa->secret_ref) || (sb && sb->secret_ref);
-		const char *name = (a ? a : b)->name;
-		int w = secret ? snprintf(out + *o, cap - *o, "# %s: %s: %s\n", name, k->name, a ? "changed" : "set")
-			: !a   ? snprintf(out + *o, cap - *o, "# %s: %s: %s\n", name, k->name, vb)
-			       : snprintf(out + *o, cap - *o, "# %s: %s: %s -> %s\n", name, k->name, va, vb);
-		if (w < 0 || (size_t)w >= cap - *o)
-			return -E2BIG;
-		*o += (size_t)w;
+		/* "# CAMERA: KEY: OLD -> NEW", "# CAMERA: KEY: NEW" (added) or "...: changed" */
+		const char *parts[8] = {"# ", (a ? a : b)->name, ": ", k->name, ": "};
+		unsigned np = 5;
+		if (secret)
+			parts[np++] = a ? "changed" : "set";
+		else if (!a)
+			parts[np++] = vb;
+		else
+			parts[np++] = va, parts[np++] = " -> ", parts[np++] = vb;
+		for (unsigned i2 = 0; i2 <= np; i2++) {
+			const char *t = i2 < np ? parts[i2] : "\n";
+			size_t tl = strlen(t);
+			if (tl >= cap - *o)
+				return -E2BIG;
+			memcpy(out + *o, t, tl);
+			*o += tl;
+		}
+		out[*o] = '\0';
 		n++;
 	}
 	return n;
@@ -272,15 +289,76 @@ static int put(char *out, size_t cap, size_t *o, const char *fmt, ...)
 	return 0;
 }
 
-int plan_make(const char *base, size_t base_len, const struct plan_request *rq, char *plan, char *why, size_t whylen)
+/* The candidate as a typed configuration (cand_cfg): base with rq applied to the picked
+ * cameras, each value set and checked as the loader would, then the checks that involve
+ * several keys. The text is edited only at apply, where the whole file is loaded again. */
+static int typed_candidate(const struct kp_config *base, const struct plan_request *rq, const bool *pick,
+			   unsigned *users, char *why, size_t len)
+{
+	*users = 0;
+	if (rq->nfields > KP_PLAN_MAX_FIELDS)
+		return fail(why, len, -E2BIG, "a plan sets at most %d fields", KP_PLAN_MAX_FIELDS);
+	for (unsigned i = 0; i < rq->nfields; i++) {
+		const struct kp_key *k = NULL;
+		int r = check_field(&rq->fields[i], &k, why, len);
+		if (r < 0)
+			return r;
+		for (unsigned j = 0; j < i; j++)
+			if (!strcmp(rq->fields[j].key, rq->fields[i].key))
+				return fail(why, len, -EINVAL, "%s is set twice", rq->fields[i].key);
+		*users |= k->users;
+	}
+	/* The global part and the cameras in use, not the unused slots. */
+	memcpy(&cand_cfg, base, offsetof(struct kp_config, cameras));
+	memcpy(cand_cfg.cameras, base->cameras, base->ncameras * sizeof base->cameras[0]);
+	int r = 0;
+	if (rq->kind == PLAN_ADD_CAMERA) {
+		for (unsigned i = 0; i < base->ncameras; i++)
+			if (!strcmp(base->cameras[i].name, rq->camera))
+				return fail(why, len, -EEXIST, "camera '%s' already exists", rq->camera);
+		r = kp_config_add_camera(&cand_cfg, rq->camera, &errs);
+		for (unsigned i = 0; r == 0 && i < rq->nfields; i++)
+			r = kp_config_set_camera_key(&cand_cfg, cand_cfg.ncameras - 1, rq->fields[i].key,
+						     rq->fields[i].value, &errs);
+		*users |= KP_USER_SUPERVISOR | KP_USER_INGESTD | KP_USER_RECORDERD;
+	} else if (rq->kind == PLAN_REMOVE_CAMERA) {
+		unsigned i = 0;
+		while (i < cand_cfg.ncameras && strcmp(cand_cfg.cameras[i].name, rq->camera))
+			i++;
+		if (i == cand_cfg.ncameras)
+			return fail(why, len, -ENOENT, "there is no camera '%s'", rq->camera);
+		memmove(&cand_cfg.cameras[i], &cand_cfg.cameras[i + 1],
+			(cand_cfg.ncameras - i - 1) * sizeof cand_cfg.cameras[0]);
+		cand_cfg.ncameras--;
+		*users |= KP_USER_SUPERVISOR | KP_USER_INGESTD | KP_USER_RECORDERD;
+	} else {
+		for (unsigned c = 0; c < cand_cfg.ncameras && r == 0; c++)
+			for (unsigned i = 0; pick[c] && i < rq->nfields && r == 0; i++)
+				r = kp_config_set_camera_key(&cand_cfg, c, rq->fields[i].key, rq->fields[i].value,
+							     &errs);
+	}
+	if (r == 0)
+		r = kp_config_validate(&cand_cfg, &errs);
+	if (r < 0)
+		return fail(why, len, -EINVAL, "the plan would make the configuration invalid:\n%s", errs.text);
+	return 0;
+}
+
+int plan_make(const char *base, size_t base_len, const struct kp_config *parsed, const struct plan_request *rq,
+	      char *plan, char *why, size_t whylen)
 {
 	static char base_copy[KP_CONFIG_FILE_MAX + 1];
 	if (base_len > KP_CONFIG_FILE_MAX)
 		return fail(why, whylen, -E2BIG, "the configuration is larger than %d bytes", KP_CONFIG_FILE_MAX);
-	memcpy(base_copy, base, base_len);
-	base_copy[base_len] = '\0';
-	if (kp_config_load_string("the configuration file", base_copy, &base_cfg, &errs) < 0)
-		return fail(why, whylen, -EINVAL, "the configuration file is invalid; fix it first:\n%s", errs.text);
+	const struct kp_config *bc = parsed;
+	if (!bc) {
+		memcpy(base_copy, base, base_len);
+		base_copy[base_len] = '\0';
+		if (kp_config_load_string("the configuration file", base_copy, &base_cfg, &errs) < 0)
+			return fail(why, whylen, -EINVAL, "the configuration file is invalid; fix it first:\n%s",
+				    errs.text);
+		bc = &base_cfg;
+	}
 	static bool pick[KP_MAX_CAMERAS];
 	unsigned npick = 0;
 	memset(pick, 0, sizeof pick);
@@ -288,20 +366,19 @@ int plan_make(const char *base, size_t base_len, const struct plan_request *rq, 
 	if (rq->kind == PLAN_EDIT) {
 		if (!rq->nfields)
 			return fail(why, whylen, -EINVAL, "nothing to set (give KEY=VALUE)");
-		r = resolve(&base_cfg, rq->targets, pick, &npick, why, whylen);
-	} else if (rq->kind == PLAN_ADD_CAMERA && base_cfg.ncameras >= KP_MAX_CAMERAS) {
+		r = resolve(bc, rq->targets, pick, &npick, why, whylen);
+	} else if (rq->kind == PLAN_ADD_CAMERA && bc->ncameras >= KP_MAX_CAMERAS) {
 		r = fail(why, whylen, -E2BIG, "there are already %d cameras", KP_MAX_CAMERAS);
 	}
 	if (r < 0)
 		return r;
-	struct conf_text t = {.p = cand_buf, .cap = KP_CONFIG_FILE_MAX};
 	unsigned users;
-	r = candidate(base, base_len, rq, pick, &t, &users, why, whylen);
+	r = typed_candidate(bc, rq, pick, &users, why, whylen);
 	if (r < 0)
 		return r;
 
 	char digest[65];
-	sha256_hex(base, base_len, digest);
+	plan_digest(base, base_len, digest);
 	size_t o = 0;
 	const size_t cap = KP_PLAN_MAX_BYTES;
 	r = put(plan, cap, &o,
@@ -309,9 +386,19 @@ int plan_make(const char *base, size_t base_len, const struct plan_request *rq, 
 		PLAN_MAGIC, digest);
 	if (r == 0 && rq->kind == PLAN_EDIT) {
 		r = put(plan, cap, &o, "cameras ");
-		for (unsigned i = 0, k = 0; r == 0 && i < base_cfg.ncameras; i++)
-			if (pick[i])
-				r = put(plan, cap, &o, "%s%s", k++ ? "," : "", base_cfg.cameras[i].name);
+		for (unsigned i = 0, k = 0; r == 0 && i < bc->ncameras; i++) {
+			if (!pick[i])
+				continue;
+			size_t nl = strlen(bc->cameras[i].name);
+			if (o + nl + 2 >= cap) {
+				r = -E2BIG;
+				break;
+			}
+			if (k++)
+				plan[o++] = ',';
+			memcpy(plan + o, bc->cameras[i].name, nl + 1);
+			o += nl;
+		}
 		if (r == 0)
 			r = put(plan, cap, &o, "\n");
 	} else if (r == 0) {
@@ -320,19 +407,19 @@ int plan_make(const char *base, size_t base_len, const struct plan_request *rq, 
 	for (unsigned i = 0; r == 0 && i < rq->nfields; i++)
 		r = put(plan, cap, &o, "set %s=%s\n", rq->fields[i].key, rq->fields[i].value);
 	int changes = 0;
-	for (unsigned i = 0; r == 0 && i < base_cfg.ncameras; i++) {
-		int j = find_camera(&cand_cfg, base_cfg.cameras[i].name, i);
+	for (unsigned i = 0; r == 0 && i < bc->ncameras; i++) {
+		int j = find_camera(&cand_cfg, bc->cameras[i].name, i);
 		if (j < 0) {
-			r = put(plan, cap, &o, "# %s: removed\n", base_cfg.cameras[i].name);
+			r = put(plan, cap, &o, "# %s: removed\n", bc->cameras[i].name);
 			changes++;
 			continue;
 		}
-		int n = diff_camera(&base_cfg.cameras[i], &cand_cfg.cameras[j], plan, cap, &o);
+		int n = diff_camera(&bc->cameras[i], &cand_cfg.cameras[j], plan, cap, &o);
 		r = n < 0 ? n : 0;
 		changes += n > 0 ? n : 0;
 	}
 	for (unsigned j = 0; r == 0 && j < cand_cfg.ncameras; j++)
-		if (find_camera(&base_cfg, cand_cfg.cameras[j].name, j) < 0) {
+		if (find_camera(bc, cand_cfg.cameras[j].name, j) < 0) {
 			r = put(plan, cap, &o, "# %s: added\n", cand_cfg.cameras[j].name);
 			int n = r == 0 ? diff_camera(NULL, &cand_cfg.cameras[j], plan, cap, &o) : 0;
 			r = n < 0 ? n : r;
@@ -377,7 +464,7 @@ int plan_apply(const char *base, size_t base_len, const char *plan, size_t plan_
 	if (!plan_line(plan, plan_len, &at, line, sizeof line) || strcmp(line, PLAN_MAGIC))
 		return fail(why, whylen, -EINVAL, "not a KeepPeek configuration plan (no '%s' line)", PLAN_MAGIC);
 	char digest[65];
-	sha256_hex(base, base_len, digest);
+	plan_digest(base, base_len, digest);
 	if (!plan_line(plan, plan_len, &at, line, sizeof line) || strncmp(line, "base sha256:", 12))
 		return fail(why, whylen, -EINVAL, "the plan has no 'base sha256:' line");
 	if (strcmp(line + 12, digest))

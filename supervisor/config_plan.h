@@ -29,16 +29,24 @@ struct plan_request {
 	unsigned nfields;
 };
 
+/* The SHA-256 of text[0..len) in hex, as plans name their base. */
+void plan_digest(const char *text, size_t len, char out[65]);
+
 /* Parses "key=value" into f (-EINVAL with why when it is not that). */
 int plan_field_parse(const char *arg, struct plan_field *f, char *why, size_t whylen);
 
-/* Makes the plan of rq against the file's text base[0..base_len): writes it into plan
+/* Makes the plan of rq against the file's text base[0..base_len) (parsed: that text
+ * already loaded, e.g. the running configuration when the file has not changed since;
+ * NULL: it is loaded here): the candidate is the typed configuration with rq applied
+ * and checked as the loader would (the text is edited and loaded again at apply). Writes
+ * the plan into plan
  * (at most KP_PLAN_MAX_BYTES) and returns its length, or a negative errno with why
  * filled: -EINVAL (a field, a value or the candidate is invalid), -ENOENT (a target
  * matches no camera), -E2BIG (more than KP_PLAN_MAX_CAMERAS cameras or fields, or the
  * plan would exceed KP_PLAN_MAX_BYTES), -EEXIST (the camera to add exists), -EALREADY
  * (it changes nothing). */
-int plan_make(const char *base, size_t base_len, const struct plan_request *rq, char *plan, char *why, size_t whylen);
+int plan_make(const char *base, size_t base_len, const struct kp_config *parsed, const struct plan_request *rq,
+	      char *plan, char *why, size_t whylen);
 
 /* Applies plan[0..plan_len) to base: on success the candidate text is in out (cap is
  * its limit), *users the processes that read a changed key (enum kp_key_users), and 0

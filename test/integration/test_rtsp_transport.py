@@ -110,11 +110,15 @@ def test(make):
             check(s["reconnects"] == 0, f"{name}/{st}: no reconnects ({s['reconnects']})")
             # Swapping the first two packets loses the first: libavformat takes the first
             # packet it receives as the start of the sequence; its frame and those up to
-            # the next keyframe are dropped. Every later swap is put back in order.
-            lost = 1 if name == "udp-reorder" else 0
-            check(s["rtp_lost_packets"] == lost and (s["loss_dropped"] > 0) == (lost > 0)
+            # the next keyframe are dropped. Every later swap is put back in order, unless
+            # the reading thread was kept off the CPU for longer than libavformat waits for
+            # a missing packet (100 ms), which a loaded machine does now and then: such a
+            # loss is counted and dropped like the first. Hundreds of swaps are sent, so a
+            # reorder queue that did not work would lose far more than 5.
+            lost = (1, 5) if name == "udp-reorder" else (0, 0)
+            check(lost[0] <= s["rtp_lost_packets"] <= lost[1] and (s["loss_dropped"] > 0) == (lost[0] > 0)
                   and s["truncated_dropped"] == 0,
-                  f"{name}/{st}: {s['rtp_lost_packets']} RTP packets lost (expected {lost}), "
+                  f"{name}/{st}: {s['rtp_lost_packets']} RTP packets lost (expected {lost[0]} to {lost[1]}), "
                   f"{s['loss_dropped']} access units dropped for loss, {s['truncated_dropped']} truncated")
         check(kp.stop() is not None, "keeppeekd stops")
         for name, st in ((n, st) for n in cams for st in STREAMS.get(n, ("main",))):

@@ -33,6 +33,24 @@ static const char base[] = "; KeepPeek test configuration\n"
 			   "url = baichuan://192.0.2.3:9000/\n"
 			   "labels = garden\n";
 
+/* plan_make both ways: the base loaded from its text, and already loaded (as keeppeekd
+ * keeps it); the answers and plans must be the same. */
+static int mk(const char *b, size_t len, const struct plan_request *rq)
+{
+	static struct kp_config parsed;
+	static struct kp_config_errors perrs;
+	static char first[KP_PLAN_MAX_BYTES], first_why[4096], copy[256 * 1024];
+	int r1 = plan_make(b, len, NULL, rq, plan, why, sizeof why);
+	memcpy(first, plan, sizeof first);
+	memcpy(first_why, why, sizeof first_why);
+	snprintf(copy, sizeof copy, "%.*s", (int)len, b);
+	CHECK_EQ(kp_config_load_string("t.conf", copy, &parsed, &perrs), 0);
+	int r2 = plan_make(b, len, &parsed, rq, plan, why, sizeof why);
+	CHECK_EQ(r1, r2);
+	CHECK(r1 < 0 ? !strcmp(first_why, why) : !memcmp(first, plan, (size_t)r1));
+	return r2;
+}
+
 static struct plan_request edit(const char *targets, const char *f1, const char *f2)
 {
 	struct plan_request rq = {.kind = PLAN_EDIT};
@@ -53,7 +71,7 @@ static int apply(const char *b, const char *p, size_t plen, unsigned *users)
 static void test_edit_round_trip(void)
 {
 	struct plan_request rq = edit("yard-*", "record=events", "retention_days=7");
-	int n = plan_make(base, strlen(base), &rq, plan, why, sizeof why);
+	int n = mk(base, strlen(base), &rq);
 	CHECK(n > 0);
 	if (n <= 0) {
 		fprintf(stderr, "%s\n", why);
@@ -93,7 +111,7 @@ static void test_edit_round_trip(void)
 
 	/* An existing line keeps its spacing and its inline comment. */
 	rq = edit("label:porch", "record=off", NULL);
-	n = plan_make(base, strlen(base), &rq, plan, why, sizeof why);
+	n = mk(base, strlen(base), &rq);
 	CHECK(n > 0);
 	CHECK_EQ(apply(base, plan, (size_t)n, &users), 0);
 	CHECK_STR_CONTAINS(out_buf, "record    = off ; keep everything\n");
@@ -104,31 +122,31 @@ static void test_edit_round_trip(void)
 static void test_refusals(void)
 {
 	struct plan_request rq = edit("yard-1", "record=sometimes", NULL);
-	CHECK_EQ(plan_make(base, strlen(base), &rq, plan, why, sizeof why), -EINVAL);
+	CHECK_EQ(mk(base, strlen(base), &rq), -EINVAL);
 	CHECK_STR_CONTAINS(why, "record must be continuous, events or off");
 	rq = edit("nowhere-*", "record=off", NULL);
-	CHECK_EQ(plan_make(base, strlen(base), &rq, plan, why, sizeof why), -ENOENT);
+	CHECK_EQ(mk(base, strlen(base), &rq), -ENOENT);
 	CHECK_STR_CONTAINS(why, "no camera matches 'nowhere-*'");
 	rq = edit("yard-1", "colour=blue", NULL);
-	CHECK_EQ(plan_make(base, strlen(base), &rq, plan, why, sizeof why), -EINVAL);
+	CHECK_EQ(mk(base, strlen(base), &rq), -EINVAL);
 	CHECK_STR_CONTAINS(why, "colour is not a camera key");
 	rq = edit("yard-1", "url=rtsp://admin:hunter2@192.0.2.9/", NULL);
-	CHECK_EQ(plan_make(base, strlen(base), &rq, plan, why, sizeof why), -EINVAL);
+	CHECK_EQ(mk(base, strlen(base), &rq), -EINVAL);
 	CHECK_STR_CONTAINS(why, "carries a password");
 	CHECK(!strstr(why, "hunter2"));
 	rq = edit("yard-1", "labels=a ; b", NULL);
-	CHECK_EQ(plan_make(base, strlen(base), &rq, plan, why, sizeof why), -EINVAL);
+	CHECK_EQ(mk(base, strlen(base), &rq), -EINVAL);
 	rq = edit("label:garden", "record=continuous", NULL);
-	CHECK_EQ(plan_make(base, strlen(base), &rq, plan, why, sizeof why), -EALREADY);
+	CHECK_EQ(mk(base, strlen(base), &rq), -EALREADY);
 	rq = edit("yard-1", "record=off", "record=events");
-	CHECK_EQ(plan_make(base, strlen(base), &rq, plan, why, sizeof why), -EINVAL);
+	CHECK_EQ(mk(base, strlen(base), &rq), -EINVAL);
 	CHECK_STR_CONTAINS(why, "record is set twice");
 	/* Six fields: one past the ceiling. */
 	rq = edit("yard-1", "record=off", "retention_days=3");
 	CHECK_EQ(plan_field_parse("snapshot_interval=5", &rq.fields[rq.nfields++], why, sizeof why), 0);
 	CHECK_EQ(plan_field_parse("motion_events=no", &rq.fields[rq.nfields++], why, sizeof why), 0);
 	CHECK_EQ(plan_field_parse("labels=x", &rq.fields[rq.nfields++], why, sizeof why), 0);
-	int n = plan_make(base, strlen(base), &rq, plan, why, sizeof why);
+	int n = mk(base, strlen(base), &rq);
 	CHECK(n > 0);
 	/* A sixth field (only a plan edited by hand can carry one) is refused at apply. */
 	char *set = strstr(plan, "set labels=x\n");
@@ -146,7 +164,7 @@ static void test_refusals(void)
 static void test_stale_and_malformed(void)
 {
 	struct plan_request rq = edit("yard-2", "record=off", NULL);
-	int n = plan_make(base, strlen(base), &rq, plan, why, sizeof why);
+	int n = mk(base, strlen(base), &rq);
 	CHECK(n > 0);
 	static char changed[sizeof base + 32];
 	snprintf(changed, sizeof changed, "%s; edited by hand\n", base);
@@ -172,7 +190,7 @@ static void test_add_remove(void)
 	    0);
 	CHECK_EQ(plan_field_parse("streams=main", &rq.fields[1], why, sizeof why), 0);
 	rq.nfields = 2;
-	int n = plan_make(base, strlen(base), &rq, plan, why, sizeof why);
+	int n = mk(base, strlen(base), &rq);
 	CHECK(n > 0);
 	CHECK_STR_CONTAINS(plan, "# shed: added\n");
 	CHECK_STR_CONTAINS(plan, "# shed: url: set\n");
@@ -180,12 +198,12 @@ static void test_add_remove(void)
 	unsigned users;
 	CHECK_EQ(apply(base, plan, (size_t)n, &users), 0);
 	CHECK_STR_CONTAINS(out_buf, "labels = garden\n\n[camera \"shed\"]\nurl = bcudp://admin:${KP_PLAN_PW}@/?uid=");
-	CHECK_EQ(plan_make(out_buf, strlen(out_buf), &rq, plan, why, sizeof why), -EEXIST);
+	CHECK_EQ(mk(out_buf, strlen(out_buf), &rq), -EEXIST);
 	CHECK_STR_CONTAINS(why, "already exists");
 
 	struct plan_request rm = {.kind = PLAN_REMOVE_CAMERA};
 	snprintf(rm.camera, sizeof rm.camera, "yard-1");
-	n = plan_make(base, strlen(base), &rm, plan, why, sizeof why);
+	n = mk(base, strlen(base), &rm);
 	CHECK(n > 0);
 	CHECK_STR_CONTAINS(plan, "# yard-1: removed\n");
 	CHECK_EQ(apply(base, plan, (size_t)n, &users), 0);
@@ -203,14 +221,14 @@ static void test_ceilings(void)
 		o += (size_t)snprintf(big + o, sizeof big - o, "[camera \"cam-%02d\"]\nurl = rtsp://192.0.2.%d/main\n",
 				      i, i + 1);
 	struct plan_request rq = edit("cam-*", "record=events", NULL);
-	CHECK_EQ(plan_make(big, o, &rq, plan, why, sizeof why), -E2BIG);
+	CHECK_EQ(mk(big, o, &rq), -E2BIG);
 	CHECK_STR_CONTAINS(why, "at most 64");
 	rq = edit("cam-0*,cam-1*,cam-2*,cam-3*,cam-4*,cam-5*,cam-60,cam-61,cam-62,cam-63", "record=events",
 		  "retention_days=9");
 	CHECK_EQ(plan_field_parse("snapshot_interval=30", &rq.fields[rq.nfields++], why, sizeof why), 0);
 	CHECK_EQ(plan_field_parse("motion_events=no", &rq.fields[rq.nfields++], why, sizeof why), 0);
 	CHECK_EQ(plan_field_parse("labels=garden-north, outdoor", &rq.fields[rq.nfields++], why, sizeof why), 0);
-	int n = plan_make(big, o, &rq, plan, why, sizeof why);
+	int n = mk(big, o, &rq);
 	CHECK(n > 0 && n <= KP_PLAN_MAX_BYTES);
 	CHECK_STR_CONTAINS(plan, "# 320 changes\n");
 }
