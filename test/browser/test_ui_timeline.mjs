@@ -43,23 +43,28 @@ export default async function () {
 
 	// Wheel-zoom into the newest recording until the view is under 10 minutes.
 	const box = await page.$eval('.tl', (t) => { const r = t.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
-	for (let i = 0; i < 16; i++) {
+	let stuck = false;
+	for (let i = 0; i < 24; i++) {
 		const v = await view(page);
 		if (v.to - v.from < 10 * 60000)
 			break;
 		const x = box.x + ((now - v.from) / (v.to - v.from)) * box.w;
-		if (x < box.x + box.w * 0.1 || x > box.x + box.w * 0.9) {
-			// Now is at an edge (the halved day ends at noon or midnight, and the test may run
-			// just before either): a zoom anchored beside it would push it out, so first pan
-			// it to the middle with shift+wheel.
+		if (!stuck && (x < box.x + box.w * 0.1 || x > box.x + box.w * 0.9)) {
+			// Now is at an edge or beyond (the halved day ends at noon or midnight, and the
+			// test may run just before either): a zoom anchored beside it would push it out,
+			// so first pan it towards the middle with shift+wheel. At the end of the day the
+			// view cannot move further: then zoom anchored on now itself.
 			await page.mouse.move(box.x + box.w / 2, box.y + 40);
 			await page.keyboard.down('Shift');
 			await page.mouse.wheel(0, x - (box.x + box.w / 2));
 			await page.keyboard.up('Shift');
 			await page.waitForTimeout(60);
+			const moved = await view(page);
+			stuck = moved.from === v.from && moved.to === v.to;
 			continue;
 		}
-		await page.mouse.move(x, box.y + 40);
+		stuck = false;
+		await page.mouse.move(Math.min(Math.max(x, box.x + 1), box.x + box.w - 1), box.y + 40);
 		await page.mouse.wheel(0, -400);
 		await page.waitForTimeout(60);
 	}
