@@ -397,7 +397,10 @@ static int parse_trun(struct traf *tr, struct rd *r, size_t moof_at, uint64_t *d
 	uint32_t vf = get32(r);
 	uint32_t flags = vf & 0xffffff, version = vf >> 24;
 	uint32_t n = get32(r);
-	if (r->bad || (!tr->other && n > FMP4_FRAG_MAX_SAMPLES - f->nsamples))
+	/* Both tracks are bounded: an audio trun of 2^32 samples without per-sample fields
+	 * would otherwise be walked for minutes (found by fuzz_fmp4_read). */
+	if (r->bad || (!tr->other && n > FMP4_FRAG_MAX_SAMPLES - f->nsamples) ||
+	    (tr->other && n > FMP4_AUDIO_MAX_SAMPLES - f->other_samples))
 		return -EBADMSG;
 	if (flags & FMP4_TRUN_DATA_OFFSET) {
 		int32_t off = (int32_t)get32(r);

@@ -9,6 +9,8 @@
 
 static void drop_front(struct rec_audio_queue *q, unsigned n, size_t bytes)
 {
+	if (!n)
+		return; /* nothing taken (and maybe no buffer yet) */
 	memmove(q->q, q->q + n, (q->n - n) * sizeof q->q[0]);
 	q->n -= n;
 	memmove(q->buf, q->buf + bytes, q->len - bytes);
