@@ -1,5 +1,5 @@
 /* keeppeekctl's credential commands, run in the supervisor: user-add, user-passwd,
- * user-del, user-list, token-create, token-revoke, token-list (keeppeekctl turns
+ * user-del, user-role, user-list, token-create, token-revoke, token-list (keeppeekctl turns
  * "user add" into "user-add" and reads the password itself). Passwords are hashed on a
  * pool thread, so those two answer later. Exit codes: 0 ok, 1 failure, 2 usage. */
 #include <errno.h>
@@ -173,6 +173,32 @@ static int user_del(struct supervisor *s, const kp_ControlRequest *req, struct k
 	return 0;
 }
 
+/* user-role NAME ROLE: the sessions of that user end, so that the new role holds at once. */
+static int user_role(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o)
+{
+	struct auth_store *st = auth_store_get();
+	kp_Role role;
+	if (req->args_count != 2 || auth_role_parse(req->args[1], &role) < 0 || role == kp_Role_ROLE_PUBLISHER) {
+		kp_out_put(o, "usage: user role NAME admin|viewer\n");
+		return 2;
+	}
+	int r = auth_store_user_set_role(st, req->args[0], role);
+	if (r == -ENOENT) {
+		kp_out_put(o, "no user %s\n", req->args[0]);
+		return 1;
+	}
+	if (r < 0) {
+		kp_err("auth: new role of %s: writing %s/users failed: %s", req->args[0], st->dir, strerror(-r));
+		kp_out_put(o, "writing %s/users failed: %s\n", st->dir, strerror(-r));
+		return 1;
+	}
+	unsigned n = auth_end_sessions(req->args[0]);
+	auth_revoked(s, req->args[0]);
+	kp_notice("auth: user %s is now %s; %u sessions ended", req->args[0], auth_role_name(role), n);
+	kp_out_put(o, "user %s is now %s; %u sessions ended\n", req->args[0], auth_role_name(role), n);
+	return 0;
+}
+
 static void user_list(bool json, struct kp_out *o)
 {
 	const struct auth_store *st = auth_store_get();
@@ -288,6 +314,8 @@ int auth_control(struct supervisor *s, const kp_ControlRequest *req, struct kp_o
 		return set_password(s, req, false, o, asker);
 	if (!strcmp(c, "user-del"))
 		return user_del(s, req, o);
+	if (!strcmp(c, "user-role"))
+		return user_role(s, req, o);
 	if (!strcmp(c, "token-create"))
 		return token_create(req, o);
 	if (!strcmp(c, "token-revoke"))

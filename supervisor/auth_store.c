@@ -353,6 +353,19 @@ int auth_store_user_set_hash(struct auth_store *st, const char *name, const char
 	return r;
 }
 
+int auth_store_user_set_role(struct auth_store *st, const char *name, kp_Role role)
+{
+	struct auth_user *u = (struct auth_user *)auth_store_user(st, name);
+	if (!u)
+		return -ENOENT;
+	kp_Role old = u->role;
+	u->role = role;
+	int r = save_users(st);
+	if (r < 0)
+		u->role = old;
+	return r;
+}
+
 int auth_store_user_del(struct auth_store *st, const char *name)
 {
 	const struct auth_user *u = auth_store_user(st, name);

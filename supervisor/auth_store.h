@@ -52,6 +52,8 @@ const struct auth_user *auth_store_user(const struct auth_store *st, const char 
 int auth_store_user_add(struct auth_store *st, const char *name, kp_Role role, const char *hash);
 /* -ENOENT when there is no such user. */
 int auth_store_user_set_hash(struct auth_store *st, const char *name, const char *hash);
+/* A user's new role (admin or viewer), written before it is kept. -ENOENT. */
+int auth_store_user_set_role(struct auth_store *st, const char *name, kp_Role role);
 int auth_store_user_del(struct auth_store *st, const char *name);
 
 /* The token whose digest matches token's (compared in constant time), or NULL. */

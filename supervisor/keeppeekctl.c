@@ -64,6 +64,8 @@ static void usage(FILE *f)
 		   "  user add NAME --role admin|viewer [--password-file FILE]\n"
 		   "  user passwd NAME [--password-file FILE]\n"
 		   "                         password: first line of FILE, else one line of stdin\n"
+		   "  user role NAME --role admin|viewer\n"
+		   "                         change a user's role and end their sessions\n"
 		   "  user del NAME          delete a user and end their sessions\n"
 		   "  user list              users and roles\n"
 		   "  token create --name NAME --role admin|viewer|publisher\n"
@@ -300,6 +302,13 @@ static int auth_command(const char *sock, int n, char **rest, bool json)
 		if (add)
 			args[nargs++] = (char *)role;
 		args[nargs++] = password;
+	} else if (user && !strcmp(what, "role")) {
+		if (bad || !positional || !role || name || file) {
+			usage(stderr);
+			return 2;
+		}
+		args[nargs++] = (char *)positional;
+		args[nargs++] = (char *)role;
 	} else if (!strcmp(what, "del") || !strcmp(what, "revoke")) {
 		if (bad || !positional || name || role || file || user != (what[0] == 'd')) {
 			usage(stderr);

@@ -1,5 +1,5 @@
 /* Users and API tokens for admins in the browser (keeppeek-api(7)): list, add, new
- * password and delete a user; list, create (the token is answered once) and revoke a
+ * password, new role and delete a user; list, create (the token is answered once) and revoke a
  * token. Each is one of keeppeekctl's user-* or token-* commands, run by the supervisor
  * (ConfigAsk AUTH), which holds the credential store; webd holds no credential. */
 #include <stdio.h>
@@ -78,7 +78,8 @@ static void route_users(struct web_req *r)
 	memset(v, 0, sizeof v);
 }
 
-/* POST /api/v1/users/NAME/password {"password"}; DELETE /api/v1/users/NAME */
+/* POST /api/v1/users/NAME/password {"password"}, POST /api/v1/users/NAME/role {"role"};
+ * DELETE /api/v1/users/NAME */
 static void route_user(struct web_req *r)
 {
 	static char v[1][300];
@@ -91,8 +92,15 @@ static void route_user(struct web_req *r)
 		run(r, "user-del", name, NULL, NULL);
 		return;
 	}
+	if (web_req_method(r) == WEB_POST && !strcmp(rest, "/role")) {
+		static const char *const role_keys[] = {"role", NULL};
+		if (body_strings(r, role_keys, v) == 0)
+			run(r, "user-role", name, v[0], NULL);
+		return;
+	}
 	if (web_req_method(r) != WEB_POST || strcmp(rest, "/password")) {
-		web_reply_error(r, 404, "not_found", "POST /api/v1/users/NAME/password or DELETE /api/v1/users/NAME");
+		web_reply_error(r, 404, "not_found",
+				"POST /api/v1/users/NAME/password or /role, or DELETE /api/v1/users/NAME");
 		return;
 	}
 	if (body_strings(r, keys, v) == 0)

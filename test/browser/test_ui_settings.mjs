@@ -92,7 +92,7 @@ export default async function () {
 	await page.fill('form[aria-label="Add a user"] input[name=password]', 'carol-pass-1');
 	await page.click('form[aria-label="Add a user"] >> text=Add user');
 	await page.waitForSelector('tr[data-user="carol"]', { timeout: 10000 });
-	check((await page.textContent('tr[data-user="carol"] td')) === 'viewer', 'a user added from the page is listed with her role');
+	check((await page.$eval('tr[data-user="carol"] select', (e) => e.value)) === 'viewer', 'a user added from the page is listed with her role');
 	await page.fill('form[aria-label="Create an API token"] input[name=token]', 'detector');
 	await page.click('form[aria-label="Create an API token"] >> text=Create token');
 	await page.waitForSelector('.cfg-token:not([hidden]) code', { timeout: 10000 });

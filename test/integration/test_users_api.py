@@ -24,6 +24,7 @@ def test(make):
     viewer = {"Authorization": "Bearer " + kp.token("viewer"), "Content-Type": "application/json"}
 
     for method, path, body in [("GET", "/api/v1/users", None), ("POST", "/api/v1/users", "{}"),
+                               ("POST", "/api/v1/users/admin/role", '{"role":"viewer"}'),
                                ("POST", "/api/v1/users/admin/password", "{}"), ("DELETE", "/api/v1/users/admin", None),
                                ("GET", "/api/v1/tokens", None), ("POST", "/api/v1/tokens", "{}"),
                                ("DELETE", "/api/v1/tokens/x", None)]:
@@ -42,6 +43,14 @@ def test(make):
     check(users.get("alice") == "viewer", f"the list has her with her role ({users})")
     check(login(kp, "alice", pw) == 200, "she logs in")
 
+    st, _, body = kp.http("POST", "/api/v1/users/alice/role", json.dumps({"role": "admin"}), admin)
+    check(st == 200 and b"alice is now admin" in body, f"a new role ({st} {body!r})")
+    st, _, body = kp.http("GET", "/api/v1/users", None, admin)
+    check(st == 200 and {u["name"]: u["role"] for u in json.loads(body)["users"]}.get("alice") == "admin",
+          "the list shows the new role")
+    st, _, body = kp.http("POST", "/api/v1/users/alice/role", json.dumps({"role": "publisher"}), admin)
+    check(st == 400, f"publisher is a token's role, not a user's: 400 ({st})")
+    kp.http("POST", "/api/v1/users/alice/role", json.dumps({"role": "viewer"}), admin)
     pw2 = "Another-pass-456"
     st, _, body = kp.http("POST", "/api/v1/users/alice/password", json.dumps({"password": pw2}), admin)
     check(st == 200 and b"password of alice changed" in body, f"a new password ({st} {body!r})")

@@ -1,5 +1,5 @@
 // Users and API tokens on the Settings page, for admins (keeppeek-api(7)): the users with
-// their roles (add, new password, delete) and the tokens (create with a role — the token
+// their roles (add, change the role, new password, delete) and the tokens (create with a role — the token
 // is shown once —, revoke). The supervisor runs each change; this page never keeps a
 // password or a token after showing it.
 import { get, request, post } from './api.js';
@@ -26,9 +26,11 @@ export async function usersEditor(box) {
 
 	function userRow(u) {
 		const pw = el('input', { type: 'password', name: 'new-password', autocomplete: 'new-password', 'aria-label': `New password for ${u.name}`, minlength: '8' });
+		const role = el('select', { 'aria-label': `Role of ${u.name}` }, ...['viewer', 'admin'].map((r) => el('option', { value: r, text: r, selected: r === u.role })));
+		role.addEventListener('change', () => act(() => post(`/api/v1/users/${encodeURIComponent(u.name)}/role`, { role: role.value })));
 		return el('tr', { 'data-user': u.name },
 			el('th', { scope: 'row', text: u.name }),
-			el('td', { text: u.role }),
+			el('td', {}, role),
 			el('td', {}, el('form', {
 				class: 'cfg-inline', onsubmit: (e) => {
 					e.preventDefault();
