@@ -401,6 +401,20 @@ static void test_key_table(void)
 	CHECK(kp_config_render(&cfg, again, sizeof again) == n);
 }
 
+/* labels: up to 8 words of 1 to 32 characters a-z 0-9 _ -; one past each is refused. */
+static void test_labels(void)
+{
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nlabels = a, b, c, d, e, f, g, h\n"), 0);
+	CHECK(!strcmp(cfg.cameras[0].labels.val, "a, b, c, d, e, f, g, h"));
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nlabels = a, b, c, d, e, f, g, h, i\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "camera 'c': labels: more than 8 labels");
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nlabels = abcdefghijklmnopqrstuvwxyz012345\n"), 0);
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nlabels = abcdefghijklmnopqrstuvwxyz0123456\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "longer than 32 characters");
+	CHECK_EQ(load("[camera \"c\"]\nurl = rtsp://h/\nlabels = Garden\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "'G' is not allowed");
+}
+
 int main(void)
 {
 	RUN(test_defaults_and_example);
@@ -420,5 +434,6 @@ int main(void)
 	RUN(test_unclosed_section);
 	RUN(test_url_authority);
 	RUN(test_key_table);
+	RUN(test_labels);
 	return TEST_EXIT();
 }
