@@ -159,16 +159,9 @@ static bool is_picked(const char *name, size_t len, void *arg)
 	return false;
 }
 
-/* The candidate text: base with rq applied to the picked cameras, checked by the
- * loader (into cand_cfg); *users collects who reads what changed. */
-static int candidate(const char *base, size_t base_len, const struct plan_request *rq, const bool *pick,
-		     struct conf_text *out, unsigned *users, char *why, size_t len)
+/* Every field of rq valid, none twice; *users gains the readers of each. */
+static int check_fields(const struct plan_request *rq, unsigned *users, char *why, size_t len)
 {
-	if (base_len > out->cap)
-		return fail(why, len, -E2BIG, "the configuration is larger than %zu bytes", out->cap);
-	memcpy(out->p, base, base_len);
-	out->len = base_len;
-	*users = 0;
 	if (rq->nfields > KP_PLAN_MAX_FIELDS)
 		return fail(why, len, -E2BIG, "a plan sets at most %d fields", KP_PLAN_MAX_FIELDS);
 	for (unsigned i = 0; i < rq->nfields; i++) {
@@ -181,6 +174,22 @@ static int candidate(const char *base, size_t base_len, const struct plan_reques
 				return fail(why, len, -EINVAL, "%s is set twice", rq->fields[i].key);
 		*users |= k->users;
 	}
+	return 0;
+}
+
+/* The candidate text: base with rq applied to the picked cameras, checked by the
+ * loader (into cand_cfg); *users collects who reads what changed. */
+static int candidate(const char *base, size_t base_len, const struct plan_request *rq, const bool *pick,
+		     struct conf_text *out, unsigned *users, char *why, size_t len)
+{
+	if (base_len > out->cap)
+		return fail(why, len, -E2BIG, "the configuration is larger than %zu bytes", out->cap);
+	memcpy(out->p, base, base_len);
+	out->len = base_len;
+	*users = 0;
+	int fr = check_fields(rq, users, why, len);
+	if (fr < 0)
+		return fr;
 	int r = 0;
 	if (rq->kind == PLAN_ADD_CAMERA) {
 		char lines[KP_PLAN_MAX_FIELDS * (KP_CONF_STR + 40)];
@@ -296,18 +305,9 @@ static int typed_candidate(const struct kp_config *base, const struct plan_reque
 			   unsigned *users, char *why, size_t len)
 {
 	*users = 0;
-	if (rq->nfields > KP_PLAN_MAX_FIELDS)
-		return fail(why, len, -E2BIG, "a plan sets at most %d fields", KP_PLAN_MAX_FIELDS);
-	for (unsigned i = 0; i < rq->nfields; i++) {
-		const struct kp_key *k = NULL;
-		int r = check_field(&rq->fields[i], &k, why, len);
-		if (r < 0)
-			return r;
-		for (unsigned j = 0; j < i; j++)
-			if (!strcmp(rq->fields[j].key, rq->fields[i].key))
-				return fail(why, len, -EINVAL, "%s is set twice", rq->fields[i].key);
-		*users |= k->users;
-	}
+	int fr = check_fields(rq, users, why, len);
+	if (fr < 0)
+		return fr;
 	/* The global part and the cameras in use, not the unused slots. */
 	memcpy(&cand_cfg, base, offsetof(struct kp_config, cameras));
 	memcpy(cand_cfg.cameras, base->cameras, base->ncameras * sizeof base->cameras[0]);
