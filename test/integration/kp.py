@@ -344,3 +344,33 @@ def _kp_demo_admin_password(self):
 Keeppeek.token = _kp_token
 Keeppeek.add_user = _kp_add_user
 Keeppeek.demo_admin_password = _kp_demo_admin_password
+
+
+# ---- a network namespace of the test's own (discovery broadcasts reach nothing else) ----
+def in_own_netns():
+    """Re-runs this test in a new network namespace (needs root and unshare(1); exits 77,
+    skipped, without them). Returns in the namespace."""
+    import shutil
+    import sys
+    if os.environ.get("KP_TEST_NETNS") == "1":
+        return
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("SKIP: needs root and unshare(1) for a network namespace", file=sys.stderr)
+        sys.exit(77)
+    os.environ["KP_TEST_NETNS"] = "1"
+    os.execvp("unshare", ["unshare", "--net", sys.executable, *sys.argv])
+
+
+def veth_segment(multicast=False):
+    """Loopback up and one segment: a veth pair 10.77.0.1/24 (kp0) - 10.77.0.2/24 (kp1),
+    with a route for multicast (239.255.255.250) on kp0 when asked."""
+    def ip(*args):
+        subprocess.run(["ip", *args], check=True)
+    ip("link", "set", "lo", "up")
+    ip("link", "add", "kp0", "type", "veth", "peer", "name", "kp1")
+    ip("addr", "add", "10.77.0.1/24", "dev", "kp0")
+    ip("addr", "add", "10.77.0.2/24", "dev", "kp1")
+    ip("link", "set", "kp0", "up")
+    ip("link", "set", "kp1", "up")
+    if multicast:
+        ip("route", "add", "224.0.0.0/4", "dev", "kp0")

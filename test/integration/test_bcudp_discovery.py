@@ -10,21 +10,11 @@ real cameras listen on. Three keeppeek cameras:
     `keeppeekctl cameras` shows why (the UID) while the other two record.
 Sources of the cameras' behaviour: BAICHUAN.md section 6 (neolink discovery.rs and
 dissector/udp.md; reolink_aio udp_protocol.py), named in test/camera/bcudp/bcudp_server.h."""
-import os
-import shutil
-import subprocess
-import sys
 import tempfile
 
-if os.environ.get("KP_TEST_NETNS") != "1":
-    # A network namespace of our own: root (as the suite runs) and unshare(1).
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("SKIP: needs root and unshare(1) for a network namespace", file=sys.stderr)
-        sys.exit(77)
-    os.environ["KP_TEST_NETNS"] = "1"
-    os.execvp("unshare", ["unshare", "--net", sys.executable, *sys.argv])
+from kp import TestCamera, in_own_netns, veth_segment, cameras, check, run, wait_for
 
-from kp import TestCamera, cameras, check, run, wait_for  # noqa: E402
+in_own_netns()
 
 UID_A = "95270000KPCAMERA"
 UID_B = "95270000KPOTHER2"
@@ -37,17 +27,9 @@ listen = 127.0.0.1:{port}
 """
 
 
-def ip(*args):
-    subprocess.run(["ip", *args], check=True)
-
 
 def test(make):
-    ip("link", "set", "lo", "up")
-    ip("link", "add", "kp0", "type", "veth", "peer", "name", "kp1")
-    ip("addr", "add", "10.77.0.1/24", "dev", "kp0")
-    ip("addr", "add", "10.77.0.2/24", "dev", "kp1")
-    ip("link", "set", "kp0", "up")
-    ip("link", "set", "kp1", "up")
+    veth_segment(multicast=False)
     work = tempfile.mkdtemp(prefix="kp-bcudp-disc-")
     cam_a = TestCamera(work, "cam-a", "h264", "bcudp", "aes", port=2015, extra=["--host", "0.0.0.0", "--uid", UID_A])
     cam_b = TestCamera(work, "cam-b", "h264", "bcudp", "aes", port=2018, extra=["--host", "0.0.0.0", "--uid", UID_B])

@@ -8,20 +8,11 @@ lists both, each with a URL to start from; the test camera counted the probe it 
 a camera added from the found URL streams; the Settings page's API gives the same list to
 an admin and 403 to a viewer; no worker restarts."""
 import json
-import os
-import shutil
-import subprocess
-import sys
 import tempfile
 
-if os.environ.get("KP_TEST_NETNS") != "1":
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("SKIP: needs root and unshare(1) for a network namespace", file=sys.stderr)
-        sys.exit(77)
-    os.environ["KP_TEST_NETNS"] = "1"
-    os.execvp("unshare", ["unshare", "--net", sys.executable, *sys.argv])
+from kp import TestCamera, in_own_netns, veth_segment, cameras, check, run, wait_for
 
-from kp import TestCamera, cameras, check, run, wait_for  # noqa: E402
+in_own_netns()
 
 UID = "95270000DISCOVER"
 
@@ -33,18 +24,9 @@ listen = 127.0.0.1:{port}
 """
 
 
-def ip(*args):
-    subprocess.run(["ip", *args], check=True)
-
 
 def test(make):
-    ip("link", "set", "lo", "up")
-    ip("link", "add", "kp0", "type", "veth", "peer", "name", "kp1")
-    ip("addr", "add", "10.77.0.1/24", "dev", "kp0")
-    ip("addr", "add", "10.77.0.2/24", "dev", "kp1")
-    ip("link", "set", "kp0", "up")
-    ip("link", "set", "kp1", "up")
-    ip("route", "add", "224.0.0.0/4", "dev", "kp0")
+    veth_segment(multicast=True)
     work = tempfile.mkdtemp(prefix="kp-discover-")
     reo = TestCamera(work, "reolink", "h264", "bcudp", "aes", port=2015, extra=["--host", "0.0.0.0", "--uid", UID])
     onvif = TestCamera(work, "onvif", "h264", "rtsp", "aes", extra=["--host", "0.0.0.0", "--wsd", "10.77.0.1"])
