@@ -13,7 +13,7 @@
 
 #define REC_RECORDINGS_DEFAULT 1000
 #define REC_RECORDINGS_MAX     10000
-#define REC_ANSWER_JSON_MAX    (16 * 1024 * 1024)
+#define REC_QUERY_ANSWER_MAX   (16 * 1024 * 1024) /* records of one answer (reply.h) */
 
 /* What the answers hand on to the event jobs (events.c) and the recording core
  * (recorder.c): handed in by main.c before the loop runs, so that this file includes
