@@ -93,10 +93,12 @@ static int coverage(struct catj *c, const kp_CatalogRecord *rec)
 		jw_null(w);
 	jw_key(w, "ranges");
 	jw_arr(w);
-	for (pb_size_t i = 0; i < s->ranges_count; i++) {
+	if (s->ranges_count % 2)
+		return -EBADMSG;
+	for (pb_size_t i = 0; i < s->ranges_count; i += 2) {
 		jw_arr(w);
-		jw_int(w, s->ranges[i].start_ms);
-		jw_int(w, s->ranges[i].end_ms);
+		jw_int(w, s->ranges[i]);
+		jw_int(w, s->ranges[i + 1]);
 		jw_arr_end(w);
 	}
 	jw_arr_end(w);

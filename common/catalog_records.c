@@ -20,38 +20,40 @@ void catrec_free(struct catrec_buf *b)
 	memset(b, 0, sizeof *b);
 }
 
-long catrec_encode(const kp_CatalogRecord *rec, uint8_t *buf, size_t cap)
-{
-	pb_ostream_t o = pb_ostream_from_buffer(buf, cap);
-	return pb_encode_delimited(&o, kp_CatalogRecord_fields, rec) ? (long)o.bytes_written : -EINVAL;
-}
+#define LEN_MAX 5 /* a varint of a record's length (< 2^32) */
 
 int catrec_add(struct catrec_buf *b, const kp_CatalogRecord *rec)
 {
 	if (b->failed)
 		return b->failed;
-	size_t n;
-	if (!pb_get_encoded_size(&n, kp_CatalogRecord_fields, rec))
-		return b->failed = -EINVAL;
-	n += 10; /* the varint length */
-	if (n > b->max - b->len)
-		return b->failed = -E2BIG;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + n)
+	/* Room for the largest record, so that it is encoded once, straight in place (a
+	 * size pass first would double nanopb's work at every level of nesting). */
+	size_t room = LEN_MAX + kp_CatalogRecord_size;
+	if (b->cap - b->len < room) {
+		size_t cap = b->cap ? b->cap : 4 * room;
+		while (cap - b->len < room)
 			cap *= 2;
-		if (cap > b->max)
-			cap = b->max;
+		if (cap > b->max + room) /* never more than the ceiling needs */
+			cap = b->max + room;
 		uint8_t *np = realloc(b->p, cap);
 		if (!np)
 			return b->failed = -ENOMEM;
 		b->p = np;
 		b->cap = cap;
 	}
-	long w = catrec_encode(rec, b->p + b->len, b->cap - b->len);
-	if (w < 0)
+	uint8_t *at = b->p + b->len;
+	pb_ostream_t o = pb_ostream_from_buffer(at + LEN_MAX, kp_CatalogRecord_size);
+	if (!pb_encode(&o, kp_CatalogRecord_fields, rec))
 		return b->failed = -EINVAL;
-	b->len += (size_t)w;
+	uint8_t len[LEN_MAX];
+	pb_ostream_t lo = pb_ostream_from_buffer(len, sizeof len);
+	pb_encode_varint(&lo, o.bytes_written);
+	size_t n = lo.bytes_written + o.bytes_written;
+	if (n > b->max - b->len)
+		return b->failed = -E2BIG;
+	memmove(at + lo.bytes_written, at + LEN_MAX, o.bytes_written);
+	memcpy(at, len, lo.bytes_written);
+	b->len += n;
 	return 0;
 }
 
@@ -86,7 +88,7 @@ int catrec_each(const uint8_t *p, size_t len, kp_CatalogRecord *rec, int (*cb)(v
 	pb_istream_t s = pb_istream_from_buffer(p, len);
 	while (s.bytes_left) {
 		memset(rec, 0, sizeof *rec);
-		if (!pb_decode_delimited(&s, kp_CatalogRecord_fields, rec))
+		if (!pb_decode_ex(&s, kp_CatalogRecord_fields, rec, PB_DECODE_DELIMITED | PB_DECODE_NOINIT))
 			return -EBADMSG;
 		int r = cb(arg, rec);
 		if (r)

@@ -21,8 +21,6 @@ void catrec_free(struct catrec_buf *b);
 /* Appends rec: 0, or -E2BIG (past the ceiling), -ENOMEM, -EINVAL (does not encode);
  * any failure is sticky. */
 int catrec_add(struct catrec_buf *b, const kp_CatalogRecord *rec);
-/* Encodes rec into buf[0..cap) as one length-prefixed record: its length, or -EINVAL. */
-long catrec_encode(const kp_CatalogRecord *rec, uint8_t *buf, size_t cap);
 /* The length of the longest run of whole records in p[off..len) of at most piece bytes
  * (one record, whole, when the first alone is larger). */
 size_t catrec_piece(const uint8_t *p, size_t len, size_t off, size_t piece);

@@ -33,7 +33,7 @@ static struct {
 #define BAD  kp_CatalogResult_CATALOG_BAD_REQUEST
 #define GONE kp_CatalogResult_CATALOG_NOT_FOUND
 
-_Static_assert(sizeof(((kp_CoverageStream *)0)->ranges) / sizeof(kp_CoverageRange) == REC_COV_MAX_RANGES,
+_Static_assert(sizeof(((kp_CoverageStream *)0)->ranges) / sizeof(int64_t) == 2 * REC_COV_MAX_RANGES,
 	       "CoverageStream.ranges holds a snapshot's ranges");
 _Static_assert(sizeof(((kp_CoverageStream *)0)->buckets) / sizeof(int64_t) == REC_SNAPSHOT_MAX_BUCKETS,
 	       "CoverageStream.buckets holds a snapshot's buckets");
@@ -91,15 +91,16 @@ static int cameras(struct cat_txn *t, const char *only, struct cams *cs)
 static void coverage_stream(struct catrec_buf *b, uint32_t stream, const struct rec_snapshot *snap)
 {
 	static kp_CatalogRecord rec;
-	memset(&rec, 0, sizeof rec);
 	rec.which_rec = kp_CatalogRecord_coverage_stream_tag;
-	kp_CoverageStream *cs = &rec.rec.coverage_stream;
+	kp_CoverageStream *cs = &rec.rec.coverage_stream; /* every field set below */
 	cs->stream = stream;
 	cs->has_exact_from = snap->exact_from_ms != INT64_MIN;
 	cs->exact_from_ms = cs->has_exact_from ? snap->exact_from_ms : 0;
-	cs->ranges_count = (pb_size_t)snap->n;
-	for (uint32_t k = 0; k < snap->n; k++)
-		cs->ranges[k] = (kp_CoverageRange){.start_ms = snap->r[k].start_ms, .end_ms = snap->r[k].end_ms};
+	cs->ranges_count = (pb_size_t)(2 * snap->n);
+	for (uint32_t k = 0; k < snap->n; k++) {
+		cs->ranges[2 * k] = snap->r[k].start_ms;
+		cs->ranges[2 * k + 1] = snap->r[k].end_ms;
+	}
 	cs->buckets_count = (pb_size_t)snap->nbuckets;
 	for (uint32_t k = 0; k < snap->nbuckets; k++)
 		cs->buckets[k] = snap->b[k].covered_ms;

@@ -118,9 +118,11 @@ static void test_coverage(void)
 	memset(&Rec, 0, sizeof Rec);
 	Rec.which_rec = kp_CatalogRecord_coverage_stream_tag;
 	kp_CoverageStream *s = &Rec.rec.coverage_stream;
-	s->ranges_count = 2;
-	s->ranges[0] = (kp_CoverageRange){1000, 1500};
-	s->ranges[1] = (kp_CoverageRange){1600, 2000};
+	s->ranges_count = 4;
+	s->ranges[0] = 1000;
+	s->ranges[1] = 1500;
+	s->ranges[2] = 1600;
+	s->ranges[3] = 2000;
 	s->buckets_count = 2;
 	s->buckets[0] = 500;
 	s->buckets[1] = 0;
@@ -128,8 +130,9 @@ static void test_coverage(void)
 	s->stream = 1;
 	s->has_exact_from = true;
 	s->exact_from_ms = 1600;
-	s->ranges_count = 1;
-	s->ranges[0] = s->ranges[1];
+	s->ranges_count = 2;
+	s->ranges[0] = 1600;
+	s->ranges[1] = 2000;
 	add(&Rec);
 	coverage_camera("yard");
 	catrec_add(&B, &Rec);
@@ -171,7 +174,7 @@ static void test_coverage_large(void)
 	kp_CoverageStream *s = &Rec.rec.coverage_stream;
 	s->ranges_count = sizeof s->ranges / sizeof s->ranges[0];
 	for (pb_size_t i = 0; i < s->ranges_count; i++)
-		s->ranges[i] = (kp_CoverageRange){1764460800000 + i * 10000, 1764460800000 + i * 10000 + 5000};
+		s->ranges[i] = 1764460800000 + i * 5000;
 	s->buckets_count = sizeof s->buckets / sizeof s->buckets[0];
 	for (pb_size_t i = 0; i < s->buckets_count; i++)
 		s->buckets[i] = 21600000 - i;
@@ -333,6 +336,13 @@ static void test_refused(void)
 	Rec.which_rec = kp_CatalogRecord_coverage_stream_tag;
 	add(&Rec);
 	CHECK_EQ(catj_render(CATJ_COVERAGE, B.p, B.len, json, sizeof json), -EBADMSG); /* stream, no camera */
+	catrec_free(&B);
+	catrec_init(&B, 1 << 20);
+	coverage_head(1);
+	coverage_camera("front");
+	Rec.rec.coverage_stream.ranges_count = 3; /* half a range */
+	add(&Rec);
+	CHECK_EQ(catj_render(CATJ_COVERAGE, B.p, B.len, json, sizeof json), -EBADMSG);
 	catrec_free(&B);
 
 	catrec_init(&B, 1 << 20);
