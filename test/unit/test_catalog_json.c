@@ -62,6 +62,8 @@ static int render_pieces(enum catj_kind kind, size_t piece, char **out, unsigned
 	for (size_t off = 0; off < B.len && r == 0;) {
 		size_t n = catrec_piece(B.p, B.len, off, piece);
 		CHECK(n > 0 && n <= B.len - off);
+		/* at most piece bytes, unless one record alone is larger (piece 0: one record) */
+		CHECK(n <= piece || n == catrec_piece(B.p, B.len, off, 0));
 		r = catrec_each(B.p + off, n, &Rec, one, &s);
 		off += n;
 	}
