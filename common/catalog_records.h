@@ -1,7 +1,7 @@
 /* recorderd's answers as records (proto/keeppeek.proto, CatalogReply): CatalogRecord
  * messages, each preceded by its length as a varint. recorderd appends them to a buffer
  * bounded by a ceiling and sends it in pieces cut between records (catrec_piece); webd
- * and keeppeekctl read one piece at a time (catrec_each), so no record spans two. */
+ * reads one piece at a time (catrec_each), so no record spans two. Decision 0013. */
 #ifndef KP_CATALOG_RECORDS_H
 #define KP_CATALOG_RECORDS_H
 
