@@ -99,7 +99,7 @@ static void publish_cb(void *arg, struct kp_ipc_frame *f)
 	const kp_CatalogReply *q = &f->env->msg.catalog_reply;
 	if (st->len + f->tail_len > sizeof(st->body))
 		st->overflow = true;
-	else {
+	else if (f->tail_len) { /* an error has no tail */
 		memcpy(st->body + st->len, f->tail, f->tail_len);
 		st->len += f->tail_len;
 	}
