@@ -85,7 +85,8 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_event_committed_tag, REC, WEBD},
     {kp_Envelope_media_open_tag, WEBD | RTCD, REC},
     {kp_Envelope_media_piece_tag, REC, WEBD | RTCD},
-    {kp_Envelope_query_reply_tag, SUP | REC | RTCD, WEBD | RTCD},
+    {kp_Envelope_query_reply_tag, SUP | RTCD, WEBD | RTCD},
+    {kp_Envelope_catalog_reply_tag, REC, WEBD},
     {kp_Envelope_rtc_signal_tag, WEBD | RTCD, WEBD | RTCD},
     /* The control socket. */
     {kp_Envelope_control_request_tag, CTL, SUP},

@@ -93,6 +93,9 @@ void jw_bool(struct json_w *w, bool v);
 void jw_null(struct json_w *w);
 /* A value already written as JSON elsewhere (by this writer), copied as is. */
 void jw_json(struct json_w *w, const char *json, size_t n);
+/* Forgets the text written so far (the caller has passed it on) and keeps the nesting
+ * and separators, so that one document is written in bounded pieces. */
+void jw_take(struct json_w *w);
 /* The text (NUL-terminated) and its length, or -ENOBUFS on overflow or unbalanced. */
 int jw_finish(struct json_w *w, size_t *len);
 

@@ -183,6 +183,13 @@ void jw_json(struct json_w *w, const char *json, size_t n)
 	put(w, json, n);
 }
 
+void jw_take(struct json_w *w)
+{
+	w->len = 0;
+	if (w->cap > 0)
+		w->buf[0] = 0;
+}
+
 int jw_finish(struct json_w *w, size_t *len)
 {
 	if (w->overflow || w->depth != 0 || w->after_key)

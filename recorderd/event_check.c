@@ -20,9 +20,9 @@ int rec_event_id_ok(const char *id)
 	return n >= 1 && n <= 64 ? 0 : -EINVAL;
 }
 
-static int reject(struct rec_reject *rej, unsigned status, const char *code, const char *why, int err)
+static int reject(struct rec_reject *rej, kp_CatalogResult result, const char *code, const char *why, int err)
 {
-	rej->status = status;
+	rej->result = result;
 	rej->code = code;
 	snprintf(rej->why, sizeof rej->why, "%s", why);
 	return err;
@@ -31,39 +31,47 @@ static int reject(struct rec_reject *rej, unsigned status, const char *code, con
 int rec_event_times_check(int64_t start_ms, int64_t end_ms, int64_t now_ms, struct rec_reject *rej)
 {
 	if (start_ms < REC_EVENT_EARLIEST_MS)
-		return reject(rej, 400, "bad_times", "start_ms must be a Unix time in milliseconds from 2000 on",
-			      -EINVAL);
+		return reject(rej, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_times",
+			      "start_ms must be a Unix time in milliseconds from 2000 on", -EINVAL);
 	if (start_ms > now_ms && start_ms - now_ms > REC_EVENT_AHEAD_MS)
-		return reject(rej, 400, "bad_times", "start_ms is more than a day in the future", -EINVAL);
+		return reject(rej, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_times",
+			      "start_ms is more than a day in the future", -EINVAL);
 	if (end_ms && end_ms < start_ms)
-		return reject(rej, 400, "bad_times", "end_ms is before start_ms", -EINVAL);
+		return reject(rej, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_times", "end_ms is before start_ms",
+			      -EINVAL);
 	if (end_ms && end_ms - start_ms > REC_EVENT_MAX_SPAN_MS)
-		return reject(rej, 400, "bad_times", "an event lasts at most 24 hours", -EINVAL);
+		return reject(rej, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_times", "an event lasts at most 24 hours",
+			      -EINVAL);
 	return 0;
 }
 
 int rec_jpeg_check(const uint8_t *p, size_t len, uint32_t *ret_width, uint32_t *ret_height, struct rec_reject *rej)
 {
 	if (len > KP_ANALYSIS_JPEG_MAX)
-		return reject(rej, 413, "jpeg_too_large", "the JPEG is larger than 16 MiB", -EMSGSIZE);
+		return reject(rej, kp_CatalogResult_CATALOG_TOO_LARGE, "jpeg_too_large",
+			      "the JPEG is larger than 16 MiB", -EMSGSIZE);
 	if (len < 4 || p[0] != 0xff || p[1] != 0xd8)
-		return reject(rej, 400, "bad_jpeg", "the JPEG does not start with SOI (FF D8)", -EINVAL);
+		return reject(rej, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_jpeg",
+			      "the JPEG does not start with SOI (FF D8)", -EINVAL);
 	if (p[len - 2] != 0xff || p[len - 1] != 0xd9)
-		return reject(rej, 400, "bad_jpeg", "the JPEG does not end with EOI (FF D9)", -EINVAL);
+		return reject(rej, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_jpeg",
+			      "the JPEG does not end with EOI (FF D9)", -EINVAL);
 	tjhandle h = tjInitDecompress();
 	if (!h)
-		return reject(rej, 400, "bad_jpeg", "libturbojpeg could not be initialised", -ENOMEM);
+		return reject(rej, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_jpeg",
+			      "libturbojpeg could not be initialised", -ENOMEM);
 	int w = 0, hh = 0, sub = 0, cs = 0;
 	int r = tjDecompressHeader3(h, p, (unsigned long)len, &w, &hh, &sub, &cs);
 	if (r < 0) {
-		reject(rej, 400, "bad_jpeg", "", -EINVAL);
+		reject(rej, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_jpeg", "", -EINVAL);
 		snprintf(rej->why, sizeof rej->why, "the JPEG header does not parse: %s", tjGetErrorStr2(h));
 	}
 	tjDestroy(h);
 	if (r < 0)
 		return -EINVAL;
 	if (w <= 0 || hh <= 0)
-		return reject(rej, 400, "bad_jpeg", "the JPEG has no picture size", -EINVAL);
+		return reject(rej, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_jpeg", "the JPEG has no picture size",
+			      -EINVAL);
 	*ret_width = (uint32_t)w;
 	*ret_height = (uint32_t)hh;
 	return 0;

@@ -8,14 +8,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keeppeek.pb.h"
+
 #define REC_EVENT_MAX_SPAN_MS (24ll * 3600 * 1000)
 #define REC_EVENT_EARLIEST_MS 946684800000ll       /* 2000-01-01T00:00:00Z */
 #define REC_EVENT_AHEAD_MS    (24ll * 3600 * 1000) /* a detector's clock ahead of ours */
 #define REC_CURSOR_LEN        36                   /* "c1." + 16 hex + "." + 16 hex */
 
 struct rec_reject {
-	unsigned status;  /* 400, 413 */
-	const char *code; /* "bad_jpeg", ... */
+	kp_CatalogResult result; /* CATALOG_BAD_REQUEST, CATALOG_TOO_LARGE */
+	const char *code;        /* "bad_jpeg", ... */
 	char why[160];
 };
 

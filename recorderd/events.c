@@ -9,7 +9,6 @@
 #include "catalog_events.h"
 #include "event_check.h"
 #include "event_terms.h"
-#include "json.h"
 #include "kp_limits.h"
 #include "kp_time.h"
 #include "log.h"
@@ -45,10 +44,10 @@ static void count_reject(const char *code)
 	}
 }
 
-static void reject(kp_Peer to, uint32_t id, unsigned status, const char *code, const char *why)
+static void reject(kp_Peer to, uint32_t id, kp_CatalogResult result, const char *code, const char *why)
 {
 	count_reject(code);
-	rec_reply_error(to, id, status, code, "%s", why);
+	rec_reply_error(to, id, result, code, "%s", why);
 }
 
 static void fan_out(const struct rec_job *j)
@@ -68,7 +67,7 @@ static void finish(struct rec_job *j)
 {
 	E.inflight--;
 	E.inflight_bytes -= j->jpeg_len;
-	if (j->kind == REC_JOB_EVENT && j->status == 200) {
+	if (j->kind == REC_JOB_EVENT && j->state == REC_JOB_DONE) {
 		if (j->asker == kp_Peer_PEER_NONE)
 			E.committed_camera++;
 		else
@@ -81,27 +80,22 @@ static void finish(struct rec_job *j)
 	}
 	if (j->asker == kp_Peer_PEER_NONE)
 		return;
-	if (j->status != 200) {
-		rec_reply_error(j->asker, j->query_id, j->status, j->code, "%s", j->why);
+	if (j->state != REC_JOB_DONE) {
+		rec_reply_error(j->asker, j->query_id, j->result, j->code, "%s", j->why);
 	} else if (j->kind == REC_JOB_EVENT) {
-		char body[256];
-		size_t n;
-		struct json_w w;
-		jw_init(&w, body, sizeof body);
-		jw_obj(&w);
-		jw_key(&w, "id");
-		jw_str(&w, j->ev.event_id);
-		jw_key(&w, "revision");
-		jw_int(&w, j->ev.revision);
-		jw_key(&w, "committed_ms");
-		jw_int(&w, j->ev.committed_ms);
-		jw_obj_end(&w);
-		if (jw_finish(&w, &n) < 0)
-			rec_reply_error(j->asker, j->query_id, 500, "encode_failed", "the acknowledgement did not fit");
+		struct catrec_buf b;
+		kp_CatalogRecord ack = {.which_rec = kp_CatalogRecord_ack_tag,
+					.rec.ack = {.revision = j->ev.revision, .committed_ms = j->ev.committed_ms}};
+		memcpy(ack.rec.ack.event_id, j->ev.event_id, sizeof ack.rec.ack.event_id);
+		catrec_init(&b, 256);
+		if (catrec_add(&b, &ack) < 0)
+			rec_reply_error(j->asker, j->query_id, kp_CatalogResult_CATALOG_FAILED, "encode_failed",
+					"the acknowledgement did not fit");
 		else
-			rec_reply(j->asker, j->query_id, 200, "", "application/json", body, n);
+			rec_reply_records(j->asker, j->query_id, &b);
+		catrec_free(&b);
 	} else {
-		rec_reply(j->asker, j->query_id, 200, "", "application/json", j->body, j->body_len);
+		rec_reply(j->asker, j->query_id, kp_CatalogBody_CATALOG_BODY_RECORDS, j->body, j->body_len);
 	}
 }
 
@@ -180,34 +174,39 @@ static int floats_ok(const kp_EventRecord *ev)
 void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jpeg, size_t len)
 {
 	if (!E.open) {
-		rec_reply_error(from, p->id, 503, "no_catalog", "recorderd has no catalog open (see its log)");
+		rec_reply_error(from, p->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "no_catalog",
+				"recorderd has no catalog open (see its log)");
 		return;
 	}
 	const kp_EventRecord *ev = &p->event;
 	struct rec_reject rej;
 	if (!p->has_event || rec_event_id_ok(ev->event_id) < 0) {
-		reject(from, p->id, 400, "bad_event_id", "the event id must be 1 to 64 of A-Z a-z 0-9 . _ : -");
+		reject(from, p->id, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_event_id",
+		       "the event id must be 1 to 64 of A-Z a-z 0-9 . _ : -");
 		return;
 	}
 	if (!ev->revision) {
-		reject(from, p->id, 400, "bad_revision", "the revision must be 1 or more");
+		reject(from, p->id, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_revision",
+		       "the revision must be 1 or more");
 		return;
 	}
 	if (ev->stream > 1) {
-		reject(from, p->id, 400, "bad_request", "stream must be 0 (main) or 1 (sub)");
+		reject(from, p->id, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_request",
+		       "stream must be 0 (main) or 1 (sub)");
 		return;
 	}
 	if (!floats_ok(ev)) {
-		reject(from, p->id, 400, "bad_request", "scores and box coordinates must be numbers from 0 to 1");
+		reject(from, p->id, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_request",
+		       "scores and box coordinates must be numbers from 0 to 1");
 		return;
 	}
 	if (rec_event_times_check(ev->start_ms, ev->end_ms, kp_wall_ms(), &rej) < 0) {
-		reject(from, p->id, rej.status, rej.code, rej.why);
+		reject(from, p->id, rej.result, rej.code, rej.why);
 		return;
 	}
 	uint32_t width = 0, height = 0;
 	if (len && rec_jpeg_check(jpeg, len, &width, &height, &rej) < 0) {
-		reject(from, p->id, rej.status, rej.code, rej.why);
+		reject(from, p->id, rej.result, rej.code, rej.why);
 		return;
 	}
 	struct cat_txn *t;
@@ -222,18 +221,19 @@ void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jp
 	if (r == -ENOENT) {
 		char why[128];
 		snprintf(why, sizeof why, "camera \"%s\" is not configured", ev->camera);
-		reject(from, p->id, 400, "unknown_camera", why);
+		reject(from, p->id, kp_CatalogResult_CATALOG_BAD_REQUEST, "unknown_camera", why);
 		return;
 	}
 	if (r < 0) {
-		rec_reply_error(from, p->id, 500, "catalog_error", "catalog read failed: %s", strerror(-r));
+		rec_reply_error(from, p->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error",
+				"catalog read failed: %s", strerror(-r));
 		return;
 	}
 	if (ev->revision <= stored) {
 		char why[128];
 		snprintf(why, sizeof why, "event %s has revision %u; publish a higher one", ev->event_id,
 			 (unsigned)stored);
-		reject(from, p->id, 409, "revision_conflict", why);
+		reject(from, p->id, kp_CatalogResult_CATALOG_CONFLICT, "revision_conflict", why);
 		return;
 	}
 	if (ev->revision - stored > KP_EVENT_REVISION_STEP_MAX) {
@@ -241,11 +241,12 @@ void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jp
 		char why[160];
 		snprintf(why, sizeof why, "event %s has revision %u; the next may be at most %u higher", ev->event_id,
 			 (unsigned)stored, (unsigned)KP_EVENT_REVISION_STEP_MAX);
-		reject(from, p->id, 400, "bad_revision", why);
+		reject(from, p->id, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_revision", why);
 		return;
 	}
 	if (busy(len)) {
-		reject(from, p->id, 503, "busy", "too many publications wait for their commit; retry shortly");
+		reject(from, p->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "busy",
+		       "too many publications wait for their commit; retry shortly");
 		return;
 	}
 	struct rec_job *j = calloc(1, sizeof *j);
@@ -257,7 +258,8 @@ void rec_event_publish(kp_Peer from, const kp_EventPublish *p, const uint8_t *jp
 		}
 	}
 	if (!j) {
-		rec_reply_error(from, p->id, 503, "busy", "recorderd is out of memory");
+		rec_reply_error(from, p->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "busy",
+				"recorderd is out of memory");
 		return;
 	}
 	j->kind = REC_JOB_EVENT;
@@ -338,16 +340,19 @@ void rec_event_camera(const kp_CameraEvent *e)
 void rec_event_delete(kp_Peer from, const kp_DeleteRequest *d)
 {
 	if (!E.open) {
-		rec_reply_error(from, d->id, 503, "no_catalog", "recorderd has no catalog open (see its log)");
+		rec_reply_error(from, d->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "no_catalog",
+				"recorderd has no catalog open (see its log)");
 		return;
 	}
 	if (busy(0)) {
-		rec_reply_error(from, d->id, 503, "busy", "too many catalog changes wait for their commit");
+		rec_reply_error(from, d->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "busy",
+				"too many catalog changes wait for their commit");
 		return;
 	}
 	struct rec_job *j = calloc(1, sizeof *j);
 	if (!j) {
-		rec_reply_error(from, d->id, 503, "busy", "recorderd is out of memory");
+		rec_reply_error(from, d->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "busy",
+				"recorderd is out of memory");
 		return;
 	}
 	j->kind = REC_JOB_DELETE;

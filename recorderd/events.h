@@ -1,9 +1,10 @@
 /* Events on the loop thread: EventPublish from webd is checked (event_check.h), its
  * JPEG copied, and handed as a job to the commit thread; camera motion alarms become
  * events the same way (source "camera"). When the commit is durable the asker gets its
- * QueryReply and webd an EventCommitted with the JPEG (a lost fan-out is counted, never
- * retried). DeleteRequest goes the same way. At most REC_EVENTS_INFLIGHT jobs and
- * REC_EVENTS_INFLIGHT_BYTES of JPEG wait for a commit; beyond, 503 "busy". */
+ * CatalogReply (a CatalogAck record) and webd an EventCommitted with the JPEG (a lost
+ * fan-out is counted, never retried). DeleteRequest goes the same way (a DeleteResult
+ * record). At most REC_EVENTS_INFLIGHT jobs and REC_EVENTS_INFLIGHT_BYTES of JPEG wait
+ * for a commit; beyond, CATALOG_UNAVAILABLE "busy". */
 #ifndef KP_REC_EVENTS_H
 #define KP_REC_EVENTS_H
 

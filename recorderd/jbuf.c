@@ -58,28 +58,16 @@ void jb_printf(struct jbuf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
-char *jb_room(struct jbuf *b, size_t want, size_t *ret_cap)
-{
-	if (!b->failed && b->len + want > b->max)
-		want = b->max > b->len ? b->max - b->len : 1;
-	if (reserve(b, want) < 0)
-		return NULL;
-	*ret_cap = want + 1;
-	return b->p + b->len;
-}
-
-void jb_wrote(struct jbuf *b, long n)
-{
-	if (n < 0)
-		b->failed = 1;
-	else if (!b->failed)
-		b->len += (size_t)n;
-}
-
 void jb_str(struct jbuf *b, const char *s)
 {
-	size_t cap;
-	char *p = jb_room(b, 6 * strlen(s) + 2, &cap);
-	if (p)
-		jb_wrote(b, json_quote(p, cap, s));
+	size_t want = 6 * strlen(s) + 2;
+	if (b->len + want > b->max)
+		want = b->max > b->len ? b->max - b->len : 1;
+	if (reserve(b, want) < 0)
+		return;
+	int n = json_quote(b->p + b->len, want + 1, s);
+	if (n < 0)
+		b->failed = 1;
+	else
+		b->len += (size_t)n;
 }

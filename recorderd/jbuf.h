@@ -1,6 +1,8 @@
-/* A growable text buffer for JSON and Prometheus answers, bounded by a ceiling: past it
- * (or out of memory) it stops growing and remembers that it failed. JSON strings and
- * values are written by the common writer (common/json.h) into its room. */
+/* A growable text buffer for recorderd's Prometheus text and its answers to keeppeekctl
+ * (through the supervisor), bounded by a ceiling: past it (or out of memory) it stops
+ * growing and remembers that it failed. recorderd writes no JSON for webd (its answers
+ * there are records, reply.h); a JSON string for keeppeekctl is quoted by the common
+ * writer (json_quote). */
 #ifndef KP_REC_JBUF_H
 #define KP_REC_JBUF_H
 
@@ -15,12 +17,7 @@ struct jbuf {
 void jb_init(struct jbuf *b, size_t max);
 void jb_free(struct jbuf *b);
 void jb_printf(struct jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A JSON string literal (quoted, escaped). */
+/* A JSON string literal (quoted, escaped by the common writer). */
 void jb_str(struct jbuf *b, const char *s);
-/* Room for up to want more bytes (fewer near the ceiling, at least 1): its start, its
- * size in *ret_cap; NULL once failed. jb_wrote(b, n) then keeps n of them, or with
- * n < 0 (the writer overflowed) marks b failed. */
-char *jb_room(struct jbuf *b, size_t want, size_t *ret_cap);
-void jb_wrote(struct jbuf *b, long n);
 
 #endif

@@ -17,7 +17,7 @@
 #include "catalog_events.h"
 #include "catalog_keys.h"
 #include "event_record.h"
-#include "jbuf.h"
+#include "catalog_records.h"
 #include "keyframe.h"
 #include "kp_time.h"
 #include "log.h"
@@ -56,11 +56,12 @@ void rec_job_free(struct rec_job *j)
 	free(j);
 }
 
-static void fail(struct rec_job *j, unsigned status, const char *code, const char *fmt, ...)
+static void fail(struct rec_job *j, kp_CatalogResult result, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void fail(struct rec_job *j, unsigned status, const char *code, const char *fmt, ...)
+static void fail(struct rec_job *j, kp_CatalogResult result, const char *code, const char *fmt, ...)
 {
-	j->status = status;
+	j->state = REC_JOB_FAILED;
+	j->result = result;
 	snprintf(j->code, sizeof j->code, "%s", code);
 	va_list ap;
 	va_start(ap, fmt);
@@ -150,22 +151,23 @@ static void precheck(struct cat *cat, struct rec_job *list)
 	struct cat_txn *t;
 	int r = cat_begin(cat, 0, &t);
 	for (struct rec_job *j = list; j; j = j->next) {
-		if (j->kind != REC_JOB_EVENT || j->status)
+		if (j->kind != REC_JOB_EVENT || j->state)
 			continue;
 		uint32_t stored = 0;
 		if (r == 0)
 			r = cat_event_revision(t, j->ev.event_id, &stored);
 		if (r < 0) {
-			fail(j, 500, "catalog_error", "catalog read failed: %s", strerror(-r));
+			fail(j, kp_CatalogResult_CATALOG_FAILED, "catalog_error", "catalog read failed: %s",
+			     strerror(-r));
 			continue;
 		}
 		for (struct rec_job *k = list; k != j; k = k->next)
-			if (k->kind == REC_JOB_EVENT && !k->status && !strcmp(k->ev.event_id, j->ev.event_id) &&
+			if (k->kind == REC_JOB_EVENT && !k->state && !strcmp(k->ev.event_id, j->ev.event_id) &&
 			    k->ev.revision > stored)
 				stored = k->ev.revision;
 		if (j->ev.revision <= stored)
-			fail(j, 409, "revision_conflict", "event %s has revision %u; publish a higher one",
-			     j->ev.event_id, (unsigned)stored);
+			fail(j, kp_CatalogResult_CATALOG_CONFLICT, "revision_conflict",
+			     "event %s has revision %u; publish a higher one", j->ev.event_id, (unsigned)stored);
 	}
 	if (r == 0)
 		cat_abort(t);
@@ -207,7 +209,8 @@ static int run_event(struct cat_txn *t, struct rec_job *j, struct unlink_list *g
 	struct cat_event_row old;
 	int r = cat_event_put(t, j->camera_id, &j->ev, (uint32_t)j->jpeg_len, links, n, &old);
 	if (r == -EEXIST) {
-		fail(j, 409, "revision_conflict", "event %s already has this or a higher revision", j->ev.event_id);
+		fail(j, kp_CatalogResult_CATALOG_CONFLICT, "revision_conflict",
+		     "event %s already has this or a higher revision", j->ev.event_id);
 		return 0;
 	}
 	if (r < 0)
@@ -226,32 +229,34 @@ static int run_event(struct cat_txn *t, struct rec_job *j, struct unlink_list *g
 		rec_event_record_path(j->ev.event_id, old.revision, p, sizeof p);
 		later(gone, p);
 	}
-	j->status = 200;
+	j->state = REC_JOB_DONE;
 	return 0;
 }
 
 static int run_delete(struct cat_txn *t, struct rec_job *j, struct unlink_list *gone)
 {
 	const kp_DeleteRequest *d = &j->del;
-	struct jbuf miss_rec, miss_ev, busy;
-	jb_init(&miss_rec, JOB_BODY_MAX);
-	jb_init(&miss_ev, JOB_BODY_MAX);
-	jb_init(&busy, JOB_BODY_MAX);
-	unsigned nrec = 0, nev = 0, nmr = 0, nme = 0, nbusy = 0;
+	kp_CatalogRecord *rec = calloc(1, sizeof *rec);
+	if (!rec)
+		return -ENOMEM;
+	rec->which_rec = kp_CatalogRecord_deleted_tag;
+	kp_DeleteResult *res = &rec->rec.deleted;
+	_Static_assert(sizeof res->missing_recordings == sizeof d->recordings, "every recording fits");
+	_Static_assert(sizeof res->missing_events == sizeof d->events, "every event fits");
 	int r = 0;
 	for (pb_size_t i = 0; i < d->recordings_count && r == 0; i++) {
-		struct cat_recording rec;
-		r = cat_get_recording(t, d->recordings[i], &rec);
+		struct cat_recording c;
+		r = cat_get_recording(t, d->recordings[i], &c);
 		if (r == -ENOENT) {
-			jb_printf(&miss_rec, "%s%llu", nmr++ ? "," : "", (unsigned long long)d->recordings[i]);
+			res->missing_recordings[res->missing_recordings_count++] = d->recordings[i];
 			r = 0;
-		} else if (r == 0 && rec.open) {
-			jb_printf(&busy, "%s%llu", nbusy++ ? "," : "", (unsigned long long)d->recordings[i]);
+		} else if (r == 0 && c.open) {
+			res->busy_recordings[res->busy_recordings_count++] = d->recordings[i];
 		} else if (r == 0) {
-			r = cat_delete_recording(t, rec.id, NULL);
+			r = cat_delete_recording(t, c.id, NULL);
 			if (r == 0) {
-				nrec++;
-				later(gone, rec.path);
+				res->deleted_recordings++;
+				later(gone, c.path);
 			}
 		}
 	}
@@ -259,11 +264,10 @@ static int run_delete(struct cat_txn *t, struct rec_job *j, struct unlink_list *
 		struct cat_event_row row;
 		r = cat_event_delete(t, d->events[i], &row);
 		if (r == -ENOENT) {
-			jb_printf(&miss_ev, "%s", nme++ ? "," : "");
-			jb_str(&miss_ev, d->events[i]);
+			memcpy(res->missing_events[res->missing_events_count++], d->events[i], sizeof d->events[i]);
 			r = 0;
 		} else if (r == 0) {
-			nev++;
+			res->deleted_events++;
 			char p[CAT_PATH_MAX];
 			if (row.jpeg_len) {
 				rec_event_jpeg_path(d->events[i], row.revision, p, sizeof p);
@@ -276,24 +280,18 @@ static int run_delete(struct cat_txn *t, struct rec_job *j, struct unlink_list *
 		}
 	}
 	if (r == 0) {
-		struct jbuf b;
-		jb_init(&b, 4 * JOB_BODY_MAX);
-		jb_printf(&b,
-			  "{\"deleted_recordings\":%u,\"deleted_events\":%u,\"missing_recordings\":[%s],"
-			  "\"missing_events\":[%s],\"busy_recordings\":[%s]}",
-			  nrec, nev, nmr ? miss_rec.p : "", nme ? miss_ev.p : "", nbusy ? busy.p : "");
-		if (b.failed) {
-			jb_free(&b);
-			r = -ENOMEM;
-		} else {
+		struct catrec_buf b;
+		catrec_init(&b, JOB_BODY_MAX);
+		r = catrec_add(&b, rec);
+		if (r == 0) {
 			j->body = b.p;
 			j->body_len = b.len;
-			j->status = 200;
+			j->state = REC_JOB_DONE;
+		} else {
+			catrec_free(&b);
 		}
 	}
-	jb_free(&miss_rec);
-	jb_free(&miss_ev);
-	jb_free(&busy);
+	free(rec);
 	return r;
 }
 
@@ -302,7 +300,7 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 	precheck(cat, list);
 	int64_t now = kp_wall_ms();
 	for (struct rec_job *j = list; j; j = j->next) {
-		if (j->kind != REC_JOB_EVENT || j->status)
+		if (j->kind != REC_JOB_EVENT || j->state)
 			continue;
 		j->ev.committed_ms = now;
 		j->ev.has_jpeg = j->jpeg != NULL;
@@ -313,8 +311,11 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 			r = write_jpeg(data_dirfd, j, path);
 			if (r < 0) {
 				kp_err("%s: writing the event's JPEG failed: %s", path, strerror(-r));
-				fail(j, r == -ENOSPC ? 503 : 500, r == -ENOSPC ? "disk_full" : "catalog_error",
-				     "writing the JPEG failed: %s", strerror(-r));
+				fail(j,
+				     r == -ENOSPC ? kp_CatalogResult_CATALOG_UNAVAILABLE
+						  : kp_CatalogResult_CATALOG_FAILED,
+				     r == -ENOSPC ? "disk_full" : "catalog_error", "writing the JPEG failed: %s",
+				     strerror(-r));
 				continue;
 			}
 		}
@@ -323,8 +324,9 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 		r = write_record(data_dirfd, &j->ev, path);
 		if (r < 0) {
 			kp_err("%s: writing the event's record failed: %s", path, strerror(-r));
-			fail(j, r == -ENOSPC ? 503 : 500, r == -ENOSPC ? "disk_full" : "catalog_error",
-			     "writing the event record failed: %s", strerror(-r));
+			fail(j, r == -ENOSPC ? kp_CatalogResult_CATALOG_UNAVAILABLE : kp_CatalogResult_CATALOG_FAILED,
+			     r == -ENOSPC ? "disk_full" : "catalog_error", "writing the event record failed: %s",
+			     strerror(-r));
 			if (j->jpeg) {
 				rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
 				unlinkat(data_dirfd, path, 0);
@@ -335,19 +337,20 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 	}
 	/* Every file is durable (fdatasync + its directory's entry) before the transaction. */
 	for (struct rec_job *j = list; j; j = j->next)
-		if (j->kind == REC_JOB_EVENT && !j->status) {
+		if (j->kind == REC_JOB_EVENT && !j->state) {
 			char path[CAT_PATH_MAX];
 			rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
 			path[9] = '\0';
 			int r = rec_fsync_dir(data_dirfd, path);
 			if (r < 0)
-				fail(j, 500, "catalog_error", "syncing %s failed: %s", path, strerror(-r));
+				fail(j, kp_CatalogResult_CATALOG_FAILED, "catalog_error", "syncing %s failed: %s", path,
+				     strerror(-r));
 		}
 	struct unlink_list gone = {0};
 	struct cat_txn *t;
 	int r = cat_begin(cat, 1, &t);
 	for (struct rec_job *j = list; j && r == 0; j = j->next) {
-		if (j->status)
+		if (j->state)
 			continue;
 		r = j->kind == REC_JOB_EVENT ? run_event(t, j, &gone) : run_delete(t, j, &gone);
 	}
@@ -356,13 +359,14 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 	else if (t)
 		cat_abort(t);
 	for (struct rec_job *j = list; j; j = j->next) {
-		if (r < 0 && (j->status == 200 || j->status == 0)) {
+		if (r < 0 && j->state != REC_JOB_FAILED) {
 			free(j->body);
 			j->body = NULL;
-			fail(j, r == -ENOSPC ? 503 : 500, r == -ENOSPC ? "disk_full" : "catalog_error",
-			     "the catalog transaction failed: %s", strerror(-r));
+			fail(j, r == -ENOSPC ? kp_CatalogResult_CATALOG_UNAVAILABLE : kp_CatalogResult_CATALOG_FAILED,
+			     r == -ENOSPC ? "disk_full" : "catalog_error", "the catalog transaction failed: %s",
+			     strerror(-r));
 		}
-		if (j->wrote && j->status != 200) { /* not stored: its files go */
+		if (j->wrote && j->state != REC_JOB_DONE) { /* not stored: its files go */
 			char path[CAT_PATH_MAX];
 			if (j->jpeg) {
 				rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);

@@ -14,6 +14,7 @@
 #include "keeppeek.pb.h"
 
 enum rec_job_kind { REC_JOB_EVENT, REC_JOB_DELETE };
+enum rec_job_state { REC_JOB_PENDING, REC_JOB_DONE, REC_JOB_FAILED };
 
 struct rec_job {
 	struct rec_job *next;
@@ -33,11 +34,12 @@ struct rec_job {
 	kp_DeleteRequest del;
 
 	/* the result, set by the commit thread */
-	int wrote;       /* its JPEG (if any) and record are on disk */
-	unsigned status; /* 200, 409, 500 */
-	char code[32];   /* error code when not 200 */
-	char why[200];   /* a sentence when not 200 */
-	char *body;      /* JSON answer when 200 (malloc'ed), NULL for none */
+	int wrote;                /* its JPEG (if any) and record are on disk */
+	enum rec_job_state state; /* REC_JOB_PENDING until the commit thread decides */
+	kp_CatalogResult result;  /* when failed: CONFLICT, FAILED, UNAVAILABLE */
+	char code[32];            /* error code when failed */
+	char why[200];            /* a sentence when failed */
+	uint8_t *body;            /* a delete's DeleteResult record (catalog_records.h), malloc'ed */
 	size_t body_len;
 	int64_t commit_us; /* time from push to durable commit */
 	int64_t pushed_mono_us;

@@ -13,7 +13,6 @@
 #include "catalog_events.h"
 #include "catalog_keys.h"
 #include "event_check.h"
-#include "jbuf.h"
 #include "h26x.h"
 #include "jobs.h"
 #include "keyframe.h"
@@ -31,26 +30,27 @@ static struct {
 	const struct rec_query_hooks *hooks;
 } Q;
 
-static const char *const codec_name[] = {"none", "h264", "h265"};
+#define BAD  kp_CatalogResult_CATALOG_BAD_REQUEST
+#define GONE kp_CatalogResult_CATALOG_NOT_FOUND
 
-static const char *codec_str(uint32_t c)
-{
-	return c < 3 ? codec_name[c] : "none";
-}
+_Static_assert(sizeof(((kp_CoverageStream *)0)->ranges) / sizeof(int64_t) == 2 * REC_COV_MAX_RANGES,
+	       "CoverageStream.ranges holds a snapshot's ranges");
+_Static_assert(sizeof(((kp_CoverageStream *)0)->buckets) / sizeof(int64_t) == REC_SNAPSHOT_MAX_BUCKETS,
+	       "CoverageStream.buckets holds a snapshot's buckets");
 
-static void send_json(kp_Peer to, uint32_t id, struct jbuf *b)
+static void send_records(kp_Peer to, uint32_t id, const struct catrec_buf *b)
 {
 	if (b->failed)
-		rec_reply_error(to, id, 500, "catalog_error", "the answer is larger than %d bytes or memory ran out",
-				REC_ANSWER_JSON_MAX);
+		rec_reply_error(to, id, kp_CatalogResult_CATALOG_FAILED, "catalog_error",
+				"the answer is larger than %d bytes or memory ran out", REC_QUERY_ANSWER_MAX);
 	else
-		rec_reply(to, id, 200, "", "application/json", b->p, b->len);
+		rec_reply_records(to, id, b);
 }
 
 static void catalog_error(kp_Peer to, uint32_t id, const char *what, int r)
 {
 	kp_err("%s for %s failed: %s", what, kp_peer_name(to), strerror(-r));
-	rec_reply_error(to, id, 500, "catalog_error", "%s failed: %s", what, strerror(-r));
+	rec_reply_error(to, id, kp_CatalogResult_CATALOG_FAILED, "catalog_error", "%s failed: %s", what, strerror(-r));
 }
 
 /* ---- coverage ---- */
@@ -88,11 +88,30 @@ static int cameras(struct cat_txn *t, const char *only, struct cams *cs)
 	return r;
 }
 
+static void coverage_stream(struct catrec_buf *b, uint32_t stream, const struct rec_snapshot *snap)
+{
+	static kp_CatalogRecord rec;
+	rec.which_rec = kp_CatalogRecord_coverage_stream_tag;
+	kp_CoverageStream *cs = &rec.rec.coverage_stream; /* every field set below */
+	cs->stream = stream;
+	cs->has_exact_from = snap->exact_from_ms != INT64_MIN;
+	cs->exact_from_ms = cs->has_exact_from ? snap->exact_from_ms : 0;
+	cs->ranges_count = (pb_size_t)(2 * snap->n);
+	for (uint32_t k = 0; k < snap->n; k++) {
+		cs->ranges[2 * k] = snap->r[k].start_ms;
+		cs->ranges[2 * k + 1] = snap->r[k].end_ms;
+	}
+	cs->buckets_count = (pb_size_t)snap->nbuckets;
+	for (uint32_t k = 0; k < snap->nbuckets; k++)
+		cs->buckets[k] = snap->b[k].covered_ms;
+	catrec_add(b, &rec);
+}
+
 static void coverage(kp_Peer from, const kp_CoverageQuery *q)
 {
 	int64_t bucket = q->bucket_ms ? q->bucket_ms : REC_SNAPSHOT_DEFAULT_BUCKET_MS;
 	if (q->stream < -1 || q->stream > 1 || q->from_ms >= q->to_ms || bucket % REC_COV_BUCKET_MS || bucket <= 0) {
-		rec_reply_error(from, q->id, 400, "bad_request",
+		rec_reply_error(from, q->id, BAD, "bad_request",
 				"coverage needs from_ms < to_ms, stream -1, 0 or 1, and a bucket that is a multiple of "
 				"one hour");
 		return;
@@ -105,53 +124,39 @@ static void coverage(kp_Peer from, const kp_CoverageQuery *q)
 		r = cameras(t, q->camera, &cs);
 	if (r == -ENOENT) {
 		cat_abort(t);
-		rec_reply_error(from, q->id, 404, "not_found", "camera \"%s\" has nothing in the catalog", q->camera);
+		rec_reply_error(from, q->id, GONE, "not_found", "camera \"%s\" has nothing in the catalog", q->camera);
 		return;
 	}
-	struct jbuf b;
-	jb_init(&b, REC_ANSWER_JSON_MAX);
-	jb_printf(&b, "{\"from_ms\":%lld,\"to_ms\":%lld,\"bucket_ms\":%lld,\"total_cameras\":%u,\"cameras\":[",
-		  (long long)q->from_ms, (long long)q->to_ms, (long long)bucket, cs.n);
+	struct catrec_buf b;
+	catrec_init(&b, REC_QUERY_ANSWER_MAX);
+	kp_CatalogRecord head = {
+	    .which_rec = kp_CatalogRecord_coverage_head_tag,
+	    .rec.coverage_head = {
+		.from_ms = q->from_ms, .to_ms = q->to_ms, .bucket_ms = bucket, .total_cameras = cs.n}};
+	catrec_add(&b, &head);
 	uint64_t end = q->limit ? (uint64_t)q->offset + q->limit : cs.n; /* both up to 2^32 - 1: no wrap */
 	for (unsigned i = q->offset; r == 0 && i < cs.n && i < end; i++) {
-		jb_printf(&b, "%s{\"name\":", i > q->offset ? "," : "");
-		jb_str(&b, cs.c[i].name);
-		jb_printf(&b, ",\"streams\":[");
+		kp_CatalogRecord cam = {.which_rec = kp_CatalogRecord_coverage_camera_tag};
+		snprintf(cam.rec.coverage_camera.name, sizeof cam.rec.coverage_camera.name, "%s", cs.c[i].name);
+		catrec_add(&b, &cam);
 		for (int s = 0; s < 2 && r == 0; s++) {
 			if (q->stream >= 0 && q->stream != s)
 				continue;
 			r = rec_snapshot(t, cat_stream_id(cs.c[i].id, (uint32_t)s), q->from_ms, q->to_ms, bucket,
 					 &snap);
-			if (r < 0)
-				break;
-			jb_printf(&b, "%s{\"name\":\"%s\",\"exact_from_ms\":", q->stream < 0 && s ? "," : "",
-				  s ? "sub" : "main");
-			if (snap.exact_from_ms == INT64_MIN)
-				jb_printf(&b, "null");
-			else
-				jb_printf(&b, "%lld", (long long)snap.exact_from_ms);
-			jb_printf(&b, ",\"ranges\":[");
-			for (uint32_t k = 0; k < snap.n; k++)
-				jb_printf(&b, "%s[%lld,%lld]", k ? "," : "", (long long)snap.r[k].start_ms,
-					  (long long)snap.r[k].end_ms);
-			jb_printf(&b, "],\"ranges_truncated\":%s,\"buckets\":[",
-				  snap.exact_from_ms != INT64_MIN ? "true" : "false");
-			for (uint32_t k = 0; k < snap.nbuckets; k++)
-				jb_printf(&b, "%s%lld", k ? "," : "", (long long)snap.b[k].covered_ms);
-			jb_printf(&b, "]}");
+			if (r == 0)
+				coverage_stream(&b, (uint32_t)s, &snap);
 		}
-		jb_printf(&b, "]}");
 	}
-	jb_printf(&b, "]}");
 	cat_abort(t);
 	if (r == -E2BIG || r == -EINVAL)
-		rec_reply_error(from, q->id, 400, "bad_request", "coverage spans at most %d buckets",
+		rec_reply_error(from, q->id, BAD, "bad_request", "coverage spans at most %d buckets",
 				REC_SNAPSHOT_MAX_BUCKETS);
 	else if (r < 0)
 		catalog_error(from, q->id, "coverage", r);
 	else
-		send_json(from, q->id, &b);
-	jb_free(&b);
+		send_records(from, q->id, &b);
+	catrec_free(&b);
 }
 
 /* ---- recordings ---- */
@@ -199,7 +204,7 @@ static void recordings(kp_Peer from, const kp_RecordingsQuery *q)
 	uint32_t limit = q->limit ? q->limit : REC_RECORDINGS_DEFAULT;
 	int64_t to = q->to_ms ? q->to_ms : INT64_MAX;
 	if (q->stream < -1 || q->stream > 1 || q->from_ms >= to || limit > REC_RECORDINGS_MAX) {
-		rec_reply_error(from, q->id, 400, "bad_request",
+		rec_reply_error(from, q->id, BAD, "bad_request",
 				"recordings needs from_ms < to_ms, stream -1, 0 or 1 and a limit up to %d",
 				REC_RECORDINGS_MAX);
 		return;
@@ -229,7 +234,7 @@ static void recordings(kp_Peer from, const kp_RecordingsQuery *q)
 		}
 	cat_abort(t);
 	if (r == -ENOENT) {
-		rec_reply_error(from, q->id, 404, "not_found", "camera \"%s\" has nothing in the catalog", q->camera);
+		rec_reply_error(from, q->id, GONE, "not_found", "camera \"%s\" has nothing in the catalog", q->camera);
 		free(l.v);
 		return;
 	}
@@ -240,24 +245,30 @@ static void recordings(kp_Peer from, const kp_RecordingsQuery *q)
 	}
 	if (l.n)
 		qsort(l.v, l.n, sizeof *l.v, by_start);
-	struct jbuf b;
-	jb_init(&b, REC_ANSWER_JSON_MAX);
-	jb_printf(&b, "{\"recordings\":[");
+	struct catrec_buf b;
+	catrec_init(&b, REC_QUERY_ANSWER_MAX);
 	for (size_t i = 0; i < l.n && i < limit; i++) {
 		const struct cat_recording *x = &l.v[i].r;
-		jb_printf(&b, "%s{\"id\":%llu,\"camera\":", i ? "," : "", (unsigned long long)x->id);
-		jb_str(&b, cs.c[l.v[i].cam].name);
-		jb_printf(&b,
-			  ",\"stream\":\"%s\",\"start_ms\":%lld,\"end_ms\":%lld,\"bytes\":%llu,\"codec\":\"%s\","
-			  "\"width\":%u,\"height\":%u,\"fragments\":%u,\"open\":%s}",
-			  (x->stream_id & 0xff) ? "sub" : "main", (long long)x->start_ms, (long long)x->end_ms,
-			  (unsigned long long)x->bytes, codec_str(x->codec), x->width, x->height, x->fragments,
-			  x->open ? "true" : "false");
+		kp_CatalogRecord rec = {.which_rec = kp_CatalogRecord_recording_tag,
+					.rec.recording = {.id = x->id,
+							  .stream = x->stream_id & 0xff ? 1 : 0,
+							  .start_ms = x->start_ms,
+							  .end_ms = x->end_ms,
+							  .bytes = x->bytes,
+							  .codec = (kp_Codec)x->codec,
+							  .width = x->width,
+							  .height = x->height,
+							  .fragments = x->fragments,
+							  .open = x->open}};
+		snprintf(rec.rec.recording.camera, sizeof rec.rec.recording.camera, "%s", cs.c[l.v[i].cam].name);
+		catrec_add(&b, &rec);
 	}
-	jb_printf(&b, "],\"truncated\":%s}", l.n > limit ? "true" : "false");
+	kp_CatalogRecord tail = {.which_rec = kp_CatalogRecord_recordings_end_tag,
+				 .rec.recordings_end.truncated = l.n > limit};
+	catrec_add(&b, &tail);
 	free(l.v);
-	send_json(from, q->id, &b);
-	jb_free(&b);
+	send_records(from, q->id, &b);
+	catrec_free(&b);
 }
 
 /* ---- events ---- */
@@ -275,23 +286,23 @@ static void search(kp_Peer from, const kp_EventSearch *s)
 	r = rec_search_prepare(t, s, &q, why, sizeof why);
 	if (r == -EINVAL || r == -EBADMSG || r == -ENOENT) {
 		cat_abort(t);
-		rec_reply_error(from, s->id, r == -ENOENT ? 404 : 400,
+		rec_reply_error(from, s->id, r == -ENOENT ? GONE : BAD,
 				r == -EBADMSG  ? "bad_cursor"
 				: r == -ENOENT ? "not_found"
 					       : "bad_request",
 				"%s", why);
 		return;
 	}
-	struct jbuf b;
-	jb_init(&b, REC_ANSWER_JSON_MAX);
+	struct catrec_buf b;
+	catrec_init(&b, REC_QUERY_ANSWER_MAX);
 	if (r == 0)
 		r = rec_search(t, &q, &b);
 	cat_abort(t);
-	if (r < 0)
+	if (r < 0 && r != -E2BIG)
 		catalog_error(from, s->id, "event search", r);
 	else
-		send_json(from, s->id, &b);
-	jb_free(&b);
+		send_records(from, s->id, &b);
+	catrec_free(&b);
 }
 
 /* The whole file at path (at most max bytes), malloc'ed. */
@@ -350,7 +361,7 @@ static void event_image(kp_Peer from, const kp_EventGet *g, const struct cat_eve
 {
 	char path[CAT_PATH_MAX];
 	if (!row->jpeg_len) {
-		rec_reply_error(from, g->id, 404, "not_found", "event %s has no JPEG", g->event_id);
+		rec_reply_error(from, g->id, GONE, "not_found", "event %s has no JPEG", g->event_id);
 		return;
 	}
 	uint8_t *buf = NULL;
@@ -360,7 +371,7 @@ static void event_image(kp_Peer from, const kp_EventGet *g, const struct cat_eve
 		rec_event_thumb_path(g->event_id, row->revision, path, sizeof path);
 		r = read_file(path, KP_ANALYSIS_JPEG_MAX, &buf, &len);
 		if (r == 0 && jpeg_whole(buf, len)) {
-			rec_reply(from, g->id, 200, "", "image/jpeg", buf, len);
+			rec_reply(from, g->id, kp_CatalogBody_CATALOG_BODY_JPEG, buf, len);
 			free(buf);
 			return;
 		}
@@ -383,9 +394,10 @@ static void event_image(kp_Peer from, const kp_EventGet *g, const struct cat_eve
 	}
 	if (r < 0) {
 		kp_err("%s: reading event %s's JPEG failed: %s", path, g->event_id, strerror(-r));
-		rec_reply_error(from, g->id, 500, "catalog_error", "reading the JPEG failed: %s", strerror(-r));
+		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error",
+				"reading the JPEG failed: %s", strerror(-r));
 	} else {
-		rec_reply(from, g->id, 200, "", "image/jpeg", buf, len);
+		rec_reply(from, g->id, kp_CatalogBody_CATALOG_BODY_JPEG, buf, len);
 	}
 	free(buf);
 }
@@ -394,12 +406,12 @@ static void event_keyframe(kp_Peer from, const kp_EventGet *g)
 {
 	struct rec_keyframe k;
 	if (g->stream > 1) {
-		rec_reply_error(from, g->id, 400, "bad_request", "stream must be 0 (main) or 1 (sub)");
+		rec_reply_error(from, g->id, BAD, "bad_request", "stream must be 0 (main) or 1 (sub)");
 		return;
 	}
 	int r = rec_keyframe_find_event(Q.cat, g->event_id, g->stream, &k);
 	if (r == -ENOENT) {
-		rec_reply_error(from, g->id, 404, "not_found", "no keyframe of the %s stream at or before event %s",
+		rec_reply_error(from, g->id, GONE, "not_found", "no keyframe of the %s stream at or before event %s",
 				g->stream ? "sub" : "main", g->event_id);
 		return;
 	}
@@ -413,7 +425,9 @@ static void event_keyframe(kp_Peer from, const kp_EventGet *g)
 	if (r < 0)
 		catalog_error(from, g->id, "keyframe read", r);
 	else
-		rec_reply(from, g->id, 200, "", k.codec == 2 ? "video/h265" : "video/h264", buf, k.length);
+		rec_reply(from, g->id,
+			  k.codec == 2 ? kp_CatalogBody_CATALOG_BODY_H265 : kp_CatalogBody_CATALOG_BODY_H264, buf,
+			  k.length);
 	free(buf);
 }
 
@@ -421,37 +435,37 @@ static void event_get(kp_Peer from, const kp_EventGet *g)
 {
 	struct cat_txn *t = NULL;
 	struct cat_event_row row;
-	struct jbuf b;
-	jb_init(&b, REC_ANSWER_JSON_MAX);
+	struct catrec_buf b;
+	catrec_init(&b, REC_QUERY_ANSWER_MAX);
 	int r = cat_begin(Q.cat, 0, &t);
 	if (r == 0) {
 		r = cat_event_get(t, g->event_id, &row, NULL);
 		if (r == 0 && g->part == kp_EventPart_EVENT_PART_JSON)
-			r = rec_event_json_get(t, g->event_id, &b);
+			r = rec_event_row_get(t, g->event_id, &b);
 		cat_abort(t);
 	}
 	if (r == -ENOENT)
-		rec_reply_error(from, g->id, 404, "not_found", "no event %s", g->event_id);
+		rec_reply_error(from, g->id, GONE, "not_found", "no event %s", g->event_id);
 	else if (r < 0)
 		catalog_error(from, g->id, "event read", r);
 	else if (g->part == kp_EventPart_EVENT_PART_JSON)
-		send_json(from, g->id, &b);
+		send_records(from, g->id, &b);
 	else if (g->part == kp_EventPart_EVENT_PART_KEYFRAME)
 		event_keyframe(from, g);
 	else
 		event_image(from, g, &row);
-	jb_free(&b);
+	catrec_free(&b);
 }
 
 /* ---- media ---- */
 
-static void media_error(kp_Peer to, uint32_t id, unsigned status, const char *code)
+static void media_error(kp_Peer to, uint32_t id, kp_CatalogResult result, const char *code)
 {
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = kp_Envelope_media_piece_tag;
 	env.msg.media_piece.id = id;
 	env.msg.media_piece.done = 1;
-	env.msg.media_piece.status = status;
+	env.msg.media_piece.result = result;
 	snprintf(env.msg.media_piece.error_code, sizeof env.msg.media_piece.error_code, "%s", code);
 	if (rec_reply_envelope(to, &env, NULL, 0) < 0)
 		kp_warn("media answer %u to %s lost", (unsigned)id, kp_peer_name(to));
@@ -489,7 +503,7 @@ static int headers_fd(uint32_t id, const uint8_t *p, size_t len, int *ret)
 static void media(kp_Peer from, const kp_MediaOpen *m)
 {
 	if (m->stream > 1 || (m->to_ms && m->from_ms >= m->to_ms)) {
-		media_error(from, m->id, 400, "bad_request");
+		media_error(from, m->id, BAD, "bad_request");
 		return;
 	}
 	static struct rec_span s;
@@ -504,12 +518,12 @@ static void media(kp_Peer from, const kp_MediaOpen *m)
 		cat_abort(t);
 	}
 	if (r == -ENOENT) {
-		media_error(from, m->id, 404, "nothing_recorded");
+		media_error(from, m->id, GONE, "nothing_recorded");
 		return;
 	}
 	if (r < 0) {
 		kp_err("media span of %s/%s: catalog: %s", m->camera, m->stream ? "sub" : "main", strerror(-r));
-		media_error(from, m->id, 500, "catalog_error");
+		media_error(from, m->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error");
 		return;
 	}
 	int hdr_fd = -1;
@@ -524,7 +538,7 @@ static void media(kp_Peer from, const kp_MediaOpen *m)
 		if (r < 0) {
 			kp_err("export of %s/%s: preparing the fragment headers failed: %s", m->camera,
 			       m->stream ? "sub" : "main", strerror(-r));
-			media_error(from, m->id, 500, "catalog_error");
+			media_error(from, m->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error");
 			return;
 		}
 	}
@@ -541,7 +555,7 @@ static void media(kp_Peer from, const kp_MediaOpen *m)
 			if (fd < 0) {
 				kp_err("%s: opening it for %s failed: %s", rec->path, kp_peer_name(from),
 				       strerror(errno));
-				media_error(from, m->id, 500, "catalog_error");
+				media_error(from, m->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error");
 				break;
 			}
 		}
@@ -552,7 +566,6 @@ static void media(kp_Peer from, const kp_MediaOpen *m)
 		mp->id = m->id;
 		mp->index = i;
 		mp->done = i + 1 == s.n;
-		mp->status = 200;
 		mp->recording_id = rec->id;
 		mp->init = p->init;
 		mp->offset = p->off;
@@ -586,11 +599,11 @@ static void event_metrics(struct jbuf *b)
 static void metrics(kp_Peer from, const kp_TopicQuery *q)
 {
 	if (q->topic != kp_SupervisorTopic_TOPIC_METRICS) {
-		rec_reply_error(from, q->id, 400, "bad_request", "recorderd answers TOPIC_METRICS only");
+		rec_reply_error(from, q->id, BAD, "bad_request", "recorderd answers TOPIC_METRICS only");
 		return;
 	}
 	struct jbuf b;
-	jb_init(&b, REC_ANSWER_JSON_MAX);
+	jb_init(&b, REC_QUERY_ANSWER_MAX);
 	if (Q.hooks)
 		Q.hooks->core_metrics(&b, Q.cat);
 	event_metrics(&b);
@@ -600,9 +613,9 @@ static void metrics(kp_Peer from, const kp_TopicQuery *q)
 		  "keeppeek_recorderd_answers_lost_total %llu\n",
 		  (unsigned long long)rec_reply_lost());
 	if (b.failed)
-		rec_reply_error(from, q->id, 500, "catalog_error", "metrics did not fit");
+		rec_reply_error(from, q->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error", "metrics did not fit");
 	else
-		rec_reply(from, q->id, 200, "", "text/plain; version=0.0.4", b.p, b.len);
+		rec_reply(from, q->id, kp_CatalogBody_CATALOG_BODY_METRICS, b.p, b.len);
 	jb_free(&b);
 }
 
@@ -680,9 +693,10 @@ void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
 	}
 	if (!Q.open && env->which_msg != kp_Envelope_topic_query_tag) {
 		if (env->which_msg == kp_Envelope_media_open_tag)
-			media_error(from, id, 503, "no_catalog");
+			media_error(from, id, kp_CatalogResult_CATALOG_UNAVAILABLE, "no_catalog");
 		else
-			rec_reply_error(from, id, 503, "no_catalog", "recorderd has no catalog open (see its log)");
+			rec_reply_error(from, id, kp_CatalogResult_CATALOG_UNAVAILABLE, "no_catalog",
+					"recorderd has no catalog open (see its log)");
 		return;
 	}
 	switch (env->which_msg) {
@@ -694,7 +708,8 @@ void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
 		break;
 	case kp_Envelope_event_publish_tag:
 		if (!Q.hooks)
-			rec_reply_error(from, id, 503, "busy", "recorderd takes no publications here");
+			rec_reply_error(from, id, kp_CatalogResult_CATALOG_UNAVAILABLE, "busy",
+					"recorderd takes no publications here");
 		else
 			Q.hooks->publish(from, &env->msg.event_publish, f->tail, f->tail_len);
 		break;
@@ -706,7 +721,8 @@ void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
 		break;
 	case kp_Envelope_delete_request_tag:
 		if (!Q.hooks)
-			rec_reply_error(from, id, 503, "busy", "recorderd takes no deletes here");
+			rec_reply_error(from, id, kp_CatalogResult_CATALOG_UNAVAILABLE, "busy",
+					"recorderd takes no deletes here");
 		else
 			Q.hooks->remove(from, &env->msg.delete_request);
 		break;
@@ -718,7 +734,7 @@ void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
 			struct jbuf b;
 			jb_init(&b, 4096);
 			event_metrics(&b);
-			rec_reply(from, id, 200, "", "text/plain; version=0.0.4", b.p, b.len);
+			rec_reply(from, id, kp_CatalogBody_CATALOG_BODY_METRICS, b.p, b.len);
 			jb_free(&b);
 		} else {
 			metrics(from, &env->msg.topic_query);

@@ -2,8 +2,9 @@
  * recording lists from the catalog, event search and event parts, media spans as
  * descriptors plus byte ranges (MediaOpen -> MediaPiece), and its own metrics. Each is
  * answered on the loop thread with one read transaction: every one reads summaries or
- * a bounded page of rows, never a scan of fragments. Publications and deletes go to
- * events.c (they wait for a commit). */
+ * a bounded page of rows, never a scan of fragments. The answers are result codes and
+ * protobuf records (reply.h), never HTTP statuses or JSON: webd renders those.
+ * Publications and deletes go to events.c (they wait for a commit). */
 #ifndef KP_REC_QUERIES_H
 #define KP_REC_QUERIES_H
 
@@ -13,7 +14,7 @@
 
 #define REC_RECORDINGS_DEFAULT 1000
 #define REC_RECORDINGS_MAX     10000
-#define REC_ANSWER_JSON_MAX    (16 * 1024 * 1024)
+#define REC_QUERY_ANSWER_MAX   (16 * 1024 * 1024) /* records of one answer (reply.h) */
 
 /* What the answers hand on to the event jobs (events.c) and the recording core
  * (recorder.c): handed in by main.c before the loop runs, so that this file includes

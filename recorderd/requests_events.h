@@ -1,5 +1,6 @@
 /* recorderd's answer to `keeppeekctl events search`, relayed by the supervisor as an
- * EventSearch on its link: the same search and JSON as webd's (docs/queries.md), sent
+ * EventSearch on its link: the same search as webd's, rendered by the same common
+ * renderer (common/catalog_json.h; docs/queries.md) into the JSON keeppeekctl reads, sent
  * back as RecorderReply pieces with keeppeekctl's exit code (0 found or not, 1 catalog
  * failure, 2 a bad filter or cursor). A page whose JSON would pass REC_EVENTS_ANSWER_MAX
  * is asked again with half the limit: it then holds fewer events and a next_cursor.

@@ -7,24 +7,22 @@
 #include <string.h>
 
 #include "event_check.h"
-#include "event_json.h"
-#include "json.h"
 
-/* Appends the event JSON (common/event_json.h) of a stored event and its links. */
-static void event_json(struct jbuf *out, const kp_EventRecord *ev, const struct cat_event_row *row,
-		       const struct cat_event_link *links, unsigned nlinks)
+/* Appends the EventRow record of a stored event and its links. */
+static void event_row(struct catrec_buf *out, const kp_EventRecord *ev, const struct cat_event_row *row,
+		      const struct cat_event_link *links, unsigned nlinks)
 {
-	kp_EventKeyframe kf[2];
+	static kp_CatalogRecord rec;
+	memset(&rec, 0, sizeof rec);
+	rec.which_rec = kp_CatalogRecord_event_tag;
+	kp_EventRow *e = &rec.rec.event;
+	e->has_event = true;
+	e->event = *ev;
+	e->jpeg_bytes = row->jpeg_len;
 	for (unsigned i = 0; i < nlinks && i < 2; i++)
-		kf[i] = (kp_EventKeyframe){.stream = links[i].stream, .time_ms = links[i].ms};
-	size_t cap, len;
-	char *p = jb_room(out, KP_EVENT_JSON_MAX, &cap);
-	if (!p)
-		return;
-	struct json_w w;
-	jw_init(&w, p, cap);
-	kp_event_json(&w, ev, row->jpeg_len, kf, nlinks < 2 ? nlinks : 2);
-	jb_wrote(out, jw_finish(&w, &len) < 0 ? -1 : (long)len);
+		e->keyframes[i] = (kp_EventKeyframe){.stream = links[i].stream, .time_ms = links[i].ms};
+	e->keyframes_count = (pb_size_t)(nlinks < 2 ? nlinks : 2);
+	catrec_add(out, &rec);
 }
 
 int rec_search_prepare(struct cat_txn *t, const kp_EventSearch *s, struct rec_search_q *q, char *why, size_t cap)
@@ -72,7 +70,7 @@ struct cand {
 struct page {
 	struct cat_txn *t;
 	const struct rec_search_q *q;
-	struct jbuf *out;
+	struct catrec_buf *out;
 	uint32_t emitted;
 	unsigned examined;
 	int more;
@@ -138,9 +136,8 @@ static int consider(struct page *p, int64_t ms, uint64_t seq, const char *id)
 	r = emit_links(p->t, seq, links, &nl);
 	if (r < 0)
 		return r;
-	if (p->emitted++)
-		jb_printf(p->out, ",");
-	event_json(p->out, &p->ev, &row, links, nl);
+	p->emitted++;
+	event_row(p->out, &p->ev, &row, links, nl);
 	p->last = (struct cand){.ms = ms, .seq = seq};
 	return 0;
 }
@@ -221,7 +218,7 @@ static int by_terms(struct page *p)
 	return 0;
 }
 
-int rec_search(struct cat_txn *t, const struct rec_search_q *q, struct jbuf *out)
+int rec_search(struct cat_txn *t, const struct rec_search_q *q, struct catrec_buf *out)
 {
 	struct page *p = calloc(1, sizeof *p);
 	if (!p)
@@ -229,7 +226,6 @@ int rec_search(struct cat_txn *t, const struct rec_search_q *q, struct jbuf *out
 	p->t = t;
 	p->q = q;
 	p->out = out;
-	jb_printf(out, "{\"events\":[");
 	int r = 0;
 	int terms = q->label[0] || q->words.n;
 	if (terms)
@@ -252,22 +248,18 @@ int rec_search(struct cat_txn *t, const struct rec_search_q *q, struct jbuf *out
 	if (r == 1)
 		r = 0;
 	if (r == 0) {
-		jb_printf(out, "],\"next_cursor\":");
-		if (p->more) {
-			char cur[REC_CURSOR_LEN + 1];
-			rec_cursor_encode(p->last.ms, p->last.seq, cur);
-			jb_str(out, cur);
-		} else {
-			jb_printf(out, "null");
-		}
-		jb_printf(out, "}");
+		kp_CatalogRecord end = {.which_rec = kp_CatalogRecord_search_end_tag};
+		_Static_assert(sizeof end.rec.search_end.next_cursor > REC_CURSOR_LEN, "SearchEnd holds a cursor");
+		if (p->more)
+			rec_cursor_encode(p->last.ms, p->last.seq, end.rec.search_end.next_cursor);
+		catrec_add(out, &end);
 	}
 	free(p->c);
 	free(p);
 	return r < 0 ? r : out->failed ? -E2BIG : 0;
 }
 
-int rec_event_json_get(struct cat_txn *t, const char *id, struct jbuf *out)
+int rec_event_row_get(struct cat_txn *t, const char *id, struct catrec_buf *out)
 {
 	static kp_EventRecord ev;
 	struct cat_event_row row;
@@ -277,6 +269,6 @@ int rec_event_json_get(struct cat_txn *t, const char *id, struct jbuf *out)
 	if (r == 0)
 		r = emit_links(t, row.seq, links, &n);
 	if (r == 0)
-		event_json(out, &ev, &row, links, n);
+		event_row(out, &ev, &row, links, n);
 	return r < 0 ? r : out->failed ? -E2BIG : 0;
 }

@@ -4,7 +4,8 @@
  * With a label or words, candidates come from the term index (the label, else the
  * longest word); past REC_SEARCH_MAX_CANDIDATES of them, or without either, the time
  * index is walked instead. A page examines at most REC_SEARCH_MAX_EXAMINED events and
- * may then hold fewer than limit with a next cursor. JSON: docs/queries.md. */
+ * may then hold fewer than limit with a next cursor. The page is a run of EventRow
+ * records and a SearchEnd (catalog_records.h; the JSON webd renders: docs/queries.md). */
 #ifndef KP_REC_SEARCH_H
 #define KP_REC_SEARCH_H
 
@@ -12,7 +13,7 @@
 
 #include "catalog_events.h"
 #include "event_terms.h"
-#include "jbuf.h"
+#include "catalog_records.h"
 
 #define REC_SEARCH_DEFAULT_LIMIT  50
 #define REC_SEARCH_MAX_LIMIT      500
@@ -34,10 +35,10 @@ struct rec_search_q {
 /* Builds q from an EventSearch; -EINVAL (bad limit, range, too many words) or
  * -EBADMSG (bad cursor) with a sentence in why; -ENOENT for an unknown camera. */
 int rec_search_prepare(struct cat_txn *t, const kp_EventSearch *s, struct rec_search_q *q, char *why, size_t cap);
-/* Appends the JSON answer to out. */
-int rec_search(struct cat_txn *t, const struct rec_search_q *q, struct jbuf *out);
+/* Appends the page's records to out: 0, -E2BIG past out's ceiling, or a catalog error. */
+int rec_search(struct cat_txn *t, const struct rec_search_q *q, struct catrec_buf *out);
 
-/* The event JSON of one stored event with its links. */
-int rec_event_json_get(struct cat_txn *t, const char *id, struct jbuf *out);
+/* The EventRow record of one stored event with its links. */
+int rec_event_row_get(struct cat_txn *t, const char *id, struct catrec_buf *out);
 
 #endif

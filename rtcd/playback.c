@@ -606,10 +606,11 @@ void rtc_playback_on_piece(struct kp_ipc_frame *f)
 	struct rtc_cursor *c = rtc_cursor_table_get(m->id & SLOT_MASK);
 	if (!c || c->req_id != m->id || c->answer_done || c->closing)
 		return; /* an answer to a request replaced by a seek or a close: fds are closed */
-	if (m->status && (m->status < 200 || m->status > 299)) {
-		if (m->status != 404) {
-			snprintf(c->why, sizeof c->why, "recorderd refused the recording (%u %s)", (unsigned)m->status,
-				 m->error_code);
+	bool none = m->result == kp_CatalogResult_CATALOG_NOT_FOUND;
+	if (m->result != kp_CatalogResult_CATALOG_OK) {
+		if (!none) {
+			snprintf(c->why, sizeof c->why, "recorderd refused the recording (%s)",
+				 m->error_code[0] ? m->error_code : "error");
 			c->answer_done = true;
 			uv_timer_stop(&c->answer_timer);
 			fail(c, c->why);
@@ -618,7 +619,7 @@ void rtc_playback_on_piece(struct kp_ipc_frame *f)
 	} else if (f->nfds >= 1 && m->length > 0) {
 		add_piece(c, m, f);
 	}
-	if (!m->done && m->status != 404) {
+	if (!m->done && !none) {
 		kick_loader(c);
 		return;
 	}

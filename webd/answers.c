@@ -1,5 +1,6 @@
 /* webd's registry of questions in flight to recorderd, rtcd and the supervisor: an id
- * per question, the callback its answer pieces go to (QueryReply, MediaPiece, AuthReply)
+ * per question, the callback its answer pieces go to (QueryReply, CatalogReply,
+ * MediaPiece, AuthReply)
  * and a 30 s deadline after which the callback hears f == NULL once. Bounded: at most
  * ANSWERS_MAX questions at a time (webd_answer_expect returns 0 beyond). */
 #include <stdlib.h>
@@ -80,6 +81,10 @@ int webd_answer_frame(struct kp_ipc_frame *f)
 	case kp_Envelope_query_reply_tag:
 		id = env->msg.query_reply.id;
 		last = env->msg.query_reply.done;
+		break;
+	case kp_Envelope_catalog_reply_tag:
+		id = env->msg.catalog_reply.id;
+		last = env->msg.catalog_reply.done;
 		break;
 	case kp_Envelope_media_piece_tag:
 		id = env->msg.media_piece.id;

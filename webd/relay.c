@@ -1,4 +1,4 @@
-/* Relays a question to recorderd and its QueryReply pieces back as the HTTP answer. */
+/* Relays a question to recorderd and its CatalogReply pieces back as the HTTP answer. */
 #include "relay.h"
 
 #include <errno.h>
@@ -6,22 +6,142 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog_records.h"
 #include "log.h"
 
 struct relay {
 	uint64_t req;
-	bool begun;
+	enum catj_kind kind;
+	bool begun; /* the HTTP answer's head is out: pieces follow */
+	bool json;  /* the body is records, rendered into json */
+	struct catj render;
 	char extra[128];
 };
 
-void webd_relay_error(struct web_req *r, uint32_t status, const char *code, const uint8_t *tail, size_t len)
+/* The JSON of the piece being relayed: every piece's text is passed on before the
+ * callback returns, so one buffer serves every answer in flight. */
+static char json_buf[CATJ_BUF_MIN];
+
+int webd_catalog_status(kp_CatalogResult result)
 {
-	if (status < 400 || status > 599)
-		status = 502;
-	if (len > 400)
-		len = 400;
-	web_reply_error(r, (int)status, code[0] ? code : "error", "%.*s", (int)len,
-			len ? (const char *)tail : "recorderd refused the request");
+	switch (result) {
+	case kp_CatalogResult_CATALOG_OK:
+		return 200;
+	case kp_CatalogResult_CATALOG_BAD_REQUEST:
+		return 400;
+	case kp_CatalogResult_CATALOG_NOT_FOUND:
+		return 404;
+	case kp_CatalogResult_CATALOG_CONFLICT:
+		return 409;
+	case kp_CatalogResult_CATALOG_TOO_LARGE:
+		return 413;
+	case kp_CatalogResult_CATALOG_FAILED:
+		return 500;
+	case kp_CatalogResult_CATALOG_UNAVAILABLE:
+		return 503;
+	}
+	return 502;
+}
+
+void webd_relay_error(struct web_req *r, const kp_CatalogReply *q)
+{
+	web_reply_error(r, webd_catalog_status(q->result), q->error_code[0] ? q->error_code : "error", "%s",
+			q->why[0] ? q->why : "recorderd refused the request");
+}
+
+static const char *body_type(kp_CatalogBody body)
+{
+	switch (body) {
+	case kp_CatalogBody_CATALOG_BODY_RECORDS:
+		return "application/json";
+	case kp_CatalogBody_CATALOG_BODY_JPEG:
+		return "image/jpeg";
+	case kp_CatalogBody_CATALOG_BODY_H264:
+		return "video/h264";
+	case kp_CatalogBody_CATALOG_BODY_H265:
+		return "video/h265";
+	case kp_CatalogBody_CATALOG_BODY_METRICS:
+		return "text/plain; version=0.0.4";
+	default:
+		return "application/octet-stream";
+	}
+}
+
+/* Passes the JSON written so far on (beginning a chunked answer first). */
+static int flush(struct relay *st, struct web_req *r)
+{
+	size_t n;
+	const char *text = catj_text(&st->render, &n);
+	if (!st->begun) {
+		if (web_stream_begin(r, 200, "application/json", UINT64_MAX, st->extra[0] ? st->extra : NULL) < 0)
+			return -EIO;
+		st->begun = true;
+	}
+	int rc = n ? web_stream_bytes(r, text, n) : 0;
+	catj_take(&st->render);
+	return rc < 0 ? -EIO : 0;
+}
+
+struct piece {
+	struct relay *st;
+	struct web_req *r;
+};
+
+static int render_one(void *arg, const kp_CatalogRecord *rec)
+{
+	struct piece *p = arg;
+	if (catj_full(&p->st->render) && flush(p->st, p->r) < 0)
+		return -EIO;
+	return catj_record(&p->st->render, rec);
+}
+
+/* The piece's records as JSON: passed on, or with the last piece and nothing passed on
+ * yet, answered whole with its length. */
+static int relay_records(struct relay *st, struct web_req *r, const struct kp_ipc_frame *f, bool done)
+{
+	static kp_CatalogRecord rec;
+	st->render.w.buf = json_buf;
+	st->render.w.cap = sizeof json_buf;
+	struct piece p = {.st = st, .r = r};
+	int rc = catrec_each(f->tail, f->tail_len, &rec, render_one, &p);
+	if (rc == 0 && done)
+		rc = catj_end(&st->render);
+	if (rc < 0) {
+		kp_warn("relay: request %" PRIu64 ": recorderd's answer does not render: %s", st->req, strerror(-rc));
+		if (!st->begun)
+			web_reply_error(r, 502, "bad_answer", "recorderd's answer does not read");
+		return rc;
+	}
+	if (done && !st->begun) {
+		size_t n;
+		const char *text = catj_text(&st->render, &n);
+		web_reply(r, 200, "application/json", text, n, st->extra[0] ? st->extra : NULL);
+		catj_take(&st->render);
+		return 1;
+	}
+	return flush(st, r);
+}
+
+/* The first piece: an error, or the head of the answer. 0 to go on, else r is done. */
+static int relay_first(struct relay *st, struct web_req *r, const struct kp_ipc_frame *f)
+{
+	const kp_CatalogReply *q = &f->env->msg.catalog_reply;
+	if (q->result != kp_CatalogResult_CATALOG_OK) {
+		webd_relay_error(r, q);
+		return 1;
+	}
+	st->json = q->body == kp_CatalogBody_CATALOG_BODY_RECORDS;
+	if (st->json) {
+		catj_begin(&st->render, st->kind, json_buf, sizeof json_buf);
+		return 0;
+	}
+	uint64_t total = q->total_len ? q->total_len : (q->done ? f->tail_len : UINT64_MAX);
+	if (web_stream_begin(r, 200, body_type(q->body), total, st->extra[0] ? st->extra : NULL) < 0) {
+		kp_warn("relay: request %" PRIu64 ": cannot begin the answer", st->req);
+		return -EIO;
+	}
+	st->begun = true;
+	return 0;
 }
 
 static void relay_cb(void *arg, struct kp_ipc_frame *f)
@@ -39,39 +159,25 @@ static void relay_cb(void *arg, struct kp_ipc_frame *f)
 		free(st);
 		return;
 	}
-	if (f->env->which_msg != kp_Envelope_query_reply_tag) {
+	if (f->env->which_msg != kp_Envelope_catalog_reply_tag) {
 		if (r && !st->begun)
 			web_reply_error(r, 502, "bad_answer", "recorderd answered with an unexpected message");
 		st->req = 0;
 		return;
 	}
-	const kp_QueryReply *q = &f->env->msg.query_reply;
-	if (r && !st->begun) {
-		if (q->status < 200 || q->status > 299) {
-			webd_relay_error(r, q->status, q->error_code, f->tail, f->tail_len);
-			r = NULL;
-			st->req = 0;
-		} else {
-			uint64_t total = q->total_len ? q->total_len : (q->done ? f->tail_len : UINT64_MAX);
-			const char *ct = q->content_type[0] ? q->content_type : "application/octet-stream";
-			if (web_stream_begin(r, (int)q->status, ct, total, st->extra[0] ? st->extra : NULL) < 0) {
-				kp_warn("relay: request %" PRIu64 ": cannot begin the answer", st->req);
-				st->req = 0;
-				r = NULL;
-			} else {
-				st->begun = true;
-			}
-		}
+	const kp_CatalogReply *q = &f->env->msg.catalog_reply;
+	bool first = !st->begun && !st->json;
+	int rc = r && first ? relay_first(st, r, f) : 0;
+	if (r && rc == 0 && st->json) {
+		rc = relay_records(st, r, f, q->done);
+	} else if (r && rc == 0 && f->tail_len && web_stream_bytes(r, f->tail, f->tail_len) < 0) {
+		kp_warn("relay: request %" PRIu64 ": cannot queue %zu bytes of the answer", st->req, f->tail_len);
+		rc = -EIO;
 	}
-	if (r && st->begun) {
-		if (f->tail_len && web_stream_bytes(r, f->tail, f->tail_len) < 0) {
-			kp_warn("relay: request %" PRIu64 ": cannot queue %zu bytes of the answer", st->req,
-				f->tail_len);
-			st->req = 0;
-		} else if (q->done) {
-			web_stream_end(r);
-		}
-	}
+	if (r && rc == 0 && q->done)
+		web_stream_end(r);
+	if (rc != 0)
+		st->req = 0;
 	if (q->done)
 		free(st);
 }
@@ -96,8 +202,7 @@ uint32_t webd_relay_send(struct web_req *r, kp_Envelope *env, uint32_t *id_field
 	return id;
 }
 
-void webd_relay(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const void *tail, size_t len,
-		const char *extra_headers)
+void webd_relay(struct web_req *r, kp_Envelope *env, uint32_t *id_field, enum catj_kind kind, const char *extra_headers)
 {
 	struct relay *st = calloc(1, sizeof(*st));
 	if (!st) {
@@ -105,8 +210,9 @@ void webd_relay(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const v
 		return;
 	}
 	st->req = web_req_id(r);
+	st->kind = kind;
 	if (extra_headers && strlen(extra_headers) < sizeof(st->extra))
 		strcpy(st->extra, extra_headers);
-	if (webd_relay_send(r, env, id_field, tail, len, relay_cb, st) == 0)
+	if (webd_relay_send(r, env, id_field, NULL, 0, relay_cb, st) == 0)
 		free(st);
 }

@@ -1,17 +1,23 @@
 /* Questions to recorderd on behalf of an HTTP request: the envelope goes out with an
- * answer id, and the QueryReply pieces come back as the HTTP answer (a non-2xx status
- * as the JSON error {"error": sentence, "code": error_code}). */
+ * answer id, and the CatalogReply pieces come back as the HTTP answer. recorderd
+ * answers with a result code and records or bytes; here the result becomes the HTTP
+ * status (webd_catalog_status), an error the JSON {"error": sentence, "code": code},
+ * and records the JSON of docs/queries.md through the common renderer
+ * (common/catalog_json.h), a piece at a time: an answer of one piece goes out with its
+ * Content-Length, a longer one chunked as its pieces arrive. */
 #ifndef KP_WEBD_RELAY_H
 #define KP_WEBD_RELAY_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "catalog_json.h"
 #include "webd.h"
 
 /* Sends env to recorderd after storing a fresh answer id through *id_field (a field of
- * env's message), and relays the answer to r. On failure r is answered (503). */
-void webd_relay(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const void *tail, size_t len,
+ * env's message), and relays the answer to r; records are rendered as kind. On failure
+ * r is answered (503). */
+void webd_relay(struct web_req *r, kp_Envelope *env, uint32_t *id_field, enum catj_kind kind,
 		const char *extra_headers);
 
 /* Sends env with a fresh id to recorderd for a caller that reads the answer itself;
@@ -19,7 +25,9 @@ void webd_relay(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const v
 uint32_t webd_relay_send(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const void *tail, size_t len,
 			 webd_answer_cb cb, void *arg);
 
-/* Answers r with the error of a non-2xx QueryReply piece (its tail is the sentence). */
-void webd_relay_error(struct web_req *r, uint32_t status, const char *code, const uint8_t *tail, size_t len);
+/* The HTTP status of a CatalogResult (502 for one this webd does not know). */
+int webd_catalog_status(kp_CatalogResult result);
+/* Answers r with the error of a CatalogReply that is not CATALOG_OK. */
+void webd_relay_error(struct web_req *r, const kp_CatalogReply *q);
 
 #endif

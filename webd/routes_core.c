@@ -262,8 +262,12 @@ static void metrics_answer(void *arg, struct kp_ipc_frame *f)
 	struct metrics_piece *p = arg;
 	struct metrics_job *j = p->job;
 	int s = p->src;
-	bool done = !f || (f->env->which_msg == kp_Envelope_query_reply_tag && f->env->msg.query_reply.done);
-	if (f && f->env->which_msg == kp_Envelope_query_reply_tag && f->env->msg.query_reply.status == 200)
+	const kp_Envelope *env = f ? f->env : NULL;
+	bool query = env && env->which_msg == kp_Envelope_query_reply_tag;
+	bool catalog = env && env->which_msg == kp_Envelope_catalog_reply_tag; /* recorderd's */
+	bool done = !f || (query && env->msg.query_reply.done) || (catalog && env->msg.catalog_reply.done);
+	if ((query && env->msg.query_reply.status == 200) ||
+	    (catalog && env->msg.catalog_reply.result == kp_CatalogResult_CATALOG_OK))
 		text_add(&j->part[s], f->tail, f->tail_len);
 	if (!done)
 		return;

@@ -26,7 +26,7 @@ static void route_coverage(struct web_req *r)
 	    webd_param_uint(r, "offset", UINT32_MAX, &q->offset) < 0 ||
 	    webd_param_uint(r, "limit", UINT32_MAX, &q->limit) < 0)
 		return;
-	webd_relay(r, &env, &q->id, NULL, 0, NULL);
+	webd_relay(r, &env, &q->id, CATJ_COVERAGE, NULL);
 }
 
 static void route_recordings(struct web_req *r)
@@ -39,7 +39,7 @@ static void route_recordings(struct web_req *r)
 	    webd_param_stream(r, "stream", false, &q->stream) < 0 || webd_param_ms(r, "from", true, &q->from_ms) < 0 ||
 	    webd_param_ms(r, "to", true, &q->to_ms) < 0 || webd_param_uint(r, "limit", UINT32_MAX, &q->limit) < 0)
 		return;
-	webd_relay(r, &env, &q->id, NULL, 0, NULL);
+	webd_relay(r, &env, &q->id, CATJ_RECORDINGS, NULL);
 }
 
 /* {"recordings":[17,18],"events":["det-42"]}: either list may be absent. */
@@ -98,7 +98,7 @@ static void route_delete(struct web_req *r)
 	q->events_count = (pb_size_t)nev;
 	snprintf(q->principal, sizeof(q->principal), "%s", web_req_principal(r)->name);
 	kp_notice("delete: %s asks to delete %u recordings and %u events", q->principal, nrec, nev);
-	webd_relay(r, &env, &q->id, NULL, 0, NULL);
+	webd_relay(r, &env, &q->id, CATJ_DELETE, NULL);
 }
 
 const struct web_route webd_data_routes[] = {

@@ -12,7 +12,7 @@
 #include <pb_encode.h>
 
 #include "analysis.pb.h"
-#include "json.h"
+#include "catalog_records.h"
 #include "log.h"
 #include "params.h"
 #include "publish.h"
@@ -26,11 +26,9 @@ enum body_kind { BODY_JSON, BODY_MULTIPART, BODY_PROTO };
 struct publish_state {
 	uint64_t req;
 	bool proto_answer;
-	uint32_t status;
-	char code[32];
-	size_t len;
 	bool overflow;
-	char body[ACK_MAX];
+	size_t len;
+	uint8_t body[ACK_MAX];
 };
 
 static bool ct_is(const char *ct, const char *type)
@@ -39,23 +37,30 @@ static bool ct_is(const char *ct, const char *type)
 	return strncasecmp(ct, type, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
 }
 
-/* The JSON ack {"id","revision","committed_ms"} as a PublishAck. */
+static int take_ack(void *arg, const kp_CatalogRecord *rec)
+{
+	kp_CatalogAck *ack = arg;
+	if (rec->which_rec != kp_CatalogRecord_ack_tag)
+		return -EBADMSG;
+	*ack = rec->rec.ack;
+	return 0;
+}
+
+/* recorderd's CatalogAck as a PublishAck. */
 static void reply_proto_ack(struct web_req *r, const struct publish_state *st)
 {
-	struct json_tok toks[16];
-	struct json_doc d;
-	keeppeek_analysis_PublishAck ack = keeppeek_analysis_PublishAck_init_zero;
-	int64_t rev = 0;
-	if (json_parse(&d, st->body, st->len, toks, 16) < 0 ||
-	    json_get_str(&d, json_obj_get(&d, 0, "id"), ack.id, sizeof(ack.id)) < 0 ||
-	    json_get_int(&d, json_obj_get(&d, 0, "revision"), &rev) < 0 ||
-	    json_get_int(&d, json_obj_get(&d, 0, "committed_ms"), &ack.committed_ms) < 0 || rev < 0 ||
-	    rev > UINT32_MAX) {
-		kp_err("publish: recorderd's acknowledgement does not read: %.*s", (int)st->len, st->body);
+	static kp_CatalogRecord rec;
+	kp_CatalogAck got = kp_CatalogAck_init_zero;
+	if (catrec_each(st->body, st->len, &rec, take_ack, &got) < 0 || !got.event_id[0]) {
+		kp_err("publish: recorderd's acknowledgement does not read (%zu bytes)", st->len);
 		web_reply_error(r, 502, "bad_answer", "recorderd's acknowledgement does not read");
 		return;
 	}
-	ack.revision = (uint32_t)rev;
+	keeppeek_analysis_PublishAck ack = keeppeek_analysis_PublishAck_init_zero;
+	_Static_assert(sizeof ack.id >= sizeof got.event_id, "PublishAck.id holds an event id");
+	memcpy(ack.id, got.event_id, sizeof got.event_id);
+	ack.revision = got.revision;
+	ack.committed_ms = got.committed_ms;
 	uint8_t buf[keeppeek_analysis_PublishAck_size];
 	pb_ostream_t out = pb_ostream_from_buffer(buf, sizeof(buf));
 	if (!pb_encode(&out, keeppeek_analysis_PublishAck_fields, &ack)) {
@@ -64,6 +69,19 @@ static void reply_proto_ack(struct web_req *r, const struct publish_state *st)
 		return;
 	}
 	web_reply(r, 200, "application/x-protobuf", buf, out.bytes_written, NULL);
+}
+
+/* recorderd's CatalogAck as {"id","revision","committed_ms"}. */
+static void reply_json_ack(struct web_req *r, const struct publish_state *st)
+{
+	char json[ACK_MAX];
+	long n = catj_render(CATJ_ACK, st->body, st->len, json, sizeof json);
+	if (n < 0) {
+		kp_err("publish: recorderd's acknowledgement does not render: %s", strerror((int)-n));
+		web_reply_error(r, 502, "bad_answer", "recorderd's acknowledgement does not read");
+		return;
+	}
+	web_reply(r, 200, "application/json", json, (size_t)n, NULL);
 }
 
 static void publish_cb(void *arg, struct kp_ipc_frame *f)
@@ -76,30 +94,26 @@ static void publish_cb(void *arg, struct kp_ipc_frame *f)
 		free(st);
 		return;
 	}
-	if (f->env->which_msg != kp_Envelope_query_reply_tag)
+	if (f->env->which_msg != kp_Envelope_catalog_reply_tag)
 		return;
-	const kp_QueryReply *q = &f->env->msg.query_reply;
-	if (st->status == 0) {
-		st->status = q->status;
-		snprintf(st->code, sizeof(st->code), "%s", q->error_code);
-	}
+	const kp_CatalogReply *q = &f->env->msg.catalog_reply;
 	if (st->len + f->tail_len > sizeof(st->body))
 		st->overflow = true;
-	else {
+	else if (f->tail_len) { /* an error has no tail */
 		memcpy(st->body + st->len, f->tail, f->tail_len);
 		st->len += f->tail_len;
 	}
 	if (!q->done)
 		return;
 	if (r) {
-		if (st->status < 200 || st->status > 299)
-			webd_relay_error(r, st->status, st->code, (const uint8_t *)st->body, st->len);
+		if (q->result != kp_CatalogResult_CATALOG_OK)
+			webd_relay_error(r, q);
 		else if (st->overflow)
 			web_reply_error(r, 502, "bad_answer", "recorderd's acknowledgement is too long");
 		else if (st->proto_answer)
 			reply_proto_ack(r, st);
 		else
-			web_reply(r, (int)st->status, "application/json", st->body, st->len, NULL);
+			reply_json_ack(r, st);
 	}
 	free(st);
 }
@@ -177,7 +191,7 @@ void webd_route_events_search(struct web_req *r)
 	    webd_param_str(r, "q", false, q->q, sizeof(q->q)) < 0 || webd_param_uint(r, "limit", 500, &q->limit) < 0 ||
 	    webd_param_str(r, "cursor", false, q->cursor, sizeof(q->cursor)) < 0)
 		return;
-	webd_relay(r, &env, &q->id, NULL, 0, NULL);
+	webd_relay(r, &env, &q->id, CATJ_SEARCH, NULL);
 }
 
 static bool event_id_ok(const char *s, size_t n)
@@ -229,5 +243,5 @@ void webd_route_event_get(struct web_req *r)
 		web_reply_error(r, 404, "not_found", "an event has the parts snapshot, thumbnail and keyframe");
 		return;
 	}
-	webd_relay(r, &env, &q->id, NULL, 0, NULL);
+	webd_relay(r, &env, &q->id, CATJ_EVENT, NULL);
 }

@@ -138,10 +138,10 @@ static void export_cb(void *arg, struct kp_ipc_frame *f)
 	const kp_MediaPiece *m = &f->env->msg.media_piece;
 	if (st->failed) {
 		/* what follows a failure is dropped (the frame's descriptors are closed) */
-	} else if (m->status && (m->status < 200 || m->status > 299)) {
+	} else if (m->result != kp_CatalogResult_CATALOG_OK) {
 		char why[96];
 		snprintf(why, sizeof(why), "recorderd: %s", m->error_code[0] ? m->error_code : "error");
-		fail(r, st, (int)m->status, m->error_code[0] ? m->error_code : "error", why);
+		fail(r, st, webd_catalog_status(m->result), m->error_code[0] ? m->error_code : "error", why);
 	} else if (!r) {
 		release(st);
 		st->failed = true;

@@ -57,7 +57,8 @@ void webd_rtc_close(struct web_ws *ws);
 
 /* ---- IPC answers (answers.c) ----
  * A question to recorderd, rtcd or the supervisor (to) carries an id from
- * webd_answer_expect; every QueryReply, MediaPiece or AuthReply with that id goes to cb
+ * webd_answer_expect; every QueryReply, CatalogReply, MediaPiece or AuthReply with that
+ * id goes to cb
  * (f->env, tail and fds as received; descriptors are the callback's to keep or close).
  * The registration ends after a piece with done set (AuthReply: after the one reply), on
  * cancel, after 30 s without an answer, or at once when the link to `to` drops: then cb

@@ -13,8 +13,9 @@
  * fragment scan per stream (every fragment row of the range copied out, sorted, merged,
  * summed into 6 h buckets, rendered in the CoverageQuery JSON layout) and (b) the
  * production answer: a CoverageQuery frame handed to recorderd's rec_query_frame
- * (queries.c: one read transaction, the maintained summaries via rec_snapshot, the JSON
- * recorderd sends to webd), captured by reply_capture.c. Prints one JSON document with
+ * (queries.c: one read transaction, the maintained summaries via rec_snapshot, the
+ * records recorderd sends to webd, captured by reply_capture.c) and rendered into the
+ * JSON webd answers by the common renderer webd uses (common/catalog_json.c). Prints one JSON document with
  * every sample; writes both answers and the generator's expected per-stream totals to
  * files that perf/recording-coverage/run.py checks. */
 #include <errno.h>
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "catalog_json.h"
 #include "catalog_keys.h"
 #include "jbuf.h"
 #include "queries.h"
@@ -343,7 +345,12 @@ static int baseline(struct cat *cat, int64_t from_ms, int64_t to_ms, struct jbuf
 	return r < 0 ? r : b->failed ? -E2BIG : 0;
 }
 
-/* ---- production: recorderd's CoverageQuery answer ---- */
+/* ---- production: recorderd's CoverageQuery answer, rendered as webd renders it ---- */
+
+static struct {
+	char *p;
+	size_t len;
+} Json;
 
 static int production(int64_t from_ms, int64_t to_ms, uint32_t id)
 {
@@ -360,7 +367,13 @@ static int production(int64_t from_ms, int64_t to_ms, uint32_t id)
 		f.fds[i] = -1;
 	rec_query_frame(kp_Peer_PEER_WEBD, &f);
 	const struct capture *c = capture_last();
-	return c->id == id && c->status == 200 ? 0 : -EPROTO;
+	if (c->id != id || c->result != kp_CatalogResult_CATALOG_OK || c->kind != kp_CatalogBody_CATALOG_BODY_RECORDS)
+		return -EPROTO;
+	long n = catj_render(CATJ_COVERAGE, (const uint8_t *)c->body, c->len, Json.p, JSON_MAX);
+	if (n < 0)
+		return (int)n;
+	Json.len = (size_t)n;
+	return 0;
 }
 
 static double ms_since(const struct timespec *a, clockid_t clk)
@@ -413,6 +426,9 @@ static void measure(const char *dir, const char *out, unsigned warmup, unsigned 
 	const int64_t from_ms = DAY0_MS, to_ms = DAY0_MS + DAYS * DAY_MS;
 	struct jbuf b;
 	jb_init(&b, JSON_MAX);
+	Json.p = malloc(JSON_MAX);
+	if (!Json.p)
+		die("the JSON buffer", -ENOMEM);
 	printf("{\"from_ms\":%lld,\"to_ms\":%lld,\"bucket_ms\":%lld,\"warmup\":%u,\"samples\":[", (long long)from_ms,
 	       (long long)to_ms, (long long)BUCKET_MS, warmup);
 	uint64_t rows = 0, kept = 0;
@@ -428,7 +444,7 @@ static void measure(const char *dir, const char *out, unsigned warmup, unsigned 
 			       cpu_ms = ms_since(&cpu, CLOCK_PROCESS_CPUTIME_ID);
 			if (r < 0)
 				die(base ? "baseline" : "CoverageQuery answer", r);
-			size_t bytes = base ? b.len : capture_last()->len;
+			size_t bytes = base ? b.len : Json.len;
 			printf("%s{\"path\":\"%s\",\"round\":%u,\"warmup\":%s,\"wall_ms\":%.4f,\"cpu_ms\":%.4f,"
 			       "\"bytes\":%zu",
 			       i || k ? "," : "", base ? "baseline" : "summaries", i, i < warmup ? "true" : "false",
@@ -436,15 +452,18 @@ static void measure(const char *dir, const char *out, unsigned warmup, unsigned 
 			if (base)
 				printf(",\"rows_read\":%llu,\"rows_in_range\":%llu", (unsigned long long)rows,
 				       (unsigned long long)kept);
+			else
+				printf(",\"record_bytes\":%zu", capture_last()->len);
 			printf("}");
 		}
 	}
-	const struct capture *c = capture_last();
-	printf("],\"content_type\":\"%s\"}\n", c->content_type);
+	printf("],\"body\":\"%s\"}\n",
+	       capture_last()->kind == kp_CatalogBody_CATALOG_BODY_RECORDS ? "records" : "not records");
 	write_file(out, "baseline.json", b.p, b.len);
-	write_file(out, "summaries.json", c->body, c->len);
+	write_file(out, "summaries.json", Json.p, Json.len);
 	write_expected(out);
 	jb_free(&b);
+	free(Json.p);
 	capture_free();
 	rec_queries_close();
 	close(dirfd);

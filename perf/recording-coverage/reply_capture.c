@@ -1,8 +1,8 @@
 /* recorderd/reply.h for processes without peer links (the recording-coverage benchmark
- * and the recorderd request fuzzer): instead of queueing QueryReply frames on a link to
- * webd, rec_reply copies the body recorderd's query code built into one buffer that the
- * caller then writes out and checks; MediaPiece frames are counted. The answers are
- * produced by recorderd's own code (queries.c); only the transport is this file. */
+ * and the recorderd request fuzzer): instead of queueing CatalogReply frames on a link to
+ * webd, the answer recorderd's query code built (its records or bytes, or an error's
+ * sentence) is copied into one buffer that the caller then renders and checks; MediaPiece frames are counted. The
+ * answers are produced by recorderd's own code (queries.c); only the transport is this file. */
 #include "reply_capture.h"
 
 #include <stdarg.h>
@@ -25,10 +25,9 @@ uint64_t rec_reply_lost(void)
 	return lost;
 }
 
-int rec_reply(kp_Peer to, uint32_t id, unsigned status, const char *code, const char *content_type, const void *body,
-	      size_t len)
+static int keep(uint32_t id, kp_CatalogResult result, const char *code, kp_CatalogBody kind, const void *body,
+		size_t len)
 {
-	(void)to;
 	if (len > Last.cap) {
 		char *p = realloc(Last.body, len);
 		if (!p) {
@@ -38,13 +37,26 @@ int rec_reply(kp_Peer to, uint32_t id, unsigned status, const char *code, const 
 		Last.body = p;
 		Last.cap = len;
 	}
-	memcpy(Last.body, body, len);
+	if (len)
+		memcpy(Last.body, body, len);
 	Last.len = len;
 	Last.id = id;
-	Last.status = status;
-	snprintf(Last.code, sizeof Last.code, "%s", code ? code : "");
-	snprintf(Last.content_type, sizeof Last.content_type, "%s", content_type);
+	Last.result = result;
+	Last.kind = kind;
+	snprintf(Last.code, sizeof Last.code, "%s", code);
 	return 0;
+}
+
+int rec_reply(kp_Peer to, uint32_t id, kp_CatalogBody kind, const void *body, size_t len)
+{
+	(void)to;
+	return keep(id, kp_CatalogResult_CATALOG_OK, "", kind, body, len);
+}
+
+int rec_reply_records(kp_Peer to, uint32_t id, const struct catrec_buf *b)
+{
+	(void)to;
+	return keep(id, kp_CatalogResult_CATALOG_OK, "", kp_CatalogBody_CATALOG_BODY_RECORDS, b->p, b->len);
 }
 
 /* MediaPiece frames: counted, their descriptors (never the caller's own) left alone. */
@@ -57,7 +69,8 @@ int rec_reply_envelope(kp_Peer to, const kp_Envelope *env, const int *fds, unsig
 	(void)nfds;
 	envelopes++;
 	Last.id = env->which_msg == kp_Envelope_media_piece_tag ? env->msg.media_piece.id : 0;
-	Last.status = env->which_msg == kp_Envelope_media_piece_tag ? env->msg.media_piece.status : 0;
+	Last.result =
+	    env->which_msg == kp_Envelope_media_piece_tag ? env->msg.media_piece.result : kp_CatalogResult_CATALOG_OK;
 	return 0;
 }
 
@@ -66,14 +79,15 @@ uint64_t capture_envelopes(void)
 	return envelopes;
 }
 
-int rec_reply_error(kp_Peer to, uint32_t id, unsigned status, const char *code, const char *fmt, ...)
+int rec_reply_error(kp_Peer to, uint32_t id, kp_CatalogResult result, const char *code, const char *fmt, ...)
 {
-	char why[512];
+	(void)to;
+	char why[400];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
-	return rec_reply(to, id, status, code, "text/plain", why, strlen(why));
+	return keep(id, result, code, kp_CatalogBody_CATALOG_BODY_NONE, why, strlen(why));
 }
 
 const struct capture *capture_last(void)

@@ -1,17 +1,19 @@
-/* The last answer recorderd's query code gave through rec_reply (reply_capture.c). */
+/* The last answer recorderd's query code gave through reply.h (reply_capture.c). */
 #ifndef KP_PERF_REPLY_CAPTURE_H
 #define KP_PERF_REPLY_CAPTURE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keeppeek.pb.h"
+
 struct capture {
 	char *body;
 	size_t len, cap;
 	uint32_t id;
-	unsigned status;
+	kp_CatalogResult result;
+	kp_CatalogBody kind;
 	char code[32];
-	char content_type[64];
 };
 
 const struct capture *capture_last(void);

@@ -5,7 +5,8 @@
  * from webd or rtcd, against a real catalog: the fixtures main.h264 and sub.h265 recorded
  * through recorderd's stream, committer and catalog into 4-second files, around
  * WALL0. The first input byte picks the sender. Answers go to reply_capture.c (there
- * are no peer links here); every answer must be a status recorderd documents.
+ * are no peer links here); every answer must be a result recorderd documents, and its
+ * records must read.
  * Publications and deletes need the commit thread and are fuzzed through webd's
  * validator (fuzz_webd_publish) instead. */
 #include <pb_decode.h>
@@ -15,10 +16,18 @@
 
 #include "keeppeek.pb.h"
 #include "queries.h"
+#include "catalog_records.h"
 #include "reply_capture.h"
 #include "test_rec_fixture.h"
 
 #define WALL0 1700000000000ll
+
+static int any_record(void *arg, const kp_CatalogRecord *rec)
+{
+	(void)arg;
+	(void)rec;
+	return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -82,8 +91,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	capture_free();
 	rec_query_frame(data[0] & 1 ? kp_Peer_PEER_RTCD : kp_Peer_PEER_WEBD, &f);
 	const struct capture *c = capture_last();
-	if (c->status && c->status != 200 && c->status != 400 && c->status != 404 && c->status != 409 &&
-	    c->status != 500 && c->status != 503)
+	if (c->result < kp_CatalogResult_CATALOG_OK || c->result > kp_CatalogResult_CATALOG_UNAVAILABLE)
 		abort(); /* an answer recorderd does not document (docs/queries.md) */
+	static kp_CatalogRecord rec;
+	if (c->result == kp_CatalogResult_CATALOG_OK && c->kind == kp_CatalogBody_CATALOG_BODY_RECORDS &&
+	    catrec_each((const uint8_t *)c->body, c->len, &rec, any_record, NULL) < 0)
+		abort(); /* records webd cannot read */
 	return 0;
 }

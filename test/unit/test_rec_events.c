@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "catalog_events.h"
+#include "catalog_json.h"
 #include "check.h"
 #include "catalog_keys.h"
 #include "event_check.h"
@@ -73,28 +74,32 @@ static void run_search(struct rec_setup *rs, const kp_EventSearch *s, char *ids,
 	static struct rec_search_q q;
 	char why[160];
 	struct cat_txn *t;
-	struct jbuf b;
-	jb_init(&b, 1 << 20);
+	struct catrec_buf b;
+	static char json[1 << 20];
+	catrec_init(&b, 1 << 20);
 	CHECK_EQ(cat_begin(rs->cat, 0, &t), 0);
 	CHECK_EQ(rec_search_prepare(t, s, &q, why, sizeof why), 0);
 	if (max_candidates)
 		q.max_candidates = max_candidates;
 	CHECK_EQ(rec_search(t, &q, &b), 0);
 	cat_abort(t);
+	/* As webd renders the page. */
+	long n = catj_render(CATJ_SEARCH, b.p, b.len, json, sizeof json);
+	CHECK(n > 0);
 	ids[0] = '\0';
-	const char *p = b.p;
+	const char *p = json;
 	while ((p = strstr(p, "{\"id\":\"")) != NULL) {
 		p += 7;
 		const char *e = strchr(p, '"');
 		size_t used = strlen(ids);
 		snprintf(ids + used, cap - used, "%s%.*s", used ? " " : "", (int)(e - p), p);
 	}
-	const char *c = strstr(b.p, "\"next_cursor\":");
+	const char *c = strstr(json, "\"next_cursor\":");
 	CHECK(c != NULL);
 	cursor[0] = '\0';
 	if (c && c[14] == '"')
 		snprintf(cursor, REC_CURSOR_LEN + 1, "%.*s", REC_CURSOR_LEN, c + 15);
-	jb_free(&b);
+	catrec_free(&b);
 }
 
 static void test_keys(void)
@@ -333,7 +338,7 @@ static void test_checks(void)
 	CHECK(!strcmp(rej.code, "bad_jpeg"));
 	CHECK_EQ(rec_jpeg_check(j, KP_ANALYSIS_JPEG_MAX + 1, &w, &h, &rej), -EMSGSIZE);
 	CHECK(!strcmp(rej.code, "jpeg_too_large"));
-	CHECK_EQ(rej.status, 413);
+	CHECK_EQ(rej.result, kp_CatalogResult_CATALOG_TOO_LARGE);
 	free(j);
 
 	char c[REC_CURSOR_LEN + 1];
@@ -426,9 +431,10 @@ static void test_jobs_and_links(void)
 	e.revision = 2; /* the same revision again in the same batch */
 	a->next->next = job(rs.camera_id, &e, NULL, 0);
 	rec_jobs_run(rs.cat, rs.dirfd, a);
-	CHECK_EQ(a->status, 200);
-	CHECK_EQ(a->next->status, 200);
-	CHECK_EQ(a->next->next->status, 409);
+	CHECK_EQ(a->state, REC_JOB_DONE);
+	CHECK_EQ(a->next->state, REC_JOB_DONE);
+	CHECK_EQ(a->next->next->state, REC_JOB_FAILED);
+	CHECK_EQ(a->next->next->result, kp_CatalogResult_CATALOG_CONFLICT);
 	CHECK(!strcmp(a->next->next->code, "revision_conflict"));
 	CHECK(a->next->ev.committed_ms > 0);
 	char p1[CAT_PATH_MAX], p2[CAT_PATH_MAX];
@@ -457,22 +463,24 @@ static void test_jobs_and_links(void)
 		CHECK(byev.ms <= T0 + 2300);
 	}
 	struct cat_txn *t;
-	struct jbuf b;
-	jb_init(&b, 1 << 16);
+	struct catrec_buf b;
+	static char json[1 << 16];
+	catrec_init(&b, 1 << 16);
 	CHECK_EQ(cat_begin(rs.cat, 0, &t), 0);
-	CHECK_EQ(rec_event_json_get(t, "pub.1", &b), 0);
+	CHECK_EQ(rec_event_row_get(t, "pub.1", &b), 0);
 	cat_abort(t);
-	CHECK_STR_CONTAINS(b.p, "\"revision\":2");
-	CHECK_STR_CONTAINS(b.p, "\"keyframes\":[{\"stream\":\"main\",\"time_ms\":");
-	CHECK_STR_CONTAINS(b.p, "{\"stream\":\"sub\"");
-	CHECK_STR_CONTAINS(b.p, "\"has_jpeg\":true");
-	jb_free(&b);
+	CHECK(catj_render(CATJ_EVENT, b.p, b.len, json, sizeof json) > 0);
+	CHECK_STR_CONTAINS(json, "\"revision\":2");
+	CHECK_STR_CONTAINS(json, "\"keyframes\":[{\"stream\":\"main\",\"time_ms\":");
+	CHECK_STR_CONTAINS(json, "{\"stream\":\"sub\"");
+	CHECK_STR_CONTAINS(json, "\"has_jpeg\":true");
+	catrec_free(&b);
 
 	/* Before everything recorded: no link and no keyframe. */
 	e = mk("early", 1, "cam", T0 - 60000, "person", NULL);
 	a = job(rs.camera_id, &e, NULL, 0);
 	rec_jobs_run(rs.cat, rs.dirfd, a);
-	CHECK_EQ(a->status, 200);
+	CHECK_EQ(a->state, REC_JOB_DONE);
 	free_list(a);
 	struct rec_keyframe k;
 	CHECK_EQ(rec_keyframe_find_event(rs.cat, "early", 0, &k), -ENOENT);
@@ -503,7 +511,7 @@ static void test_jobs_and_links(void)
 	e = mk("pub.1", 3, "cam", T0 + 2300, "person", NULL);
 	a = job(rs.camera_id, &e, jpeg, len);
 	rec_jobs_run(rs.cat, rs.dirfd, a);
-	CHECK_EQ(a->status, 200);
+	CHECK_EQ(a->state, REC_JOB_DONE);
 	free_list(a);
 	char p3[CAT_PATH_MAX];
 	rec_event_jpeg_path("pub.1", 3, p3, sizeof p3);
@@ -523,11 +531,12 @@ static void test_jobs_and_links(void)
 	snprintf(a->del.events[1], sizeof a->del.events[1], "nope");
 	a->del.events_count = 2;
 	rec_jobs_run(rs.cat, rs.dirfd, a);
-	CHECK_EQ(a->status, 200);
+	CHECK_EQ(a->state, REC_JOB_DONE);
 	CHECK(a->body != NULL);
 	if (a->body)
-		CHECK(!strcmp(a->body, "{\"deleted_recordings\":1,\"deleted_events\":1,\"missing_recordings\":[999],"
-				       "\"missing_events\":[\"nope\"],\"busy_recordings\":[]}"));
+		CHECK(catj_render(CATJ_DELETE, a->body, a->body_len, json, sizeof json) > 0 &&
+		      !strcmp(json, "{\"deleted_recordings\":1,\"deleted_events\":1,\"missing_recordings\":[999],"
+				    "\"missing_events\":[\"nope\"],\"busy_recordings\":[]}"));
 	free_list(a);
 	CHECK(!exists(&rs, p3));
 	CHECK(!exists(&rs, rec.path));
@@ -666,8 +675,8 @@ static void test_event_retention(void)
 	e = mk("new", 1, "cam", now - 3600000, "person", NULL);
 	a->next = job(id, &e, jpeg, len);
 	rec_jobs_run(rs.cat, rs.dirfd, a);
-	CHECK_EQ(a->status, 200);
-	CHECK_EQ(a->next->status, 200);
+	CHECK_EQ(a->state, REC_JOB_DONE);
+	CHECK_EQ(a->next->state, REC_JOB_DONE);
 	free_list(a);
 	char old_path[CAT_PATH_MAX];
 	rec_event_jpeg_path("old", 1, old_path, sizeof old_path);

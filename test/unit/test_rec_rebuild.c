@@ -107,7 +107,7 @@ static void publish(struct rec_setup *rs, uint32_t cam, kp_EventRecord e, const 
 		j->ev.jpeg_height = 48;
 	}
 	rec_jobs_run(rs->cat, rs->dirfd, j);
-	CHECK_EQ(j->status, 200);
+	CHECK_EQ(j->state, REC_JOB_DONE);
 	rec_job_free(j);
 }
 
@@ -118,7 +118,7 @@ static void delete_event(struct rec_setup *rs, const char *id)
 	snprintf(j->del.events[0], sizeof j->del.events[0], "%s", id);
 	j->del.events_count = 1;
 	rec_jobs_run(rs->cat, rs->dirfd, j);
-	CHECK_EQ(j->status, 200);
+	CHECK_EQ(j->state, REC_JOB_DONE);
 	rec_job_free(j);
 }
 

@@ -296,7 +296,7 @@ static void send_piece(const kp_MediaOpen *m, const struct rec_span *sp, unsigne
 	mp->id = m->id;
 	mp->index = i;
 	mp->done = i + 1 == sp->n;
-	mp->status = 200;
+	mp->result = kp_CatalogResult_CATALOG_OK;
 	mp->recording_id = sp->recs[p->rec].id;
 	mp->init = p->init;
 	mp->offset = p->off;
@@ -332,7 +332,7 @@ static void answer(const kp_MediaOpen *m)
 		env.which_msg = kp_Envelope_media_piece_tag;
 		env.msg.media_piece.id = m->id;
 		env.msg.media_piece.done = true;
-		env.msg.media_piece.status = 404;
+		env.msg.media_piece.result = kp_CatalogResult_CATALOG_NOT_FOUND;
 		snprintf(env.msg.media_piece.error_code, sizeof env.msg.media_piece.error_code, "nothing_recorded");
 		CHECK_EQ(kp_ipc_send(peer, &env, NULL, 0, NULL, 0), 0);
 		return;
