@@ -196,14 +196,6 @@ static void on_connect(struct mosquitto *m, void *arg, int rc)
 	}
 }
 
-static void on_disconnect(struct mosquitto *m, void *arg, int rc)
-{
-	(void)m;
-	(void)arg;
-	(void)rc;
-	C.connected = false;
-}
-
 static void on_publish(struct mosquitto *m, void *arg, int mid)
 {
 	(void)m;
@@ -558,7 +550,6 @@ static int client_new(const struct mqc_conf *c, const char *will_topic)
 	}
 	mosquitto_int_option(C.m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
 	mosquitto_connect_callback_set(C.m, on_connect);
-	mosquitto_disconnect_callback_set(C.m, on_disconnect);
 	mosquitto_publish_callback_set(C.m, on_publish);
 	int rc = mosquitto_will_set(C.m, will_topic, 7, "offline", (int)c->qos, true);
 	if (rc == MOSQ_ERR_SUCCESS && c->user[0])
