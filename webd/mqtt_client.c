@@ -36,6 +36,7 @@
 #define MQC_KEEPALIVE_S  30
 #define MQC_MISC_MS      1000
 #define MQC_CONNECT_MS   10000 /* no CONNACK this long after connect(2): try again */
+#define MQC_ADDRS        4     /* addresses of the broker's name tried before waiting */
 
 struct slot {
 	struct slot *next;
@@ -67,6 +68,8 @@ static struct {
 	uv_timer_t misc, retry;
 	bool timers;
 	uv_getaddrinfo_t *resolving; /* the request in flight (its callback frees it) */
+	char addrs[MQC_ADDRS][64];   /* the broker's addresses, tried in order */
+	unsigned naddrs, next_addr;
 	uint64_t backoff_ms;
 	uint64_t connect_started;
 	struct slot *slots;
@@ -82,6 +85,7 @@ static struct {
 static void schedule_retry(const char *why);
 static void pump(void);
 static void disconnect_client(void);
+static void try_next(void);
 
 static void poll_closed(uv_handle_t *h)
 {
@@ -111,6 +115,11 @@ static void lost(int rc)
 	}
 	if (was)
 		kp_warn("mqtt: connection to %s:%u lost: %s", C.conf.host, C.conf.port, mosquitto_strerror(rc));
+	if (!was && C.next_addr < C.naddrs) {
+		C.failures++;
+		try_next(); /* the name's next address, at once */
+		return;
+	}
 	schedule_retry(mosquitto_strerror(rc));
 }
 
@@ -186,6 +195,7 @@ static void on_connect(struct mosquitto *m, void *arg, int rc)
 	kp_info("mqtt: connected to %s:%u", C.conf.host, C.conf.port);
 	C.connected = true;
 	C.connects++;
+	C.next_addr = C.naddrs; /* the next loss resolves the name again */
 	C.backoff_ms = 0;
 	C.inflight = 0; /* what the last connection left unconfirmed is not waited for */
 	/* The broker may have lost what it retained: everything again. */
@@ -206,6 +216,26 @@ static void on_publish(struct mosquitto *m, void *arg, int mid)
 	C.published++;
 }
 
+/* The next address of the broker's name, or the retry timer when none is left. */
+static void try_next(void)
+{
+	while (C.next_addr < C.naddrs) {
+		const char *addr = C.addrs[C.next_addr++];
+		C.connect_started = uv_now(C.loop);
+		C.connecting = true;
+		int rc = mosquitto_connect_async(C.m, addr, (int)C.conf.port, MQC_KEEPALIVE_S);
+		if (rc == MOSQ_ERR_SUCCESS) {
+			poll_update();
+			return;
+		}
+		C.connecting = false;
+		C.failures++;
+		kp_warn("mqtt: cannot connect to %s:%u (%s): %s", C.conf.host, C.conf.port, addr,
+			rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
+	}
+	schedule_retry("no address answered");
+}
+
 static void resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 {
 	bool current = req == C.resolving;
@@ -223,25 +253,12 @@ static void resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 		schedule_retry("name not resolved");
 		return;
 	}
-	char addr[64];
-	int r = uv_ip_name(res->ai_addr, addr, sizeof addr);
+	C.naddrs = C.next_addr = 0;
+	for (struct addrinfo *a = res; a && C.naddrs < MQC_ADDRS; a = a->ai_next)
+		if (uv_ip_name(a->ai_addr, C.addrs[C.naddrs], sizeof C.addrs[0]) == 0)
+			C.naddrs++;
 	uv_freeaddrinfo(res);
-	if (r < 0) {
-		schedule_retry("address not printable");
-		return;
-	}
-	C.connect_started = uv_now(C.loop);
-	C.connecting = true;
-	int rc = mosquitto_connect_async(C.m, addr, (int)C.conf.port, MQC_KEEPALIVE_S);
-	if (rc != MOSQ_ERR_SUCCESS) {
-		C.connecting = false;
-		C.failures++;
-		kp_warn("mqtt: cannot connect to %s:%u (%s): %s", C.conf.host, C.conf.port, addr,
-			rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
-		schedule_retry("connect failed");
-		return;
-	}
-	poll_update();
+	try_next();
 }
 
 static void connect_now(void)

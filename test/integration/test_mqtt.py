@@ -133,7 +133,7 @@ def test(make):
     cam = TestCamera(work, E.CAMERA, "h264", "baichuan", "aes", extra=("--motion-interval", "6"))
     sub = Sub(broker.port)
     try:
-        base = CONFIG + (f"[mqtt]\nhost = 127.0.0.1\nport = {broker.port}\nclient_id = kp-test\n"
+        base = CONFIG + (f"[mqtt]\nhost = localhost\nport = {broker.port}\nclient_id = kp-test\n"
                          "topic_prefix = kp/nvr\nactive_secs = 2\n")
         camera = f'[camera "{E.CAMERA}"]\nurl = {cam.url()}\n'
         kp = make(config=base + camera)

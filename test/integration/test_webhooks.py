@@ -27,7 +27,7 @@ url = http://127.0.0.1:{signed_port}/hook
 labels = person, dog
 secret = ${{KP_TEST_HOOK_SECRET}}
 [webhook "all"]
-url = http://127.0.0.1:{all_port}/all
+url = http://localhost:{all_port}/all
 [webhook "down"]
 url = http://127.0.0.1:{down_port}/none
 cameras = front
