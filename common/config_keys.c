@@ -52,8 +52,8 @@ const struct kp_key kp_config_keys[] = {
      "PEM CA certificates of the broker (unset: the system's)"},
     {"mqtt", "user", KP_KEY_STR, KP_KEY_OPTIONAL, KP_USER_WEBD, G(mqtt_user), 0, 0, 0, NULL, NULL,
      "user name at the broker"},
-    {"mqtt", "password", KP_KEY_STR, KP_KEY_OPTIONAL | KP_KEY_SECRET, KP_USER_WEBD, G(mqtt_password), 0, 0, 0, NULL,
-     NULL, "password at the broker (${ENV} or file:PATH)"},
+    {"mqtt", "password", KP_KEY_STR, KP_KEY_OPTIONAL | KP_KEY_SECRET | KP_KEY_HIDDEN, KP_USER_WEBD, G(mqtt_password), 0,
+     0, 0, NULL, NULL, "password at the broker (${ENV} or file:PATH)"},
     {"mqtt", "client_id", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_WEBD, G(mqtt_client_id), 0, 0, 0, NULL, "keeppeek",
      "MQTT client identifier"},
     {"mqtt", "topic_prefix", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_WEBD, G(mqtt_topic_prefix), 0, 0, 0, NULL, "keeppeek",
@@ -69,8 +69,8 @@ const struct kp_key kp_config_keys[] = {
      "only events of these cameras, comma-separated"},
     {"webhook", "labels", KP_KEY_STR, KP_KEY_OPTIONAL, KP_USER_WEBD, H(labels), 0, 0, 0, NULL, NULL,
      "only events with one of these labels, comma-separated"},
-    {"webhook", "secret", KP_KEY_STR, KP_KEY_OPTIONAL | KP_KEY_SECRET, KP_USER_WEBD, H(secret), 0, 0, 0, NULL, NULL,
-     "HMAC-SHA256 key of the X-KeepPeek-Signature header"},
+    {"webhook", "secret", KP_KEY_STR, KP_KEY_OPTIONAL | KP_KEY_SECRET | KP_KEY_HIDDEN, KP_USER_WEBD, H(secret), 0, 0, 0,
+     NULL, NULL, "HMAC-SHA256 key of the X-KeepPeek-Signature header"},
     {"camera", "url", KP_KEY_CAMERA_URL, KP_KEY_REQUIRED | KP_KEY_SECRET, KP_USER_INGESTD, C(url), 0, 0, 0, NULL, NULL,
      "where and how to reach the camera"},
     {"camera", "sub_url", KP_KEY_RTSP_URL, KP_KEY_OPTIONAL | KP_KEY_SECRET, KP_USER_INGESTD, C(sub_url), 0, 0, 0, NULL,
@@ -586,6 +586,8 @@ int kp_config_key_format(const struct kp_key *k, const void *base, char *out, si
 			return 1;
 		if (len < sizeof s->val)
 			return -ENOSPC;
+		if ((k->flags & KP_KEY_HIDDEN) && !s->secret_ref)
+			return put_text(out, len, "***");
 		shown(s, out, len);
 		return 0;
 	}

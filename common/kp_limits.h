@@ -49,7 +49,7 @@
 #define KP_MAX_CAMERAS       128
 #define KP_CAMERA_NAME_MAX   64
 #define KP_CAMERA_LABELS_MAX 8 /* labels = of one camera */
-#define KP_MAX_WEBHOOKS      8  /* [webhook "NAME"] sections */
+#define KP_MAX_WEBHOOKS      8 /* [webhook "NAME"] sections */
 #define KP_WEBHOOK_NAME_MAX  32
 
 /* Configuration plans (supervisor/config_plan.c, keeppeekctl config plan). */
