@@ -113,10 +113,15 @@ static void lost(int rc)
 		C.dropped += C.inflight;
 		C.inflight = 0;
 	}
-	if (was)
+	if (was) {
 		kp_warn("mqtt: connection to %s:%u lost: %s", C.conf.host, C.conf.port, mosquitto_strerror(rc));
-	if (!was && C.next_addr < C.naddrs) {
+	} else {
+		/* Refused, reset, a TLS handshake or certificate check failed, no CONNACK. */
 		C.failures++;
+		kp_warn("mqtt: cannot connect to %s:%u: %s", C.conf.host, C.conf.port,
+			rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
+	}
+	if (!was && C.next_addr < C.naddrs) {
 		try_next(); /* the name's next address, at once */
 		return;
 	}
@@ -188,8 +193,7 @@ static void on_connect(struct mosquitto *m, void *arg, int rc)
 	if (rc != 0) {
 		kp_warn("mqtt: %s:%u refused the connection: %s", C.conf.host, C.conf.port,
 			mosquitto_connack_string(rc));
-		C.failures++;
-		C.refused = true;
+		C.refused = true; /* counted by lost() */
 		return;
 	}
 	kp_info("mqtt: connected to %s:%u", C.conf.host, C.conf.port);
@@ -308,7 +312,6 @@ static void misc_cb(uv_timer_t *t)
 	if (!C.m || (!C.connected && !C.connecting))
 		return;
 	if (C.connecting && uv_now(C.loop) - C.connect_started > MQC_CONNECT_MS) {
-		C.failures++;
 		mosquitto_disconnect(C.m);
 		lost(MOSQ_ERR_CONN_LOST);
 		return;

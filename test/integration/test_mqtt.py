@@ -18,6 +18,7 @@ started here on a loopback port chosen at run time, watched by mosquitto_sub on 
   topics are cleared (empty retained payloads)."""
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -39,11 +40,14 @@ listen = 127.0.0.1:{port}
 
 
 class Broker:
-    def __init__(self, work):
+    def __init__(self, work, extra="", auth="allow_anonymous true\n"):
         self.port = free_port()
         self.conf = os.path.join(work, "mosquitto.conf")
         with open(self.conf, "w") as f:
-            f.write(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+            # Started as root, mosquitto would become user mosquitto, who cannot read the
+            # test's private directory.
+            f.write(f"user {pwd.getpwuid(os.getuid()).pw_name}\npersistence false\n{auth}"
+                    f"listener {self.port} 127.0.0.1\n{extra}")
         self.log = os.path.join(work, "mosquitto.log")
         self.proc = None
         self.start()
@@ -73,10 +77,10 @@ SUBS = []
 class Sub:
     """mosquitto_sub on '#': every message as (retained, topic, payload bytes)."""
 
-    def __init__(self, port):
+    def __init__(self, port, args=()):
         self.msgs = []
         self.lock = threading.Lock()
-        self.proc = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-t", "#", "-v",
+        self.proc = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), *args, "-t", "#", "-v",
                                       "-F", "%r\t%t\t%x"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True)
         SUBS.append(self)
