@@ -355,12 +355,16 @@ static int publish(const char *topic, const void *payload, size_t len, bool reta
 {
 	if (len > INT32_MAX)
 		return -EMSGSIZE;
+	/* Counted first: libmosquitto may write a QoS 0 message and call on_publish before
+	 * mosquitto_publish returns. */
+	C.inflight++;
 	int rc = mosquitto_publish(C.m, NULL, topic, (int)len, payload, (int)C.conf.qos, retain);
 	if (rc != MOSQ_ERR_SUCCESS) {
+		if (C.inflight)
+			C.inflight--;
 		lost(rc);
 		return -EIO;
 	}
-	C.inflight++;
 	return 0;
 }
 

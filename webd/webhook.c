@@ -380,6 +380,12 @@ void webd_webhooks_init(uv_loop_t *loop)
 	W.ready = true;
 }
 
+static bool same_conf(const kp_Webhook *a, const kp_Webhook *b)
+{
+	return !strcmp(a->name, b->name) && !strcmp(a->url, b->url) && !strcmp(a->cameras, b->cameras) &&
+	       !strcmp(a->labels, b->labels) && !strcmp(a->secret, b->secret);
+}
+
 void webd_webhooks_configure(const kp_WorkerConfig *cfg)
 {
 	if (!W.ready)
@@ -387,7 +393,7 @@ void webd_webhooks_configure(const kp_WorkerConfig *cfg)
 	for (unsigned i = 0; i < KP_MAX_WEBHOOKS; i++) {
 		struct hook *h = &W.hooks[i];
 		bool want = i < cfg->webhooks_count;
-		if (want && h->used && !memcmp(&h->conf, &cfg->webhooks[i], sizeof h->conf))
+		if (want && h->used && same_conf(&h->conf, &cfg->webhooks[i]))
 			continue;
 		if (h->used)
 			hook_clear(h);

@@ -226,7 +226,10 @@ def test(make):
         want = [f"away-{i}" for i in range(extra, QUEUE + extra)]
         check([i for i in ids if i.startswith("away-")] == want,
               f"the oldest {extra} dropped, the newest {QUEUE} delivered in order ({ids[:3]}...)")
-        check(metric(kp, "keeppeek_webd_mqtt_published_total") > published0, "published counter moves")
+        check(wait_for(lambda: metric(kp, "keeppeek_webd_mqtt_queue_depth") == 0
+                       and metric(kp, "keeppeek_webd_mqtt_inflight") == 0, 10.0, 0.1),
+              "queue empty and nothing left in flight")
+        check(metric(kp, "keeppeek_webd_mqtt_published_total") >= published0 + QUEUE, "published counter moves")
         check(metric(kp, "keeppeek_webd_mqtt_connects_total") >= 2, "two connections counted")
         check(wait_for(lambda: fragments(kp) > frag0 + 2, 15.0, 0.2), "recording went on throughout")
 
