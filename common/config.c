@@ -426,6 +426,14 @@ static void validate_integrations(struct parse_ctx *p)
 			  cfg->mqtt_discovery_prefix.val);
 	if (cfg->mqtt_ca_file.val[0] && !cfg->mqtt_tls)
 		add_error(p, 0, "[mqtt] ca_file is for tls = yes only");
+	struct stat st;
+	if (cfg->mqtt_ca_file.val[0] && cfg->mqtt_tls) {
+		if (stat(cfg->mqtt_ca_file.val, &st) < 0)
+			add_error(p, 0, "[mqtt] ca_file %s: %s", cfg->mqtt_ca_file.val, strerror(errno));
+		else if (!S_ISREG(st.st_mode) || st.st_size > KP_MQTT_CA_MAX)
+			add_error(p, 0, "[mqtt] ca_file %s: not a regular file of at most %d bytes",
+				  cfg->mqtt_ca_file.val, KP_MQTT_CA_MAX);
+	}
 	for (unsigned i = 0; i < cfg->nwebhooks; i++) {
 		const struct kp_webhook_conf *h = &cfg->webhooks[i];
 		if (missing_required(p, "webhook", h, h->name, h->line))

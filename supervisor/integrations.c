@@ -6,14 +6,21 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kp_limits.h"
 #include "log.h"
 #include "supervisor.h"
 
+_Static_assert(sizeof(((kp_WorkerConfig *)0)->mqtt_tls_ca_pem.bytes) == KP_MQTT_CA_MAX,
+	       "proto/keeppeek.options and kp_limits.h agree on the CA file's bound");
+
+/* The configuration checked the file; one changed since is refused here, and webd is
+ * then told no host, so it does not fall back to the system's CA store. */
 static void read_ca(const char *path, kp_WorkerConfig *wc)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
 		kp_err("[mqtt] ca_file %s: cannot open: %s; webd will not connect", path, strerror(errno));
+		wc->mqtt_host[0] = '\0';
 		return;
 	}
 	size_t n = fread(wc->mqtt_tls_ca_pem.bytes, 1, sizeof wc->mqtt_tls_ca_pem.bytes, f);
@@ -23,6 +30,7 @@ static void read_ca(const char *path, kp_WorkerConfig *wc)
 	if (err || more != EOF) {
 		kp_err("[mqtt] ca_file %s: %s; webd will not connect", path,
 		       err ? "read error" : "larger than 16384 bytes");
+		wc->mqtt_host[0] = '\0';
 		return;
 	}
 	wc->mqtt_tls_ca_pem.size = (pb_size_t)n;

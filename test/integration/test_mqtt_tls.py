@@ -6,6 +6,8 @@ made here signs, a plain listener for the test's subscriber, and a password file
   PREFIX/available is "online";
 - a reload with the CA of another authority: the broker's certificate is refused, webd
   is not connected and counts failed connects; back to the right CA: connected again;
+- ca_file of 16385 bytes: the reload is refused and the running configuration stays;
+  16384 bytes: connected;
 - a wrong password: the broker refuses (CONNACK), counted; no worker restarts."""
 import os
 import subprocess
@@ -104,6 +106,24 @@ def test(make):
         reload_with(CONFIG.format(tls_port=tls_port, ca=ca_crt, pw=pw))
         check(wait_for(lambda: metric(kp, tok, "keeppeek_webd_mqtt_connected") == 1, 15.0, 0.1),
               "the right CA again: connected")
+
+        # ca_file at its bound (16384 bytes: text before the PEM block is skipped) and one past.
+        def padded(size):
+            pem = open(ca_crt, "rb").read()
+            path = os.path.join(work, f"ca-{size}.crt")
+            with open(path, "wb") as f:
+                f.write(b"#" * (size - len(pem) - 1) + b"\n" + pem)
+            check(os.path.getsize(path) == size, f"a CA file of {size} bytes")
+            return path
+        with open(kp.config_path, "w") as f:
+            f.write(CONFIG.format(tls_port=tls_port, ca=padded(16385), pw=pw).format(dir=kp.dir, port=kp.port))
+        rc, out, err = kp.ctl("reload")
+        check(rc != 0 and "not a regular file of at most 16384 bytes" in out + err,
+              f"a CA file of 16385 bytes: the reload is refused ({out.strip()} {err.strip()})")
+        check(metric(kp, tok, "keeppeek_webd_mqtt_connected") == 1, "the running configuration stays")
+        reload_with(CONFIG.format(tls_port=tls_port, ca=padded(16384), pw=pw))
+        check(wait_for(lambda: metric(kp, tok, "keeppeek_webd_mqtt_connected") == 1, 15.0, 0.1),
+              "a CA file of 16384 bytes: connected")
 
         failures1 = metric(kp, tok, "keeppeek_webd_mqtt_connect_failures_total")
         with open(pw, "w") as f:

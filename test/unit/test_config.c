@@ -463,11 +463,30 @@ static void test_integrations(void)
 	CHECK_STR_CONTAINS(errs.text, "ca_file is for tls = yes only");
 	CHECK_EQ(load("[mqtt]\nclient_id =\n"), -EINVAL);
 
+	/* ca_file: a regular file of at most 16384 bytes. */
+	char ca[] = "/tmp/kp-ca-XXXXXX";
+	int fd = mkstemp(ca);
+	CHECK(fd >= 0);
+	static char pem[KP_MQTT_CA_MAX + 1];
+	memset(pem, '#', sizeof pem);
+	CHECK_EQ(write(fd, pem, sizeof pem), (ssize_t)sizeof pem);
+	snprintf(text, sizeof text, "[mqtt]\ntls = yes\nca_file = %s\n", ca);
+	CHECK_EQ(load(text), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "not a regular file of at most 16384 bytes");
+	CHECK_EQ(ftruncate(fd, KP_MQTT_CA_MAX), 0);
+	close(fd);
+	CHECK_EQ(load(text), 0);
+	CHECK_EQ(load("[mqtt]\ntls = yes\nca_file = /nonexistent/ca.pem\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "ca_file /nonexistent/ca.pem: No such file or directory");
+	CHECK_EQ(load("[mqtt]\ntls = yes\nca_file = /tmp\n"), -EINVAL);
+
 	setenv("KP_TEST_MQTT_PW", "mqtt-pw", 1);
-	CHECK_EQ(load("[mqtt]\nhost = broker.lan\nport = 8883\ntls = yes\nca_file = /etc/ssl/ca.pem\nuser = nvr\n"
-		      "password = ${KP_TEST_MQTT_PW}\nqos = 1\nactive_secs = 5\n"
-		      "[webhook \"a\"]\nurl = https://h/x\nlabels = person, dog\nsecret = ${KP_TEST_MQTT_PW}\n"),
-		 0);
+	snprintf(text, sizeof text,
+		 "[mqtt]\nhost = broker.lan\nport = 8883\ntls = yes\nca_file = %s\nuser = nvr\n"
+		 "password = ${KP_TEST_MQTT_PW}\nqos = 1\nactive_secs = 5\n"
+		 "[webhook \"a\"]\nurl = https://h/x\nlabels = person, dog\nsecret = ${KP_TEST_MQTT_PW}\n",
+		 ca);
+	CHECK_EQ(load(text), 0);
 	CHECK(!strcmp(cfg.mqtt_password.val, "mqtt-pw") && cfg.mqtt_qos == 1 && cfg.mqtt_tls);
 	static struct kp_config first;
 	static char shown[64 * 1024], again[64 * 1024];
@@ -481,6 +500,7 @@ static void test_integrations(void)
 	CHECK(!strcmp(cfg.webhooks[0].secret.val, "mqtt-pw") && !strcmp(cfg.webhooks[0].labels.val, "person, dog"));
 	CHECK(kp_config_render(&cfg, again, sizeof again) == n);
 	unsetenv("KP_TEST_MQTT_PW");
+	unlink(ca);
 	/* Written in the file itself, a password or a secret is never shown. */
 	CHECK_EQ(load("[mqtt]\nhost = b\npassword = hunter2\n[webhook \"a\"]\nurl = http://u:pw@h/\nsecret = k3y\n"),
 		 0);
