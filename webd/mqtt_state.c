@@ -160,6 +160,29 @@ static void announce_label(const struct cam *c, const char *label)
 	announce(c, "sensor", label, name, "state_topic", t, NULL, NULL);
 }
 
+static void announce_stream(const struct cam *c, unsigned k)
+{
+	if (!S.disc[0])
+		return;
+	char t[MQS_TOPIC_MAX], object[16], name[32];
+	topic(t, c->name, stream_names[k], "state");
+	snprintf(object, sizeof object, "%s_state", stream_names[k]);
+	snprintf(name, sizeof name, "%s stream", stream_names[k]);
+	announce(c, "sensor", object, name, "state_topic", t, NULL, NULL);
+}
+
+/* A stream no longer used (streams = changed): its state topic and sensor cleared. */
+static void remove_stream(const struct cam *c, unsigned k)
+{
+	char t[MQS_TOPIC_MAX], object[16];
+	if (S.disc[0]) {
+		snprintf(object, sizeof object, "%s_state", stream_names[k]);
+		unannounce(c, "sensor", object);
+	}
+	topic(t, c->name, stream_names[k], "state");
+	mqc_clear(t);
+}
+
 static void announce_camera(struct cam *c)
 {
 	if (!S.disc[0])
@@ -169,15 +192,9 @@ static void announce_camera(struct cam *c)
 	announce(c, "binary_sensor", "motion", "Motion", "state_topic", t, "device_class", "motion");
 	topic(t, c->name, "snapshot", NULL);
 	announce(c, "camera", "snapshot", "Snapshot", "topic", t, NULL, NULL);
-	for (unsigned k = 0; k < 2; k++) {
-		if (!c->streams[k])
-			continue;
-		char object[16], name[32];
-		topic(t, c->name, stream_names[k], "state");
-		snprintf(object, sizeof object, "%s_state", stream_names[k]);
-		snprintf(name, sizeof name, "%s stream", stream_names[k]);
-		announce(c, "sensor", object, name, "state_topic", t, NULL, NULL);
-	}
+	for (unsigned k = 0; k < 2; k++)
+		if (c->streams[k])
+			announce_stream(c, k);
 	for (unsigned i = 0; i < c->nlabels; i++)
 		announce_label(c, c->labels[i]);
 	c->announced = true;
@@ -358,6 +375,12 @@ void webd_mqtt_on_states(const kp_CameraStates *cs)
 	if (!S.on)
 		return;
 	bool seen[KP_MAX_CAMERAS] = {false};
+	bool had[KP_MAX_CAMERAS][2];
+	for (unsigned k = 0; k < KP_MAX_CAMERAS; k++)
+		for (unsigned j = 0; j < 2; j++) {
+			had[k][j] = S.cams[k].streams[j];
+			S.cams[k].streams[j] = false;
+		}
 	for (pb_size_t i = 0; i < cs->streams_count; i++) {
 		const kp_CameraStreamState *st = &cs->streams[i];
 		if (st->stream > 1)
@@ -386,8 +409,15 @@ void webd_mqtt_on_states(const kp_CameraStates *cs)
 			remove_camera(c);
 			continue;
 		}
+		for (unsigned j = 0; j < 2; j++)
+			if (had[k][j] && !c->streams[j])
+				remove_stream(c, j);
 		if (!c->announced)
 			announce_camera(c);
+		else
+			for (unsigned j = 0; j < 2; j++)
+				if (!had[k][j] && c->streams[j])
+					announce_stream(c, j);
 		publish_streams(c);
 		recount(c);
 	}

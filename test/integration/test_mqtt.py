@@ -233,6 +233,17 @@ def test(make):
         check(metric(kp, "keeppeek_webd_mqtt_connects_total") >= 2, "two connections counted")
         check(wait_for(lambda: fragments(kp) > frag0 + 2, 15.0, 0.2), "recording went on throughout")
 
+        # The sub stream no longer used: its state topic and sensor cleared, main's kept.
+        with open(kp.config_path, "w") as f:
+            f.write((base + camera + "streams = main\n").format(dir=kp.dir, port=kp.port)
+                    + "\n[rtc]\naddresses = 127.0.0.1\n")
+        rc, out, err = kp.ctl("reload")
+        check(rc == 0, f"reload with streams = main ({out} {err})")
+        for t in (disc["sub"], f"{P}/{E.CAMERA}/sub/state"):
+            check(sub2.wait(t, b"", timeout=10.0), f"{t} cleared")
+        check(sub2.last(disc["main"]) != b"" and sub2.last(f"{P}/{E.CAMERA}/main/state") != b"",
+              "the main stream's topics stay")
+
         # The camera removed: discovery documents and state topics cleared.
         with open(kp.config_path, "w") as f:
             f.write(base.format(dir=kp.dir, port=kp.port) + "\n[rtc]\naddresses = 127.0.0.1\n")
