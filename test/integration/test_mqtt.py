@@ -15,7 +15,8 @@ started here on a loopback port chosen at run time, watched by mosquitto_sub on 
   webd reconnects, a new subscriber gets every retained topic back (the broker kept
   nothing) and the newest events queued, recording went on throughout;
 - the camera removed from the file and reloaded: its discovery documents and state
-  topics are cleared (empty retained payloads)."""
+  topics are cleared (empty retained payloads).
+With [mqtt] qos = 0; test_mqtt_qos1.py runs it all with qos = 1."""
 import json
 import os
 import pwd
@@ -30,6 +31,7 @@ import kp_events as E
 from kp import TestCamera, cameras, check, free_port, run, wait_for
 
 QUEUE = 256  # mqtt_client.c MQC_QUEUE_ITEMS
+QOS = 0  # test_mqtt_qos1.py runs the same with 1
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -75,13 +77,15 @@ SUBS = []
 
 
 class Sub:
-    """mosquitto_sub on '#': every message as (retained, topic, payload bytes)."""
+    """mosquitto_sub on '#' at QoS 2: every message as (retained, topic, payload bytes);
+    the QoS each came with in qos_of."""
 
     def __init__(self, port, args=()):
         self.msgs = []
+        self.qos_of = {}
         self.lock = threading.Lock()
-        self.proc = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), *args, "-t", "#", "-v",
-                                      "-F", "%r\t%t\t%x"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), *args, "-t", "#", "-q", "2",
+                                      "-v", "-F", "%r\t%q\t%t\t%x"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True)
         SUBS.append(self)
         threading.Thread(target=self._read, daemon=True).start()
@@ -89,10 +93,11 @@ class Sub:
     def _read(self):
         for line in self.proc.stdout:
             parts = line.rstrip("\n").split("\t")
-            if len(parts) != 3:
+            if len(parts) != 4:
                 continue
             with self.lock:
-                self.msgs.append((parts[0] == "1", parts[1], bytes.fromhex(parts[2])))
+                self.msgs.append((parts[0] == "1", parts[2], bytes.fromhex(parts[3])))
+                self.qos_of[parts[2]] = int(parts[1])
 
     def all(self, topic):
         with self.lock:
@@ -138,7 +143,7 @@ def test(make):
     sub = Sub(broker.port)
     try:
         base = CONFIG + (f"[mqtt]\nhost = localhost\nport = {broker.port}\nclient_id = kp-test\n"
-                         "topic_prefix = kp/nvr\nactive_secs = 2\n")
+                         f"topic_prefix = kp/nvr\nactive_secs = 2\nqos = {QOS}\n")
         camera = f'[camera "{E.CAMERA}"]\nurl = {cam.url()}\n'
         kp = make(config=base + camera)
         kp.wait_running()
@@ -184,6 +189,7 @@ def test(make):
         got = json.loads(sub.all(f"{P}/events")[0][2])
         st, api = E.get_json(kp, tok, "/api/v1/events/mq-1")
         check(st == 200 and got == api, f"PREFIX/events carries the API's JSON:\n{got}\n{api}")
+        check(sub.qos_of[f"{P}/events"] == QOS, f"published at QoS {QOS} ({sub.qos_of[f'{P}/events']})")
         check(sub.wait(f"{P}/{E.CAMERA}/snapshot", jpeg), "the snapshot topic carries the event's JPEG byte-identical")
         check(sub.wait(f"{P}/{E.CAMERA}/person", b"1"), "person count 1 while active")
         check(sub.wait(f"homeassistant/sensor/kp-test/{E.CAMERA}_person/config"), "a sensor document for person")
