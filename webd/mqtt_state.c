@@ -515,7 +515,9 @@ void webd_mqtt_metrics(char *buf, size_t len)
 		 "keeppeek_webd_mqtt_retained_refused_total %" PRIu64 "\n"
 		 "# TYPE keeppeek_webd_mqtt_events_total counter\nkeeppeek_webd_mqtt_events_total %" PRIu64 "\n"
 		 "# TYPE keeppeek_webd_mqtt_active_evicted_total counter\n"
-		 "keeppeek_webd_mqtt_active_evicted_total %" PRIu64 "\n",
+		 "keeppeek_webd_mqtt_active_evicted_total %" PRIu64 "\n"
+		 "# TYPE keeppeek_webd_mqtt_labels_refused_total counter\n"
+		 "keeppeek_webd_mqtt_labels_refused_total %" PRIu64 "\n",
 		 S.on, m.connected, m.published, m.dropped, m.queued, m.queue_bytes, m.inflight, m.connects, m.failures,
-		 m.retain_refused, S.events, S.evicted);
+		 m.retain_refused, S.events, S.evicted, S.labels_refused);
 }
