@@ -28,8 +28,9 @@ struct parse_ctx {
 	struct kp_config_errors *errs;
 	unsigned err_line; /* last line that already has an error */
 	uint64_t seen;     /* keys set outside cameras, by index in kp_config_keys */
-	uint64_t cam_seen; /* keys set in the current camera section */
+	uint64_t cam_seen; /* keys set in the current camera or webhook section */
 	int cur_camera;
+	int cur_webhook;
 };
 
 static void add_error(struct parse_ctx *p, unsigned line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -168,14 +169,20 @@ static int expand(struct parse_ctx *p, const char *in, struct kp_conf_str *out)
 	return 0;
 }
 
-/* Every key of one kind ("camera", or else the global sections) set to its default.
- * The defaults in the table are valid (test_config checks it). */
+/* Whether keys of section live in a named section ([camera "NAME"], [webhook "NAME"]). */
+static bool named_kind(const char *section)
+{
+	return !strcmp(section, "camera") || !strcmp(section, "webhook");
+}
+
+/* Every key of one kind ("camera", "webhook", or else the global sections) set to its
+ * default. The defaults in the table are valid (test_config checks it). */
 static void set_defaults(const char *kind, void *base)
 {
-	bool camera = !strcmp(kind, "camera");
+	bool named = named_kind(kind);
 	for (size_t i = 0; i < kp_config_nkeys; i++) {
 		const struct kp_key *k = &kp_config_keys[i];
-		if (!k->def || camera != !strcmp(k->section, "camera"))
+		if (!k->def || (named ? strcmp(k->section, kind) != 0 : named_kind(k->section)))
 			continue;
 		char why[256];
 		if (kp_config_key_is_string(k)) {
@@ -193,7 +200,7 @@ static void set_defaults(const char *kind, void *base)
 static int duplicate(struct parse_ctx *p, const struct kp_key *k)
 {
 	uint64_t bit = 1ull << (k - kp_config_keys);
-	uint64_t *seen = p->cur_camera >= 0 ? &p->cam_seen : &p->seen;
+	uint64_t *seen = p->cur_camera >= 0 || p->cur_webhook >= 0 ? &p->cam_seen : &p->seen;
 	if (*seen & bit)
 		return 1;
 	*seen |= bit;
@@ -254,8 +261,56 @@ static int camera_section(struct parse_ctx *p, const char *section)
 	return p->cur_camera;
 }
 
-/* One key of a section (base: the struct kp_config, or the camera's struct
- * kp_camera_conf): strings are expanded, then every value is checked by its type. */
+/* [webhook "NAME"]: the index of its slot in cfg->webhooks, filled at its first key;
+ * -1 (reported) for a bad name, a name used twice, or one section too many. */
+static int webhook_section(struct parse_ctx *p, const char *section)
+{
+	struct kp_config *cfg = p->cfg;
+	if (p->cur_webhook >= 0 && cfg->webhooks[p->cur_webhook].line == p->section_line)
+		return p->cur_webhook;
+	const char *q = section + strlen("webhook");
+	while (*q == ' ' || *q == '\t')
+		q++;
+	size_t len = strlen(q);
+	if (len < 3 || q[0] != '"' || q[len - 1] != '"') {
+		add_error(p, p->line, "webhook section must be [webhook \"NAME\"]");
+		return -1;
+	}
+	size_t nlen = len - 2;
+	if (nlen > KP_WEBHOOK_NAME_MAX) {
+		add_error(p, p->line, "webhook name longer than %d characters", KP_WEBHOOK_NAME_MAX);
+		return -1;
+	}
+	char name[KP_WEBHOOK_NAME_MAX + 1];
+	memcpy(name, q + 1, nlen);
+	name[nlen] = '\0';
+	for (size_t i = 0; i < nlen; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '-' && name[i] != '_') {
+			add_error(p, p->line, "webhook name '%s' may use only letters, digits, - and _", name);
+			return -1;
+		}
+	for (unsigned i = 0; i < cfg->nwebhooks; i++)
+		if (!strcmp(cfg->webhooks[i].name, name)) {
+			if (p->err_line != p->section_line)
+				add_error(p, p->section_line, "webhook '%s' is defined twice (first at line %u)", name,
+					  cfg->webhooks[i].line);
+			return -1;
+		}
+	if (cfg->nwebhooks >= KP_MAX_WEBHOOKS) {
+		if (p->err_line != p->section_line)
+			add_error(p, p->section_line, "more than %d webhooks", KP_MAX_WEBHOOKS);
+		return -1;
+	}
+	struct kp_webhook_conf *h = &cfg->webhooks[cfg->nwebhooks];
+	memset(h, 0, sizeof *h);
+	set_defaults("webhook", h);
+	memcpy(h->name, name, nlen + 1);
+	h->line = p->section_line;
+	p->cur_webhook = (int)cfg->nwebhooks++;
+	p->cam_seen = 0;
+	return p->cur_webhook;
+}
+
 /* One key of a section (base: the struct kp_config, or the camera's struct
  * kp_camera_conf): strings are expanded, then every value is checked by its type. */
 static int set_key(struct parse_ctx *p, const char *kind, const char *section, void *base, const char *key,
@@ -301,12 +356,20 @@ static int handler(void *user, const char *section, const char *key, const char 
 	struct parse_ctx *p = user;
 	struct kp_config *cfg = p->cfg;
 	if (!strncmp(section, "camera", 6) && (section[6] == ' ' || section[6] == '"' || section[6] == '\0')) {
+		p->cur_webhook = -1;
 		int idx = camera_section(p, section);
 		if (idx < 0)
 			return 0;
 		return set_key(p, "camera", section, &cfg->cameras[idx], key, value) == 0;
 	}
 	p->cur_camera = -1;
+	if (!strncmp(section, "webhook", 7) && (section[7] == ' ' || section[7] == '"' || section[7] == '\0')) {
+		int idx = webhook_section(p, section);
+		if (idx < 0)
+			return 0;
+		return set_key(p, "webhook", section, &cfg->webhooks[idx], key, value) == 0;
+	}
+	p->cur_webhook = -1;
 	int known_section = 0;
 	for (size_t i = 0; kp_config_sections[i]; i++)
 		known_section |= !strcmp(section, kp_config_sections[i]);
@@ -325,21 +388,59 @@ void kp_config_defaults(struct kp_config *cfg)
 	set_defaults("global", cfg);
 }
 
-/* Whether a camera lacks a key every camera must set (reported). */
-static bool missing_required(struct parse_ctx *p, const struct kp_camera_conf *c)
+/* Whether a named section (a camera, a webhook) lacks a key every section of its kind
+ * must set (reported). */
+static bool missing_required(struct parse_ctx *p, const char *kind, const void *base, const char *name, unsigned line)
 {
 	bool missing = false;
 	for (size_t i = 0; i < kp_config_nkeys; i++) {
 		const struct kp_key *k = &kp_config_keys[i];
-		if (!(k->flags & KP_KEY_REQUIRED) || strcmp(k->section, "camera") || !kp_config_key_is_string(k))
+		if (!(k->flags & KP_KEY_REQUIRED) || strcmp(k->section, kind) || !kp_config_key_is_string(k))
 			continue;
-		const struct kp_conf_str *v = (const struct kp_conf_str *)(const void *)((const char *)c + k->offset);
+		const struct kp_conf_str *v =
+		    (const struct kp_conf_str *)(const void *)((const char *)base + k->offset);
 		if (!v->val[0]) {
-			add_error(p, c->line, "camera '%s' has no %s", c->name, k->name);
+			add_error(p, line, "%s '%s' has no %s", kind, name, k->name);
 			missing = true;
 		}
 	}
 	return missing;
+}
+
+/* A topic level of MQTT (the prefixes): no wildcard, no empty level, no NUL. */
+static bool topic_ok(const char *t)
+{
+	if (!t[0] || t[0] == '/' || t[strlen(t) - 1] == '/' || strstr(t, "//"))
+		return false;
+	return strcspn(t, "+#") == strlen(t);
+}
+
+static void validate_integrations(struct parse_ctx *p)
+{
+	struct kp_config *cfg = p->cfg;
+	if (!topic_ok(cfg->mqtt_topic_prefix.val))
+		add_error(p, 0, "[mqtt] topic_prefix '%s' must be topic levels without + or # or an empty level",
+			  cfg->mqtt_topic_prefix.val);
+	if (cfg->mqtt_discovery_prefix.val[0] && !topic_ok(cfg->mqtt_discovery_prefix.val))
+		add_error(p, 0, "[mqtt] discovery_prefix '%s' must be topic levels without + or # or an empty level",
+			  cfg->mqtt_discovery_prefix.val);
+	if (cfg->mqtt_ca_file.val[0] && !cfg->mqtt_tls)
+		add_error(p, 0, "[mqtt] ca_file is for tls = yes only");
+	struct stat st;
+	if (cfg->mqtt_ca_file.val[0] && cfg->mqtt_tls) {
+		if (stat(cfg->mqtt_ca_file.val, &st) < 0)
+			add_error(p, 0, "[mqtt] ca_file %s: %s", cfg->mqtt_ca_file.val, strerror(errno));
+		else if (!S_ISREG(st.st_mode) || st.st_size > KP_MQTT_CA_MAX)
+			add_error(p, 0, "[mqtt] ca_file %s: not a regular file of at most %d bytes",
+				  cfg->mqtt_ca_file.val, KP_MQTT_CA_MAX);
+	}
+	for (unsigned i = 0; i < cfg->nwebhooks; i++) {
+		const struct kp_webhook_conf *h = &cfg->webhooks[i];
+		if (missing_required(p, "webhook", h, h->name, h->line))
+			continue;
+		if (strncmp(h->url.val, "http://", 7) && strncmp(h->url.val, "https://", 8))
+			add_error(p, h->line, "webhook '%s': url must start with http:// or https://", h->name);
+	}
 }
 
 static void validate(struct parse_ctx *p)
@@ -347,9 +448,10 @@ static void validate(struct parse_ctx *p)
 	struct kp_config *cfg = p->cfg;
 	if (!cfg->tls_cert.val[0] != !cfg->tls_key.val[0])
 		add_error(p, 0, "[web] tls_cert and tls_key must be set together");
+	validate_integrations(p);
 	for (unsigned i = 0; i < cfg->ncameras; i++) {
 		struct kp_camera_conf *c = &cfg->cameras[i];
-		if (missing_required(p, c))
+		if (missing_required(p, "camera", c, c->name, c->line))
 			continue;
 		if (c->sub_url.val[0] && strncmp(c->url.val, "rtsp", 4))
 			add_error(p, c->line, "camera '%s': sub_url is for rtsp:// cameras only", c->name);
@@ -374,6 +476,7 @@ static void validate(struct parse_ctx *p)
 static int parse(struct parse_ctx *p)
 {
 	p->cur_camera = -1;
+	p->cur_webhook = -1;
 	int r = ini_parse_stream(reader, p, handler, p);
 	if (r > 0 && p->errs->count == 0)
 		add_error(p, (unsigned)r, "syntax error (expected [section] or key = value)");
@@ -468,6 +571,15 @@ int kp_config_render(const struct kp_config *cfg, char *buf, size_t len)
 		if (render_section("camera", c, buf, len, &o) < 0)
 			return -ENOSPC;
 	}
+	for (unsigned i = 0; i < cfg->nwebhooks; i++) {
+		const struct kp_webhook_conf *h = &cfg->webhooks[i];
+		int n = snprintf(buf + o, len - o, "\n[webhook \"%s\"]\n", h->name);
+		if (n < 0 || (size_t)n >= len - o)
+			return -ENOSPC;
+		o += (size_t)n;
+		if (render_section("webhook", h, buf, len, &o) < 0)
+			return -ENOSPC;
+	}
 	return (int)o;
 }
 
@@ -476,7 +588,8 @@ int kp_config_set_camera_key(struct kp_config *cfg, unsigned camera, const char 
 {
 	errs->count = 0; /* no 8 KiB clear per key: a plan sets hundreds */
 	errs->text[0] = '\0';
-	struct parse_ctx p = {.name = "the change", .cfg = cfg, .errs = errs, .cur_camera = (int)camera};
+	struct parse_ctx p = {
+	    .name = "the change", .cfg = cfg, .errs = errs, .cur_camera = (int)camera, .cur_webhook = -1};
 	return set_key(&p, "camera", NULL, &cfg->cameras[camera], key, value) == 0 ? 0 : -EINVAL;
 }
 
@@ -484,7 +597,7 @@ int kp_config_add_camera(struct kp_config *cfg, const char *name, struct kp_conf
 {
 	errs->count = 0;
 	errs->text[0] = '\0';
-	struct parse_ctx p = {.name = "the change", .cfg = cfg, .errs = errs, .cur_camera = -1};
+	struct parse_ctx p = {.name = "the change", .cfg = cfg, .errs = errs, .cur_camera = -1, .cur_webhook = -1};
 	char section[KP_CAMERA_NAME_MAX + 16];
 	snprintf(section, sizeof section, "camera \"%s\"", name);
 	p.section_line = UINT_MAX; /* no camera section is on that line: always a new one */
@@ -495,7 +608,8 @@ int kp_config_validate(struct kp_config *cfg, struct kp_config_errors *errs)
 {
 	errs->count = 0;
 	errs->text[0] = '\0';
-	struct parse_ctx p = {.name = "the changed configuration", .cfg = cfg, .errs = errs, .cur_camera = -1};
+	struct parse_ctx p = {
+	    .name = "the changed configuration", .cfg = cfg, .errs = errs, .cur_camera = -1, .cur_webhook = -1};
 	validate(&p);
 	return errs->count ? -EINVAL : 0;
 }

@@ -48,6 +48,16 @@ struct kp_camera_conf {
 	unsigned line;
 };
 
+/* A [webhook "NAME"] section (webd/webhook.c). */
+struct kp_webhook_conf {
+	char name[KP_WEBHOOK_NAME_MAX + 1];
+	struct kp_conf_str url;
+	struct kp_conf_str cameras; /* comma-separated camera names; empty: all */
+	struct kp_conf_str labels;  /* comma-separated event labels; empty: all */
+	struct kp_conf_str secret;  /* HMAC-SHA256 key of the signature header */
+	unsigned line;
+};
+
 struct kp_config {
 	struct kp_conf_str data_dir;
 	struct kp_conf_str run_dir;
@@ -61,6 +71,20 @@ struct kp_config {
 	unsigned max_transcodes;          /* [rtc] concurrent H.265 -> H.264 transcodes */
 	unsigned max_disk_mb;             /* [retention] max_disk_gb, in MB (10^6 bytes); 0: no quota */
 	unsigned max_days;
+	/* [mqtt] (webd/mqtt.c); no host: no MQTT. */
+	struct kp_conf_str mqtt_host;
+	unsigned mqtt_port;
+	bool mqtt_tls;
+	struct kp_conf_str mqtt_ca_file;
+	struct kp_conf_str mqtt_user;
+	struct kp_conf_str mqtt_password;
+	struct kp_conf_str mqtt_client_id;
+	struct kp_conf_str mqtt_topic_prefix;
+	unsigned mqtt_qos;
+	struct kp_conf_str mqtt_discovery_prefix;
+	unsigned mqtt_active_secs;
+	unsigned nwebhooks;
+	struct kp_webhook_conf webhooks[KP_MAX_WEBHOOKS];
 	unsigned ncameras;
 	struct kp_camera_conf cameras[KP_MAX_CAMERAS];
 };

@@ -12,11 +12,12 @@
 
 #define G(f) offsetof(struct kp_config, f)
 #define C(f) offsetof(struct kp_camera_conf, f)
+#define H(f) offsetof(struct kp_webhook_conf, f)
 
 static const char *const record_values[] = {"continuous", "events", "off", NULL};
 static const char *const transport_values[] = {"tcp", "udp", "auto", NULL}; /* enum kp_rtsp_transport */
 
-const char *const kp_config_sections[] = {"keeppeek", "web", "rtc", "retention", NULL};
+const char *const kp_config_sections[] = {"keeppeek", "web", "rtc", "retention", "mqtt", NULL};
 
 const struct kp_key kp_config_keys[] = {
     {"keeppeek", "data_dir", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_SUPERVISOR | KP_USER_RECORDERD, G(data_dir), 0, 0, 0,
@@ -42,6 +43,34 @@ const struct kp_key kp_config_keys[] = {
      "disk quota of the recordings in GB (10^9 bytes); 0: none"},
     {"retention", "max_days", KP_KEY_UINT, 0, KP_USER_RECORDERD, G(max_days), 0, 1, 3650, NULL, "30",
      "days recordings are kept"},
+    {"mqtt", "host", KP_KEY_STR, KP_KEY_OPTIONAL, KP_USER_WEBD, G(mqtt_host), 0, 0, 0, NULL, NULL,
+     "the MQTT broker's host name or address; unset: no MQTT"},
+    {"mqtt", "port", KP_KEY_UINT, 0, KP_USER_WEBD, G(mqtt_port), 0, 1, 65535, NULL, "1883", "the broker's TCP port"},
+    {"mqtt", "tls", KP_KEY_BOOL, 0, KP_USER_WEBD, G(mqtt_tls), 0, 0, 0, NULL, "no",
+     "TLS to the broker, its certificate checked"},
+    {"mqtt", "ca_file", KP_KEY_STR, KP_KEY_OPTIONAL, KP_USER_WEBD, G(mqtt_ca_file), 0, 0, 0, NULL, NULL,
+     "PEM CA certificates of the broker (unset: the system's)"},
+    {"mqtt", "user", KP_KEY_STR, KP_KEY_OPTIONAL, KP_USER_WEBD, G(mqtt_user), 0, 0, 0, NULL, NULL,
+     "user name at the broker"},
+    {"mqtt", "password", KP_KEY_STR, KP_KEY_OPTIONAL | KP_KEY_SECRET | KP_KEY_HIDDEN, KP_USER_WEBD, G(mqtt_password), 0,
+     0, 0, NULL, NULL, "password at the broker (${ENV} or file:PATH)"},
+    {"mqtt", "client_id", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_WEBD, G(mqtt_client_id), 0, 0, 0, NULL, "keeppeek",
+     "MQTT client identifier"},
+    {"mqtt", "topic_prefix", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_WEBD, G(mqtt_topic_prefix), 0, 0, 0, NULL, "keeppeek",
+     "first level of every topic"},
+    {"mqtt", "qos", KP_KEY_UINT, 0, KP_USER_WEBD, G(mqtt_qos), 0, 0, 2, NULL, "0", "QoS of every message"},
+    {"mqtt", "discovery_prefix", KP_KEY_STR, 0, KP_USER_WEBD, G(mqtt_discovery_prefix), 0, 0, 0, NULL, "homeassistant",
+     "Home Assistant discovery prefix; empty: no discovery"},
+    {"mqtt", "active_secs", KP_KEY_UINT, 0, KP_USER_WEBD, G(mqtt_active_secs), 0, 1, 3600, NULL, "30",
+     "seconds an event counts as active after its end"},
+    {"webhook", "url", KP_KEY_STR, KP_KEY_REQUIRED | KP_KEY_SECRET, KP_USER_WEBD, H(url), 0, 0, 0, NULL, NULL,
+     "http:// or https:// URL each event revision is POSTed to"},
+    {"webhook", "cameras", KP_KEY_STR, KP_KEY_OPTIONAL, KP_USER_WEBD, H(cameras), 0, 0, 0, NULL, NULL,
+     "only events of these cameras, comma-separated"},
+    {"webhook", "labels", KP_KEY_STR, KP_KEY_OPTIONAL, KP_USER_WEBD, H(labels), 0, 0, 0, NULL, NULL,
+     "only events with one of these labels, comma-separated"},
+    {"webhook", "secret", KP_KEY_STR, KP_KEY_OPTIONAL | KP_KEY_SECRET | KP_KEY_HIDDEN, KP_USER_WEBD, H(secret), 0, 0, 0,
+     NULL, NULL, "HMAC-SHA256 key of the X-KeepPeek-Signature header"},
     {"camera", "url", KP_KEY_CAMERA_URL, KP_KEY_REQUIRED | KP_KEY_SECRET, KP_USER_INGESTD, C(url), 0, 0, 0, NULL, NULL,
      "where and how to reach the camera"},
     {"camera", "sub_url", KP_KEY_RTSP_URL, KP_KEY_OPTIONAL | KP_KEY_SECRET, KP_USER_INGESTD, C(sub_url), 0, 0, 0, NULL,
@@ -557,6 +586,8 @@ int kp_config_key_format(const struct kp_key *k, const void *base, char *out, si
 			return 1;
 		if (len < sizeof s->val)
 			return -ENOSPC;
+		if ((k->flags & KP_KEY_HIDDEN) && !s->secret_ref)
+			return put_text(out, len, "***");
 		shown(s, out, len);
 		return 0;
 	}

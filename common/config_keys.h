@@ -33,6 +33,7 @@ enum kp_key_flags {
 	KP_KEY_OPTIONAL = 4,   /* unset is its own value (0 or ""), left out of `config show` */
 	KP_KEY_SECRET = 8,     /* may carry a password: shown redacted, diffs say "changed" */
 	KP_KEY_RTSP_ONLY = 16, /* rtsp:// cameras only: left out of `config show` for others */
+	KP_KEY_HIDDEN = 32,    /* the whole value is a secret: shown as *** unless ${ENV} or file: */
 };
 
 /* Who reads a key: the processes that must reload when it changes. */

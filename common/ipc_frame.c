@@ -88,6 +88,7 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_query_reply_tag, SUP | RTCD, WEBD | RTCD},
     {kp_Envelope_catalog_reply_tag, REC, WEBD},
     {kp_Envelope_rtc_signal_tag, WEBD | RTCD, WEBD | RTCD},
+    {kp_Envelope_camera_states_tag, SUP, WEBD},
     /* The control socket. */
     {kp_Envelope_control_request_tag, CTL, SUP},
     {kp_Envelope_control_reply_tag, SUP, CTL},

@@ -49,6 +49,9 @@
 #define KP_MAX_CAMERAS       128
 #define KP_CAMERA_NAME_MAX   64
 #define KP_CAMERA_LABELS_MAX 8 /* labels = of one camera */
+#define KP_MAX_WEBHOOKS      8 /* [webhook "NAME"] sections */
+#define KP_WEBHOOK_NAME_MAX  32
+#define KP_MQTT_CA_MAX       16384 /* bytes of [mqtt] ca_file (WorkerConfig.mqtt_tls_ca_pem) */
 
 /* Configuration plans (supervisor/config_plan.c, keeppeekctl config plan). */
 #define KP_PLAN_MAX_FIELDS  5           /* fields set by one plan */

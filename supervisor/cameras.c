@@ -27,8 +27,11 @@ void cameras_on_state(struct supervisor *s, const kp_StreamState *st)
 {
 	struct camera_row *r = row(s, st->camera, st->stream);
 	if (r) {
+		bool changed = !r->have_state || strcmp(r->state.state, st->state);
 		r->state = *st;
 		r->have_state = true;
+		if (changed)
+			integrations_send_states(s);
 	}
 }
 

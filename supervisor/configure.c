@@ -45,10 +45,13 @@ static int send_cameras(struct proc *p)
 	return 0;
 }
 
-void configure_send(struct proc *p)
+/* WorkerConfig; webd's also on a reload ([mqtt] and [webhook] take effect without a
+ * restart). */
+static int send_worker_config(struct proc *p)
 {
 	struct supervisor *s = p->s;
-	kp_Envelope env = kp_Envelope_init_zero;
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
 	env.which_msg = kp_Envelope_worker_config_tag;
 	kp_WorkerConfig *wc = &env.msg.worker_config;
 	wc->generation = s->generation;
@@ -69,7 +72,15 @@ void configure_send(struct proc *p)
 	snprintf(wc->rtc_stun_server, sizeof wc->rtc_stun_server, "%s", s->cfg.stun_server.val);
 	wc->rtc_max_transcodes = s->cfg.max_transcodes;
 	snprintf(wc->rtc_addresses, sizeof wc->rtc_addresses, "%s", s->cfg.rtc_addresses.val);
-	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+	if (p->peer == kp_Peer_PEER_WEBD)
+		integrations_config(s, wc);
+	return kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+}
+
+void configure_send(struct proc *p)
+{
+	struct supervisor *s = p->s;
+	int r = send_worker_config(p);
 	if (r == 0)
 		r = send_cameras(p);
 	kp_Envelope done = kp_Envelope_init_zero;
@@ -79,6 +90,8 @@ void configure_send(struct proc *p)
 		r = kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0);
 	if (r < 0)
 		kp_err("%s: sending configuration failed: %s", p->name, strerror(-r));
+	else if (p->peer == kp_Peer_PEER_WEBD)
+		integrations_send_states(s);
 }
 
 static void reload_complete(struct supervisor *s)
@@ -158,10 +171,12 @@ int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size
 		kp_Envelope done = kp_Envelope_init_zero;
 		done.which_msg = kp_Envelope_config_done_tag;
 		done.msg.config_done.generation = s->generation;
-		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 && send_cameras(p) == 0 &&
+		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 &&
+		    (p->peer != kp_Peer_PEER_WEBD || send_worker_config(p) == 0) && send_cameras(p) == 0 &&
 		    kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0) == 0)
 			s->reload_waiting++;
 	}
+	integrations_send_states(s);
 	kp_info("reload to generation %u sent to %u workers", (unsigned)s->generation, s->reload_waiting);
 	service_reloading(s);
 	if (!s->reload_waiting)

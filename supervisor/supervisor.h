@@ -235,6 +235,11 @@ void cameras_on_received(struct supervisor *s, const kp_StreamReceived *rec);
 void cameras_on_recording(struct supervisor *s, const kp_RecordingStatus *rs);
 void cameras_render(const struct supervisor *s, bool json, struct kp_out *o);
 
+/* integrations.c: webd's [mqtt] and [webhook] configuration, and the camera states it
+ * publishes (sent after each configuration batch and on every state change). */
+void integrations_config(const struct supervisor *s, kp_WorkerConfig *wc);
+void integrations_send_states(struct supervisor *s);
+
 /* catalog_status.c: recorderd's last CatalogStatus, forgotten when it is started again. */
 void catalog_status_on(struct supervisor *s, const kp_CatalogStatus *cs);
 void catalog_status_forget(struct supervisor *s);

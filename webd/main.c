@@ -2,8 +2,8 @@
  * worker (peers, confinement with a read-only www directory, ceilings), hands the HTTP
  * core (http/) the route tables, authentication hooks and static-file fallback with the
  * webd context, opens the listeners and TLS before confinement, and routes IPC frames to
- * the modules: answers to answers.c, committed events to live.c, WebRTC signaling to
- * rtc_relay.c. */
+ * the modules: answers to answers.c, committed events to live.c and integrations.c
+ * (MQTT, webhooks), camera states to integrations.c, WebRTC signaling to rtc_relay.c. */
 #include "kp_limits.h"
 #include "log.h"
 #include "sandbox.h"
@@ -31,6 +31,7 @@ static int before_confine(struct kp_worker *w)
 	uv_loop_t *loop = kp_worker_loop(w);
 	webd_answers_init(loop);
 	webd_live_init(loop);
+	webd_integrations_init(loop);
 	webd_static_init(cfg->www_dir);
 	return web_server_open(loop, &server_def, &webd_ctx, cfg->web_listen, cfg->web_tls_cert, cfg->web_tls_key);
 }
@@ -43,6 +44,7 @@ static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame
 	switch (f->env->which_msg) {
 	case kp_Envelope_event_committed_tag:
 		webd_live_on_event(f);
+		webd_integrations_on_event(f);
 		break;
 	case kp_Envelope_rtc_signal_tag:
 		webd_rtc_on_signal(&webd_ctx, f);
@@ -60,8 +62,17 @@ static void on_supervisor_frame(struct kp_worker *w, struct kp_ipc_frame *f)
 		return;
 	if (f->env->which_msg == kp_Envelope_auth_revoked_tag)
 		webd_auth_revoked(f->env->msg.auth_revoked.principal);
+	else if (f->env->which_msg == kp_Envelope_camera_states_tag)
+		webd_integrations_on_states(f);
 	else
 		kp_debug("unexpected message %u from the supervisor", (unsigned)f->env->which_msg);
+}
+
+/* Every configuration batch (start and reload): [mqtt] and [webhook] apply at once. */
+static void on_configured(struct kp_worker *w, uint32_t generation)
+{
+	(void)generation;
+	webd_integrations_configure(kp_worker_config(w));
 }
 
 static void on_peer_lost(struct kp_worker *w, kp_Peer peer)
@@ -75,6 +86,7 @@ static void on_stop(struct kp_worker *w)
 	(void)w;
 	web_server_close();
 	webd_live_stop();
+	webd_integrations_close();
 	webd_answers_close();
 }
 
@@ -91,6 +103,7 @@ static const struct kp_worker_def webd = {
     .on_peer_frame = on_peer_frame,
     .on_supervisor_frame = on_supervisor_frame,
     .on_before_confine = before_confine,
+    .on_configured = on_configured,
     .on_stop = on_stop,
     .on_peer_lost = on_peer_lost,
 };

@@ -76,6 +76,17 @@ void webd_answers_init(uv_loop_t *loop);
 void webd_answers_peer_lost(kp_Peer peer);
 void webd_answers_close(void);
 
+/* MQTT and webhooks (integrations.c, mqtt*.c, webhook.c; docs/decisions/0018): started
+ * before confinement (nothing connects yet), configured with every WorkerConfig
+ * (on_configured), fed each EventCommitted and the supervisor's CameraStates. */
+void webd_integrations_init(uv_loop_t *loop);
+void webd_integrations_configure(const kp_WorkerConfig *cfg);
+void webd_integrations_on_event(struct kp_ipc_frame *f);
+void webd_integrations_on_states(struct kp_ipc_frame *f);
+void webd_integrations_close(void);
+/* Prometheus text of MQTT and the webhooks into buf, NUL-terminated. */
+void webd_integrations_metrics(char *buf, size_t len);
+
 /* Frames that are not answers, routed by main.c. */
 void webd_live_on_event(struct kp_ipc_frame *f);                 /* EventCommitted from recorderd */
 void webd_rtc_on_signal(struct webd *d, struct kp_ipc_frame *f); /* RtcSignal from rtcd */

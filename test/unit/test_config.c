@@ -350,7 +350,9 @@ static void test_key_table(void)
 	char why[512], text[512];
 	for (size_t i = 0; i < kp_config_nkeys; i++) {
 		const struct kp_key *k = &kp_config_keys[i];
-		const char *where = strcmp(k->section, "camera") ? NULL : "[camera \"c\"]\nurl = rtsp://h/\n";
+		const char *where = !strcmp(k->section, "camera")    ? "[camera \"c\"]\nurl = rtsp://h/\n"
+				    : !strcmp(k->section, "webhook") ? "[webhook \"w\"]\nurl = http://h/\n"
+								     : NULL;
 		if (k->def) {
 			snprintf(text, sizeof text, "%s%s = %s\n", where ? where : "", k->name, k->def);
 			if (!where)
@@ -415,6 +417,98 @@ static void test_labels(void)
 	CHECK_STR_CONTAINS(errs.text, "'G' is not allowed");
 }
 
+/* [mqtt] and [webhook "NAME"]: at and one past the webhook ceilings (8 sections, names
+ * of 32 characters), the checks that involve two keys or a key's syntax, secrets
+ * redacted in `config show`, and what it shows loads back the same. */
+static void test_integrations(void)
+{
+	static char text[16 * 1024];
+	size_t o = 0;
+	for (int i = 0; i <= KP_MAX_WEBHOOKS; i++)
+		o += (size_t)snprintf(text + o, sizeof text - o, "[webhook \"h%d\"]\nurl = http://h/%d\n", i, i);
+	CHECK_EQ(load(text), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "more than 8 webhooks");
+	o = 0;
+	for (int i = 0; i < KP_MAX_WEBHOOKS; i++)
+		o += (size_t)snprintf(text + o, sizeof text - o, "[webhook \"h%d\"]\nurl = http://h/%d\n", i, i);
+	CHECK_EQ(load(text), 0);
+	CHECK_EQ(cfg.nwebhooks, KP_MAX_WEBHOOKS);
+	CHECK_EQ(load("[webhook \"abcdefghijklmnopqrstuvwxyz012345\"]\nurl = http://h/\n"), 0);
+	CHECK_EQ(load("[webhook \"abcdefghijklmnopqrstuvwxyz0123456\"]\nurl = http://h/\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "webhook name longer than 32 characters");
+	CHECK_EQ(load("[webhook \"a b\"]\nurl = http://h/\n"), -EINVAL);
+	CHECK_EQ(load("[webhook]\nurl = http://h/\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "webhook section must be [webhook \"NAME\"]");
+	CHECK_EQ(load("[webhook \"a\"]\nurl = http://h/\n[webhook \"a\"]\nurl = http://g/\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "webhook 'a' is defined twice");
+	CHECK_EQ(load("[webhook \"a\"]\nlabels = person\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "webhook 'a' has no url");
+	CHECK_EQ(load("[webhook \"a\"]\nurl = ftp://h/\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "url must start with http:// or https://");
+	CHECK_EQ(load("[webhook \"a\"]\nurl = http://h/\nurl = http://g/\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "key 'url' set twice in [webhook \"a\"]");
+	/* A camera and a webhook each have their own keys, in any order. */
+	CHECK_EQ(load("[webhook \"a\"]\nurl = http://h/\n[camera \"c\"]\nurl = rtsp://h/\n[webhook \"b\"]\n"
+		      "url = https://g/\ncameras = c\n"),
+		 0);
+	CHECK_EQ(cfg.nwebhooks, 2);
+	CHECK(!strcmp(cfg.webhooks[1].cameras.val, "c"));
+
+	CHECK_EQ(load("[mqtt]\ntopic_prefix = a/+/b\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "[mqtt] topic_prefix 'a/+/b' must be topic levels");
+	CHECK_EQ(load("[mqtt]\ntopic_prefix = a//b\n"), -EINVAL);
+	CHECK_EQ(load("[mqtt]\ndiscovery_prefix = ha/#\n"), -EINVAL);
+	CHECK_EQ(load("[mqtt]\ndiscovery_prefix =\n"), 0);
+	CHECK_EQ(load("[mqtt]\nca_file = /etc/ssl/x.pem\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "ca_file is for tls = yes only");
+	CHECK_EQ(load("[mqtt]\nclient_id =\n"), -EINVAL);
+
+	/* ca_file: a regular file of at most 16384 bytes. */
+	char ca[] = "/tmp/kp-ca-XXXXXX";
+	int fd = mkstemp(ca);
+	CHECK(fd >= 0);
+	static char pem[KP_MQTT_CA_MAX + 1];
+	memset(pem, '#', sizeof pem);
+	CHECK_EQ(write(fd, pem, sizeof pem), (ssize_t)sizeof pem);
+	snprintf(text, sizeof text, "[mqtt]\ntls = yes\nca_file = %s\n", ca);
+	CHECK_EQ(load(text), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "not a regular file of at most 16384 bytes");
+	CHECK_EQ(ftruncate(fd, KP_MQTT_CA_MAX), 0);
+	close(fd);
+	CHECK_EQ(load(text), 0);
+	CHECK_EQ(load("[mqtt]\ntls = yes\nca_file = /nonexistent/ca.pem\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "ca_file /nonexistent/ca.pem: No such file or directory");
+	CHECK_EQ(load("[mqtt]\ntls = yes\nca_file = /tmp\n"), -EINVAL);
+
+	setenv("KP_TEST_MQTT_PW", "mqtt-pw", 1);
+	snprintf(text, sizeof text,
+		 "[mqtt]\nhost = broker.lan\nport = 8883\ntls = yes\nca_file = %s\nuser = nvr\n"
+		 "password = ${KP_TEST_MQTT_PW}\nqos = 1\nactive_secs = 5\n"
+		 "[webhook \"a\"]\nurl = https://h/x\nlabels = person, dog\nsecret = ${KP_TEST_MQTT_PW}\n",
+		 ca);
+	CHECK_EQ(load(text), 0);
+	CHECK(!strcmp(cfg.mqtt_password.val, "mqtt-pw") && cfg.mqtt_qos == 1 && cfg.mqtt_tls);
+	static struct kp_config first;
+	static char shown[64 * 1024], again[64 * 1024];
+	first = cfg;
+	int n = kp_config_render(&cfg, shown, sizeof shown);
+	CHECK(n > 0);
+	CHECK(!strstr(shown, "mqtt-pw"));
+	CHECK_STR_CONTAINS(shown, "[webhook \"a\"]\nurl = https://h/x\n");
+	CHECK_EQ(load(shown), 0);
+	CHECK(!strcmp(cfg.mqtt_host.val, first.mqtt_host.val) && cfg.mqtt_port == 8883 && cfg.mqtt_active_secs == 5);
+	CHECK(!strcmp(cfg.webhooks[0].secret.val, "mqtt-pw") && !strcmp(cfg.webhooks[0].labels.val, "person, dog"));
+	CHECK(kp_config_render(&cfg, again, sizeof again) == n);
+	unsetenv("KP_TEST_MQTT_PW");
+	unlink(ca);
+	/* Written in the file itself, a password or a secret is never shown. */
+	CHECK_EQ(load("[mqtt]\nhost = b\npassword = hunter2\n[webhook \"a\"]\nurl = http://u:pw@h/\nsecret = k3y\n"),
+		 0);
+	CHECK(kp_config_render(&cfg, shown, sizeof shown) > 0);
+	CHECK(!strstr(shown, "hunter2") && !strstr(shown, "k3y") && !strstr(shown, ":pw@"));
+	CHECK_STR_CONTAINS(shown, "password = ***\n");
+}
+
 int main(void)
 {
 	RUN(test_defaults_and_example);
@@ -435,5 +529,6 @@ int main(void)
 	RUN(test_url_authority);
 	RUN(test_key_table);
 	RUN(test_labels);
+	RUN(test_integrations);
 	return TEST_EXIT();
 }
