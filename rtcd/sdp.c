@@ -401,6 +401,8 @@ int sdp_choose(const struct sdp_offer *o, bool allow_h265, const struct sdp_code
 	return -ENOENT;
 }
 
+static bool in_bundle(const struct sdp_offer *o, const char *mid);
+
 int sdp_choose_audio(const struct sdp_offer *o, const struct sdp_codec **ret_codec)
 {
 	for (unsigned i = 0; i < o->nmedia; i++) {
@@ -421,6 +423,11 @@ int sdp_choose_audio(const struct sdp_offer *o, const struct sdp_codec **ret_cod
 unsigned sdp_codec_fb(const struct sdp_media *m, const struct sdp_codec *c)
 {
 	return m->fb_any | c->fb;
+}
+
+bool sdp_in_bundle(const struct sdp_offer *o, const struct sdp_media *m)
+{
+	return !m->mid[0] || in_bundle(o, m->mid);
 }
 
 /* Whether mid is one of the offer's BUNDLE group (RFC 9143); any mid when it has none. */
@@ -523,7 +530,7 @@ int sdp_build_answer(const struct sdp_answer *a, char *out, size_t cap)
 	const struct sdp_offer *o = a->offer;
 	const struct sdp_media *vm = &o->media[a->media];
 	const struct sdp_media *am = a->audio_media >= 0 ? &o->media[a->audio_media] : NULL;
-	bool bundle_audio = am && (!am->mid[0] || in_bundle(o, am->mid));
+	bool bundle_audio = am && sdp_in_bundle(o, am);
 	struct rtc_text t;
 	rtc_text_init(&t, out, cap);
 	rtc_text_add(&t, "v=0\r\no=- %llu 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n",

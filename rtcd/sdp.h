@@ -85,6 +85,10 @@ int sdp_choose(const struct sdp_offer *o, bool allow_h265, const struct sdp_code
  * NULL when the m-line offers no Opus). The m-line's index, or -ENOENT. */
 int sdp_choose_audio(const struct sdp_offer *o, const struct sdp_codec **ret_codec);
 
+/* Whether m may share the video's transport: it is in the offer's BUNDLE group (RFC
+ * 9143), or the offer has none, or m has no mid. */
+bool sdp_in_bundle(const struct sdp_offer *o, const struct sdp_media *m);
+
 /* The feedback types of a payload type: its own a=rtcp-fb lines and the m-line's "*". */
 unsigned sdp_codec_fb(const struct sdp_media *m, const struct sdp_codec *c);
 

@@ -207,6 +207,8 @@ static void choose_audio(struct rtc_session *s)
 {
 	const struct sdp_codec *opus = NULL;
 	s->audio_media = sdp_choose_audio(s->offer, &opus);
+	if (s->audio_media >= 0 && !sdp_in_bundle(s->offer, &s->offer->media[s->audio_media]))
+		s->audio_media = -1; /* a transport of its own: rejected (port 0) */
 	s->audio_codec = s->audio_media >= 0 ? opus : NULL;
 	bool recv = s->audio_media >= 0 && s->offer->media[s->audio_media].recv;
 	s->audio.src = rtc_audio_choose(s, recv && opus);
@@ -363,7 +365,11 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 		rtc_session_close(s, "refused", false);
 		return;
 	}
-	const struct sdp_media *m = &offer->media[s->media];
+	/* The bundled m-lines share the transport of the first of them (RFC 9143 7.2.1): its
+	 * ICE credentials and fingerprint (a client that gathers per media kind, as aiortc
+	 * does, gives each m-line its own until the answer bundles them). */
+	unsigned tm = s->audio_media >= 0 && (unsigned)s->audio_media < s->media ? (unsigned)s->audio_media : s->media;
+	const struct sdp_media *m = &offer->media[tm];
 	if (!m->ice_ufrag[0] || !m->ice_pwd[0] || !m->fp_len || !m->rtcp_mux ||
 	    (strcmp(m->setup, "actpass") != 0 && strcmp(m->setup, "active") != 0)) {
 		rtc_metrics.bad_sdp++;
@@ -384,9 +390,8 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 		rtc_session_close(s, "refused", false);
 		return;
 	}
-	/* One transport for the bundled m-lines: the candidates of any of them. */
 	for (unsigned i = 0; i < offer->ncandidates; i++)
-		if (offer->candidate_media[i] == s->media || (int)offer->candidate_media[i] == s->audio_media)
+		if (offer->candidate_media[i] == tm)
 			rtc_ice_add_remote(s->ice, offer->candidates[i]);
 	kp_info("session %s of %s (%s): %s %s stream %u", sid, c->principal, c->addr, playback ? "playback" : "live",
 		camera, stream);
