@@ -2,7 +2,9 @@
 an independent peer: its own SDP, ICE, DTLS, SRTP and Opus decoder) through webd's
 /api/v1/rtc, with the real supervisor. Camera "opus" is an RTSP test camera whose main
 stream carries Opus (RFC 7587, the 440 Hz tone of test/fixtures' audio.opus: Axis
-cameras offer Opus over RTSP); camera "mute" sends no audio.
+cameras offer Opus over RTSP); camera "gst" is GStreamer's RTSP server
+(rtsp_external_server.py --audio opus: opusenc and rtpopuspay, an independent sender);
+camera "mute" sends no audio.
 * Live, an offer with audio and video (audio first, as aiortc and most non-browser
   clients write it): the audio m-line is answered with Opus/48000/2 sendonly in the
   BUNDLE group (never port 0), aiortc accepts the answer, decodes video and decodes
@@ -10,6 +12,7 @@ cameras offer Opus over RTSP); camera "mute" sends no audio.
   answer is the sub stream's SPS (42c01e), not the offer's; the answer names only the
   RTCP feedback the offer named (aiortc offers no ccm fir). Time from offer to the first
   decoded video frame is printed.
+* "gst": aiortc hears GStreamer's Opus tone through rtcd.
 * "mute": the audio m-line is answered a=inactive with Opus listed; aiortc accepts and
   plays the video.
 * Playback of the recording (Opus as track 2): audio arrives at rate 1, stops on pause,
@@ -19,11 +22,14 @@ No worker restarts."""
 import asyncio
 import os
 import re
+import subprocess
 import tempfile
 import time
 
 import kp_rtc
-from kp import FIXTURES, TestCamera, cameras, check, run, wait_for
+from kp import FIXTURES, TestCamera, cameras, check, free_port, run, wait_for
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -112,6 +118,15 @@ async def scenario(kp, token, t0):
     check(answered and answered <= offered, f"only offered feedback answered: {answered} of {offered}")
     check("ccm fir" not in answered, "no ccm fir (aiortc offers none)")
 
+    # Opus from an RTSP server that is not ours.
+    g = kp_rtc.Viewer(sig, "gst-av", "gst", stream="main", audio=True)
+    await g.open()
+    check("a=sendonly" in section(g.answer_sdp, "audio"), "GStreamer's Opus: audio sendonly")
+    check(await g.playing(timeout=15), "GStreamer camera: video decodes")
+    check(await audio_grows(g, 8), f"GStreamer camera: aiortc decodes its Opus ({g.audio_frames} frames)")
+    await asyncio.sleep(1.0)
+    check(g.audio_peak > TONE_PEAK, f"GStreamer's tone, not silence (peak {g.audio_peak})")
+
     # A camera without audio: inactive with a codec.
     m = kp_rtc.Viewer(sig, "mute-av", "mute", audio=True)
     await m.open()
@@ -155,20 +170,30 @@ def test(make):
     work = tempfile.mkdtemp(prefix="kp-rtc-audio-")
     opus = TestCamera(work, "opus", "h264", "rtsp", extra=("--audio", os.path.join(FIXTURES, "audio.opus")))
     mute = TestCamera(work, "mute", "h264", "rtsp")
+    gst_port = free_port()
+    gst = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "rtsp_external_server.py"),
+                            os.path.join(FIXTURES, "main.h264"), str(gst_port), "--audio", "opus"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
+        line = gst.stdout.readline()
+        check(line.strip() == "ready", f"GStreamer RTSP server started: {line!r}")
         config = CONFIG
         for c in (opus, mute):
             config += f'[camera "{c.name}"]\nurl = {c.url()}\nsub_url = {c.sub_url()}\n'
+        config += f'[camera "gst"]\nurl = rtsp://127.0.0.1:{gst_port}/stream\n'
         kp = make(config=config)
         kp.wait_running()
         check(wait_for(lambda: (c := cameras(kp)) and all(c[n]["streams"][1]["state"] == "streaming"
-                                                         for n in ("opus", "mute")), 20), "cameras streaming")
+                                                         for n in ("opus", "mute")) and
+                       c["gst"]["streams"][0]["state"] == "streaming", 20), "cameras streaming")
         t0 = int(time.time() * 1000)
         time.sleep(7.0)
         asyncio.run(scenario(kp, kp.token("viewer"), t0))
     finally:
         opus.kill()
         mute.kill()
+        gst.terminate()
+        gst.wait(10)
 
 
 if __name__ == "__main__":
