@@ -400,8 +400,9 @@ int rtc_session_start_source(struct rtc_session *s)
 		/* Opened paused at the offer (rtc_session_prepare_source): play it now. */
 		s->cst.playing = true;
 		s->cst.rate = 1;
+		start_audio(s); /* before play: its first tick hands out audio too */
 		rtc_cursor_play(s->cursor);
-		return start_audio(s);
+		return 0;
 	}
 	s->cst.position_ms = s->start_at_ms;
 	s->cst.playing = true;

@@ -85,6 +85,14 @@ async def audio_still(v, settle=1.0, quiet=1.5):
     return v.audio_frames - before
 
 
+async def error_for(sig, sid):
+    """The next error message whose sid is sid (None: null); a failed check if none comes."""
+    try:
+        return await sig.next(sid, ("error",), timeout=5)
+    except asyncio.TimeoutError:
+        check(False, f"an error naming sid {sid!r} within 5 s")
+
+
 async def control(sig, sid, **kw):
     sig.send({"type": "control", "sid": sid, **kw})
     m = await sig.next(sid, ("state", "error"))
@@ -92,79 +100,80 @@ async def control(sig, sid, **kw):
 
 
 async def scenario(kp, token, t0):
-    sig = kp_rtc.Signaling(kp, token, asyncio.get_running_loop())
+    try:
+        sig = kp_rtc.Signaling(kp, token, asyncio.get_running_loop())
 
-    # Live, audio and video.
-    v = kp_rtc.Viewer(sig, "live-av", "opus", audio=True)
-    await v.open()
-    audio = section(v.answer_sdp, "audio")
-    check(audio and audio[0].startswith("m=audio 9 "), f"audio m-line answered with a port, not 0: {audio[:1]}")
-    opus = re.search(r"a=rtpmap:(\d+) opus/48000/2", v.offer_sdp)
-    check(f"a=rtpmap:{opus.group(1)} opus/48000/2" in audio, f"audio answered with Opus: {audio}")
-    check("a=sendonly" in audio, f"audio sendonly: {audio}")
-    bundle = [line for line in v.answer_sdp.splitlines() if line.startswith("a=group:BUNDLE")]
-    check(bundle and len(bundle[0].split()) == 3, f"audio and video in one BUNDLE group: {bundle}")
-    check(await v.playing(timeout=15), "aiortc accepted the answer and decodes video")
-    print(f"offer to first decoded frame: {(v.first_frame_at - v.offered_at) * 1000:.0f} ms (aiortc)")
-    check(await audio_grows(v, 8), f"aiortc decodes Opus audio ({v.audio_frames} frames)")
-    await asyncio.sleep(1.0)
-    check(v.audio_peak > TONE_PEAK, f"the audio is the camera's tone, not silence (peak {v.audio_peak})")
-    pt = video_pt(v.answer_sdp)
-    want = sps_profile_level_id(os.path.join(FIXTURES, "sub.h264"))
-    fmtp = [line for line in section(v.answer_sdp, "video") if line.startswith(f"a=fmtp:{pt} ")]
-    check(fmtp and f"profile-level-id={want}" in fmtp[0], f"profile-level-id of the SPS sent ({want}): {fmtp}")
-    answered = {line.split(" ", 1)[1] for line in section(v.answer_sdp, "video") if line.startswith("a=rtcp-fb:")}
-    offered = offered_fb(v.offer_sdp, pt)
-    check(answered and answered <= offered, f"only offered feedback answered: {answered} of {offered}")
-    check("ccm fir" not in answered, "no ccm fir (aiortc offers none)")
+        # Live, audio and video.
+        v = kp_rtc.Viewer(sig, "live-av", "opus", audio=True)
+        await v.open()
+        audio = section(v.answer_sdp, "audio")
+        check(audio and audio[0].startswith("m=audio 9 "), f"audio m-line answered with a port, not 0: {audio[:1]}")
+        opus = re.search(r"a=rtpmap:(\d+) opus/48000/2", v.offer_sdp)
+        check(f"a=rtpmap:{opus.group(1)} opus/48000/2" in audio, f"audio answered with Opus: {audio}")
+        check("a=sendonly" in audio, f"audio sendonly: {audio}")
+        bundle = [line for line in v.answer_sdp.splitlines() if line.startswith("a=group:BUNDLE")]
+        check(bundle and len(bundle[0].split()) == 3, f"audio and video in one BUNDLE group: {bundle}")
+        check(await v.playing(timeout=15), "aiortc accepted the answer and decodes video")
+        print(f"offer to first decoded frame: {(v.first_frame_at - v.offered_at) * 1000:.0f} ms (aiortc)")
+        check(await audio_grows(v, 8), f"aiortc decodes Opus audio ({v.audio_frames} frames)")
+        await asyncio.sleep(1.0)
+        check(v.audio_peak > TONE_PEAK, f"the audio is the camera's tone, not silence (peak {v.audio_peak})")
+        pt = video_pt(v.answer_sdp)
+        want = sps_profile_level_id(os.path.join(FIXTURES, "sub.h264"))
+        fmtp = [line for line in section(v.answer_sdp, "video") if line.startswith(f"a=fmtp:{pt} ")]
+        check(fmtp and f"profile-level-id={want}" in fmtp[0], f"profile-level-id of the SPS sent ({want}): {fmtp}")
+        answered = {line.split(" ", 1)[1] for line in section(v.answer_sdp, "video") if line.startswith("a=rtcp-fb:")}
+        offered = offered_fb(v.offer_sdp, pt)
+        check(answered and answered <= offered, f"only offered feedback answered: {answered} of {offered}")
+        check("ccm fir" not in answered, "no ccm fir (aiortc offers none)")
 
-    # Opus from an RTSP server that is not ours.
-    g = kp_rtc.Viewer(sig, "gst-av", "gst", stream="main", audio=True)
-    await g.open()
-    check("a=sendonly" in section(g.answer_sdp, "audio"), "GStreamer's Opus: audio sendonly")
-    check(await g.playing(timeout=15), "GStreamer camera: video decodes")
-    check(await audio_grows(g, 8), f"GStreamer camera: aiortc decodes its Opus ({g.audio_frames} frames)")
-    await asyncio.sleep(1.0)
-    check(g.audio_peak > TONE_PEAK, f"GStreamer's tone, not silence (peak {g.audio_peak})")
+        # Opus from an RTSP server that is not ours.
+        g = kp_rtc.Viewer(sig, "gst-av", "gst", stream="main", audio=True)
+        await g.open()
+        check("a=sendonly" in section(g.answer_sdp, "audio"), "GStreamer's Opus: audio sendonly")
+        check(await g.playing(timeout=15), "GStreamer camera: video decodes")
+        check(await audio_grows(g, 8), f"GStreamer camera: aiortc decodes its Opus ({g.audio_frames} frames)")
+        await asyncio.sleep(1.0)
+        check(g.audio_peak > TONE_PEAK, f"GStreamer's tone, not silence (peak {g.audio_peak})")
 
-    # A camera without audio: inactive with a codec.
-    m = kp_rtc.Viewer(sig, "mute-av", "mute", audio=True)
-    await m.open()
-    audio = section(m.answer_sdp, "audio")
-    check(audio and audio[0].startswith("m=audio 9 ") and "a=inactive" in audio and
-          any(x.startswith("a=rtpmap:") and "opus/48000/2" in x for x in audio),
-          f"no audio: inactive with Opus listed: {audio}")
-    check(await m.playing(timeout=15), "aiortc accepts the inactive audio answer and plays video")
+        # A camera without audio: inactive with a codec.
+        m = kp_rtc.Viewer(sig, "mute-av", "mute", audio=True)
+        await m.open()
+        audio = section(m.answer_sdp, "audio")
+        check(audio and audio[0].startswith("m=audio 9 ") and "a=inactive" in audio and
+              any(x.startswith("a=rtpmap:") and "opus/48000/2" in x for x in audio),
+              f"no audio: inactive with Opus listed: {audio}")
+        check(await m.playing(timeout=15), "aiortc accepts the inactive audio answer and plays video")
 
-    # Playback with audio: rate 1, pause, play, seek, rate 2.
-    p = kp_rtc.Viewer(sig, "pb-av", "opus", stream="main", mode="playback", at_ms=t0 + 1000, audio=True)
-    await p.open()
-    check("a=sendonly" in section(p.answer_sdp, "audio"), "playback audio sendonly")
-    check(await p.playing(timeout=15), "playback video decodes")
-    check(await audio_grows(p, 8), f"playback audio decodes ({p.audio_frames} frames)")
-    await control(sig, p.sid, op="pause")
-    check(await audio_still(p) == 0, "no audio while paused")
-    await control(sig, p.sid, op="play")
-    check(await audio_grows(p, 5), "audio again after play")
-    await control(sig, p.sid, op="seek", at_ms=t0 + 3000)
-    check(await audio_grows(p, 6), "audio after a seek")
-    await control(sig, p.sid, op="rate", rate=2)
-    check(await audio_still(p) == 0, "no audio at rate 2")
-    await control(sig, p.sid, op="rate", rate=1)
-    check(await audio_grows(p, 6), "audio again at rate 1")
+        # Playback with audio: rate 1, pause, play, seek, rate 2.
+        p = kp_rtc.Viewer(sig, "pb-av", "opus", stream="main", mode="playback", at_ms=t0 + 1000, audio=True)
+        await p.open()
+        check("a=sendonly" in section(p.answer_sdp, "audio"), "playback audio sendonly")
+        check(await p.playing(timeout=15), "playback video decodes")
+        check(await audio_grows(p, 8), f"playback audio decodes ({p.audio_frames} frames)")
+        await control(sig, p.sid, op="pause")
+        check(await audio_still(p) == 0, "no audio while paused")
+        await control(sig, p.sid, op="play")
+        check(await audio_grows(p, 5), "audio again after play")
+        await control(sig, p.sid, op="seek", at_ms=t0 + 3000)
+        check(await audio_grows(p, 6), "audio after a seek")
+        await control(sig, p.sid, op="rate", rate=2)
+        check(await audio_still(p) == 0, "no audio at rate 2")
+        await control(sig, p.sid, op="rate", rate=1)
+        check(await audio_grows(p, 6), "audio again at rate 1")
 
-    # Errors name their sid.
-    sig.send({"sid": "e-notype"})
-    e = await sig.next("e-notype", ("error",), timeout=5)
-    check(e["sid"] == "e-notype", f"an error names the sid: {e}")
-    sig.send({"type": "offer", "sid": "e-sdp", "sdp": "v=0\r\nbad", "camera": "opus"})
-    e = await sig.next("e-sdp", ("error",), timeout=5)
-    check(e["code"] == "bad_sdp" and e["sid"] == "e-sdp", f"bad SDP error names the sid: {e}")
-    sig.ws.send_text("{not json")
-    e = await sig.next(None, ("error",), timeout=5)
-    check("sid" in e and e["sid"] is None, f"an unreadable message's error has sid null: {e}")
-    await kp_rtc.close_all()
-
+        # Errors name their sid.
+        sig.send({"sid": "e-notype"})
+        e = await error_for(sig, "e-notype")
+        check(e["sid"] == "e-notype", f"an error names the sid: {e}")
+        sig.send({"type": "offer", "sid": "e-sdp", "sdp": "v=0\r\nbad", "camera": "opus"})
+        e = await error_for(sig, "e-sdp")
+        check(e["code"] == "bad_sdp" and e["sid"] == "e-sdp", f"bad SDP error names the sid: {e}")
+        sig.ws.send_text("{not json")
+        e = await error_for(sig, None)
+        check("sid" in e and e["sid"] is None, f"an unreadable message's error has sid null: {e}")
+    finally:
+        await kp_rtc.close_all()  # an open peer connection would keep the process from exiting
 
 def test(make):
     work = tempfile.mkdtemp(prefix="kp-rtc-audio-")
