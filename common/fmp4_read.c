@@ -430,7 +430,7 @@ static int parse_trun(struct traf *tr, struct rd *r, size_t moof_at, uint64_t *d
 			if (s->offset < tr->mdat_body || *data_at > tr->mdat_end)
 				return -EBADMSG;
 			f->other_samples++;
-			if (tr->audio)
+			if (tr->audio && f->audio)
 				f->audio[f->naudio++] = other;
 		}
 	}

@@ -140,6 +140,7 @@ static void free_frag(struct rtc_pb_frag *f)
 {
 	if (f) {
 		free(f->buf);
+		free(f->frag.audio);
 		free(f);
 	}
 }
@@ -331,6 +332,14 @@ static void load_work(uv_work_t *req)
 	}
 	l->frag->buf = buf;
 	l->frag->len = len;
+	/* The audio track's sample table only for a recording that has one. */
+	if (l->frag->track.audio_track_id) {
+		l->frag->frag.audio = calloc(FMP4_AUDIO_MAX_SAMPLES, sizeof *l->frag->frag.audio);
+		if (!l->frag->frag.audio) {
+			l->err = -ENOMEM;
+			return;
+		}
+	}
 	l->err = fmp4_read_frag(&l->frag->track, buf, len, &l->frag->frag);
 	if (l->err == 0 && l->frag->frag.total_len > len)
 		l->err = -EBADMSG; /* the catalogued range ends inside the fragment */

@@ -140,7 +140,7 @@ struct rtc_session {
 	struct rtc_audio_out audio;
 	/* DTLS datagrams rtc_ice_send could not send before ICE selected a pair: sent again
 	 * the moment it does (a flight otherwise waits for OpenSSL's 1 s retransmission). */
-	struct rtc_dtls_pending dtls_pending[RTC_DTLS_PENDING];
+	struct rtc_dtls_pending *dtls_pending; /* RTC_DTLS_PENDING of them, allocated when needed */
 	unsigned ndtls_pending;
 	uv_timer_t timer;
 };

@@ -149,6 +149,9 @@ void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
 	free(s->rtx);
 	free(s->offer);
 	free(s->keycache);
+	free(s->dtls_pending);
+	s->dtls_pending = NULL;
+	s->ndtls_pending = 0;
 	pre_clear(s);
 	s->pk = NULL;
 	s->rtx = NULL;
@@ -463,6 +466,8 @@ static void dtls_send(void *arg, const uint8_t *data, size_t len)
 	 * not selected): kept until it has one. */
 	if (s->ndtls_pending >= RTC_DTLS_PENDING || len > sizeof s->dtls_pending[0].data)
 		return;
+	if (!s->dtls_pending && !(s->dtls_pending = malloc(RTC_DTLS_PENDING * sizeof *s->dtls_pending)))
+		return;
 	struct rtc_dtls_pending *p = &s->dtls_pending[s->ndtls_pending++];
 	memcpy(p->data, data, len);
 	p->len = (uint16_t)len;
@@ -470,10 +475,13 @@ static void dtls_send(void *arg, const uint8_t *data, size_t len)
 
 static void resend_dtls_pending(struct rtc_session *s)
 {
+	struct rtc_dtls_pending *held = s->dtls_pending;
 	unsigned n = s->ndtls_pending;
+	s->dtls_pending = NULL;
 	s->ndtls_pending = 0;
 	for (unsigned i = 0; i < n; i++)
-		dtls_send(s, s->dtls_pending[i].data, s->dtls_pending[i].len);
+		dtls_send(s, held[i].data, held[i].len);
+	free(held);
 	if (n && !s->ndtls_pending)
 		rtc_metrics.dtls_flights_resent++;
 }

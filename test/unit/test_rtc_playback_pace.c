@@ -208,7 +208,9 @@ static void test_composition_offsets(void)
 /* A fragment with 50 Opus frames of 20 ms from 10 s (its video from 10 s too). */
 static void audio_frag(struct rtc_pb_frag *f)
 {
+	static struct fmp4_sample_info audio[FMP4_AUDIO_MAX_SAMPLES];
 	memset(f, 0, sizeof *f);
+	f->frag.audio = audio;
 	f->track.timescale = 90000;
 	f->track.audio_timescale = 48000;
 	f->frag.base_time = 10 * 90000;
