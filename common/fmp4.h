@@ -126,9 +126,14 @@ struct fmp4_frag {
 	uint64_t total_len;  /* header and samples: may exceed the bytes given */
 	unsigned nsamples;
 	struct fmp4_sample_info samples[FMP4_FRAG_MAX_SAMPLES];
-	/* Other tracks' trafs (audio): their samples counted, their first tfdt. */
+	/* Other tracks' trafs (audio): their samples counted, their first tfdt. When the
+	 * caller sets audio (FMP4_AUDIO_MAX_SAMPLES entries; fmp4_read_frag leaves the pointer
+	 * as it is), the audio track's samples (init's audio_track_id) go there, naudio of
+	 * them (offsets from the fragment's start, dts in the audio timescale). */
 	unsigned other_samples;
 	uint64_t other_base_time;
+	struct fmp4_sample_info *audio;
+	unsigned naudio;
 };
 
 /* The init segment at the start of buf: 0; -EAGAIN when buf ends inside it; -EBADMSG

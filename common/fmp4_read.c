@@ -386,8 +386,9 @@ struct traf {
 	uint64_t base_time;
 	bool have_tfhd, have_tfdt;
 	uint32_t track_id;
-	/* Another track's traf: its samples are counted and must lie in [mdat_body, mdat_end). */
-	bool other;
+	/* Another track's traf: its samples are counted and must lie in [mdat_body, mdat_end);
+	 * the audio track's are kept too. */
+	bool other, audio;
 	uint64_t mdat_body, mdat_end;
 };
 
@@ -429,6 +430,8 @@ static int parse_trun(struct traf *tr, struct rd *r, size_t moof_at, uint64_t *d
 			if (s->offset < tr->mdat_body || *data_at > tr->mdat_end)
 				return -EBADMSG;
 			f->other_samples++;
+			if (tr->audio && f->audio)
+				f->audio[f->naudio++] = other;
 		}
 	}
 	return r->bad ? -EBADMSG : 0;
@@ -451,6 +454,7 @@ static int parse_traf(const struct fmp4_init *in, struct rd *r, size_t moof_at, 
 			uint32_t flags = get32(&b) & 0xffffff;
 			tr.track_id = get32(&b);
 			tr.other = in ? tr.track_id != in->track_id : !first;
+			tr.audio = in && tr.other && in->audio_track_id && tr.track_id == in->audio_track_id;
 			if (flags & FMP4_TFHD_BASE_DATA_OFFSET)
 				return -EBADMSG; /* file offsets: a fragment read alone cannot use them */
 			if (flags & FMP4_TFHD_SAMPLE_DESC)
@@ -521,6 +525,7 @@ int fmp4_read_frag(const struct fmp4_init *init, const uint8_t *buf, size_t len,
 {
 	ret->nsamples = 0;
 	ret->other_samples = 0;
+	ret->naudio = 0;
 	ret->wall_us = 0;
 	ret->seq = 0;
 	struct rd r = {.p = buf, .end = len};

@@ -187,3 +187,23 @@ int h26x_sample_to_annexb(uint8_t *buf, size_t len)
 	}
 	return 0;
 }
+
+uint32_t h264_profile_level_id(const uint8_t *nal, size_t len)
+{
+	if (len < 4 || h26x_nal_type(KP_CODEC_H264, nal) != 7)
+		return 0;
+	return (uint32_t)nal[1] << 16 | (uint32_t)nal[2] << 8 | nal[3];
+}
+
+uint32_t h264_annexb_profile_level_id(const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+	const uint8_t *nal;
+	size_t n;
+	while (h26x_annexb_next(buf, len, &off, &nal, &n)) {
+		uint32_t id = h264_profile_level_id(nal, n);
+		if (id)
+			return id;
+	}
+	return 0;
+}

@@ -77,6 +77,13 @@ int h26x_prefixed_next(const uint8_t *buf, size_t len, unsigned lsz, size_t *off
  * found, or -E2BIG when one exceeds H26X_PS_MAX. */
 int h26x_param_sets(enum kp_codec codec, const struct h26x_nal *nals, unsigned n, struct h26x_param_sets *ps);
 
+/* An H.264 SPS NAL unit's profile_idc, constraint flags and level_idc (7.3.2.1.1) as the
+ * 24-bit profile-level-id of RFC 6184 8.1; 0 when nal is not an SPS of at least 4 bytes. */
+uint32_t h264_profile_level_id(const uint8_t *nal, size_t len);
+
+/* The profile-level-id of the first SPS in Annex-B bytes, or 0. */
+uint32_t h264_annexb_profile_level_id(const uint8_t *buf, size_t len);
+
 /* Bytes the nals take as 4-byte length-prefixed units. */
 size_t h26x_sample_size(const struct h26x_nal *nals, unsigned n);
 

@@ -74,7 +74,7 @@ static const struct kp_ipc_rule rules[] = {
     /* Between workers. */
     {kp_Envelope_peer_hello_tag, WORKERS, WORKERS},
     {kp_Envelope_access_unit_tag, INGESTD, REC | RTCD},
-    {kp_Envelope_audio_unit_tag, INGESTD, REC},
+    {kp_Envelope_audio_unit_tag, INGESTD, REC | RTCD},
     {kp_Envelope_camera_event_tag, INGESTD, REC},
     {kp_Envelope_coverage_query_tag, WEBD, REC},
     {kp_Envelope_recordings_query_tag, WEBD, REC},

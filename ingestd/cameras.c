@@ -63,7 +63,7 @@ struct ing_camera {
 	struct ing_stream streams[2];
 	uint32_t reconnects;
 	uint64_t events;
-	uint64_t audio_seq, audio_rejected, audio_conv_failed;
+	uint64_t audio_seq, audio_rejected, audio_rtcd_rejected, audio_conv_failed;
 	struct ing_audio_conv *audio_conv; /* ADPCM or G.711 to AAC, made on first use */
 	unsigned failures;                 /* in a row, for the backoff */
 	bool last_failure_auth;
@@ -246,7 +246,7 @@ static void stream_access_unit(void *ctx, enum kp_stream_index s, const struct k
 	send_au(cam, s, au);
 }
 
-/* One AAC frame or Opus packet to recorderd. */
+/* One AAC frame or Opus packet to recorderd and rtcd. */
 static void send_audio(void *arg, const struct kp_audio_unit *au)
 {
 	struct ing_camera *cam = arg;
@@ -274,6 +274,11 @@ static void send_audio(void *arg, const struct kp_audio_unit *au)
 	if (r < 0 && cam->audio_rejected++ % 250 == 0)
 		kp_warn("%s/main: recorderd did not take audio frame %llu: %s", cam->conf.name,
 			(unsigned long long)m->seq, strerror(-r));
+	/* Live listeners: a frame rtcd's queue cannot take is lost (the decoder conceals it). */
+	r = kp_worker_send_peer(table.w, kp_Peer_PEER_RTCD, &env, au->data, au->len);
+	if (r < 0 && r != -ENOBUFS && cam->audio_rtcd_rejected++ % 250 == 0)
+		kp_warn("%s/main: rtcd did not take audio frame %llu: %s", cam->conf.name, (unsigned long long)m->seq,
+			strerror(-r));
 }
 
 /* The main stream's audio: AAC and Opus as they are, the rest converted once

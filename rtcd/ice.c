@@ -117,6 +117,19 @@ static void on_state(NiceAgent *agent, guint stream, guint comp, guint state, gp
 		push(RTC_ICE_FAILED, (uint64_t)(uintptr_t)data, NULL, 0);
 }
 
+/* libnice selected a pair: from now on nice_agent_send sends (a DTLS flight that could
+ * not go out before is sent again at once, session.c). */
+static void on_selected(NiceAgent *agent, guint stream, guint comp, NiceCandidate *local, NiceCandidate *remote,
+			gpointer data)
+{
+	(void)agent;
+	(void)stream;
+	(void)comp;
+	(void)local;
+	(void)remote;
+	push(RTC_ICE_CONNECTED, (uint64_t)(uintptr_t)data, NULL, 0);
+}
+
 static void *thread_main(void *arg)
 {
 	(void)arg;
@@ -258,6 +271,7 @@ struct rtc_ice *rtc_ice_new(uint64_t key, const char *remote_ufrag, const char *
 	gpointer data = (gpointer)(uintptr_t)key;
 	g_signal_connect(ice->agent, "candidate-gathering-done", G_CALLBACK(on_gathered), data);
 	g_signal_connect(ice->agent, "component-state-changed", G_CALLBACK(on_state), data);
+	g_signal_connect(ice->agent, "new-selected-pair-full", G_CALLBACK(on_selected), data);
 	ice->stream = nice_agent_add_stream(ice->agent, 1);
 	if (ice->stream == 0)
 		goto fail;

@@ -18,6 +18,8 @@
 #define RTC_ICE_MAX_LOCAL     16
 #define RTC_ICE_CANDIDATE_MAX 256
 
+/* RTC_ICE_CONNECTED: a pair is selected (new-selected-pair-full) or the component is ready;
+ * it may come more than once. */
 enum rtc_ice_event_kind { RTC_ICE_GATHERED, RTC_ICE_CONNECTED, RTC_ICE_FAILED, RTC_ICE_RECV };
 
 struct rtc_ice_event {

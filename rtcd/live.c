@@ -265,3 +265,11 @@ void rtc_live_stats(unsigned *ret_streams, size_t *ret_bytes)
 	*ret_streams = nstreams;
 	*ret_bytes = total_bytes;
 }
+
+uint32_t rtc_live_profile_level_id(const char *camera, unsigned stream)
+{
+	struct live_stream *ls = find(camera, stream);
+	if (!ls || ls->codec != kp_Codec_CODEC_H264 || !ls->head)
+		return 0;
+	return h264_annexb_profile_level_id(ls->head->au.data, ls->head->au.len);
+}

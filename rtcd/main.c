@@ -1,7 +1,7 @@
 /* keeppeek-rtcd: WebRTC live view and stored playback. This file declares the worker
  * (peers, confinement, ceilings), starts DTLS, SRTP and the ICE thread before
- * confinement, and routes frames: RtcSignal and TopicQuery from webd, AccessUnit from
- * ingestd, MediaPiece from recorderd. */
+ * confinement, and routes frames: RtcSignal and TopicQuery from webd, AccessUnit and
+ * AudioUnit from ingestd, MediaPiece from recorderd. */
 #include <errno.h>
 #include <string.h>
 
@@ -61,6 +61,9 @@ static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame
 	switch (env->which_msg) {
 	case kp_Envelope_access_unit_tag:
 		rtc_live_on_au(&env->msg.access_unit, f->tail, f->tail_len);
+		break;
+	case kp_Envelope_audio_unit_tag:
+		rtc_audio_live_on_unit(&env->msg.audio_unit, f->tail, f->tail_len);
 		break;
 	case kp_Envelope_rtc_signal_tag:
 		rtc_signal_on_frame(w, f);

@@ -1,5 +1,5 @@
 /* The media a WebRTC session sends, whatever its source: access units in Annex-B with
- * their timing. Live sources (ingestd's access units, GOP cache), stored playback
+ * their timing, and audio frames (Opus). Live sources (ingestd's access units, GOP cache), stored playback
  * cursors (playback.c, fragments read through descriptors from recorderd) and the
  * H.265->H.264 transcoder (transcode.c) all hand a session rtc_au values through an
  * rtc_au_cb; the session packetizes and sends them. */
@@ -27,6 +27,31 @@ struct rtc_au {
 
 typedef void (*rtc_au_cb)(void *arg, const struct rtc_au *au);
 
+/* One audio frame a session may send: Opus as the camera sent it or as recorded
+ * (passthrough), or Opus from the transcoder's audio job. */
+struct rtc_audio_frame {
+	const uint8_t *data;
+	size_t len;
+	kp_AudioCodec codec;
+	uint32_t rate, channels;
+	int64_t pts; /* in 1/rate units */
+	int64_t wall_ms;
+};
+
+typedef void (*rtc_audio_cb)(void *arg, const struct rtc_audio_frame *a);
+
+/* ---- live audio (audio_live.c) ---- */
+
+/* ingestd's AudioUnit of a camera's main stream (routed by main.c). */
+void rtc_audio_live_on_unit(const kp_AudioUnit *m, const uint8_t *data, size_t len);
+/* The codec of the camera's live audio: AUDIO_NONE when none arrived in the last
+ * RTC_AUDIO_STALE_MS. */
+kp_AudioCodec rtc_audio_live_codec(const char *camera);
+/* Delivers the camera's live audio frames to cb(arg) until rtc_audio_live_leave. 0 or
+ * -ENOMEM. */
+int rtc_audio_live_join(const char *camera, rtc_audio_cb cb, void *arg);
+void rtc_audio_live_leave(const char *camera, void *arg);
+
 /* ---- stored playback (playback.c) ---- */
 struct rtc_cursor;
 
@@ -46,6 +71,9 @@ typedef void (*rtc_cursor_state_cb)(void *arg, const struct rtc_cursor_state *st
  * the per-session ceiling (16) is the session's to count. */
 struct rtc_cursor *rtc_cursor_open(struct kp_worker *w, const char *camera, unsigned stream, int64_t at_ms,
 				   rtc_au_cb au, rtc_cursor_state_cb state, void *arg);
+/* The recording's audio track (track 2) from now on, to audio(arg of rtc_cursor_open):
+ * paced with the video at rate 1, none at other rates. */
+void rtc_cursor_set_audio(struct rtc_cursor *c, rtc_audio_cb audio);
 void rtc_cursor_play(struct rtc_cursor *c);
 void rtc_cursor_pause(struct rtc_cursor *c);
 void rtc_cursor_seek(struct rtc_cursor *c, int64_t at_ms);

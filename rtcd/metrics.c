@@ -52,6 +52,10 @@ void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id)
 	counter(&t, "keeppeek_rtc_rtcp_malformed_total", "Malformed RTCP packets from browsers.", m->rtcp_malformed);
 	counter(&t, "keeppeek_rtc_access_units_total", "Live access units received from ingestd.", m->au_in);
 	counter(&t, "keeppeek_rtc_gop_overflows_total", "GOPs larger than the live cache.", m->gop_overflows);
+	counter(&t, "keeppeek_rtc_audio_units_total", "Live audio frames received from ingestd.", m->audio_in);
+	counter(&t, "keeppeek_rtc_audio_packets_sent_total", "Opus RTP packets sent.", m->audio_packets_sent);
+	counter(&t, "keeppeek_rtc_dtls_flights_resent_total", "DTLS flights held until ICE selected a pair, then sent.",
+		m->dtls_flights_resent);
 	counter(&t, "keeppeek_rtc_ice_events_dropped_total", "Received datagrams dropped: ICE queue full.",
 		rtc_ice_events_dropped());
 	unsigned streams;

@@ -59,6 +59,7 @@ struct rtc_cursor {
 	char camera[65];
 	unsigned stream;
 	rtc_au_cb au;
+	rtc_audio_cb audio;
 	rtc_cursor_state_cb state;
 	void *arg;
 
@@ -139,6 +140,7 @@ static void free_frag(struct rtc_pb_frag *f)
 {
 	if (f) {
 		free(f->buf);
+		free(f->frag.audio);
 		free(f);
 	}
 }
@@ -242,6 +244,23 @@ static void emit(struct rtc_cursor *c, const struct rtc_pb_frag *f, const struct
 		c->au(c->arg, &au);
 }
 
+static void emit_audio(struct rtc_cursor *c, const struct rtc_pb_frag *f, const struct rtc_pb_out *o)
+{
+	const struct kp_audio_format *fmt = &f->track.audio;
+	uint32_t rate = f->track.audio_timescale;
+	struct rtc_audio_frame a = {
+	    .data = f->buf + o->sample->offset,
+	    .len = o->sample->size,
+	    .codec = fmt->codec == KP_AUDIO_OPUS ? kp_AudioCodec_AUDIO_OPUS : kp_AudioCodec_AUDIO_AAC,
+	    .rate = rate,
+	    .channels = fmt->channels,
+	    .pts = o->pts_us / 1000000 * (int64_t)rate + o->pts_us % 1000000 * (int64_t)rate / 1000000,
+	    .wall_ms = o->media_us / 1000,
+	};
+	if (c->audio && (fmt->codec == KP_AUDIO_OPUS || fmt->codec == KP_AUDIO_AAC))
+		c->audio(c->arg, &a);
+}
+
 static void tick(uv_timer_t *t)
 {
 	struct rtc_cursor *c = t->data;
@@ -256,15 +275,23 @@ static void tick(uv_timer_t *t)
 			}
 		}
 		struct rtc_pb_out o;
-		int64_t wait = 0, now = now_us();
+		int64_t wait = 0, await = 0, now = now_us();
+		int ar;
+		while ((ar = rtc_pb_audio_step(c->cur, &c->pace, now, &o, &await)) == 1 && !c->closing)
+			emit_audio(c, c->cur, &o);
 		int r = rtc_pb_step(c->cur, &c->pace, now, &o, &wait);
+		if (r < 0 && ar == 0) {
+			/* The fragment's last audio frames outlast its last video frame. */
+			schedule(c, await);
+			return;
+		}
 		if (r < 0) {
 			free_frag(c->cur);
 			c->cur = NULL;
 			continue;
 		}
 		if (r == 0) {
-			schedule(c, wait);
+			schedule(c, ar == 0 && await < wait ? await : wait);
 			return;
 		}
 		emit(c, c->cur, &o);
@@ -305,6 +332,14 @@ static void load_work(uv_work_t *req)
 	}
 	l->frag->buf = buf;
 	l->frag->len = len;
+	/* The audio track's sample table only for a recording that has one. */
+	if (l->frag->track.audio_track_id) {
+		l->frag->frag.audio = calloc(FMP4_AUDIO_MAX_SAMPLES, sizeof *l->frag->frag.audio);
+		if (!l->frag->frag.audio) {
+			l->err = -ENOMEM;
+			return;
+		}
+	}
 	l->err = fmp4_read_frag(&l->frag->track, buf, len, &l->frag->frag);
 	if (l->err == 0 && l->frag->frag.total_len > len)
 		l->err = -EBADMSG; /* the catalogued range ends inside the fragment */
@@ -460,6 +495,11 @@ struct rtc_cursor *rtc_cursor_open(struct kp_worker *w, const char *camera, unsi
 		return NULL;
 	}
 	return c;
+}
+
+void rtc_cursor_set_audio(struct rtc_cursor *c, rtc_audio_cb audio)
+{
+	c->audio = audio;
 }
 
 void rtc_cursor_play(struct rtc_cursor *c)

@@ -66,3 +66,43 @@ int rtc_pb_step(struct rtc_pb_frag *f, struct rtc_pace *p, int64_t now_us, struc
 	f->next++;
 	return 1;
 }
+
+/* ticks of timescale ts in microseconds, without overflow. */
+static int64_t ticks_us(uint64_t t, uint32_t ts)
+{
+	return (int64_t)(t / ts) * 1000000 + (int64_t)(t % ts * 1000000 / ts);
+}
+
+int64_t rtc_pb_audio_media_us(const struct rtc_pb_frag *f, unsigned i)
+{
+	return f->start_ms * 1000 + ticks_us(f->frag.audio[i].dts, f->track.audio_timescale) -
+	       ticks_us(f->frag.base_time, f->track.timescale);
+}
+
+int rtc_pb_audio_step(struct rtc_pb_frag *f, const struct rtc_pace *p, int64_t now_us, struct rtc_pb_out *out,
+		      int64_t *wait_us)
+{
+	if (!p->anchored || !f->track.audio_timescale)
+		return -1;
+	if (p->rate != 1) {
+		f->anext = f->frag.naudio;
+		return -1;
+	}
+	while (f->anext < f->frag.naudio) {
+		int64_t media = rtc_pb_audio_media_us(f, f->anext);
+		int64_t due = p->clock_ref + (media - p->media_ref);
+		if (media < p->media_ref || now_us - due > RTC_PACE_MAX_LATE_US) {
+			f->anext++;
+			continue;
+		}
+		if (due > now_us) {
+			*wait_us = due - now_us;
+			return 0;
+		}
+		out->sample = &f->frag.audio[f->anext++];
+		out->media_us = media;
+		out->pts_us = due;
+		return 1;
+	}
+	return -1;
+}

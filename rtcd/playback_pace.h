@@ -1,6 +1,7 @@
 /* The pure part of stored playback, without I/O or timers so that unit tests drive it
  * with a recording and a clock of their own: pacing by the recorded timestamps at a
- * rate (1x, 2x; keyframes only at 4x and 8x) and stepping through one loaded fragment. */
+ * rate (1x, 2x; keyframes only at 4x and 8x) and stepping through one loaded fragment,
+ * its video samples and (at 1x) its audio samples on the same clock. */
 #ifndef KP_RTC_PLAYBACK_PACE_H
 #define KP_RTC_PLAYBACK_PACE_H
 
@@ -30,6 +31,7 @@ struct rtc_pb_frag {
 	size_t len;
 	int64_t start_ms; /* recorded wall time of the first sample (from recorderd) */
 	unsigned next;    /* index of the next sample to hand out */
+	unsigned anext;   /* index of the next audio sample */
 };
 
 struct rtc_pb_out {
@@ -49,5 +51,16 @@ int64_t rtc_pb_media_us(const struct rtc_pb_frag *f, unsigned i);
  * *wait_us when the next one is due later; -1 when f has nothing more to hand out at
  * this rate. */
 int rtc_pb_step(struct rtc_pb_frag *f, struct rtc_pace *p, int64_t now_us, struct rtc_pb_out *out, int64_t *wait_us);
+
+/* Recorded wall time (us) of audio sample i of f (both tracks' times start at the same
+ * instant of the file). */
+int64_t rtc_pb_audio_media_us(const struct rtc_pb_frag *f, unsigned i);
+/* Like rtc_pb_step for the audio samples of f, on the clock the video anchored: 1 and
+ * *out (its pts_us the clock time it is due) when one is due, 0 and *wait_us when the
+ * next one is due later, -1 when none is left or the clock is not anchored. At rates
+ * other than 1 every audio sample is skipped (-1); one due more than
+ * RTC_PACE_MAX_LATE_US ago, or before the anchor (a seek's keyframe), is skipped. */
+int rtc_pb_audio_step(struct rtc_pb_frag *f, const struct rtc_pace *p, int64_t now_us, struct rtc_pb_out *out,
+		      int64_t *wait_us);
 
 #endif

@@ -27,6 +27,8 @@
 #define RTC_REPLAY_TICK_MS 5
 #define RTC_REPLAY_BYTES   (96 * KP_KIB) /* per tick: about 150 Mbit/s while catching up */
 #define RTC_REORDER_90K    90000         /* a B-frame's PTS may lie this far before the last one sent */
+#define RTC_AUDIO_STALE_MS 5000          /* a camera whose last audio frame is older sends none */
+#define RTC_DTLS_PENDING   8             /* DTLS datagrams kept while ICE has no selected pair */
 
 enum rtc_state { RTC_GATHERING, RTC_CONNECTING, RTC_SECURING, RTC_STREAMING, RTC_CLOSED, RTC_NSTATES };
 
@@ -39,6 +41,7 @@ struct rtc_metrics {
 	uint64_t ice_failures, dtls_failures, srtp_errors;
 	uint64_t bad_messages, bad_sdp, rtcp_malformed;
 	uint64_t au_in, gop_overflows;
+	uint64_t audio_in, audio_packets_sent, dtls_flights_resent;
 };
 extern struct rtc_metrics rtc_metrics;
 
@@ -54,6 +57,33 @@ struct rtx_slot {
 
 enum rtc_mode { RTC_LIVE, RTC_PLAYBACK };
 
+/* Where a session's audio comes from (audio_source.c decides). */
+enum rtc_audio_src {
+	RTC_AUDIO_NONE,        /* no audio m-line, no Opus offered, no camera audio: answered inactive */
+	RTC_AUDIO_PASSTHROUGH, /* Opus as the camera sent it or as recorded */
+	RTC_AUDIO_TRANSCODE,   /* AAC: the transcoder's audio job (not wired yet: answered inactive) */
+};
+
+struct rtc_dtls_pending {
+	uint16_t len;
+	uint8_t data[RTC_MTU + 300];
+};
+
+/* A session's audio stream: Opus over RTP (RFC 7587), 48 kHz clock, its own SSRC. */
+struct rtc_audio_out {
+	enum rtc_audio_src src;
+	bool send;   /* answered a=sendonly */
+	bool joined; /* receiving from the live camera */
+	uint8_t pt;
+	uint32_t ssrc;
+	uint16_t seq;
+	bool ts_init, marker;
+	int64_t ts_base_pts;
+	uint32_t ts_base_rtp, last_ts;
+	uint64_t last_send_ms, last_sr_ms;
+	uint32_t packets, octets;
+};
+
 struct rtc_session {
 	struct rtc_conn *conn;
 	struct rtc_session *conn_next;
@@ -67,7 +97,10 @@ struct rtc_session {
 
 	struct sdp_offer *offer; /* until the answer is sent */
 	unsigned media;
-	const struct sdp_codec *codec; /* in offer */
+	const struct sdp_codec *codec;       /* in offer */
+	int audio_media;                     /* the offer's audio m-line, or -1 */
+	const struct sdp_codec *audio_codec; /* Opus in it, or NULL */
+	uint32_t profile_level_id;           /* H.264 sent, from its SPS; 0: unknown */
 	enum kp_codec rtp_codec;
 	uint8_t pt;
 	uint32_t ssrc;
@@ -104,6 +137,11 @@ struct rtc_session {
 	uint64_t last_send_ms;
 	uint32_t packets, octets;
 	uint64_t last_sr_ms, last_state_ms, last_pli_ms;
+	struct rtc_audio_out audio;
+	/* DTLS datagrams rtc_ice_send could not send before ICE selected a pair: sent again
+	 * the moment it does (a flight otherwise waits for OpenSSL's 1 s retransmission). */
+	struct rtc_dtls_pending *dtls_pending; /* RTC_DTLS_PENDING of them, allocated when needed */
+	unsigned ndtls_pending;
 	uv_timer_t timer;
 };
 
@@ -128,6 +166,22 @@ int rtc_session_start_source(struct rtc_session *s);
 void rtc_session_stop_source(struct rtc_session *s);
 unsigned rtc_sessions_count(unsigned *by_state);
 struct rtc_session *rtc_sessions_first(void);
+
+/* ---- session_audio.c ---- */
+/* One Opus frame as RTP (RFC 7587 4.2: one packet per frame, 48 kHz timestamps). */
+void rtc_session_send_audio(struct rtc_session *s, const struct rtc_audio_frame *a);
+void rtc_session_audio_cb(void *arg, const struct rtc_audio_frame *a);
+/* The audio sender report (RFC 3550 6.4.1), its RTP time mapped to the same NTP clock
+ * as the video's so that the browser lines them up (lip sync). */
+void rtc_session_audio_sr(struct rtc_session *s, uint64_t now_ms, uint64_t ntp);
+
+/* ---- audio_source.c ---- */
+/* Where the session's audio comes from, at the offer, from the camera's live audio
+ * codec and whether the offer's audio m-line has Opus. */
+enum rtc_audio_src rtc_audio_choose(const struct rtc_session *s, bool opus_offered);
+/* Starts and stops the chosen source with the session's video source. */
+int rtc_audio_start(struct rtc_session *s);
+void rtc_audio_stop(struct rtc_session *s);
 
 /* ---- signaling.c ---- */
 struct kp_worker *rtc_worker(void);
@@ -163,6 +217,8 @@ void rtc_live_unsubscribe(struct rtc_session *s);
 /* Replays the cached GOP again (PLI/FIR); false when there is none. */
 bool rtc_live_replay(struct rtc_session *s);
 void rtc_live_stats(unsigned *streams, size_t *bytes);
+/* The H.264 profile-level-id of the stream's cached keyframe's SPS, or 0. */
+uint32_t rtc_live_profile_level_id(const char *camera, unsigned stream);
 
 /* ---- metrics.c ---- */
 void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id);

@@ -170,6 +170,8 @@ static int media_attr(struct sdp_offer *o, struct sdp_media *m, unsigned mi, con
 		if (!copy(m ? m->setup : o->setup, sizeof o->setup, v))
 			return bad(err, errlen, "malformed a=setup");
 	} else if (!m) {
+		if (prefix(a, "group:BUNDLE ", &v) && !copy(o->bundle, sizeof o->bundle, v))
+			return bad(err, errlen, "a=group:BUNDLE longer than 255 characters");
 		return 0;
 	} else if (prefix(a, "mid:", &v)) {
 		if (!copy(m->mid, sizeof m->mid, v) || !*v)
@@ -186,11 +188,18 @@ static int media_attr(struct sdp_offer *o, struct sdp_media *m, unsigned mi, con
 		if (!parse_uint(v, 127, &pt, &end) || *end != ' ')
 			return bad(err, errlen, "malformed a=rtpmap (payload type)");
 		end++;
-		enum kp_codec kind;
+		enum kp_codec kind = KP_CODEC_NONE;
+		enum sdp_audio_codec audio = SDP_AUDIO_NONE;
 		if (strncasecmp(end, "H264/90000", 10) == 0)
 			kind = KP_CODEC_H264;
 		else if (strncasecmp(end, "H265/90000", 10) == 0)
 			kind = KP_CODEC_H265;
+		else if (strcasecmp(end, "opus/48000/2") == 0) /* RFC 7587 7: always /2 */
+			audio = SDP_AUDIO_OPUS;
+		else if (strcasecmp(end, "PCMU/8000") == 0 || strcasecmp(end, "PCMU/8000/1") == 0)
+			audio = SDP_AUDIO_PCMU;
+		else if (strcasecmp(end, "PCMA/8000") == 0 || strcasecmp(end, "PCMA/8000/1") == 0)
+			audio = SDP_AUDIO_PCMA;
 		else
 			return 0;
 		if (codec_by_pt(m, pt))
@@ -201,7 +210,29 @@ static int media_attr(struct sdp_offer *o, struct sdp_media *m, unsigned mi, con
 		memset(c, 0, sizeof *c);
 		c->pt = (uint8_t)pt;
 		c->kind = kind;
+		c->audio = audio;
 		c->packetization_mode_1 = kind == KP_CODEC_H265;
+	} else if (prefix(a, "rtcp-fb:", &v)) {
+		unsigned *fb = &m->fb_any;
+		if (*v == '*') {
+			end = v + 1;
+		} else {
+			if (!parse_uint(v, 127, &pt, &end))
+				return bad(err, errlen, "malformed a=rtcp-fb (payload type)");
+			struct sdp_codec *c = codec_by_pt(m, pt);
+			if (!c)
+				return 0;
+			fb = &c->fb;
+		}
+		if (*end != ' ')
+			return bad(err, errlen, "malformed a=rtcp-fb");
+		end++;
+		if (strcmp(end, "nack") == 0)
+			*fb |= SDP_FB_NACK;
+		else if (strcmp(end, "nack pli") == 0)
+			*fb |= SDP_FB_PLI;
+		else if (strcmp(end, "ccm fir") == 0)
+			*fb |= SDP_FB_FIR;
 	} else if (prefix(a, "fmtp:", &v)) {
 		if (!parse_uint(v, 127, &pt, &end) || *end != ' ')
 			return bad(err, errlen, "malformed a=fmtp (payload type)");
@@ -330,7 +361,7 @@ bool sdp_offers_h265(const struct sdp_media *m)
 
 static int h264_rank(const struct sdp_codec *c)
 {
-	if (!c->packetization_mode_1)
+	if (c->kind != KP_CODEC_H264 || !c->packetization_mode_1)
 		return 0;
 	if (c->profile_level_id == 0x42e01f)
 		return 4;
@@ -370,45 +401,165 @@ int sdp_choose(const struct sdp_offer *o, bool allow_h265, const struct sdp_code
 	return -ENOENT;
 }
 
+static bool in_bundle(const struct sdp_offer *o, const char *mid);
+
+int sdp_choose_audio(const struct sdp_offer *o, const struct sdp_codec **ret_codec)
+{
+	for (unsigned i = 0; i < o->nmedia; i++) {
+		const struct sdp_media *m = &o->media[i];
+		if (strcmp(m->type, "audio") != 0 || m->port == 0)
+			continue;
+		*ret_codec = NULL;
+		for (unsigned k = 0; k < m->ncodecs; k++)
+			if (m->codecs[k].audio == SDP_AUDIO_OPUS) {
+				*ret_codec = &m->codecs[k];
+				break;
+			}
+		return (int)i;
+	}
+	return -ENOENT;
+}
+
+unsigned sdp_codec_fb(const struct sdp_media *m, const struct sdp_codec *c)
+{
+	return m->fb_any | c->fb;
+}
+
+bool sdp_in_bundle(const struct sdp_offer *o, const struct sdp_media *m)
+{
+	return !m->mid[0] || in_bundle(o, m->mid);
+}
+
+/* Whether mid is one of the offer's BUNDLE group (RFC 9143); any mid when it has none. */
+static bool in_bundle(const struct sdp_offer *o, const char *mid)
+{
+	if (!o->bundle[0])
+		return true;
+	size_t n = strlen(mid);
+	for (const char *p = o->bundle; *p;) {
+		const char *e = strchr(p, ' ');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l == n && strncmp(p, mid, n) == 0)
+			return true;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return false;
+}
+
+/* The transport lines every accepted m-line repeats (they share one, BUNDLE). */
+static void transport(struct rtc_text *t, const struct sdp_answer *a, const struct sdp_media *m)
+{
+	rtc_text_add(t, "c=IN IP4 0.0.0.0\r\na=rtcp:9 IN IP4 0.0.0.0\r\n");
+	rtc_text_add(t, "a=ice-ufrag:%s\r\na=ice-pwd:%s\r\na=fingerprint:sha-256 %s\r\na=setup:passive\r\n",
+		     a->ice_ufrag, a->ice_pwd, a->fingerprint);
+	if (m->mid[0])
+		rtc_text_add(t, "a=mid:%s\r\n", m->mid);
+}
+
+static void candidates(struct rtc_text *t, const struct sdp_answer *a)
+{
+	for (unsigned k = 0; k < a->ncandidates; k++)
+		rtc_text_add(t, "a=%s\r\n", a->candidates[k]);
+	rtc_text_add(t, "a=end-of-candidates\r\n");
+}
+
+static void video(struct rtc_text *t, const struct sdp_answer *a, const struct sdp_media *m)
+{
+	const struct sdp_codec *c = a->codec;
+	rtc_text_add(t, "m=video 9 %s %u\r\n", m->proto, c->pt);
+	transport(t, a, m);
+	rtc_text_add(t, "a=sendonly\r\na=rtcp-mux\r\n");
+	if (m->rtcp_rsize)
+		rtc_text_add(t, "a=rtcp-rsize\r\n");
+	rtc_text_add(t, "a=rtpmap:%u %s/90000\r\n", c->pt, c->kind == KP_CODEC_H265 ? "H265" : "H264");
+	/* Only what the offer names (RFC 4585 4.2): rtcd answers NACK, PLI and FIR. */
+	unsigned fb = sdp_codec_fb(m, c);
+	if (fb & SDP_FB_NACK)
+		rtc_text_add(t, "a=rtcp-fb:%u nack\r\n", c->pt);
+	if (fb & SDP_FB_PLI)
+		rtc_text_add(t, "a=rtcp-fb:%u nack pli\r\n", c->pt);
+	if (fb & SDP_FB_FIR)
+		rtc_text_add(t, "a=rtcp-fb:%u ccm fir\r\n", c->pt);
+	if (c->kind == KP_CODEC_H264 && a->profile_level_id)
+		/* RFC 6184 8.2.2: a sendonly answerer names the profile and level it sends;
+		 * level-asymmetry-allowed lets it exceed the level the offerer receives. */
+		rtc_text_add(t, "a=fmtp:%u level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=%06x\r\n",
+			     c->pt, (unsigned)a->profile_level_id);
+	else if (c->have_fmtp)
+		rtc_text_add(t, "a=fmtp:%u %s\r\n", c->pt, c->fmtp);
+	rtc_text_add(t, "a=msid:keeppeek video\r\na=ssrc:%u cname:%s\r\na=ssrc:%u msid:keeppeek video\r\n",
+		     (unsigned)a->ssrc, a->cname, (unsigned)a->ssrc);
+}
+
+/* Opus (RFC 7587) sendonly, or inactive with a codec still listed: a strict peer refuses
+ * an answer whose m-line has no format, and port 0 rejects the line (RFC 8843 7.3.3
+ * would then take it out of the BUNDLE group, which some clients refuse). */
+static void audio(struct rtc_text *t, const struct sdp_answer *a, const struct sdp_media *m)
+{
+	const struct sdp_codec *c = a->audio_codec;
+	char first[8] = "0";
+	if (!c) {
+		size_t l = strcspn(m->fmts, " ");
+		if (l > 0 && l < sizeof first) {
+			memcpy(first, m->fmts, l);
+			first[l] = '\0';
+		}
+	}
+	if (c)
+		rtc_text_add(t, "m=audio 9 %s %u\r\n", m->proto, c->pt);
+	else
+		rtc_text_add(t, "m=audio 9 %s %s\r\n", m->proto, first);
+	transport(t, a, m);
+	rtc_text_add(t, "a=%s\r\na=rtcp-mux\r\n", a->audio_send && c ? "sendonly" : "inactive");
+	if (m->rtcp_rsize)
+		rtc_text_add(t, "a=rtcp-rsize\r\n");
+	if (!c)
+		return;
+	rtc_text_add(t, "a=rtpmap:%u opus/48000/2\r\n", c->pt);
+	if (c->have_fmtp)
+		rtc_text_add(t, "a=fmtp:%u %s\r\n", c->pt, c->fmtp);
+	if (a->audio_send)
+		rtc_text_add(t, "a=msid:keeppeek audio\r\na=ssrc:%u cname:%s\r\na=ssrc:%u msid:keeppeek audio\r\n",
+			     (unsigned)a->audio_ssrc, a->cname, (unsigned)a->audio_ssrc);
+}
+
 int sdp_build_answer(const struct sdp_answer *a, char *out, size_t cap)
 {
 	const struct sdp_offer *o = a->offer;
-	const struct sdp_media *am = &o->media[a->media];
+	const struct sdp_media *vm = &o->media[a->media];
+	const struct sdp_media *am = a->audio_media >= 0 ? &o->media[a->audio_media] : NULL;
+	bool bundle_audio = am && sdp_in_bundle(o, am);
 	struct rtc_text t;
 	rtc_text_init(&t, out, cap);
 	rtc_text_add(&t, "v=0\r\no=- %llu 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n",
 		     (unsigned long long)(a->session_id & 0x7fffffffffffffffull));
-	if (am->mid[0])
-		rtc_text_add(&t, "a=group:BUNDLE %s\r\n", am->mid);
+	if (vm->mid[0]) {
+		rtc_text_add(&t, "a=group:BUNDLE");
+		for (unsigned i = 0; i < o->nmedia; i++)
+			if (i == a->media || (bundle_audio && (int)i == a->audio_media))
+				rtc_text_add(&t, " %s", o->media[i].mid);
+		rtc_text_add(&t, "\r\n");
+	}
 	rtc_text_add(&t, "a=msid-semantic: WMS keeppeek\r\n");
+	bool first = true;
 	for (unsigned i = 0; i < o->nmedia; i++) {
 		const struct sdp_media *m = &o->media[i];
-		if (i != a->media) {
+		if (i == a->media) {
+			video(&t, a, m);
+		} else if (bundle_audio && (int)i == a->audio_media) {
+			audio(&t, a, m);
+		} else {
 			rtc_text_add(&t, "m=%s 0 %s %s\r\nc=IN IP4 0.0.0.0\r\n", m->type, m->proto, m->fmts);
 			if (m->mid[0])
 				rtc_text_add(&t, "a=mid:%s\r\n", m->mid);
 			rtc_text_add(&t, "a=inactive\r\n");
 			continue;
 		}
-		const struct sdp_codec *c = a->codec;
-		rtc_text_add(&t, "m=video 9 %s %u\r\nc=IN IP4 0.0.0.0\r\na=rtcp:9 IN IP4 0.0.0.0\r\n", m->proto, c->pt);
-		rtc_text_add(&t, "a=ice-ufrag:%s\r\na=ice-pwd:%s\r\na=fingerprint:sha-256 %s\r\na=setup:passive\r\n",
-			     a->ice_ufrag, a->ice_pwd, a->fingerprint);
-		if (m->mid[0])
-			rtc_text_add(&t, "a=mid:%s\r\n", m->mid);
-		rtc_text_add(&t, "a=sendonly\r\na=rtcp-mux\r\n");
-		if (m->rtcp_rsize)
-			rtc_text_add(&t, "a=rtcp-rsize\r\n");
-		rtc_text_add(&t, "a=rtpmap:%u %s/90000\r\n", c->pt, c->kind == KP_CODEC_H265 ? "H265" : "H264");
-		rtc_text_add(&t, "a=rtcp-fb:%u nack\r\na=rtcp-fb:%u nack pli\r\na=rtcp-fb:%u ccm fir\r\n", c->pt, c->pt,
-			     c->pt);
-		if (c->have_fmtp)
-			rtc_text_add(&t, "a=fmtp:%u %s\r\n", c->pt, c->fmtp);
-		rtc_text_add(&t, "a=msid:keeppeek video\r\na=ssrc:%u cname:%s\r\na=ssrc:%u msid:keeppeek video\r\n",
-			     (unsigned)a->ssrc, a->cname, (unsigned)a->ssrc);
-		for (unsigned k = 0; k < a->ncandidates; k++)
-			rtc_text_add(&t, "a=%s\r\n", a->candidates[k]);
-		rtc_text_add(&t, "a=end-of-candidates\r\n");
+		if (first)
+			candidates(&t, a);
+		first = false;
 	}
 	if (!rtc_text_ok(&t))
 		return -ENOBUFS;

@@ -79,9 +79,15 @@ struct rtc_session *rtc_session_new(struct rtc_conn *conn, const char *sid)
 	s->key = next_key++;
 	snprintf(s->sid, sizeof s->sid, "%s", sid);
 	s->state = RTC_GATHERING;
+	s->audio_media = -1;
 	s->created_ms = kp_mono_ms();
 	s->ssrc = random32() | 1;
 	s->last_ts = random32();
+	do
+		s->audio.ssrc = random32() | 1;
+	while (s->audio.ssrc == s->ssrc);
+	s->audio.seq = (uint16_t)random32();
+	s->audio.last_ts = random32();
 	s->need_keyframe = true;
 	int r = uv_timer_init(kp_worker_loop(rtc_worker()), &s->timer);
 	if (r < 0) {
@@ -106,6 +112,7 @@ static void on_timer_closed(uv_handle_t *h)
 
 void rtc_session_stop_source(struct rtc_session *s)
 {
+	rtc_audio_stop(s);
 	rtc_live_unsubscribe(s);
 	if (s->transcode) {
 		rtc_transcode_release(s->transcode, s);
@@ -142,6 +149,9 @@ void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
 	free(s->rtx);
 	free(s->offer);
 	free(s->keycache);
+	free(s->dtls_pending);
+	s->dtls_pending = NULL;
+	s->ndtls_pending = 0;
 	pre_clear(s);
 	s->pk = NULL;
 	s->rtx = NULL;
@@ -356,6 +366,15 @@ static int open_cursor(struct rtc_session *s)
 	return -e;
 }
 
+/* The audio goes with the video; without it the video still plays. */
+static int start_audio(struct rtc_session *s)
+{
+	int r = rtc_audio_start(s);
+	if (r < 0)
+		kp_warn("session %s: the audio of %s could not start: %s", s->sid, s->camera, strerror(-r));
+	return 0;
+}
+
 int rtc_session_prepare_source(struct rtc_session *s)
 {
 	if (s->mode != RTC_PLAYBACK)
@@ -374,18 +393,17 @@ int rtc_session_start_source(struct rtc_session *s)
 		s->cst.playing = true;
 		s->cst.rate = 1;
 		s->cst.ended = false;
-		if (s->transcode)
-			return 0;
-		if (rtc_live_subscribe(s, s->camera, s->src_stream) < 0) {
+		if (!s->transcode && rtc_live_subscribe(s, s->camera, s->src_stream) < 0) {
 			rtc_signal_error(s->conn, s->sid, "not_found", "This camera stream sends no video right now.");
 			return -ENOENT;
 		}
-		return 0;
+		return start_audio(s);
 	}
 	if (s->cursor) {
 		/* Opened paused at the offer (rtc_session_prepare_source): play it now. */
 		s->cst.playing = true;
 		s->cst.rate = 1;
+		start_audio(s); /* before play: its first tick hands out audio too */
 		rtc_cursor_play(s->cursor);
 		return 0;
 	}
@@ -393,7 +411,8 @@ int rtc_session_start_source(struct rtc_session *s)
 	s->cst.playing = true;
 	s->cst.rate = 1;
 	s->cst.ended = false;
-	return open_cursor(s);
+	int r = open_cursor(s);
+	return r < 0 ? r : start_audio(s);
 }
 
 static int srtp_session(srtp_t *ret, const uint8_t *key, const uint8_t *salt, bool outbound)
@@ -441,8 +460,30 @@ static void secured(struct rtc_session *s)
 static void dtls_send(void *arg, const uint8_t *data, size_t len)
 {
 	struct rtc_session *s = arg;
-	if (s->ice)
-		rtc_ice_send(s->ice, data, len);
+	if (!s->ice || rtc_ice_send(s->ice, data, len) == 0 || s->state >= RTC_STREAMING)
+		return;
+	/* No selected pair yet (a browser's ClientHello can arrive on a pair libnice has
+	 * not selected): kept until it has one. */
+	if (s->ndtls_pending >= RTC_DTLS_PENDING || len > sizeof s->dtls_pending[0].data)
+		return;
+	if (!s->dtls_pending && !(s->dtls_pending = malloc(RTC_DTLS_PENDING * sizeof *s->dtls_pending)))
+		return;
+	struct rtc_dtls_pending *p = &s->dtls_pending[s->ndtls_pending++];
+	memcpy(p->data, data, len);
+	p->len = (uint16_t)len;
+}
+
+static void resend_dtls_pending(struct rtc_session *s)
+{
+	struct rtc_dtls_pending *held = s->dtls_pending;
+	unsigned n = s->ndtls_pending;
+	s->dtls_pending = NULL;
+	s->ndtls_pending = 0;
+	for (unsigned i = 0; i < n; i++)
+		dtls_send(s, held[i].data, held[i].len);
+	free(held);
+	if (n && !s->ndtls_pending)
+		rtc_metrics.dtls_flights_resent++;
 }
 
 int rtc_session_setup(struct rtc_session *s, const struct sdp_media *m)
@@ -491,6 +532,11 @@ static void answer(struct rtc_session *s)
 	    .offer = s->offer,
 	    .media = s->media,
 	    .codec = s->codec,
+	    .profile_level_id = s->profile_level_id,
+	    .audio_media = s->audio_media,
+	    .audio_codec = s->audio_codec,
+	    .audio_send = s->audio.send,
+	    .audio_ssrc = s->audio.ssrc,
 	    .ice_ufrag = ufrag,
 	    .ice_pwd = pwd,
 	    .fingerprint = rtc_fingerprint,
@@ -518,6 +564,7 @@ static void answer(struct rtc_session *s)
 	free(s->offer);
 	s->offer = NULL;
 	s->codec = NULL;
+	s->audio_codec = NULL;
 	s->state = RTC_CONNECTING;
 	rtc_session_send_state(s);
 }
@@ -599,6 +646,8 @@ void rtc_session_on_ice(struct rtc_session *s, const struct rtc_ice_event *ev)
 	case RTC_ICE_CONNECTED:
 		if (s->state == RTC_CONNECTING)
 			s->state = RTC_SECURING;
+		if (s->state == RTC_SECURING && s->ndtls_pending)
+			resend_dtls_pending(s);
 		break;
 	case RTC_ICE_FAILED:
 		rtc_metrics.ice_failures++;
@@ -625,12 +674,12 @@ static uint64_t ntp_now(void)
 	return secs << 32 | frac;
 }
 
-static void send_sr(struct rtc_session *s, uint64_t now)
+static void send_sr(struct rtc_session *s, uint64_t now, uint64_t ntp)
 {
 	uint8_t buf[128 + SRTP_MAX_TRAILER_LEN + 4];
 	struct rtcp_sr sr = {
 	    .ssrc = s->ssrc,
-	    .ntp = ntp_now(),
+	    .ntp = ntp,
 	    .rtp_ts = s->last_ts + (uint32_t)((now - s->last_send_ms) * 90),
 	    .packets = s->packets,
 	    .octets = s->octets,
@@ -662,8 +711,11 @@ static void on_tick(uv_timer_t *t)
 	if (s->state != RTC_STREAMING)
 		return;
 	if (s->packets && now - s->last_sr_ms >= SR_INTERVAL_MS) {
+		/* Video and audio reports of one instant: one NTP time for both. */
+		uint64_t ntp = ntp_now();
 		s->last_sr_ms = now;
-		send_sr(s, now);
+		send_sr(s, now, ntp);
+		rtc_session_audio_sr(s, now, ntp);
 	}
 	if (s->mode == RTC_PLAYBACK && now - s->last_state_ms >= STATE_INTERVAL_MS)
 		rtc_session_send_state(s);

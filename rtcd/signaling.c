@@ -85,6 +85,11 @@ void rtc_signal_error(struct rtc_conn *c, const char *sid, const char *code, con
 	char buf[1024];
 	struct json_w w;
 	rtc_msg_begin(&w, buf, sizeof buf, "error", sid);
+	if (!sid) {
+		/* Every error names its session: null when the message named none we could read. */
+		jw_key(&w, "sid");
+		jw_null(&w);
+	}
 	jw_key(&w, "code");
 	jw_str(&w, code);
 	jw_key(&w, "message");
@@ -196,6 +201,22 @@ static bool parse_stream(const char *v, unsigned *ret)
 	return true;
 }
 
+/* The audio m-line's answer: Opus sendonly when the source is Opus, else inactive.
+ * The transcoder's AAC -> Opus job, once wired, makes RTC_AUDIO_TRANSCODE send too. */
+static void choose_audio(struct rtc_session *s)
+{
+	const struct sdp_codec *opus = NULL;
+	s->audio_media = sdp_choose_audio(s->offer, &opus);
+	if (s->audio_media >= 0 && !sdp_in_bundle(s->offer, &s->offer->media[s->audio_media]))
+		s->audio_media = -1; /* a transport of its own: rejected (port 0) */
+	s->audio_codec = s->audio_media >= 0 ? opus : NULL;
+	bool recv = s->audio_media >= 0 && s->offer->media[s->audio_media].recv;
+	s->audio.src = rtc_audio_choose(s, recv && opus);
+	s->audio.send = s->audio.src == RTC_AUDIO_PASSTHROUGH;
+	if (opus)
+		s->audio.pt = opus->pt;
+}
+
 /* Decides what the session sends: codec, stream and fallback. 0 or -1 (error sent). */
 static int choose_source(struct rtc_conn *c, struct rtc_session *s, const char *sid)
 {
@@ -224,12 +245,17 @@ static int choose_source(struct rtc_conn *c, struct rtc_session *s, const char *
 	s->pt = codec->pt;
 	s->rtp_codec = codec->kind;
 	s->src_stream = s->stream;
-	if (!h265 || s->rtp_codec == KP_CODEC_H265)
+	choose_audio(s);
+	if (!h265 || s->rtp_codec == KP_CODEC_H265) {
+		if (s->rtp_codec == KP_CODEC_H264)
+			s->profile_level_id = rtc_live_profile_level_id(s->camera, s->src_stream);
 		return 0;
+	}
 	/* H.265 camera, H.264 browser: the camera's other stream if it is H.264, else a transcode. */
 	unsigned other = s->stream ^ 1;
 	if (rtc_live_codec(s->camera, other) == kp_Codec_CODEC_H264) {
 		s->src_stream = other;
+		s->profile_level_id = rtc_live_profile_level_id(s->camera, other);
 		s->fallback = other ? "sub-h264" : "main-h264";
 		return 0;
 	}
@@ -339,7 +365,11 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 		rtc_session_close(s, "refused", false);
 		return;
 	}
-	const struct sdp_media *m = &offer->media[s->media];
+	/* The bundled m-lines share the transport of the first of them (RFC 9143 7.2.1): its
+	 * ICE credentials and fingerprint (a client that gathers per media kind, as aiortc
+	 * does, gives each m-line its own until the answer bundles them). */
+	unsigned tm = s->audio_media >= 0 && (unsigned)s->audio_media < s->media ? (unsigned)s->audio_media : s->media;
+	const struct sdp_media *m = &offer->media[tm];
 	if (!m->ice_ufrag[0] || !m->ice_pwd[0] || !m->fp_len || !m->rtcp_mux ||
 	    (strcmp(m->setup, "actpass") != 0 && strcmp(m->setup, "active") != 0)) {
 		rtc_metrics.bad_sdp++;
@@ -361,7 +391,7 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 		return;
 	}
 	for (unsigned i = 0; i < offer->ncandidates; i++)
-		if (offer->candidate_media[i] == s->media)
+		if (offer->candidate_media[i] == tm)
 			rtc_ice_add_remote(s->ice, offer->candidates[i]);
 	kp_info("session %s of %s (%s): %s %s stream %u", sid, c->principal, c->addr, playback ? "playback" : "live",
 		camera, stream);
@@ -466,7 +496,7 @@ static void on_message(struct rtc_conn *c, const uint8_t *data, size_t len)
 	const char *sid = rtc_json_str(&j, "sid");
 	if (!type || !sid || !valid_sid(sid)) {
 		rtc_metrics.bad_messages++;
-		rtc_signal_error(c, NULL, "bad_request",
+		rtc_signal_error(c, sid && valid_sid(sid) ? sid : NULL, "bad_request",
 				 "Every message needs \"type\" and \"sid\" (1 to 32 printable characters).");
 		return;
 	}

@@ -23,13 +23,15 @@ function freePort() {
 }
 
 // keeppeek-test-camera serving RTSP with main.CODEC and sub.CODEC fixtures (or a fixture
-// file named in full, such as 'bframes.h264.ts').
-async function startCamera(dir, name, main, sub) {
+// file named in full, such as 'bframes.h264.ts'), and with audio (a fixture file name,
+// such as 'audio.opus') a sound track on its main stream.
+async function startCamera(dir, name, main, sub, audio) {
 	const port = await freePort();
 	const fx = join(BUILD_ROOT, 'test', 'fixtures');
 	const file = (kind, v) => join(fx, v.includes('.') ? v : `${kind}.${v}`);
 	const proc = spawn(join(BUILD_ROOT, 'test', 'camera', 'keeppeek-test-camera'),
-		['--main', file('main', main), '--sub', file('sub', sub), '--rtsp-port', String(port), '--user', 'admin', '--password', 'cam-pass'],
+		['--main', file('main', main), '--sub', file('sub', sub), '--rtsp-port', String(port), '--user', 'admin', '--password', 'cam-pass',
+			...(audio ? ['--audio', join(fx, audio)] : [])],
 		{ cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
 	let err = '';
 	proc.stderr.on('data', (d) => (err += d));
@@ -52,14 +54,15 @@ async function startCamera(dir, name, main, sub) {
 	return `[camera "${name}"]\nurl = rtsp://admin:cam-pass@127.0.0.1:${port}/main\nsub_url = rtsp://admin:cam-pass@127.0.0.1:${port}/sub\n`;
 }
 
-// cams: [{name, main: 'h264'|'h265', sub: ...}]. Returns {kp, page} with window.kp ready.
+// cams: [{name, main: 'h264'|'h265', sub: ..., audio: fixture (optional)}]. Returns {kp, page}
+// with window.kp ready.
 export async function rtcSetup(cams, extraConfig = '') {
 	const kp = await startKeeppeek({
 		config: async (dir, port) => {
 			chmodSync(dir, 0o755); // workers drop to an unprivileged user when started as root
 			let conf = `[keeppeek]\ndata_dir = ${dir}/data\nrun_dir = ${dir}/run\n[web]\nlisten = 127.0.0.1:${port}\n${extraConfig}`;
 			for (const c of cams)
-				conf += await startCamera(dir, c.name, c.main, c.sub);
+				conf += await startCamera(dir, c.name, c.main, c.sub, c.audio);
 			return conf;
 		},
 	});
@@ -149,11 +152,13 @@ async function pageSetup({ user, password }) {
 		},
 		connect,
 		closeCode: () => closeCode,
-		// Opens a peer connection (offer fields: camera, stream, mode, at_ms); resolves once
-		// the answer is applied.
-		async watch(sid, fields) {
-			const pc = new RTCPeerConnection();
+		// Opens a peer connection (offer fields: camera, stream, mode, at_ms; with audio, an
+		// audio transceiver too); resolves once the answer is applied.
+		async watch(sid, fields, audio = false) {
+			const pc = new RTCPeerConnection({ bundlePolicy: 'max-bundle' });
 			pc.addTransceiver('video', { direction: 'recvonly' });
+			if (audio)
+				pc.addTransceiver('audio', { direction: 'recvonly' });
 			const video = document.createElement('video');
 			video.muted = true;
 			video.autoplay = true;
@@ -196,6 +201,16 @@ async function pageSetup({ user, password }) {
 				await new Promise((ok) => setTimeout(ok, 100));
 			}
 			return { ok: false, first, frames: await decoded(pc), time: video.currentTime, ice: pc.iceConnectionState, conn: pc.connectionState };
+		},
+		// The inbound audio's getStats() counters: packetsReceived, totalSamplesReceived,
+		// audioLevel (0 when there is no audio stream).
+		async audioStats(sid) {
+			const out = { packetsReceived: 0, totalSamplesReceived: 0, audioLevel: 0 };
+			(await sessions.get(sid).pc.getStats()).forEach((s) => {
+				if (s.type === 'inbound-rtp' && s.kind === 'audio')
+					Object.assign(out, { packetsReceived: s.packetsReceived || 0, totalSamplesReceived: s.totalSamplesReceived || 0, audioLevel: s.audioLevel || 0 });
+			});
+			return out;
 		},
 		// The session's RTCPeerConnection (for getStats()).
 		pc(sid) {

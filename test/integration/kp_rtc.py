@@ -84,30 +84,56 @@ class Signaling:
 
 
 class Viewer:
-    """One aiortc RTCPeerConnection receiving one rtcd session; counts decoded frames."""
+    """One aiortc RTCPeerConnection receiving one rtcd session; counts decoded frames.
+    With audio=True the offer has an audio m-line first (recvonly, Opus and G.711, as
+    aiortc writes it); decoded audio frames are counted with their peak sample."""
 
-    def __init__(self, sig, sid, camera, stream="sub", mode="live", at_ms=None):
+    def __init__(self, sig, sid, camera, stream="sub", mode="live", at_ms=None, audio=False):
         OPEN.append(self)
         self.sig, self.sid, self.camera, self.stream, self.mode, self.at_ms = sig, sid, camera, stream, mode, at_ms
+        self.audio = audio
         self.pc = RTCPeerConnection(NO_STUN)
         self.frames = 0
+        self.audio_frames = 0
+        self.audio_peak = 0
+        self.offer_sdp = self.answer_sdp = None
+        self.offered_at = self.first_frame_at = None
         self.task = None
+        self.tasks = []
 
         @self.pc.on("track")
         def on_track(track):
-            self.task = asyncio.ensure_future(self._count(track))
+            t = asyncio.ensure_future(self._count_audio(track) if track.kind == "audio" else self._count(track))
+            self.tasks.append(t)
+            if track.kind != "audio":
+                self.task = t
 
     async def _count(self, track):
         try:
             while True:
                 await track.recv()
+                if self.first_frame_at is None:
+                    self.first_frame_at = time.monotonic()
                 self.frames += 1
         except Exception:  # MediaStreamError when the connection ends
             return
 
+    async def _count_audio(self, track):
+        try:
+            while True:
+                f = await track.recv()
+                self.audio_frames += 1
+                self.audio_peak = max(self.audio_peak, int(abs(f.to_ndarray()).max()))
+        except Exception:
+            return
+
     async def open(self):
+        if self.audio:
+            self.pc.addTransceiver("audio", direction="recvonly")
         self.pc.addTransceiver("video", direction="recvonly")
         await self.pc.setLocalDescription(await self.pc.createOffer())
+        self.offer_sdp = self.pc.localDescription.sdp
+        self.offered_at = time.monotonic()
         msg = {"type": "offer", "sid": self.sid, "sdp": self.pc.localDescription.sdp, "camera": self.camera,
                "stream": self.stream, "mode": self.mode}
         if self.at_ms is not None:
@@ -116,6 +142,7 @@ class Viewer:
         m = await self.sig.next(self.sid, ("answer", "error", "closed"))
         if m["type"] != "answer":
             check(False, f"session {self.sid} on {self.camera} answered: {m}")
+        self.answer_sdp = m["sdp"]
         await self.pc.setRemoteDescription(RTCSessionDescription(m["sdp"], "answer"))
 
     async def playing(self, more_than=0, timeout=15):
@@ -130,8 +157,8 @@ class Viewer:
             await asyncio.wait_for(self.pc.close(), 3)
         except Exception:
             pass
-        if self.task:
-            self.task.cancel()
+        for t in self.tasks:
+            t.cancel()
 
 
 def with_two_cameras(make, config, prefix, scenario):

@@ -20,11 +20,12 @@ transport stream; the payloader then stamps each RTP packet with the PTS.
 With --audio aac the stream has a second track: a live 440 Hz tone, 16 kHz mono, encoded
 by voaacenc and sent by rtpmp4gpay (mpeg4-generic, RFC 3640; gstreamer1.0-plugins-bad
 and -good); with --audio pcmu the tone at 8 kHz through mulawenc and rtppcmupay (RFC 3551
-PCMU). GStreamer times both tracks on the pipeline clock and sends its own RTCP sender
-reports.
+PCMU); with --audio opus the tone at 48 kHz through opusenc and rtpopuspay (RFC 7587,
+20 ms frames; gstreamer1.0-plugins-base and -good). GStreamer times both tracks on the
+pipeline clock and sends its own RTCP sender reports.
 
 usage: rtsp_external_server.py FIXTURE.h264|FIXTURE.h265|FIXTURE.h26x.ts PORT [--fps N] [--user U --password P]
-         [--audio aac|pcmu]
+         [--audio aac|pcmu|opus]
 """
 import argparse
 import re
@@ -114,7 +115,7 @@ def main():
     ap.add_argument("--fps", type=int, default=25)
     ap.add_argument("--user")
     ap.add_argument("--password")
-    ap.add_argument("--audio", choices=("aac", "pcmu"))
+    ap.add_argument("--audio", choices=("aac", "pcmu", "opus"))
     args = ap.parse_args()
     name = args.fixture[:-3] if args.fixture.endswith(".ts") else args.fixture
     codec = "h265" if name.endswith((".h265", ".hevc")) else "h264"
@@ -140,6 +141,8 @@ def main():
                "! aacparse ! rtpmp4gpay name=pay1 pt=97",
         "pcmu": " audiotestsrc is-live=true freq=440 ! audio/x-raw,rate=8000,channels=1 ! mulawenc "
                 "! rtppcmupay name=pay1",
+        "opus": " audiotestsrc is-live=true freq=440 ! audio/x-raw,rate=48000,channels=1 ! opusenc bitrate=32000 "
+                "frame-size=20 ! rtpopuspay name=pay1 pt=111",
     }[args.audio]
     factory.set_launch(f'( appsrc name=src is-live=true format=time caps="{caps}" '
                        f"! {codec}parse ! rtp{codec}pay name=pay0 pt=96 config-interval=-1{audio} )")

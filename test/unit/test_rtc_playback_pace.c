@@ -3,7 +3,10 @@
  * frame 40 ms apart, 2x 20 ms apart, 4x and 8x only the keyframes (250 ms, 125 ms); a
  * rate change keeps the position continuous; a stall or a pause does not cause a burst;
  * a gap in the recording is skipped; the keyframes-only stream decodes frame by frame
- * in libavcodec; and a B-frame's composition offset is added to the time it carries. */
+ * in libavcodec; and a B-frame's composition offset is added to the time it carries.
+ * The audio track's samples (track 2) are due on the video's clock at 1x, 20 ms apart,
+ * none at 2x, none before the clock is anchored, none before the anchor (a seek) and
+ * none late by more than RTC_PACE_MAX_LATE_US (no burst after a stall). */
 #include <libavcodec/avcodec.h>
 
 #include "playback_pace.h"
@@ -202,6 +205,54 @@ static void test_composition_offsets(void)
 		f->samples[i].cts = 0;
 }
 
+/* A fragment with 50 Opus frames of 20 ms from 10 s (its video from 10 s too). */
+static void audio_frag(struct rtc_pb_frag *f)
+{
+	static struct fmp4_sample_info audio[FMP4_AUDIO_MAX_SAMPLES];
+	memset(f, 0, sizeof *f);
+	f->frag.audio = audio;
+	f->track.timescale = 90000;
+	f->track.audio_timescale = 48000;
+	f->frag.base_time = 10 * 90000;
+	f->start_ms = 1000000;
+	f->frag.naudio = 50;
+	for (unsigned i = 0; i < 50; i++)
+		f->frag.audio[i] =
+		    (struct fmp4_sample_info){.offset = i, .size = 1, .duration = 960, .dts = 480000 + i * 960};
+}
+
+static void test_audio(void)
+{
+	static struct rtc_pb_frag f;
+	audio_frag(&f);
+	struct rtc_pace p;
+	rtc_pace_init(&p);
+	struct rtc_pb_out o;
+	int64_t wait = 0;
+	CHECK_EQ(rtc_pb_audio_step(&f, &p, 0, &o, &wait), -1); /* not anchored: nothing, nothing skipped */
+	CHECK_EQ(f.anext, 0u);
+	p = (struct rtc_pace){.rate = 1, .anchored = true, .media_ref = 1000000000, .clock_ref = 0};
+	CHECK_EQ(rtc_pb_audio_media_us(&f, 1), 1000000000 + 20000);
+	CHECK_EQ(rtc_pb_audio_step(&f, &p, 0, &o, &wait), 1);
+	CHECK(o.sample == &f.frag.audio[0] && o.pts_us == 0 && o.media_us == 1000000000);
+	CHECK_EQ(rtc_pb_audio_step(&f, &p, 0, &o, &wait), 0);
+	CHECK_EQ(wait, 20000);
+	CHECK_EQ(rtc_pb_audio_step(&f, &p, 20000, &o, &wait), 1);
+	CHECK(o.sample == &f.frag.audio[1] && o.pts_us == 20000);
+	/* A stall of 600 ms: the frames due more than 500 ms ago are skipped, not burst. */
+	CHECK_EQ(rtc_pb_audio_step(&f, &p, 620000, &o, &wait), 1);
+	CHECK(o.sample >= &f.frag.audio[6] && o.pts_us >= 620000 - RTC_PACE_MAX_LATE_US);
+	/* 2x: none. */
+	p.rate = 2;
+	CHECK_EQ(rtc_pb_audio_step(&f, &p, 640000, &o, &wait), -1);
+	CHECK_EQ(f.anext, 50u);
+	/* A seek anchored at 10.5 s: the frames before it are skipped. */
+	audio_frag(&f);
+	p = (struct rtc_pace){.rate = 1, .anchored = true, .media_ref = 1000500000, .clock_ref = 0};
+	CHECK_EQ(rtc_pb_audio_step(&f, &p, 0, &o, &wait), 1);
+	CHECK(o.sample == &f.frag.audio[25] && o.media_us == 1000500000);
+}
+
 int main(void)
 {
 	if (load() < 0) {
@@ -214,6 +265,7 @@ int main(void)
 	RUN(test_stall_no_burst);
 	RUN(test_gap_skipped);
 	RUN(test_composition_offsets);
+	RUN(test_audio);
 	for (unsigned i = 0; i < rec.nfrags; i++)
 		free(frags[i].buf);
 	recorded_free(&rec);

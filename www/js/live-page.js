@@ -1,6 +1,8 @@
 // Live page: camera grid (1, 2x2, 3x3, 4x4) of WebRTC tiles with name, clock and
 // connection state, click (or Enter) to enlarge, main/sub stream switch, paging when
-// there are more cameras than cells. Each tile reconnects by itself (rtc.js).
+// there are more cameras than cells, a sound toggle on each tile of a camera that sends
+// sound (muted by default; a camera unmuted stays so while the page is open). Each tile
+// reconnects by itself (rtc.js).
 import { startShell, showError } from './shell.js';
 import { cameras as listCameras } from './adapt.js';
 import { RtcView } from './rtc.js';
@@ -26,6 +28,7 @@ let bigStream = store('kp.live.bigStream') || 'main';
 let page = 0;
 let enlarged = null;
 let tiles = [];
+const unmuted = new Set(); // cameras whose sound the user turned on
 
 const STATE_TEXT = { connecting: 'Connecting', live: 'Live', reconnecting: 'Reconnecting', error: 'Error', offline: 'Offline' };
 
@@ -37,12 +40,30 @@ function tile(cam, streamName) {
 	const clock = el('span', { class: 'clock' });
 	const info = el('span', { class: 'info', text: streamName });
 	const fallback = el('span', { class: 'badge fallback', hidden: true });
+	const sound = el('button', { class: 'btn sound', type: 'button', hidden: true });
+	const showSound = () => {
+		const on = unmuted.has(cam.name);
+		sound.textContent = on ? 'Sound on' : 'Muted';
+		sound.setAttribute('aria-pressed', String(on));
+		sound.setAttribute('aria-label', on ? `Mute ${cam.name}` : `Unmute ${cam.name}`);
+	};
+	showSound();
+	sound.addEventListener('click', (e) => {
+		e.stopPropagation(); // not a click on the tile (enlarge)
+		if (unmuted.has(cam.name))
+			unmuted.delete(cam.name);
+		else
+			unmuted.add(cam.name);
+		showSound();
+		view.setMuted(!unmuted.has(cam.name));
+	});
+	sound.addEventListener('keydown', (e) => e.stopPropagation());
 	const t = el('div', {
 		class: 'tile',
 		role: 'button',
 		tabindex: '0',
 		'data-camera': cam.name,
-	}, video, el('div', { class: 'ov top' }, el('span', { class: 'name', text: cam.name }), badge), msg, fallback, el('div', { class: 'ov bottom' }, clock, el('span', { style: 'flex:1' }), info));
+	}, video, el('div', { class: 'ov top' }, el('span', { class: 'name', text: cam.name }), badge), msg, fallback, el('div', { class: 'ov bottom' }, clock, el('span', { style: 'flex:1' }), sound, info));
 	const toggle = () => {
 		enlarged = enlarged ? null : cam.name;
 		render();
@@ -59,6 +80,10 @@ function tile(cam, streamName) {
 		stream: streamName,
 		mode: 'live',
 		video,
+		muted: !unmuted.has(cam.name),
+		onAudio(has) {
+			sound.hidden = !has;
+		},
 		onStatus(state, text) {
 			badge.dataset.state = state;
 			badge.textContent = STATE_TEXT[state] || state;

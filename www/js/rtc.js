@@ -78,11 +78,14 @@ class Signaling {
 
 const signaling = new Signaling();
 
-// A view of one camera stream in a <video>. opts: camera, stream, mode ('live' or
-// 'playback'), at (ms, playback), video, onStatus(state, text), onState(serverState).
+// A view of one camera stream and its sound in a <video>. opts: camera, stream, mode
+// ('live' or 'playback'), at (ms, playback), video, muted (default true),
+// onStatus(state, text), onState(serverState), onAudio(hasAudio): whether the server
+// sends sound (its answer's audio m-line is sendonly, not inactive).
 export class RtcView {
 	constructor(opts) {
 		this.opts = { mode: 'live', ...opts };
+		this.muted = this.opts.muted !== false;
 		this.failures = 0;
 		this.closed = false;
 		this.timer = 0;
@@ -92,13 +95,17 @@ export class RtcView {
 	start() {
 		this.sid = 'v' + ++seq;
 		this.answered = false;
-		const pc = new RTCPeerConnection({ iceServers: [] });
+		// One transport for video and audio (rtcd bundles them on the video's).
+		const pc = new RTCPeerConnection({ iceServers: [], bundlePolicy: 'max-bundle' });
 		this.pc = pc;
 		pc.addTransceiver('video', { direction: 'recvonly' });
+		pc.addTransceiver('audio', { direction: 'recvonly' });
 		pc.ontrack = (e) => {
 			const v = this.opts.video;
-			v.srcObject = e.streams[0] || new MediaStream([e.track]);
-			v.muted = true;
+			const stream = e.streams[0];
+			if (!stream || v.srcObject !== stream)
+				v.srcObject = stream || new MediaStream([e.track]);
+			v.muted = this.muted;
 			v.play().catch(() => {});
 		};
 		pc.onicecandidate = (e) => {
@@ -143,7 +150,11 @@ export class RtcView {
 				await this.pc.setRemoteDescription({ type: 'answer', sdp: m.sdp });
 			} catch (err) {
 				this.retry('the server answer was not accepted: ' + err.message);
+				return;
 			}
+			const audio = this.pc.getTransceivers().find((t) => t.receiver.track.kind === 'audio');
+			if (this.opts.onAudio)
+				this.opts.onAudio(!!audio && audio.currentDirection === 'recvonly');
 		} else if (m.type === 'state') {
 			if (m.mode === 'playback' && Number.isFinite(m.position_ms))
 				this.opts.at = m.position_ms;
@@ -198,6 +209,15 @@ export class RtcView {
 		if (op === 'seek' && args.at_ms !== undefined)
 			this.opts.at = args.at_ms;
 		signaling.send({ type: 'control', sid: this.sid, op, ...args });
+	}
+
+	// Sound on or off; the <video> keeps playing either way.
+	setMuted(muted) {
+		this.muted = muted;
+		const v = this.opts.video;
+		v.muted = muted;
+		if (!muted)
+			v.play().catch(() => {});
 	}
 
 	close() {

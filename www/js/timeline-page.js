@@ -71,6 +71,10 @@ function seek(ms) {
 		mode: 'playback',
 		at: ms,
 		video: ui.video,
+		muted: ui.sound.getAttribute('aria-pressed') !== 'true',
+		onAudio(has) {
+			ui.sound.hidden = !has;
+		},
 		onStatus(state, text) {
 			ui.badge.dataset.state = state;
 			ui.badge.textContent = state === 'live' ? 'Playback' : state[0].toUpperCase() + state.slice(1);
@@ -190,6 +194,18 @@ function build() {
 		class: 'btn', type: 'button', text: 'Pause', disabled: true,
 		onclick: () => view && view.control(ui.play.dataset.playing === 'true' ? 'pause' : 'play'),
 	});
+	// Sound: off until turned on; the server sends it at 1x only.
+	ui.sound = el('button', {
+		class: 'btn sound', type: 'button', text: 'Muted', hidden: true, 'aria-pressed': 'false', 'aria-label': 'Unmute',
+		onclick: () => {
+			const on = ui.sound.getAttribute('aria-pressed') !== 'true';
+			ui.sound.setAttribute('aria-pressed', String(on));
+			ui.sound.setAttribute('aria-label', on ? 'Mute' : 'Unmute');
+			ui.sound.textContent = on ? 'Sound on' : 'Muted';
+			if (view)
+				view.setMuted(!on);
+		},
+	});
 	const rate = el('select', { 'aria-label': 'Playback speed' });
 	for (const r of [1, 2, 4, 8])
 		rate.append(el('option', { value: String(r), text: `${r}×` }));
@@ -216,7 +232,7 @@ function build() {
 					zoomBtn('−', 'Zoom out', () => tl.zoom(2)),
 					zoomBtn('+', 'Zoom in', () => tl.zoom(0.5)),
 					zoomBtn('24 h', 'Show the whole day', () => tl.setView(day, day + DAY))),
-				ui.play, rate, ui.filters, ui.evInfo),
+				ui.play, rate, ui.sound, ui.filters, ui.evInfo),
 			el('div', { class: 'tl-legend', 'aria-hidden': 'true' },
 				el('span', {}, el('i'), 'recorded'), el('span', {}, el('i', { class: 'gap' }), 'no recording'))),
 		ui.tlBox);
