@@ -473,6 +473,15 @@ int main(int argc, char **argv)
 		send_all(c->fd, req, (size_t)n);
 		add(c);
 	}
+	for (;;) {
+		unsigned up = 0;
+		for (unsigned s = 0; s < G.nsubs; s++)
+			up += G.subs[s].upgraded;
+		if (up == G.nsubs)
+			break;
+		poll_once(100);
+	}
+	/* Only now: webd accepts at most 64 anonymous connections per address. */
 	for (unsigned k = 0; k < G.nconns; k++) {
 		struct conn *c = &G.conns[k];
 		c->idx = k;
@@ -481,14 +490,6 @@ int main(int argc, char **argv)
 			die("malloc");
 		c->fd = connect_one();
 		add(c);
-	}
-	for (;;) {
-		unsigned up = 0;
-		for (unsigned s = 0; s < G.nsubs; s++)
-			up += G.subs[s].upgraded;
-		if (up == G.nsubs)
-			break;
-		poll_once(100);
 	}
 	printf("subscribed\n");
 	fflush(stdout);
