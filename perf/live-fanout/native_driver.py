@@ -101,6 +101,15 @@ def run_one_native(kp, n, a):
             counters[label] = {"start": v0, "end": v1, "delta": v1 - v0, "series": keys1}
         res["counters"] = counters
         res["metrics_live_end"] = {kk: v for kk, v in m1.items() if "live" in kk}
+        # Group commit: passes of the commit thread in the window, their mean time, events per pass.
+        cc = {kk: m1.get(kk, 0) - m0.get(kk, 0) for kk in ("keeppeek_recorderd_commit_seconds_count",
+                                                           "keeppeek_recorderd_commit_seconds_sum")}
+        npass = cc["keeppeek_recorderd_commit_seconds_count"]
+        res["commit_passes"] = {"count": npass,
+                                "mean_ms": round(cc["keeppeek_recorderd_commit_seconds_sum"] * 1000 / npass, 3)
+                                if npass else None,
+                                "events_per_pass": round(counters["committed"]["delta"] / npass, 2)
+                                if npass and counters.get("committed") else None}
         if counters.get("delivered"):
             res["delivered_per_s"] = round(counters["delivered"]["delta"] / win, 2)
         if counters.get("committed"):
@@ -182,14 +191,14 @@ def markdown_native(rep):
            "edges; RSS every 0.25 s; nearest-rank percentiles.", "",
            "| N | acked on time in window (planned) | committed Δ | committed/s | delivered Δ | delivered/s | "
            "drops Δ | missing / dup / unacked / resync | publish→ack p50 / p95 ms | lateness p95 ms | "
-           "RSS total p50 / p95 / max MiB | KeepPeek CPU s (webd, recorderd) | client CPU s | other CPU s | "
-           "load before / after |",
-           "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- | --- | ---: | ---: | --- |"]
+           "commit passes (mean ms, events each) | RSS total p50 / p95 / max MiB | KeepPeek CPU s (webd, recorderd) | "
+           "client CPU s | other CPU s | load before / after |",
+           "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |"]
     for r in rep["runs"]:
         c = r.get("counters") or {}
         cl, p = r.get("client"), r.get("processes")
         if not p or not cl:
-            out.append(f"| {r['subscribers']} | run failed |" + " |" * 13)
+            out.append(f"| {r['subscribers']} | run failed |" + " |" * 14)
             continue
         d, dr, cm = c.get("delivered") or {}, c.get("dropped") or {}, c.get("committed") or {}
         rss = p["total"]["rss"]
@@ -199,6 +208,8 @@ def markdown_native(rep):
                    f"{cl['missing']} / {cl['duplicates']} / {cl['not_acknowledged']} / {cl['resyncs']} | "
                    f"{pc.fmt(r['publish_to_commit_ms'].get('p50'))} / {pc.fmt(r['publish_to_commit_ms'].get('p95'))} | "
                    f"{pc.fmt(r['publish_lateness_ms'].get('p95'))} | "
+                   f"{pc.fmt(r['commit_passes']['count'], 0)} ({pc.fmt(r['commit_passes']['mean_ms'])}, "
+                   f"{pc.fmt(r['commit_passes']['events_per_pass'])}) | "
                    f"{rss['p50'] / 1048576:.2f} / {rss['p95'] / 1048576:.2f} / {rss['max'] / 1048576:.2f} | "
                    f"{p['total']['cpu_s']} ({p.get('webd', {}).get('cpu_s', '-')}, "
                    f"{p.get('recorderd', {}).get('cpu_s', '-')}) | {r['machine']['driver_cpu_s']} | "
