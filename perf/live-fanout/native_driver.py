@@ -123,6 +123,9 @@ def run_one_native(kp, n, a):
         if summ["failed"] or summ["bad_answers"] or summ["closed_conns"]:
             failures.append(f"N={n}: {summ['failed']} publications failed (status {summ['status']}), "
                             f"{summ['bad_answers']} wrong acknowledgements, {summ['closed_conns']} closed")
+        if summ["unsent"]:
+            failures.append(f"N={n}: {summ['unsent']} publications were still unsent 1 s after the last was due "
+                            "(not sent at all)")
         if summ["acked_on_time_in_window"] < 0.98 * total_win:
             failures.append(f"N={n}: the producer held {summ['acked_on_time_in_window']} of {total_win} "
                             f"publications in the window (target rate {a.rate}/s not held)")
