@@ -599,5 +599,7 @@ int main(int argc, char **argv)
 	}
 	printf("]}\n");
 	fflush(stdout);
+	free(late);
+	free(lat);
 	return 0;
 }
