@@ -324,6 +324,7 @@ static void write_files(int data_dirfd, struct rec_job *list)
 	struct pending {
 		struct rec_job *j;
 		int fd[2];
+		unsigned dir; /* hh of its events/<hh> */
 	} *p = calloc(n, sizeof *p);
 	if (!p) {
 		for (struct rec_job *j = list; j; j = j->next)
@@ -331,7 +332,7 @@ static void write_files(int data_dirfd, struct rec_job *list)
 				fail_io(j, -ENOMEM, "writing the event's files");
 		return;
 	}
-	uint8_t dirs[256 / 8] = {0};
+	uint8_t dirs[256 / 8] = {0}, bad[256 / 8] = {0};
 	size_t k = 0;
 	for (struct rec_job *j = list; j; j = j->next) {
 		if (j->kind != REC_JOB_EVENT || j->status)
@@ -358,8 +359,8 @@ static void write_files(int data_dirfd, struct rec_job *list)
 			fail_io(j, r, "writing the event record");
 			continue;
 		}
-		unsigned hh = (unsigned)strtoul(path + 7, NULL, 16) & 0xff; /* events/hh/ */
-		dirs[hh / 8] |= (uint8_t)(1u << hh % 8);
+		e->dir = (unsigned)strtoul(path + 7, NULL, 16) & 0xff; /* events/hh/ */
+		dirs[e->dir / 8] |= (uint8_t)(1u << e->dir % 8);
 	}
 	for (size_t i = 0; i < k; i++)
 		for (int f = 0; f < 2; f++)
@@ -384,17 +385,20 @@ static void write_files(int data_dirfd, struct rec_job *list)
 	}
 	/* Every file is durable (fdatasync + its directory's entry) before the transaction. */
 	int dir_err = 0;
-	for (unsigned hh = 0; hh < 256 && !dir_err; hh++)
+	for (unsigned hh = 0; hh < 256; hh++)
 		if (dirs[hh / 8] >> hh % 8 & 1) {
 			char dir[16];
 			snprintf(dir, sizeof dir, "events/%02x", hh);
-			dir_err = rec_fsync_dir(data_dirfd, dir);
-			if (dir_err < 0)
-				kp_err("%s: fsync failed: %s", dir, strerror(-dir_err));
+			int r = rec_fsync_dir(data_dirfd, dir);
+			if (r < 0) {
+				kp_err("%s: fsync failed: %s", dir, strerror(-r));
+				bad[hh / 8] |= (uint8_t)(1u << hh % 8);
+				dir_err = r;
+			}
 		}
 	for (size_t i = 0; i < k; i++) {
 		struct rec_job *j = p[i].j;
-		if (!j->status && dir_err < 0) {
+		if (!j->status && bad[p[i].dir / 8] >> p[i].dir % 8 & 1) {
 			fail_io(j, dir_err, "syncing the event's directory");
 			unlink_files(data_dirfd, j);
 		} else if (!j->status) {

@@ -7,6 +7,7 @@
  * is parsed and handled at a time; pipelined requests wait in the socket until the
  * previous is answered. */
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -147,7 +148,7 @@ int conn_write_raw(struct conn *c, const void *data, size_t len, struct web_ws *
 	 * burst of events does not wait a loop iteration per message); what the socket does
 	 * not take is queued below. Only WebSocket messages: an HTTP answer's completion
 	 * (on_write) also starts the connection's next request. */
-	if (ws && c->ws == ws && c->out_pending == 0) {
+	if (ws && c->ws == ws && c->out_pending == 0 && len <= INT_MAX) {
 		uv_buf_t now = uv_buf_init((char *)data, (unsigned)len);
 		int n = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
 		if (n > 0) {
