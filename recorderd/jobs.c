@@ -1,7 +1,7 @@
 /* Publications, camera alarms and deletes on the commit thread (see jobs.h): JPEG files
- * and event records first (written, fdatasync'ed, their directories fsync'ed), then one
- * transaction for every job, then the files the transaction stopped referencing are
- * unlinked. */
+ * and event records first (all written, then all fdatasync'ed, then each directory
+ * fsync'ed once), then one transaction for every job, then the files the transaction
+ * stopped referencing are unlinked. */
 #include "jobs.h"
 
 #include <errno.h>
@@ -110,7 +110,8 @@ static int make_dirs(int data_dirfd, const char *path)
 	return r;
 }
 
-static int write_jpeg(int data_dirfd, const struct rec_job *j, const char *path)
+/* Creates path and writes the JPEG; the descriptor is returned for the batch's sync. */
+static int write_jpeg(int data_dirfd, const struct rec_job *j, const char *path, int *ret_fd)
 {
 	int r = make_dirs(data_dirfd, path);
 	if (r < 0)
@@ -119,27 +120,21 @@ static int write_jpeg(int data_dirfd, const struct rec_job *j, const char *path)
 	if (fd < 0)
 		return -errno;
 	r = write_all(fd, j->jpeg, j->jpeg_len);
-	if (r == 0 && fdatasync(fd) < 0)
-		r = -errno;
-	close(fd);
-	if (r < 0)
+	if (r < 0) {
+		close(fd);
 		unlinkat(data_dirfd, path, 0);
-	return r;
+		return r;
+	}
+	*ret_fd = fd;
+	return 0;
 }
 
-/* The revision's record (event_record.h), written and synced like its JPEG. */
-static int write_record(int data_dirfd, const kp_EventRecord *ev, const char *path)
+/* The revision's record (event_record.h), written like its JPEG. */
+static int write_record(int data_dirfd, const kp_EventRecord *ev, const char *path, int *ret_fd)
 {
 	int r = make_dirs(data_dirfd, path);
-	int fd = -1;
 	if (r == 0)
-		r = rec_event_record_create(data_dirfd, path, ev, &fd);
-	if (r < 0)
-		return r;
-	r = fdatasync(fd) < 0 ? -errno : 0;
-	close(fd);
-	if (r < 0)
-		unlinkat(data_dirfd, path, 0);
+		r = rec_event_record_create(data_dirfd, path, ev, ret_fd);
 	return r;
 }
 
@@ -295,57 +290,132 @@ static int run_delete(struct cat_txn *t, struct rec_job *j, struct unlink_list *
 	return r;
 }
 
-void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
+static void unlink_files(int data_dirfd, const struct rec_job *j)
 {
-	precheck(cat, list);
-	int64_t now = kp_wall_ms();
+	char path[CAT_PATH_MAX];
+	if (j->jpeg) {
+		rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+		unlinkat(data_dirfd, path, 0);
+	}
+	rec_event_record_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+	unlinkat(data_dirfd, path, 0);
+}
+
+static void fail_io(struct rec_job *j, int r, const char *what)
+{
+	fail(j, r == -ENOSPC ? kp_CatalogResult_CATALOG_UNAVAILABLE : kp_CatalogResult_CATALOG_FAILED,
+	     r == -ENOSPC ? "disk_full" : "catalog_error", "%s failed: %s", what, strerror(-r));
+}
+
+/* Every job's JPEG and record: all written first, then writeback started for all of
+ * them, then each fdatasync'ed (the first waits for the disk, the rest mostly find their
+ * bytes there) and each events/<hh> directory fsync'ed once, so a batch of events costs
+ * about one round of disk flushes instead of one per file. A job whose file fails is
+ * failed and its files removed. */
+static void write_files(int data_dirfd, struct rec_job *list)
+{
+	size_t n = 0;
+	for (struct rec_job *j = list; j; j = j->next)
+		n += j->kind == REC_JOB_EVENT && !j->state;
+	if (!n)
+		return;
+	struct pending {
+		struct rec_job *j;
+		int fd[2];
+		unsigned dir; /* hh of its events/<hh> */
+	} *p = calloc(n, sizeof *p);
+	if (!p) {
+		for (struct rec_job *j = list; j; j = j->next)
+			if (j->kind == REC_JOB_EVENT && !j->state)
+				fail_io(j, -ENOMEM, "writing the event's files");
+		return;
+	}
+	uint8_t dirs[256 / 8] = {0}, bad[256 / 8] = {0};
+	size_t k = 0;
 	for (struct rec_job *j = list; j; j = j->next) {
 		if (j->kind != REC_JOB_EVENT || j->state)
 			continue;
-		j->ev.committed_ms = now;
-		j->ev.has_jpeg = j->jpeg != NULL;
+		struct pending *e = &p[k++];
+		e->j = j;
+		e->fd[0] = e->fd[1] = -1;
 		char path[CAT_PATH_MAX];
 		int r = 0;
 		if (j->jpeg) {
 			rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
-			r = write_jpeg(data_dirfd, j, path);
+			r = write_jpeg(data_dirfd, j, path, &e->fd[0]);
 			if (r < 0) {
 				kp_err("%s: writing the event's JPEG failed: %s", path, strerror(-r));
-				fail(j,
-				     r == -ENOSPC ? kp_CatalogResult_CATALOG_UNAVAILABLE
-						  : kp_CatalogResult_CATALOG_FAILED,
-				     r == -ENOSPC ? "disk_full" : "catalog_error", "writing the JPEG failed: %s",
-				     strerror(-r));
+				fail_io(j, r, "writing the JPEG");
 				continue;
 			}
 		}
 		/* Its record too: what a rebuild of the catalog restores the event from. */
 		rec_event_record_path(j->ev.event_id, j->ev.revision, path, sizeof path);
-		r = write_record(data_dirfd, &j->ev, path);
+		r = write_record(data_dirfd, &j->ev, path, &e->fd[1]);
 		if (r < 0) {
 			kp_err("%s: writing the event's record failed: %s", path, strerror(-r));
-			fail(j, r == -ENOSPC ? kp_CatalogResult_CATALOG_UNAVAILABLE : kp_CatalogResult_CATALOG_FAILED,
-			     r == -ENOSPC ? "disk_full" : "catalog_error", "writing the event record failed: %s",
-			     strerror(-r));
-			if (j->jpeg) {
-				rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
-				unlinkat(data_dirfd, path, 0);
-			}
+			fail_io(j, r, "writing the event record");
 			continue;
 		}
-		j->wrote = 1;
+		e->dir = (unsigned)strtoul(path + 7, NULL, 16) & 0xff; /* events/hh/ */
+		dirs[e->dir / 8] |= (uint8_t)(1u << e->dir % 8);
+	}
+	for (size_t i = 0; i < k; i++)
+		for (int f = 0; f < 2; f++)
+			if (p[i].fd[f] >= 0 && !p[i].j->state &&
+			    sync_file_range(p[i].fd[f], 0, 0, SYNC_FILE_RANGE_WRITE) < 0 && errno != ESPIPE)
+				kp_debug("sync_file_range: %s (the fdatasync below still syncs)", strerror(errno));
+	for (size_t i = 0; i < k; i++) {
+		struct rec_job *j = p[i].j;
+		for (int f = 0; f < 2; f++) {
+			if (p[i].fd[f] < 0)
+				continue;
+			if (!j->state && fdatasync(p[i].fd[f]) < 0) {
+				int r = -errno;
+				kp_err("event %s: syncing its %s failed: %s", j->ev.event_id, f ? "record" : "JPEG",
+				       strerror(-r));
+				fail_io(j, r, f ? "syncing the event record" : "syncing the JPEG");
+			}
+			close(p[i].fd[f]);
+		}
+		if (j->state)
+			unlink_files(data_dirfd, j);
 	}
 	/* Every file is durable (fdatasync + its directory's entry) before the transaction. */
+	int dir_err = 0;
+	for (unsigned hh = 0; hh < 256; hh++)
+		if (dirs[hh / 8] >> hh % 8 & 1) {
+			char dir[16];
+			snprintf(dir, sizeof dir, "events/%02x", hh);
+			int r = rec_fsync_dir(data_dirfd, dir);
+			if (r < 0) {
+				kp_err("%s: fsync failed: %s", dir, strerror(-r));
+				bad[hh / 8] |= (uint8_t)(1u << hh % 8);
+				dir_err = r;
+			}
+		}
+	for (size_t i = 0; i < k; i++) {
+		struct rec_job *j = p[i].j;
+		if (!j->state && bad[p[i].dir / 8] >> p[i].dir % 8 & 1) {
+			fail_io(j, dir_err, "syncing the event's directory");
+			unlink_files(data_dirfd, j);
+		} else if (!j->state) {
+			j->wrote = 1;
+		}
+	}
+	free(p);
+}
+
+void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
+{
+	precheck(cat, list);
+	int64_t now = kp_wall_ms();
 	for (struct rec_job *j = list; j; j = j->next)
 		if (j->kind == REC_JOB_EVENT && !j->state) {
-			char path[CAT_PATH_MAX];
-			rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
-			path[9] = '\0';
-			int r = rec_fsync_dir(data_dirfd, path);
-			if (r < 0)
-				fail(j, kp_CatalogResult_CATALOG_FAILED, "catalog_error", "syncing %s failed: %s", path,
-				     strerror(-r));
+			j->ev.committed_ms = now;
+			j->ev.has_jpeg = j->jpeg != NULL;
 		}
+	write_files(data_dirfd, list);
 	struct unlink_list gone = {0};
 	struct cat_txn *t;
 	int r = cat_begin(cat, 1, &t);
@@ -366,15 +436,8 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 			     r == -ENOSPC ? "disk_full" : "catalog_error", "the catalog transaction failed: %s",
 			     strerror(-r));
 		}
-		if (j->wrote && j->state != REC_JOB_DONE) { /* not stored: its files go */
-			char path[CAT_PATH_MAX];
-			if (j->jpeg) {
-				rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
-				unlinkat(data_dirfd, path, 0);
-			}
-			rec_event_record_path(j->ev.event_id, j->ev.revision, path, sizeof path);
-			unlinkat(data_dirfd, path, 0);
-		}
+		if (j->wrote && j->state != REC_JOB_DONE) /* not stored: its files go */
+			unlink_files(data_dirfd, j);
 	}
 	if (r < 0) {
 		kp_err("catalog: event/delete transaction failed: %s", strerror(-r));

@@ -148,13 +148,9 @@ static struct live_sub *sub_of(uint64_t ws_id)
 	return NULL;
 }
 
-/* Retires what the server has written, then hands over what fits; true when something
- * was retired. */
-static bool pump(struct live_sub *s)
+/* Retires the handed-over commands the server has written; true when there were any. */
+static bool retire(struct live_sub *s, struct web_ws *ws)
 {
-	struct web_ws *ws = s->failed ? NULL : web_ws_find(s->ws_id);
-	if (!ws)
-		return false;
 	bool moved = false;
 	unsigned items;
 	size_t bytes;
@@ -170,6 +166,13 @@ static bool pump(struct live_sub *s)
 		q_pop(s);
 		moved = true;
 	}
+	return moved;
+}
+
+/* Hands over what fits (at least one command when none is handed); -1 when the
+ * subscriber failed. */
+static int hand_over(struct live_sub *s, struct web_ws *ws)
+{
 	while (s->handed < s->count) {
 		struct live_msg *m = q_at(s, s->handed);
 		if (s->handed > 0 &&
@@ -183,13 +186,30 @@ static bool pump(struct live_sub *s)
 				web_ws_client_addr(ws), strerror(-rc));
 			s->failed = true;
 			web_ws_close(ws, 1011, "live queue failure");
-			return moved;
+			return -1;
 		}
 		s->handed++;
 		s->handed_msgs += msg_count(m);
 		s->handed_bytes += msg_size(m);
 	}
-	return moved;
+	return 0;
+}
+
+/* Retires what the server has written and hands over what fits, until the server keeps
+ * what it was handed (a socket that takes everything at once drains the whole queue);
+ * true when something was retired. */
+static bool pump(struct live_sub *s)
+{
+	struct web_ws *ws = s->failed ? NULL : web_ws_find(s->ws_id);
+	if (!ws)
+		return false;
+	bool moved = false;
+	for (;;) {
+		moved |= retire(s, ws);
+		unsigned before = s->handed;
+		if (hand_over(s, ws) < 0 || s->handed == before)
+			return moved;
+	}
 }
 
 static void poll_cb(uv_timer_t *t)

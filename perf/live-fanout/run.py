@@ -3,6 +3,8 @@
 subscribers for a fixed window (SPEC section 13; method of shared/seeds/001).
 
     python3 perf/live-fanout/run.py --build build [--quick] [--subscribers 1,8,32] [--rate 20]
+    python3 perf/live-fanout/run.py --build build --native build/perf/live-fanout-native \
+        --subscribers 1 --rate 20132 --conns 64 --depth 4     (issue 16; native_driver.py)
 
 For each N: one keeppeek-test-camera (H.264 sub stream) and the real keeppeekd from the
 build tree (test/integration/kp.py); an admin API token; N subscribers on /api/v1/live
@@ -36,9 +38,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "external-analysis"))
 import perfcommon as pc  # noqa: E402
 import evbench as eb  # noqa: E402  (publisher, subscriber, RSS monitor, /metrics parsing)
+import native_driver as nd  # noqa: E402  (--native: the C producer and subscribers)
 
 HZ = os.sysconf("SC_CLK_TCK")
 cpu_ticks = eb.cpu_ticks
@@ -312,6 +316,12 @@ def main():
                     help="before each N, wait at most this long for the machine to be idle (--max-busy)")
     ap.add_argument("--max-busy", type=float, default=0.3, help="busy cores that count as idle for --wait-quiet")
     ap.add_argument("--keep", action="store_true", help="keep the directories of a failed run")
+    ap.add_argument("--native", help="the C client (BUILD/perf/live-fanout-native): envelope-only events from it, "
+                    "subscribers in it")
+    ap.add_argument("--conns", type=int, default=48, help="--native: publishing connections (default 48; webd closes a 65th anonymous one per address)")
+    ap.add_argument("--depth", type=int, default=1, help="--native: requests in flight per connection (default 1)")
+    ap.add_argument("--committed-metric", default=r"^keeppeek_recorderd_events_committed_total$",
+                    help="regular expression naming recorderd's committed-events counter(s) in /metrics")
     ap.add_argument("--label", default="latest")
     a = ap.parse_args()
     a.window = a.window or (10.0 if a.quick else 30.0)
@@ -329,15 +339,21 @@ def main():
               "warmup_s": a.warmup, "producers": a.producers, "form": a.form,
               "jpeg_bytes": len(base_jpeg) + 64, "runs": [],
               "failures": []}
+    if a.native:
+        report.update({"benchmark": "live-fanout-native", "client": os.path.abspath(a.native), "conns": a.conns,
+                       "depth": a.depth, "jpeg_bytes": 0})
     for n in [int(x) for x in a.subscribers.split(",")]:
         print(f"N={n}: load average {pc.loadavg()}", flush=True)
-        res, fails = run_one(kp, kp_ws, n, a, base_jpeg)
+        if a.native:
+            res, fails = nd.run_one_native(kp, n, a)
+        else:
+            res, fails = run_one(kp, kp_ws, n, a, base_jpeg)
         report["runs"].append(res)
         report["failures"] += fails
         if fails:
             print("\n".join("FAIL: " + f for f in fails), file=sys.stderr, flush=True)
-    md = markdown(report)
-    jpath, mpath = pc.write_reports(os.path.join(build, "perf"), "live-fanout", report, md)
+    md = nd.markdown_native(report) if a.native else markdown(report)
+    jpath, mpath = pc.write_reports(os.path.join(build, "perf"), report["benchmark"], report, md)
     print(md)
     print(f"reports: {jpath} {mpath}")
     return 1 if report["failures"] else 0

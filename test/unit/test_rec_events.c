@@ -16,6 +16,7 @@
 #include "catalog_events.h"
 #include "catalog_json.h"
 #include "check.h"
+#include "event_record.h"
 #include "catalog_keys.h"
 #include "event_check.h"
 #include "event_sweep.h"
@@ -404,6 +405,68 @@ static void free_list(struct rec_job *j)
 }
 
 static struct fixture fx[2];
+
+/* One batch of 300 publications (envelope-only and with JPEGs) over many events/<hh>
+ * directories, written, synced and committed together (jobs.c write_files): each stored
+ * one has its record and JPEG on disk, and one whose record cannot be created (a
+ * directory holds its name) fails alone and leaves no JPEG behind. */
+static void test_jobs_batch(void)
+{
+	struct rec_setup rs;
+	CHECK_EQ(rec_setup_open(&rs, "cam"), 0);
+	rec_commit_free(rs.env.commit);
+	rs.env.commit = NULL;
+	size_t len;
+	uint8_t *jpeg = make_jpeg(64, 48, &len);
+	enum { N = 300, BAD = 123 };
+	static kp_EventRecord e;
+	struct rec_job *head = NULL, **tail = &head;
+	char path[CAT_PATH_MAX], id[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(id, sizeof id, "batch.%d", i);
+		e = mk(id, 1, "cam", T0 + i, "person", NULL);
+		*tail = job(rs.camera_id, &e, jpeg, i % 3 == 0 || i == BAD ? len : 0);
+		tail = &(*tail)->next;
+	}
+	snprintf(id, sizeof id, "batch.%d", BAD);
+	rec_event_record_path(id, 1, path, sizeof path);
+	CHECK(mkdirat(rs.dirfd, "events", 0750) == 0 || errno == EEXIST);
+	char dir[16];
+	snprintf(dir, sizeof dir, "%.9s", path);
+	CHECK(mkdirat(rs.dirfd, dir, 0750) == 0 || errno == EEXIST);
+	CHECK_EQ(mkdirat(rs.dirfd, path, 0750), 0);
+	rec_jobs_run(rs.cat, rs.dirfd, head);
+	int i = 0, stored = 0;
+	struct cat_txn *t;
+	CHECK_EQ(cat_begin(rs.cat, 0, &t), 0);
+	for (struct rec_job *j = head; j; j = j->next, i++) {
+		uint32_t rev = 0;
+		int r = cat_event_revision(t, j->ev.event_id, &rev);
+		rec_event_record_path(j->ev.event_id, 1, path, sizeof path);
+		if (i == BAD) {
+			CHECK_EQ(j->state, REC_JOB_FAILED);
+			CHECK(r == -ENOENT || rev == 0);
+			rec_event_jpeg_path(j->ev.event_id, 1, path, sizeof path);
+			CHECK(!exists(&rs, path));
+			continue;
+		}
+		CHECK_EQ(j->state, REC_JOB_DONE);
+		CHECK_EQ(r, 0);
+		CHECK_EQ(rev, 1);
+		kp_EventRecord back;
+		CHECK_EQ(rec_event_record_read(rs.dirfd, path, &back), 0);
+		CHECK(!strcmp(back.event_id, j->ev.event_id));
+		CHECK_EQ(back.committed_ms, j->ev.committed_ms);
+		rec_event_jpeg_path(j->ev.event_id, 1, path, sizeof path);
+		CHECK_EQ(exists(&rs, path), j->jpeg != NULL);
+		stored++;
+	}
+	cat_abort(t);
+	CHECK_EQ(stored, N - 1);
+	free_list(head);
+	free(jpeg);
+	rec_setup_close(&rs);
+}
 
 /* Publication jobs with JPEGs, links to the recorded fixture, revision replacement
  * (the old JPEG goes), conflicts inside one batch, and a delete job. */
@@ -816,6 +879,7 @@ int main(void)
 	RUN(test_checks);
 	RUN(test_thumbnail);
 	RUN(test_jobs_and_links);
+	RUN(test_jobs_batch);
 	RUN(test_media);
 	RUN(test_event_retention);
 	RUN(test_record_events);

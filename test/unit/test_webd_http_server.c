@@ -38,6 +38,7 @@ static int port;
 
 static struct {
 	unsigned ws_opened, ws_closed, fallback, later_gone;
+	struct web_ws *last_ws; /* the last WebSocket opened */
 	uint64_t later_id;
 	uv_timer_t later_timer;
 	uint64_t held[KP_HTTP_MAX_HANDLERS];
@@ -150,6 +151,7 @@ static const struct web_route *const tables[] = {routes, NULL};
 static void ws_open(struct web_ws *ws)
 {
 	app.ws_opened++;
+	app.last_ws = ws;
 	CHECK(web_ws_app(ws) == &app);
 }
 
@@ -954,6 +956,62 @@ static void test_tls(void)
 	web_server_close();
 }
 
+/* A message to a socket that takes it is written at once (nothing left in the route's
+ * queue when web_ws_send returns); when the socket takes only part, the rest is queued
+ * and every message still arrives whole and in order. */
+static void test_websocket_write_now(void)
+{
+	struct cli c;
+	struct resp r;
+	static char payload[65536], want[60000];
+	size_t len;
+	unsigned items;
+	size_t bytes;
+	unsigned opened = app.ws_opened;
+	ws_upgrade(&c, "/ws", &r);
+	CHECK_EQ(r.status, 101);
+	resp_free(&r);
+	settle(&app.ws_opened, opened + 1);
+	struct web_ws *ws = app.last_ws;
+	CHECK_EQ(web_ws_send(ws, false, "now", 3, 16, 1024 * 1024), 0);
+	web_ws_queue_depth(ws, &items, &bytes);
+	CHECK_EQ(items, 0u);
+	CHECK_EQ(bytes, 0u);
+	CHECK_EQ(ws_read(&c, payload, sizeof payload, &len), 1);
+	CHECK(len == 3 && !memcmp(payload, "now", 3));
+	/* The client reads nothing until the socket is full and messages wait. */
+	unsigned sent = 0;
+	for (; sent < 400; sent++) {
+		memset(want, 'a' + sent % 26, sizeof want);
+		memcpy(want, &sent, sizeof sent);
+		CHECK_EQ(web_ws_send(ws, true, want, sizeof want, 1024, 64u * 1024 * 1024), 0);
+		web_ws_queue_depth(ws, &items, &bytes);
+		if (items > 0) {
+			sent++;
+			break;
+		}
+	}
+	CHECK(items > 0);
+	for (unsigned extra = 0; extra < 3; extra++, sent++) {
+		memset(want, 'a' + sent % 26, sizeof want);
+		memcpy(want, &sent, sizeof sent);
+		CHECK_EQ(web_ws_send(ws, true, want, sizeof want, 1024, 64u * 1024 * 1024), 0);
+	}
+	for (unsigned i = 0; i < sent; i++) {
+		memset(want, 'a' + i % 26, sizeof want);
+		memcpy(want, &i, sizeof i);
+		CHECK_EQ(ws_read(&c, payload, sizeof payload, &len), 2);
+		CHECK(len == sizeof want && !memcmp(payload, want, len));
+	}
+	uint64_t until = kp_mono_ms() + WAIT_MS;
+	do {
+		pump();
+		web_ws_queue_depth(ws, &items, &bytes);
+	} while (items && kp_mono_ms() < until);
+	CHECK_EQ(items, 0u);
+	cli_close(&c);
+}
+
 int main(void)
 {
 	kp_log_init("test_webd_http_server");
@@ -969,6 +1027,7 @@ int main(void)
 	RUN(test_pipelining);
 	RUN(test_body_streaming);
 	RUN(test_websocket);
+	RUN(test_websocket_write_now);
 	RUN(test_close);
 	RUN(test_tls);
 	uv_close((uv_handle_t *)&app.later_timer, NULL);
