@@ -11,7 +11,7 @@
 #include "test.h"
 
 #define FIRST_PEER kp_Peer_PEER_SUPERVISOR
-#define LAST_PEER  kp_Peer_PEER_CONTROL
+#define LAST_PEER  kp_Peer_PEER_TRANSCODER
 #define ALL_PEERS  ((KP_PEER_BIT(LAST_PEER) << 1) - KP_PEER_BIT(FIRST_PEER))
 
 static const struct kp_ipc_rule *row_of(pb_size_t which)
