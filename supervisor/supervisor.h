@@ -221,6 +221,9 @@ int config_apply_command(struct supervisor *s, const kp_ControlRequest *req, con
 /* transcoder.c: rtcd's TranscoderDemand; the transcoder started while rtcd has jobs and
  * stopped KP_TRANSCODER_LINGER_MS after its last one (or after rtcd exited). */
 void transcoder_demand(struct supervisor *s, uint32_t jobs);
+/* keeppeekctl restart transcoder while it is stopped: started, and stopped after the
+ * linger unless rtcd has jobs by then. 0 or a negative errno. */
+int transcoder_start(struct supervisor *s);
 void transcoder_close(struct supervisor *s);
 
 /* links.c */

@@ -41,6 +41,16 @@ void transcoder_demand(struct supervisor *s, uint32_t jobs)
 		kp_err("starting the transcoder for rtcd's %u jobs failed: %s", (unsigned)jobs, uv_strerror(r));
 }
 
+int transcoder_start(struct supervisor *s)
+{
+	struct proc *p = proc_by_peer(s, kp_Peer_PEER_TRANSCODER);
+	int r = proc_start(p);
+	if (r < 0)
+		return r;
+	transcoder_demand(s, s->transcode_jobs);
+	return 0;
+}
+
 void transcoder_close(struct supervisor *s)
 {
 	if (s->linger_timer.data)
