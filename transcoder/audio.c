@@ -169,7 +169,9 @@ static int drain_encoder(struct tx_audio *a, tx_emit_cb out, void *arg)
 		    .data = a->out->data,
 		    .len = (size_t)a->out->size,
 		    .keyframe = true,
-		    .pts = a->out->pts,
+		    /* libavcodec moves Opus packets back by the encoder's pre-skip; RTP wants
+		     * the time of the samples the packet carries. */
+		    .pts = a->out->pts + a->enc->initial_padding,
 		    .rate = TX_OPUS_RATE,
 		    .channels = a->out_channels,
 		};
