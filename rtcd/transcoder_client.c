@@ -24,6 +24,8 @@ struct rtc_tx_job {
 	bool sent_open; /* on the current link */
 	bool wait_key;  /* input dropped up to the next keyframe */
 	bool force_key; /* to be sent with the next input */
+	bool had_output;
+	bool reopened; /* opened again after the transcoder went away (once only) */
 	uint64_t dropped_tx;
 };
 
@@ -118,13 +120,17 @@ static void unlink_job(struct rtc_tx_job *j)
 		}
 }
 
-/* Ends every job with err and reason, for their owners; then the demand. */
-static void fail(bool only_waiting, int err, const char *reason)
+enum which { WAITING, STARTED };
+
+/* Ends the jobs not yet sent to a transcoder (WAITING), or those that had output or were
+ * opened again already (STARTED), with err and reason, for their owners; then the
+ * demand. */
+static void fail(enum which which, int err, const char *reason)
 {
 	struct rtc_tx_job *failed = NULL;
 	for (struct rtc_tx_job **p = &jobs; *p;) {
 		struct rtc_tx_job *j = *p;
-		if (only_waiting && j->sent_open) {
+		if (which == WAITING ? j->sent_open : !j->had_output && !j->reopened) {
 			p = &j->next;
 			continue;
 		}
@@ -151,7 +157,7 @@ static void on_start_timeout(uv_timer_t *t)
 		return;
 	char why[96];
 	snprintf(why, sizeof why, "the transcoder did not start within %d ms", KP_TRANSCODER_START_MS);
-	fail(true, EPIPE, why);
+	fail(WAITING, EPIPE, why);
 }
 
 void rtc_tx_on_link(bool up)
@@ -169,7 +175,15 @@ void rtc_tx_on_link(bool up)
 		st.links_lost++;
 	for (struct rtc_tx_job *j = jobs; j; j = j->next)
 		j->sent_open = false;
-	fail(false, EPIPE, "the transcoder stopped (it crashed or was killed)");
+	/* A job that has shown nothing yet is opened again in the next transcoder (once:
+	 * its own input may be what killed this one); the others end, told. */
+	fail(STARTED, EPIPE, "the transcoder stopped (it crashed or was killed)");
+	for (struct rtc_tx_job *j = jobs; j; j = j->next) {
+		j->reopened = true;
+		kp_notice("transcode job %u (%s) waits for the transcoder to start again", (unsigned)j->id, j->name);
+	}
+	if (jobs && timer_ready && !uv_is_active((uv_handle_t *)&start_timer))
+		uv_timer_start(&start_timer, on_start_timeout, KP_TRANSCODER_START_MS, 0);
 }
 
 struct rtc_tx_job *rtc_tx_open(const struct rtc_tx_spec *spec, rtc_tx_out_cb out, rtc_tx_lost_cb lost, void *arg)
@@ -334,6 +348,7 @@ void rtc_tx_on_frame(struct kp_ipc_frame *f)
 		if (!j)
 			return; /* closed meanwhile */
 		j->dropped_tx = o->dropped_in + o->dropped_out;
+		j->had_output = true;
 		st.frames_out++;
 		struct rtc_tx_frame out = {
 		    .data = f->tail,

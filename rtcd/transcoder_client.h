@@ -4,8 +4,9 @@
  * any job is open or waiting keeppeekd is asked to run the transcoder
  * (TranscoderDemand); a job opened before the link is up waits for it (at most
  * KP_TRANSCODER_START_MS). Input the link cannot take (its queue is full) is dropped up
- * to the next keyframe and counted. When the transcoder dies, or refuses or ends a job,
- * the job's lost callback says why and the job is closed for its owner (who must not
+ * to the next keyframe and counted. When the transcoder dies, a job that has had no
+ * output yet waits for the next one (once); the others, and a job the transcoder refuses
+ * or ends, are closed for their owner, whose lost callback says why (the owner must not
  * close it again). Loop thread only. */
 #ifndef KP_RTCD_TRANSCODER_CLIENT_H
 #define KP_RTCD_TRANSCODER_CLIENT_H
