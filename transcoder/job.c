@@ -308,7 +308,8 @@ int tx_job_open(const struct tx_job_open *o, char *why, size_t whylen)
 	snprintf(j->name, sizeof j->name, "%u (%s)", (unsigned)o->job, o->name);
 	j->rate = o->rate;
 	j->channels = o->channels;
-	memcpy(j->config, o->config, o->config_len);
+	if (o->config_len)
+		memcpy(j->config, o->config, o->config_len);
 	j->config_len = o->config_len;
 	j->out_clock = video ? 90000 : TX_OPUS_RATE;
 	j->in_wait_key = true;
