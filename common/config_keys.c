@@ -37,7 +37,7 @@ const struct kp_key kp_config_keys[] = {
      "HOST:PORT of a STUN server"},
     {"rtc", "addresses", KP_KEY_ADDRESSES, 0, KP_USER_RTCD, G(rtc_addresses), 0, 0, 0, NULL, NULL,
      "IP literals offered as host candidates (at most 8)"},
-    {"rtc", "max_transcodes", KP_KEY_UINT, 0, KP_USER_RTCD, G(max_transcodes), 0, 1, 64, NULL, "2",
+    {"rtc", "max_transcodes", KP_KEY_UINT, 0, KP_USER_RTCD | KP_USER_TRANSCODER, G(max_transcodes), 0, 1, 64, NULL, "2",
      "H.265 to H.264 transcodes at once"},
     {"retention", "max_disk_gb", KP_KEY_GB, 0, KP_USER_RECORDERD, G(max_disk_mb), 0, 0, 1000000, NULL, "0",
      "disk quota of the recordings in GB (10^9 bytes); 0: none"},

@@ -43,6 +43,7 @@ enum kp_key_users {
 	KP_USER_RECORDERD = 4,
 	KP_USER_WEBD = 8,
 	KP_USER_RTCD = 16,
+	KP_USER_TRANSCODER = 32,
 };
 
 struct kp_key {

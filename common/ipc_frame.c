@@ -32,6 +32,7 @@ int kp_frame_header(const uint8_t head[4], uint32_t *ret_len, const char **ret_r
 #define WEBD    KP_PEER_BIT(kp_Peer_PEER_WEBD)
 #define RTCD    KP_PEER_BIT(kp_Peer_PEER_RTCD)
 #define CTL     KP_PEER_BIT(kp_Peer_PEER_CONTROL)
+#define TXC     KP_PEER_BIT(kp_Peer_PEER_TRANSCODER)
 #define WORKERS KP_PEERS_WORKERS
 
 /* Who may send what to whom: one row per message kind. A frame whose sender or
@@ -89,6 +90,13 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_catalog_reply_tag, REC, WEBD},
     {kp_Envelope_rtc_signal_tag, WEBD | RTCD, WEBD | RTCD},
     {kp_Envelope_camera_states_tag, SUP, WEBD},
+    /* Transcoding (decision 0014): rtcd's demand for the transcoder, and its jobs. */
+    {kp_Envelope_transcoder_demand_tag, RTCD, SUP},
+    {kp_Envelope_transcode_open_tag, RTCD, TXC},
+    {kp_Envelope_transcode_input_tag, RTCD, TXC},
+    {kp_Envelope_transcode_close_tag, RTCD, TXC},
+    {kp_Envelope_transcode_output_tag, TXC, RTCD},
+    {kp_Envelope_transcode_ended_tag, TXC, RTCD},
     /* The control socket. */
     {kp_Envelope_control_request_tag, CTL, SUP},
     {kp_Envelope_control_reply_tag, SUP, CTL},
@@ -189,7 +197,7 @@ static const char *const peer_names[] = {
     [kp_Peer_PEER_NONE] = "none",       [kp_Peer_PEER_SUPERVISOR] = "supervisor",
     [kp_Peer_PEER_INGESTD] = "ingestd", [kp_Peer_PEER_RECORDERD] = "recorderd",
     [kp_Peer_PEER_WEBD] = "webd",       [kp_Peer_PEER_RTCD] = "rtcd",
-    [kp_Peer_PEER_CONTROL] = "control",
+    [kp_Peer_PEER_CONTROL] = "control", [kp_Peer_PEER_TRANSCODER] = "transcoder",
 };
 
 const char *kp_peer_name(kp_Peer peer)

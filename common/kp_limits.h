@@ -30,9 +30,16 @@
 #define KP_BCUDP_CHANNEL_ITEMS  64
 
 /* WebRTC (rtcd). */
-#define KP_RTC_CURSORS_PER_SESSION    16
-#define KP_RTC_CURSORS_PER_SERVER     1024
-#define KP_RTC_THREAD_STACK           (4 * KP_MIB)
+#define KP_RTC_CURSORS_PER_SESSION 16
+#define KP_RTC_CURSORS_PER_SERVER  1024
+#define KP_RTC_THREAD_STACK        (4 * KP_MIB)
+/* The transcoder (decision 0014): concurrent AAC -> Opus jobs (video jobs: [rtc]
+ * max_transcodes), its address-space ceiling, its nice level, and how long rtcd waits
+ * for it to start before the jobs waiting for it fail. */
+#define KP_TRANSCODE_AUDIO_JOBS       64
+#define KP_TRANSCODER_AS              (1536ull * KP_MIB)
+#define KP_TRANSCODER_NICE            10
+#define KP_TRANSCODER_START_MS        10000
 #define KP_RTC_SESSIONS_PER_PRINCIPAL 64
 #define KP_RTC_SESSIONS_PER_ADDRESS   128
 #define KP_CONTROL_MESSAGE_MAX        (64 * KP_KIB)
@@ -81,5 +88,7 @@
  * the deadline, degraded, so that recording never waits for a worker that cannot start. */
 #define KP_READY_POLL_MS     50
 #define KP_READY_DEADLINE_MS 30000
+/* The transcoder (decision 0014): stopped this long after rtcd's last job ended. */
+#define KP_TRANSCODER_LINGER_MS 10000
 
 #endif

@@ -38,6 +38,8 @@ struct kp_worker_def {
 	void (*on_stop)(struct kp_worker *w); /* shutting down: release what you hold */
 	/* The link to peer dropped (the supervisor re-links it when the peer is back). */
 	void (*on_peer_lost)(struct kp_worker *w, kp_Peer peer);
+	/* A link to peer was installed (first, or after it was lost): frames may go to it. */
+	void (*on_peer_linked)(struct kp_worker *w, kp_Peer peer);
 	/* Once, with the WorkerConfig, just before confinement (listen sockets, TLS keys);
 	 * a negative return stops the worker. */
 	int (*on_before_confine)(struct kp_worker *w);

@@ -1,7 +1,8 @@
 /* keeppeek-rtcd: WebRTC live view and stored playback. This file declares the worker
  * (peers, confinement, ceilings), starts DTLS, SRTP and the ICE thread before
  * confinement, and routes frames: RtcSignal and TopicQuery from webd, AccessUnit and
- * AudioUnit from ingestd, MediaPiece from recorderd. */
+ * AudioUnit from ingestd, MediaPiece from recorderd, TranscodeOutput and TranscodeEnded
+ * from the transcoder. */
 #include <errno.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "log.h"
 #include "rtcd.h"
 #include "sandbox.h"
+#include "transcoder_client.h"
 #include "worker.h"
 
 static void on_ice_event(const struct rtc_ice_event *ev)
@@ -42,6 +44,7 @@ static int before_confine(struct kp_worker *w)
 /* libnice's thread reads every browser datagram: it starts confined like the rest. */
 static int confined(struct kp_worker *w)
 {
+	rtc_tx_init(w);
 	return rtc_ice_start(kp_worker_loop(w), on_ice_event);
 }
 
@@ -75,10 +78,29 @@ static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame
 	case kp_Envelope_media_piece_tag:
 		rtc_playback_on_piece(f);
 		break;
+	case kp_Envelope_transcode_output_tag:
+	case kp_Envelope_transcode_ended_tag:
+		rtc_tx_on_frame(f);
+		break;
 	default:
 		kp_debug("frame %u from %s ignored", (unsigned)env->which_msg, kp_peer_name(from));
 		break;
 	}
+}
+
+static void on_peer_linked(struct kp_worker *w, kp_Peer peer)
+{
+	(void)w;
+	if (peer == kp_Peer_PEER_TRANSCODER)
+		rtc_tx_on_link(true);
+}
+
+/* The transcoder died or was stopped: the sessions it served end, each told. */
+static void on_peer_lost(struct kp_worker *w, kp_Peer peer)
+{
+	(void)w;
+	if (peer == kp_Peer_PEER_TRANSCODER)
+		rtc_tx_on_link(false);
 }
 
 static void on_stop(struct kp_worker *w)
@@ -93,8 +115,8 @@ static void on_stop(struct kp_worker *w)
 static const struct kp_worker_def rtcd = {
     .name = "rtcd",
     .self = kp_Peer_PEER_RTCD,
-    .peers = {kp_Peer_PEER_INGESTD, kp_Peer_PEER_RECORDERD, kp_Peer_PEER_WEBD},
-    .npeers = 3,
+    .peers = {kp_Peer_PEER_INGESTD, kp_Peer_PEER_RECORDERD, kp_Peer_PEER_WEBD, kp_Peer_PEER_TRANSCODER},
+    .npeers = 4,
     .fs = KP_WORKER_FS_NONE,
     .rlimit_as = 2048ull * KP_MIB,
     /* 1,024 cursors x up to 3 recording descriptors, plus one UDP socket per session and
@@ -105,6 +127,8 @@ static const struct kp_worker_def rtcd = {
     .on_confined = confined,
     .on_configured = on_configured,
     .on_peer_frame = on_peer_frame,
+    .on_peer_linked = on_peer_linked,
+    .on_peer_lost = on_peer_lost,
     .on_stop = on_stop,
 };
 

@@ -1,7 +1,7 @@
 /* The media a WebRTC session sends, whatever its source: access units in Annex-B with
  * their timing, and audio frames (Opus). Live sources (ingestd's access units, GOP cache), stored playback
  * cursors (playback.c, fragments read through descriptors from recorderd) and the
- * H.265->H.264 transcoder (transcode.c) all hand a session rtc_au values through an
+ * H.265->H.264 transcode (transcode.c) all hand a session rtc_au values through an
  * rtc_au_cb; the session packetizes and sends them. */
 #ifndef KP_RTCD_MEDIA_H
 #define KP_RTCD_MEDIA_H
@@ -84,13 +84,18 @@ unsigned rtc_cursors_open_count(void);
 /* MediaPiece frames from recorderd (routed by main.c). */
 void rtc_playback_on_piece(struct kp_ipc_frame *f);
 
-/* ---- H.265 -> H.264 transcode (transcode.c) ---- */
+/* ---- H.265 -> H.264 transcode (transcode.c, a job in the transcoder process) ---- */
 struct rtc_transcode;
 
-/* One transcoder per camera stream, shared by its viewers: the first viewer starts it,
- * the last one's release stops it. NULL with errno EBUSY when the configured number of
+/* The transcode ended under its viewer (the transcoder died, or its codec failed): err
+ * an errno, reason a sentence. The viewer must still release it. */
+typedef void (*rtc_transcode_lost_cb)(void *arg, int err, const char *reason);
+
+/* One transcode job per camera stream, shared by its viewers: the first viewer opens it,
+ * the last one's release closes it. NULL with errno EBUSY when the configured number of
  * concurrent transcodes is running. Output goes to every subscriber's callback. */
-struct rtc_transcode *rtc_transcode_acquire(const char *camera, unsigned stream, rtc_au_cb au, void *arg);
+struct rtc_transcode *rtc_transcode_acquire(const char *camera, unsigned stream, rtc_au_cb au,
+					    rtc_transcode_lost_cb lost, void *arg);
 void rtc_transcode_release(struct rtc_transcode *t, void *arg);
 /* Live H.265 access units of that camera stream (from ingestd), fed by main.c. */
 void rtc_transcode_feed(const char *camera, unsigned stream, const struct rtc_au *au);

@@ -6,6 +6,7 @@
 #include "log.h"
 #include "rtcd.h"
 #include "text.h"
+#include "transcoder_client.h"
 
 static const char *const state_names[RTC_NSTATES] = {"gathering", "connecting", "securing", "streaming", "closed"};
 
@@ -17,6 +18,33 @@ static void counter(struct rtc_text *t, const char *name, const char *help, uint
 static void gauge(struct rtc_text *t, const char *name, const char *help, uint64_t v)
 {
 	rtc_text_add(t, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, (unsigned long long)v);
+}
+
+/* The transcoder's jobs as rtcd sees them (transcoder_client.c). */
+static void transcoder_metrics(struct rtc_text *t)
+{
+	struct rtc_tx_stats tx;
+	rtc_tx_stats(&tx);
+	rtc_text_add(t,
+		     "# HELP keeppeek_transcoder_jobs Open jobs in the transcoder process.\n"
+		     "# TYPE keeppeek_transcoder_jobs gauge\n"
+		     "keeppeek_transcoder_jobs{kind=\"video\"} %u\nkeeppeek_transcoder_jobs{kind=\"audio\"} %u\n",
+		     tx.jobs_video, tx.jobs_audio);
+	rtc_text_add(t,
+		     "# HELP keeppeek_transcoder_dropped_total Frames dropped on the way: link down or full, or "
+		     "waiting for a keyframe after that (rtcd); too slow (transcoder).\n"
+		     "# TYPE keeppeek_transcoder_dropped_total counter\n"
+		     "keeppeek_transcoder_dropped_total{where=\"rtcd\"} %llu\n"
+		     "keeppeek_transcoder_dropped_total{where=\"transcoder\"} %llu\n",
+		     (unsigned long long)tx.dropped_in, (unsigned long long)tx.dropped_tx);
+	counter(t, "keeppeek_transcoder_jobs_opened_total", "Transcode jobs opened.", tx.opened);
+	counter(t, "keeppeek_transcoder_jobs_refused_total", "Transcode jobs refused: past a ceiling.", tx.refused);
+	counter(t, "keeppeek_transcoder_jobs_lost_total", "Transcode jobs ended by the transcoder or its death.",
+		tx.lost);
+	counter(t, "keeppeek_transcoder_frames_in_total", "Frames sent to the transcoder.", tx.frames_in);
+	counter(t, "keeppeek_transcoder_frames_out_total", "Frames received from the transcoder.", tx.frames_out);
+	counter(t, "keeppeek_transcoder_links_lost_total",
+		"Times the transcoder's link went down with jobs open (it crashed or was killed).", tx.links_lost);
 }
 
 void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id)
@@ -65,6 +93,7 @@ void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id)
 	gauge(&t, "keeppeek_rtc_gop_cache_bytes", "Bytes in the live GOP caches.", bytes);
 	gauge(&t, "keeppeek_rtc_cursors", "Open playback cursors.", rtc_cursors_open_count());
 	gauge(&t, "keeppeek_rtc_transcodes", "Running H.265 to H.264 transcodes.", rtc_transcodes_running());
+	transcoder_metrics(&t);
 
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = kp_Envelope_query_reply_tag;

@@ -156,6 +156,9 @@ struct rtc_session *rtc_session_by_key(uint64_t key);
 /* Sends one access unit; compress: stamp it right after the previous one (GOP replay). */
 void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress);
 void rtc_session_au_cb(void *arg, const struct rtc_au *au);
+/* The session's transcode was lost (rtc_transcode_lost_cb): an error naming its sid, and
+ * the session closes (the client may offer again). */
+void rtc_session_transcode_lost(void *arg, int err, const char *reason);
 void rtc_session_send_state(struct rtc_session *s);
 /* At the offer: a playback session's cursor is opened paused (counted against the
  * server's 1,024 from then on; recorderd's lookup and the first read overlap ICE/DTLS).

@@ -337,6 +337,15 @@ void rtc_session_au_cb(void *arg, const struct rtc_au *au)
 	rtc_session_send_au(arg, au, false);
 }
 
+void rtc_session_transcode_lost(void *arg, int err, const char *reason)
+{
+	struct rtc_session *s = arg;
+	(void)err;
+	rtc_signal_error(s->conn, s->sid, "transcode_lost",
+			 "The H.265 to H.264 conversion for this session stopped; send a new offer to try again.");
+	rtc_session_close(s, reason, true);
+}
+
 static void on_cursor_state(void *arg, const struct rtc_cursor_state *st)
 {
 	struct rtc_session *s = arg;

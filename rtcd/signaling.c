@@ -264,7 +264,7 @@ static int choose_source(struct rtc_conn *c, struct rtc_session *s, const char *
 				 "This camera records H.265 only, which this browser cannot play back.");
 		return -1;
 	}
-	s->transcode = rtc_transcode_acquire(s->camera, s->stream, rtc_session_au_cb, s);
+	s->transcode = rtc_transcode_acquire(s->camera, s->stream, rtc_session_au_cb, rtc_session_transcode_lost, s);
 	if (!s->transcode) {
 		rtc_signal_error(c, sid, errno == EBUSY ? "transcode_busy" : "transcode",
 				 errno == EBUSY ? "Every H.265 to H.264 conversion slot is in use; try again later."

@@ -180,6 +180,8 @@ static unsigned reload_mask(unsigned users)
 		mask |= 1u << kp_Peer_PEER_WEBD;
 	if (users & KP_USER_RTCD)
 		mask |= 1u << kp_Peer_PEER_RTCD;
+	if (users & KP_USER_TRANSCODER)
+		mask |= 1u << kp_Peer_PEER_TRANSCODER;
 	return mask;
 }
 

@@ -263,8 +263,20 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct
 	if (!strcmp(req->command, "restart") && req->args_count == 1) {
 		struct proc *p = proc_by_name(s, req->args[0]);
 		if (!p) {
-			kp_out_put(&o, "unknown worker '%s' (ingestd, recorderd, webd, rtcd)\n", req->args[0]);
+			kp_out_put(&o, "unknown worker '%s' (ingestd, recorderd, webd, rtcd, transcoder)\n",
+				   req->args[0]);
 			return 2;
+		}
+		if (p->peer == kp_Peer_PEER_TRANSCODER && !proc_expected(p)) {
+			/* Not running: started, and stopped after the linger unless rtcd has jobs. */
+			int r = transcoder_start(s);
+			if (r < 0) {
+				kp_out_put(&o, "starting %s failed: %s\n", p->name, uv_strerror(r));
+				return 1;
+			}
+			kp_out_put(&o, "starting %s (stopped again %d ms after rtcd's last job)\n", p->name,
+				   KP_TRANSCODER_LINGER_MS);
+			return 0;
 		}
 		int r = proc_restart(p);
 		if (r == -EPERM) {

@@ -127,6 +127,7 @@ static void stopped(struct supervisor *s)
 	service_close(s);
 	discover_close();
 	camera_test_close();
+	transcoder_close(s);
 	control_close(s);
 }
 

@@ -91,11 +91,14 @@ static void send_logged(const char *what, int r)
 static bool all_linked(const struct supervisor *s)
 {
 	for (unsigned i = 0; i < KP_NPROCS; i++)
-		if (s->procs[i].state != PROC_RUNNING)
+		if (s->procs[i].state != PROC_RUNNING && proc_expected(&s->procs[i]))
 			return false;
 	for (unsigned i = 0; i < KP_NLINKS; i++) {
 		const struct link *l = &s->links[i];
 		kp_Peer ends[2] = {l->a, l->b};
+		if (!proc_expected(proc_by_peer((struct supervisor *)s, l->a)) ||
+		    !proc_expected(proc_by_peer((struct supervisor *)s, l->b)))
+			continue;
 		for (int e = 0; e < 2; e++) {
 			const struct proc *p = proc_by_peer((struct supervisor *)s, ends[e]);
 			kp_Peer other = ends[!e];
@@ -110,13 +113,22 @@ static bool all_linked(const struct supervisor *s)
 	return true;
 }
 
+/* The workers that always run (not the transcoder, started on demand). */
+static unsigned always_on(const struct supervisor *s)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		n += !s->procs[i].def->on_demand;
+	return n;
+}
+
 static void not_running(const struct supervisor *s, char *buf, size_t len)
 {
 	size_t used = 0;
 	buf[0] = '\0';
 	for (unsigned i = 0; i < KP_NPROCS && used < len; i++) {
 		const struct proc *p = &s->procs[i];
-		if (p->state == PROC_RUNNING)
+		if (p->state == PROC_RUNNING || !proc_expected(p))
 			continue;
 		int n =
 		    snprintf(buf + used, len - used, "%s%s %s", used ? ", " : "", p->name, proc_state_name(p->state));
@@ -135,9 +147,9 @@ static void on_ready_timer(uv_timer_t *t)
 	if (all_linked(s)) {
 		uv_timer_stop(t);
 		s->ready_sent = true;
-		kp_info("ready: %d workers running and linked after %llu ms", KP_NPROCS,
+		kp_info("ready: %u workers running and linked after %llu ms", always_on(s),
 			(unsigned long long)(kp_mono_ms() - s->started_ms));
-		send_logged("READY=1", notify_send("READY=1\nSTATUS=%d workers running", KP_NPROCS));
+		send_logged("READY=1", notify_send("READY=1\nSTATUS=%u workers running", always_on(s)));
 		return;
 	}
 	if (kp_mono_ms() - s->started_ms >= KP_READY_DEADLINE_MS) {
@@ -156,7 +168,7 @@ static void on_ready_timer(uv_timer_t *t)
 	/* Every worker runs but not every link is known to be up yet: fresh link states,
 	 * sooner than the 2 s health round. */
 	for (unsigned i = 0; i < KP_NPROCS; i++)
-		if (s->procs[i].state != PROC_RUNNING)
+		if (s->procs[i].state != PROC_RUNNING && proc_expected(&s->procs[i]))
 			return;
 	for (unsigned i = 0; i < KP_NPROCS; i++)
 		if (s->procs[i].ipc)
@@ -193,6 +205,6 @@ void service_reloading(struct supervisor *s)
 void service_reloaded(struct supervisor *s)
 {
 	if (s->ready_sent)
-		send_logged("READY=1", notify_send("READY=1\nSTATUS=%d workers running, configuration generation %u",
-						   KP_NPROCS, (unsigned)s->generation));
+		send_logged("READY=1", notify_send("READY=1\nSTATUS=%u workers running, configuration generation %u",
+						   always_on(s), (unsigned)s->generation));
 }

@@ -2,8 +2,9 @@
  * (fork+exec with its channel on fd 3) under its own uid, has every frame it sends
  * handed to its row's dispatch, is killed when it stops answering, restarted alone with
  * exponential backoff when it exits (SPEC section 1), and stopped in order with the
- * rest. It knows no message kind and no other module of the supervisor: what to send a
- * worker, and what else to start or close, are the hooks handed in. */
+ * rest. A row marked on_demand (the transcoder) is not started with the rest but by
+ * proc_start, and proc_stop ends it for good. It knows no message kind and no other module of the supervisor: what to
+ * send a worker, and what else to start or close, are the hooks handed in. */
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
@@ -223,6 +224,17 @@ static void on_exit_cb(uv_process_t *h, int64_t status, int term_signal)
 		proc_stop_all(s);
 		return;
 	}
+	if (p->stop_wanted) {
+		p->stop_wanted = false;
+		p->state = PROC_STOPPED;
+		kp_info("%s stopped as nobody needs it: %s", p->name, p->last_exit);
+		if (p->start_again) {
+			p->start_again = false;
+			if (proc_spawn(p) < 0)
+				schedule_restart(p);
+		}
+		return;
+	}
 	if (was_running && now - p->ready_ms >= KP_BACKOFF_RESET_MS)
 		p->quick_failures = 0;
 	p->restarts++;
@@ -350,8 +362,49 @@ void proc_start_all(struct supervisor *s)
 	s->health_timer.data = s;
 	uv_timer_start(&s->health_timer, on_health_timer, KP_HEALTH_INTERVAL_MS, KP_HEALTH_INTERVAL_MS);
 	for (unsigned i = 0; i < KP_NPROCS; i++)
-		if (proc_spawn(&s->procs[i]) < 0)
+		if (!s->procs[i].def->on_demand && proc_spawn(&s->procs[i]) < 0)
 			schedule_restart(&s->procs[i]);
+}
+
+int proc_start(struct proc *p)
+{
+	if (p->s->stopping)
+		return -ESHUTDOWN;
+	if (p->stop_wanted) {
+		p->start_again = true; /* wanted again while it stops: started once it has exited */
+		return 0;
+	}
+	if (p->state != PROC_STOPPED)
+		return 0; /* starting, running, in backoff (restarted soon) or stopping (restarted on exit) */
+	int r = proc_spawn(p);
+	if (r < 0)
+		schedule_restart(p);
+	return r;
+}
+
+void proc_stop(struct proc *p, const char *why)
+{
+	if (p->s->stopping)
+		return;
+	if (p->state == PROC_BACKOFF) {
+		uv_timer_stop(&p->timer);
+		p->state = PROC_STOPPED;
+		return;
+	}
+	if (p->pid <= 0 || p->state == PROC_STOPPED)
+		return;
+	kp_info("%s (pid %d): stopping it: %s", p->name, (int)p->pid, why);
+	p->stop_wanted = true;
+	p->start_again = false;
+	p->restart_now = false;
+	p->state = PROC_STOPPING;
+	if (!p->ipc || p->s->hooks->ask_stop(p) < 0)
+		proc_signal(p, SIGTERM, "stop it");
+}
+
+bool proc_expected(const struct proc *p)
+{
+	return !p->def->on_demand || (p->state != PROC_STOPPED && !p->stop_wanted);
 }
 
 int proc_restart(struct proc *p)

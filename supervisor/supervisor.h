@@ -14,8 +14,8 @@
 #include "ipc.h"
 #include "keeppeek.pb.h"
 
-#define KP_NPROCS 4
-#define KP_NLINKS 5
+#define KP_NPROCS 5
+#define KP_NLINKS 6
 
 enum proc_state { PROC_STOPPED, PROC_STARTING, PROC_RUNNING, PROC_BACKOFF, PROC_STOPPING };
 
@@ -27,6 +27,8 @@ struct proc_def {
 	const char *name; /* "ingestd" */
 	kp_Peer peer;
 	bool own_user; /* runs as USER-NAME where the package made that user (docs/privsep.md) */
+	/* Not started with the rest: proc_start and proc_stop (the transcoder, decision 0014). */
+	bool on_demand;
 	/* Every frame the worker sends, already allowed by the IPC table (common/ipc_frame.c). */
 	void (*dispatch)(struct proc *p, struct kp_ipc_frame *f);
 };
@@ -63,6 +65,8 @@ struct proc {
 	uint64_t health_seq;        /* workers.c */
 	uint32_t config_generation; /* configure.c */
 	bool restart_now;           /* asked for by keeppeekctl restart: no backoff */
+	bool stop_wanted;           /* an on-demand process stopped by proc_stop: no restart */
+	bool start_again;           /* proc_start while it stopped: started again when it exits */
 	bool kill_denied;           /* the last kill(2) failed with EPERM (logged once) */
 	uid_t uid;                  /* what it runs as: keeppeek-NAME when that user exists, else the */
 	gid_t gid;                  /* configured user (recorderd always: it owns data_dir) */
@@ -128,6 +132,9 @@ struct supervisor {
 	/* recorderd's last CatalogStatus; have_catalog is cleared when it is started. */
 	bool have_catalog;
 	kp_CatalogStatus catalog;
+	/* The transcoder's demand (transcoder.c). */
+	uint32_t transcode_jobs;
+	uv_timer_t linger_timer;
 };
 
 /* proc.c: the privsep engine. Spawns each process of the table (fork+exec, its channel
@@ -138,6 +145,13 @@ void proc_table_init(struct supervisor *s, const char *libexec_dir, const struct
 void proc_start_all(struct supervisor *s);
 void proc_stop_all(struct supervisor *s);
 int proc_restart(struct proc *p);
+/* An on-demand process: started when stopped (0, or a negative errno), and asked to stop
+ * for good (it is not restarted when it exits). */
+int proc_start(struct proc *p);
+void proc_stop(struct proc *p, const char *why);
+/* False for an on-demand process that is stopped or stopping because nobody wants it:
+ * readiness and healthz do not wait for it. */
+bool proc_expected(const struct proc *p);
 struct proc *proc_by_name(struct supervisor *s, const char *name);
 struct proc *proc_by_peer(struct supervisor *s, kp_Peer peer);
 const char *proc_state_name(enum proc_state st);
@@ -203,6 +217,14 @@ struct control_extra;
 int config_plan_command(struct supervisor *s, const kp_ControlRequest *req, struct kp_out *o);
 int config_apply_command(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x,
 			 struct kp_out *o);
+
+/* transcoder.c: rtcd's TranscoderDemand; the transcoder started while rtcd has jobs and
+ * stopped KP_TRANSCODER_LINGER_MS after its last one (or after rtcd exited). */
+void transcoder_demand(struct supervisor *s, uint32_t jobs);
+/* keeppeekctl restart transcoder while it is stopped: started, and stopped after the
+ * linger unless rtcd has jobs by then. 0 or a negative errno. */
+int transcoder_start(struct supervisor *s);
+void transcoder_close(struct supervisor *s);
 
 /* links.c */
 void links_init(struct supervisor *s);

@@ -46,7 +46,7 @@ static void healthz(struct supervisor *s, struct kp_out *o, uint32_t *status)
 	unsigned down = 0;
 	for (int i = 0; i < KP_NPROCS; i++) {
 		const struct proc *p = &s->procs[i];
-		if (p->state == PROC_RUNNING)
+		if (p->state == PROC_RUNNING || !proc_expected(p))
 			continue;
 		kp_out_put(o, "%s%s %s", down++ ? ", " : "not running: ", p->name, proc_state_name(p->state));
 	}

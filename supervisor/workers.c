@@ -1,8 +1,7 @@
-/* The process table: KeepPeek's four workers, each with the dispatch of what it may
- * send the supervisor (the IPC table in common/ipc_frame.c has already refused the
- * rest), and the engine's hooks that speak to a worker: its configuration when it has
- * started, a health request, Shutdown. Adding a worker is a row here, a row of the link
- * mesh (links.c) and its rows in the IPC table. */
+/* The process table: KeepPeek's four workers and the transcoder started on demand, each with the dispatch of what it
+ * may send the supervisor (the IPC table in common/ipc_frame.c has already refused the rest), and the engine's hooks
+ * that speak to a worker: its configuration when it has started, a health request, Shutdown. Adding a worker is a row
+ * here, a row of the link mesh (links.c) and its rows in the IPC table. */
 #include <stdio.h>
 #include <string.h>
 
@@ -86,14 +85,24 @@ static void webd_dispatch(struct proc *p, struct kp_ipc_frame *f)
 
 static void rtcd_dispatch(struct proc *p, struct kp_ipc_frame *f)
 {
+	if (common_frame(p, f->env))
+		return;
+	if (f->env->which_msg == kp_Envelope_transcoder_demand_tag)
+		transcoder_demand(p->s, f->env->msg.transcoder_demand.jobs);
+}
+
+static void transcoder_dispatch(struct proc *p, struct kp_ipc_frame *f)
+{
 	common_frame(p, f->env);
 }
 
 const struct proc_def workers_table[KP_NPROCS] = {
-    {"ingestd", kp_Peer_PEER_INGESTD, true, ingestd_dispatch},
-    {"recorderd", kp_Peer_PEER_RECORDERD, false, recorderd_dispatch},
-    {"webd", kp_Peer_PEER_WEBD, true, webd_dispatch},
-    {"rtcd", kp_Peer_PEER_RTCD, true, rtcd_dispatch},
+    {"ingestd", kp_Peer_PEER_INGESTD, true, false, ingestd_dispatch},
+    {"recorderd", kp_Peer_PEER_RECORDERD, false, false, recorderd_dispatch},
+    {"webd", kp_Peer_PEER_WEBD, true, false, webd_dispatch},
+    {"rtcd", kp_Peer_PEER_RTCD, true, false, rtcd_dispatch},
+    /* Started while rtcd has transcode jobs (transcoder.c). */
+    {"transcoder", kp_Peer_PEER_TRANSCODER, true, true, transcoder_dispatch},
 };
 
 void workers_spawned(struct proc *p)
@@ -108,6 +117,8 @@ void workers_exited(struct proc *p)
 	configure_exited(p);
 	if (p->peer == kp_Peer_PEER_RECORDERD)
 		control_relay_lost(p->s);
+	if (p->peer == kp_Peer_PEER_RTCD)
+		transcoder_demand(p->s, 0); /* its jobs ended with it */
 }
 
 void workers_ping(struct proc *p)

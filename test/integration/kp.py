@@ -16,6 +16,8 @@ BUILD = os.environ["KP_BUILD_ROOT"]
 KEEPPEEKD = os.path.join(BUILD, "supervisor", "keeppeekd")
 KEEPPEEKCTL = os.path.join(BUILD, "supervisor", "keeppeekctl")
 WORKERS = ["ingestd", "recorderd", "webd", "rtcd"]
+# Started by keeppeekd only while rtcd has transcode jobs (decision 0014).
+ON_DEMAND = ["transcoder"]
 
 
 def fail(msg):
@@ -105,7 +107,7 @@ class Keeppeek:
         seen = {}
         for m in re.finditer(r"keeppeekd\[\d+\]: \w+: (\w+) (\(restart \d+\) .*|.*; restarting as asked|stopped: killed by signal (?!15 ).*)$",
                              self.log_text(), re.M):
-            if m.group(1) in WORKERS and m.group(1) not in self.allowed_restarts:
+            if m.group(1) in WORKERS + ON_DEMAND and m.group(1) not in self.allowed_restarts:
                 seen.setdefault(m.group(1), m.group(2))
         return seen
 
@@ -148,7 +150,7 @@ class Keeppeek:
             st = self.status() if os.path.exists(self.sock) else None
             if not st or any(st[w]["state"] != "running" for w in WORKERS):
                 return None
-            if links and any(l["state"] != "up" for w in WORKERS for l in st[w]["links"]):
+            if links and any(l["state"] != "up" for w in WORKERS for l in st[w]["links"] if l["peer"] not in ON_DEMAND):
                 return None
             return st
         st = wait_for(ready, timeout, 0.05)

@@ -9,8 +9,9 @@ H.265-only test camera:
   (keeppeek_rtc_cursor_rejected_total) and the session goes on decoding frames;
 - threads, 4 MiB of stack each "if sessions use threads": sessions do not have threads
   (17 more sessions add no thread to rtcd), and the
-  one thread a transcode adds (an H.265 camera watched by a peer without H.265) runs
-  on a KP_RTC_THREAD_STACK stack (4 MiB) with a guard page below it."""
+  transcode (an H.265 camera watched by a peer without H.265) adds no thread to rtcd:
+  its one thread runs in keeppeek-transcoder (decision 0014), started for it, on a
+  KP_RTC_THREAD_STACK stack (4 MiB) with a guard page below it."""
 import asyncio
 import os
 import re
@@ -133,15 +134,20 @@ async def scenario(kp, token, admin):
         # Every thread that exists now, blocked or running: stacks() leaves out a thread
         # caught running (the ICE thread, also on a 4 MiB stack, would count as new).
         before = set(int(t) for t in os.listdir(f"/proc/{rtcd}/task"))
+        check(kp.status()["transcoder"]["pid"] == 0, "no transcoder runs before a transcode is asked for")
         tc = Viewer(sig, "tc", "hevc")
         await tc.open()
         check(await tc.playing(), "a peer without H.265 watching the H.265 camera decodes frames")
         m = await sig.next("tc", lambda m: m["type"] == "state")
         check(m["fallback"] == "transcode", f"through a transcode ({m['fallback']})")
-        added = wait_for(lambda: {t: s for t, s in stacks(rtcd).items() if t not in before and s[0] == STACK}, 5, 0.1)
+        after = set(int(t) for t in os.listdir(f"/proc/{rtcd}/task"))
+        check(after <= before, f"the transcode adds no thread to rtcd (new: {sorted(after - before)})")
+        tx = kp.status()["transcoder"]["pid"]
+        check(tx > 0, "keeppeek-transcoder runs for it")
+        added = wait_for(lambda: {t: s for t, s in stacks(tx).items() if s[0] == STACK}, 5, 0.1)
         check(len(added) == 1 and all(g for s, g in added.values()),
-              f"the transcode runs on one new thread with a {STACK // MIB} MiB stack and a guard page below it "
-              f"({ {t: (s // 1024, g) for t, (s, g) in added.items()} })")
+              f"the transcode runs in the transcoder on one thread with a {STACK // MIB} MiB stack and a guard "
+              f"page below it ({ {t: (s // 1024, g) for t, (s, g) in added.items()} })")
     finally:
         await close_all()
 

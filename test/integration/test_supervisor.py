@@ -5,7 +5,7 @@ import pwd
 import signal
 import tempfile
 
-from kp import WORKERS, alive, check, proc_status, run, wait_for
+from kp import ON_DEMAND, WORKERS, alive, check, proc_status, run, wait_for
 
 
 def user_exists(name):
@@ -22,7 +22,9 @@ def test(make):
     kp = make(pass_fds=(leak.fileno(),))
     st = kp.wait_running()
     pids = [st[w]["pid"] for w in WORKERS]
-    check(sorted(st) == sorted(WORKERS), f"status lists the four workers: {sorted(st)}")
+    check(sorted(st) == sorted(WORKERS + ON_DEMAND), f"status lists the four workers and the transcoder: {sorted(st)}")
+    check(st["transcoder"]["state"] == "stopped" and st["transcoder"]["pid"] == 0,
+          f"the transcoder does not run while nobody needs it: {st['transcoder']}")
     check(len(set(pids)) == 4 and all(p > 0 for p in pids), f"four distinct pids: {pids}")
     for w in WORKERS:
         s = proc_status(st[w]["pid"])
@@ -37,7 +39,8 @@ def test(make):
                (ts.get("NoNewPrivs") != "1" or ts.get("Seccomp") != "2" or ts.get("Uid") != s["Uid"])]
         check(not bad, f"{w}: every one of its {len(tasks)} threads is confined like it (unconfined: {bad})")
         check(st[w]["rss_bytes"] > 0, f"{w} reports its RSS ({st[w]['rss_bytes']} bytes)")
-        check(all(l["state"] == "up" for l in st[w]["links"]), f"{w}: every peer link is up")
+        check(all(l["state"] == "up" for l in st[w]["links"] if l["peer"] not in ON_DEMAND),
+              f"{w}: every peer link is up (the transcoder's only while it runs)")
         fds = {os.readlink(f"/proc/{st[w]['pid']}/fd/{fd}") for fd in os.listdir(f"/proc/{st[w]['pid']}/fd")}
         check(leak.name not in fds, f"{w} did not inherit keeppeekd's stray descriptor")
     mode = os.stat(kp.sock).st_mode & 0o777

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 import kp
-from kp import WORKERS, check, run
+from kp import ON_DEMAND, WORKERS, check, run
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -42,7 +42,7 @@ def fields(msg):
 
 
 def all_up(st):
-    return st is not None and all(st[w]["state"] == "running" and all(l["state"] == "up" for l in st[w]["links"])
+    return st is not None and all(st[w]["state"] == "running" and all(l["state"] == "up" for l in st[w]["links"] if l["peer"] not in ON_DEMAND)
                                   for w in WORKERS)
 
 

@@ -1,7 +1,8 @@
 """Each worker its own uid where the package made one: with users NAME, NAME-ingestd,
-NAME-webd and NAME-rtcd present ([keeppeek] user = NAME), recorderd runs as NAME (it owns
-data_dir) and every other worker as its own user, in its own group, on every thread;
-the control socket belongs to NAME's group. Without them (every other test) all
+NAME-webd, NAME-rtcd and NAME-transcoder present ([keeppeek] user = NAME), recorderd runs
+as NAME (it owns data_dir) and every other worker as its own user, in its own group, on
+every thread, the transcoder too once started (keeppeekctl restart starts it when it is
+not running); the control socket belongs to NAME's group. Without them (every other test) all
 workers share the configured user. The users are made for this test and removed after."""
 import os
 import pwd
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import uuid
 
-from kp import WORKERS, check, proc_status, run
+from kp import ON_DEMAND, WORKERS, check, proc_status, run, wait_for
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -22,7 +23,7 @@ listen = 127.0.0.1:{port}
 
 def test(make):
     base = "kpt" + uuid.uuid4().hex[:6]
-    names = [base] + [f"{base}-{w}" for w in ("ingestd", "webd", "rtcd")]
+    names = [base] + [f"{base}-{w}" for w in ("ingestd", "webd", "rtcd", "transcoder")]
     made = []
     try:
         for n in names:
@@ -32,9 +33,16 @@ def test(make):
             made.append(n)
         kp = make(config=CONFIG % base)
         st = kp.wait_running()
-        want = {"recorderd": base, "ingestd": f"{base}-ingestd", "webd": f"{base}-webd", "rtcd": f"{base}-rtcd"}
+        want = {"recorderd": base, "ingestd": f"{base}-ingestd", "webd": f"{base}-webd", "rtcd": f"{base}-rtcd",
+                "transcoder": f"{base}-transcoder"}
+        check(st["transcoder"]["pid"] == 0 and st["transcoder"]["state"] == "stopped",
+              f"no transcoder runs while rtcd has no job ({st['transcoder']})")
+        rc, out, err = kp.ctl("restart", "transcoder")
+        check(rc == 0 and "starting transcoder" in out, f"keeppeekctl restart starts the transcoder ({out}{err})")
+        st = wait_for(lambda: (s := kp.status())["transcoder"]["state"] == "running" and s, 10, 0.05)
+        check(st, "the transcoder runs")
         uids = {}
-        for w in WORKERS:
+        for w in WORKERS + ON_DEMAND:
             pid = st[w]["pid"]
             u = pwd.getpwnam(want[w])
             for t in os.listdir(f"/proc/{pid}/task"):
@@ -42,7 +50,7 @@ def test(make):
                 check(s["Uid"].split() == [str(u.pw_uid)] * 4 and s["Gid"].split() == [str(u.pw_gid)] * 4,
                       f"{w} thread {t} runs as {want[w]} ({s['Uid']} / {s['Gid']})")
             uids[w] = u.pw_uid
-        check(len(set(uids.values())) == 4, f"four workers, four uids ({uids})")
+        check(len(set(uids.values())) == 5, f"five workers, five uids ({uids})")
         check(os.stat(os.path.join(kp.dir, "data")).st_uid == pwd.getpwnam(base).pw_uid,
               "data_dir belongs to recorderd's user")
         sock = os.stat(kp.sock)

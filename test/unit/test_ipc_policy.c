@@ -11,7 +11,7 @@
 #include "test.h"
 
 #define FIRST_PEER kp_Peer_PEER_SUPERVISOR
-#define LAST_PEER  kp_Peer_PEER_CONTROL
+#define LAST_PEER  kp_Peer_PEER_TRANSCODER
 #define ALL_PEERS  ((KP_PEER_BIT(LAST_PEER) << 1) - KP_PEER_BIT(FIRST_PEER))
 
 static const struct kp_ipc_rule *row_of(pb_size_t which)
@@ -150,6 +150,22 @@ static void test_known_senders(void)
 		 -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_control_request_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_SUPERVISOR, &reason),
 		 -EPERM);
+	/* The transcoder talks to rtcd alone: jobs in from rtcd, output back to rtcd. */
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcode_input_tag, kp_Peer_PEER_RTCD, kp_Peer_PEER_TRANSCODER, &reason),
+		 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcode_input_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_TRANSCODER, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcode_output_tag, kp_Peer_PEER_TRANSCODER, kp_Peer_PEER_RTCD, &reason),
+		 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcode_output_tag, kp_Peer_PEER_INGESTD, kp_Peer_PEER_RTCD, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_access_unit_tag, kp_Peer_PEER_TRANSCODER, kp_Peer_PEER_RTCD, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcoder_demand_tag, kp_Peer_PEER_TRANSCODER, kp_Peer_PEER_SUPERVISOR,
+				&reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcoder_demand_tag, kp_Peer_PEER_RTCD, kp_Peer_PEER_SUPERVISOR, &reason),
+		 0);
 }
 
 int main(void)

@@ -1,10 +1,12 @@
-/* The H.265 -> H.264 transcode through its real thread, queues and uv_async: the
- * 1080p H.265 fixture fed at 25 fps comes out as H.264 that libavcodec decodes at
- * 640x360 (sub-stream size), with SPS/PPS before every IDR and an IDR at least every
- * 2 s; a second viewer shares the transcode and starts at an IDR; beyond the configured
- * number of transcodes acquire fails with EBUSY; the last release stops the thread. All
- * of it inside rtcd's confinement (rtcd/main.c: seccomp set NET, no file system), so a
- * system call the codec threads need and the allow-list refuses kills the test. */
+/* The transcoder's H.265 -> H.264 job through its real thread, queues and uv_async
+ * (transcoder/job.c): the 1080p H.265 fixture fed at 25 fps comes out as H.264 that
+ * libavcodec decodes at 640x360 (sub-stream size), with SPS/PPS before every IDR and an
+ * IDR at least every 2 s; a second viewer joining at the 60th frame (rtcd's transcode.c
+ * then asks for an IDR with force_key) starts at an IDR; beyond the configured number
+ * of video jobs an open fails with EBUSY; the close stops the thread. All of it inside
+ * the transcoder's confinement (transcoder/main.c: the base seccomp set, no file system,
+ * its address-space ceiling), so a system call the codec threads need and the
+ * allow-list refuses kills the test. */
 #include <errno.h>
 #include <libavcodec/avcodec.h>
 #include <math.h>
@@ -14,10 +16,10 @@
 
 #include "kp_build_config.h"
 #include "kp_limits.h"
-#include "media.h"
+#include "job.h"
 #include "sandbox.h"
+#include "scale.h"
 #include "test.h"
-#include "transcode_scale.h"
 
 #define MAX_AUS 128
 
@@ -61,10 +63,10 @@ static int make_reference(void)
 			avcodec_send_packet(dec, NULL);
 		}
 		while (n < REF_FRAMES && avcodec_receive_frame(dec, frame) == 0) {
-			struct rtc_plane src[3], dst[3] = {{ref_luma[n], 640}, {chroma[0], 320}, {chroma[1], 320}};
+			struct tx_plane src[3], dst[3] = {{ref_luma[n], 640}, {chroma[0], 320}, {chroma[1], 320}};
 			for (int p = 0; p < 3; p++)
-				src[p] = (struct rtc_plane){frame->data[p], frame->linesize[p]};
-			rtc_scale_yuv420(src, (unsigned)frame->width, (unsigned)frame->height, dst);
+				src[p] = (struct tx_plane){frame->data[p], frame->linesize[p]};
+			tx_scale_yuv420(src, (unsigned)frame->width, (unsigned)frame->height, dst);
 			n++;
 			av_frame_unref(frame);
 		}
@@ -86,7 +88,7 @@ static double psnr(const AVFrame *f, const uint8_t *ref)
 	double mse = se / (640.0 * 360.0);
 	return mse == 0 ? 99 : 10 * log10(255.0 * 255.0 / mse);
 }
-static struct rtc_transcode *t1, *t2;
+static bool v2_joined, closed;
 static unsigned fed;
 static uv_timer_t feeder;
 
@@ -118,16 +120,15 @@ static bool has_sps(const uint8_t *p, size_t len)
 	return false;
 }
 
-static void on_au(void *arg, const struct rtc_au *au)
+static void on_au(struct viewer *v, const struct tx_frame *au)
 {
-	struct viewer *v = arg;
-	CHECK_EQ(au->codec, kp_Codec_CODEC_H264);
+	CHECK_EQ(au->job, 7);
 	if (au->keyframe) {
 		if (!v->keyframes)
 			v->first_key_at = v->aus;
-		else if (au->pts_90k - v->last_key_pts > v->max_key_gap)
-			v->max_key_gap = au->pts_90k - v->last_key_pts;
-		v->last_key_pts = au->pts_90k;
+		else if (au->pts - v->last_key_pts > v->max_key_gap)
+			v->max_key_gap = au->pts - v->last_key_pts;
+		v->last_key_pts = au->pts;
 		v->keyframes++;
 		v->keyframes_with_sps += has_sps(au->data, au->len);
 	}
@@ -140,7 +141,7 @@ static void on_au(void *arg, const struct rtc_au *au)
 	AVFrame *frame = av_frame_alloc();
 	CHECK_EQ(av_new_packet(pkt, (int)au->len), 0);
 	memcpy(pkt->data, au->data, au->len);
-	pkt->pts = au->pts_90k;
+	pkt->pts = au->pts;
 	CHECK_EQ(avcodec_send_packet(v->dec, pkt), 0);
 	while (avcodec_receive_frame(v->dec, frame) == 0) {
 		CHECK_EQ(frame->width, 640);
@@ -157,6 +158,22 @@ static void on_au(void *arg, const struct rtc_au *au)
 	}
 	av_packet_free(&pkt);
 	av_frame_free(&frame);
+}
+
+static bool on_out(void *arg, const struct tx_frame *f)
+{
+	(void)arg;
+	on_au(&v1, f);
+	if (v2_joined)
+		on_au(&v2, f);
+	return true;
+}
+
+static void on_ended(void *arg, uint32_t job, int err, const char *reason)
+{
+	(void)arg;
+	fprintf(stderr, "job %u ended: %s (%s)\n", (unsigned)job, reason, strerror(err < 0 ? -err : err));
+	CHECK(0);
 }
 
 static void open_viewer(struct viewer *v)
@@ -183,29 +200,17 @@ static void feed(uv_timer_t *t)
 		return; /* the transcoder has not caught up yet */
 	if (done || stuck) {
 		uv_timer_stop(t);
-		rtc_transcode_release(t1, &v1);
-		CHECK_EQ(rtc_transcodes_running(), 1); /* v2 still watches */
-		rtc_transcode_release(t2, &v2);
+		tx_job_close(7);
+		CHECK_EQ(tx_jobs_running(kp_TranscodeKind_TRANSCODE_H265_H264), 0);
+		closed = true;
 		return;
 	}
 	unsigned i = fed % fx.n;
-	struct rtc_au au = {
-	    .data = fx.data[i],
-	    .len = (size_t)fx.size[i],
-	    .codec = kp_Codec_CODEC_H265,
-	    .keyframe = fx.key[i],
-	    .pts_90k = 3600ll * fed,
-	    .wall_ms = 1700000000000 + 40ll * fed,
-	    .width = 1920,
-	    .height = 1080,
-	};
-	rtc_transcode_feed("cam-h265", 0, &au);
+	bool join = fed == 60;
+	if (join)
+		v2_joined = true;
+	tx_job_input(7, fx.data[i], (size_t)fx.size[i], 3600ll * fed, 1700000000000 + 40ll * fed, fx.key[i], join);
 	fed++;
-	if (fed == 60) {
-		t2 = rtc_transcode_acquire("cam-h265", 0, on_au, &v2);
-		CHECK(t2 == t1);
-		CHECK_EQ(rtc_transcodes_running(), 1);
-	}
 }
 
 static void test_transcode(void)
@@ -213,35 +218,37 @@ static void test_transcode(void)
 	CHECK_EQ(load("main.h265"), 0);
 	CHECK_EQ(fx.n, 100);
 	CHECK_EQ(make_reference(), 0);
-	const struct kp_sandbox rtcd_box = {
-	    .name = "rtcd",
-	    .rlimit_as = 2048ull * KP_MIB,
-	    .rlimit_nofile = 4096,
-	    .syscalls = KP_SYSCALLS_NET,
+	const struct kp_sandbox tx_box = {
+	    .name = "transcoder",
+	    .rlimit_as = KP_TRANSCODER_AS,
+	    .rlimit_nofile = 64,
+	    .syscalls = 0,
 	};
 	struct kp_sandbox_report rep;
 	const char *step = "";
-	int e = kp_sandbox_apply(&rtcd_box, &rep, &step);
+	int e = kp_sandbox_apply(&tx_box, &rep, &step);
 	if (e < 0)
-		fprintf(stderr, "confining like rtcd failed at %s: %s\n", step, strerror(-e));
+		fprintf(stderr, "confining like the transcoder failed at %s: %s\n", step, strerror(-e));
 	CHECK_EQ(e, 0);
 	open_viewer(&v1);
 	open_viewer(&v2);
-	rtc_transcode_set_max(1);
-	t1 = rtc_transcode_acquire("cam-h265", 0, on_au, &v1);
-	CHECK(t1 != NULL);
-	CHECK_EQ(rtc_transcodes_running(), 1);
-	errno = 0;
-	CHECK(rtc_transcode_acquire("other-cam", 0, on_au, &v2) == NULL);
-	CHECK_EQ(errno, EBUSY);
-	CHECK(rtc_transcode_acquire("cam-h265", 1, on_au, &v2) == NULL);
-	CHECK_EQ(errno, EBUSY);
-	/* The live source: 25 fps, as the camera sends it. */
 	uv_loop_t *loop = uv_default_loop();
+	static const struct tx_job_hooks hooks = {.out = on_out, .ended = on_ended};
+	tx_jobs_init(loop, &hooks);
+	tx_jobs_set_max(1, 1);
+	char why[128];
+	struct tx_job_open o = {.job = 7, .kind = kp_TranscodeKind_TRANSCODE_H265_H264, .name = "cam-h265 stream 0"};
+	CHECK_EQ(tx_job_open(&o, why, sizeof why), 0);
+	CHECK_EQ(tx_jobs_running(kp_TranscodeKind_TRANSCODE_H265_H264), 1);
+	CHECK_EQ(tx_job_open(&o, why, sizeof why), -EEXIST);
+	struct tx_job_open other = {.job = 8, .kind = kp_TranscodeKind_TRANSCODE_H265_H264, .name = "other-cam"};
+	CHECK_EQ(tx_job_open(&other, why, sizeof why), -EBUSY);
+	CHECK(strstr(why, "1 video jobs run") != NULL);
+	/* The live source: 25 fps, as the camera sends it. */
 	CHECK_EQ(uv_timer_init(loop, &feeder), 0);
 	CHECK_EQ(uv_timer_start(&feeder, feed, 0, 40), 0);
-	uv_run(loop, UV_RUN_DEFAULT); /* ends when the transcode's thread is joined */
-	CHECK_EQ(rtc_transcodes_running(), 0);
+	uv_run(loop, UV_RUN_DEFAULT); /* ends when the job's thread is joined */
+	CHECK(closed);
 	fprintf(stderr,
 		"viewer 1: %u access units, %u keyframes, %u decoded, luma PSNR >= %.1f dB over %u; "
 		"viewer 2: %u, %u, %u (first IDR at %u)\n",
@@ -261,12 +268,10 @@ static void test_transcode(void)
 	CHECK(v2.first_key_at <= 8);
 	CHECK(v2.decoded + 4 >= v2.aus);
 	/* Once stopped, the stream can be transcoded again. */
-	rtc_transcode_set_max(2);
-	struct rtc_transcode *t = rtc_transcode_acquire("other-cam", 0, on_au, &v2);
-	CHECK(t != NULL);
-	rtc_transcode_release(t, &v2);
+	CHECK_EQ(tx_job_open(&other, why, sizeof why), 0);
+	tx_job_close(8);
 	uv_run(loop, UV_RUN_DEFAULT);
-	CHECK_EQ(rtc_transcodes_running(), 0);
+	CHECK_EQ(tx_jobs_running(kp_TranscodeKind_TRANSCODE_H265_H264), 0);
 	avcodec_free_context(&v1.dec);
 	avcodec_free_context(&v2.dec);
 	for (unsigned i = 0; i < fx.n; i++)

@@ -1,6 +1,6 @@
 /* libavcodec decode + downscale + libx264 encode for one transcode (see
- * transcode_codec.h). */
-#include "transcode_codec.h"
+ * video.h). */
+#include "video.h"
 
 #include <errno.h>
 #include <libavcodec/avcodec.h>
@@ -11,12 +11,12 @@
 #include <string.h>
 
 #include "log.h"
-#include "transcode_scale.h"
+#include "scale.h"
 
 #define MAX_RATE 1500000 /* bits/s: constant quality below this ceiling */
 #define FPS      25      /* for rate control and the level; timestamps come from the source */
 
-struct rtc_tc_codec {
+struct tx_video {
 	char name[96]; /* "cam-1 stream 0", for log lines */
 	AVCodecContext *dec, *enc;
 	AVPacket *in, *out;
@@ -32,9 +32,9 @@ static const char *averr(int e, char *buf, size_t cap)
 	return buf;
 }
 
-int rtc_tc_codec_open(const char *name, struct rtc_tc_codec **ret)
+int tx_video_open(const char *name, struct tx_video **ret)
 {
-	struct rtc_tc_codec *c = calloc(1, sizeof *c);
+	struct tx_video *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
 	snprintf(c->name, sizeof c->name, "%s", name);
@@ -44,21 +44,21 @@ int rtc_tc_codec_open(const char *name, struct rtc_tc_codec **ret)
 	c->decoded = av_frame_alloc();
 	if (!hevc || !c->in || !c->out || !c->decoded) {
 		kp_err("transcode of %s: libavcodec has no hevc decoder or no memory", name);
-		rtc_tc_codec_free(c);
+		tx_video_free(c);
 		return -ENOSYS;
 	}
 	c->dec = avcodec_alloc_context3(hevc);
 	if (!c->dec) {
-		rtc_tc_codec_free(c);
+		tx_video_free(c);
 		return -ENOMEM;
 	}
 	c->dec->thread_count = 1;       /* the transcode's own thread is the only one */
-	av_log_set_level(AV_LOG_ERROR); /* libx264's banners and statistics: not for rtcd's log */
+	av_log_set_level(AV_LOG_ERROR); /* libx264's banners and statistics: not for our log */
 	char eb[128];
 	int e = avcodec_open2(c->dec, hevc, NULL);
 	if (e < 0) {
 		kp_err("transcode of %s: opening the hevc decoder: %s", name, averr(e, eb, sizeof eb));
-		rtc_tc_codec_free(c);
+		tx_video_free(c);
 		return -EIO;
 	}
 	c->last_key_pts = INT64_MIN;
@@ -66,7 +66,7 @@ int rtc_tc_codec_open(const char *name, struct rtc_tc_codec **ret)
 	return 0;
 }
 
-static int open_encoder(struct rtc_tc_codec *c, unsigned w, unsigned h)
+static int open_encoder(struct tx_video *c, unsigned w, unsigned h)
 {
 	char eb[128];
 	avcodec_free_context(&c->enc);
@@ -77,7 +77,7 @@ static int open_encoder(struct rtc_tc_codec *c, unsigned w, unsigned h)
 		return -ENOSYS;
 	}
 	unsigned ow, oh;
-	rtc_scale_size(w, h, &ow, &oh);
+	tx_scale_size(w, h, &ow, &oh);
 	if (ow < 16 || oh < 16) {
 		kp_warn("transcode of %s: a %ux%u picture is too small to encode", c->name, w, h);
 		return -EINVAL;
@@ -124,7 +124,7 @@ static int open_encoder(struct rtc_tc_codec *c, unsigned w, unsigned h)
 	return 0;
 }
 
-static int drain_encoder(struct rtc_tc_codec *c, rtc_tc_out_cb out, void *arg)
+static int drain_encoder(struct tx_video *c, tx_emit_cb out, void *arg)
 {
 	for (;;) {
 		int e = avcodec_receive_packet(c->enc, c->out);
@@ -135,13 +135,20 @@ static int drain_encoder(struct rtc_tc_codec *c, rtc_tc_out_cb out, void *arg)
 			kp_warn("transcode of %s: libx264: %s", c->name, averr(e, eb, sizeof eb));
 			return -EIO;
 		}
-		out(arg, c->out->data, (size_t)c->out->size, c->out->flags & AV_PKT_FLAG_KEY, c->out->pts,
-		    (unsigned)c->enc->width, (unsigned)c->enc->height);
+		struct tx_packet p = {
+		    .data = c->out->data,
+		    .len = (size_t)c->out->size,
+		    .keyframe = c->out->flags & AV_PKT_FLAG_KEY,
+		    .pts = c->out->pts,
+		    .width = (unsigned)c->enc->width,
+		    .height = (unsigned)c->enc->height,
+		};
+		out(arg, &p);
 		av_packet_unref(c->out);
 	}
 }
 
-static int encode(struct rtc_tc_codec *c, AVFrame *f, rtc_tc_out_cb out, void *arg)
+static int encode(struct tx_video *c, AVFrame *f, tx_emit_cb out, void *arg)
 {
 	if (f->format != AV_PIX_FMT_YUV420P && f->format != AV_PIX_FMT_YUVJ420P) {
 		kp_warn("transcode of %s: decoded pictures are %s, only 8-bit 4:2:0 is transcoded", c->name,
@@ -157,16 +164,16 @@ static int encode(struct rtc_tc_codec *c, AVFrame *f, rtc_tc_out_cb out, void *a
 	int e = av_frame_make_writable(c->scaled);
 	if (e < 0)
 		return -ENOMEM;
-	struct rtc_plane src[3], dst[3];
+	struct tx_plane src[3], dst[3];
 	for (int i = 0; i < 3; i++) {
-		src[i] = (struct rtc_plane){f->data[i], f->linesize[i]};
-		dst[i] = (struct rtc_plane){c->scaled->data[i], c->scaled->linesize[i]};
+		src[i] = (struct tx_plane){f->data[i], f->linesize[i]};
+		dst[i] = (struct tx_plane){c->scaled->data[i], c->scaled->linesize[i]};
 	}
-	rtc_scale_yuv420(src, w, h, dst);
+	tx_scale_yuv420(src, w, h, dst);
 	int64_t pts = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
 	c->scaled->pts = pts;
-	bool key = c->force_key || c->last_key_pts == INT64_MIN ||
-		   pts - c->last_key_pts >= RTC_TRANSCODE_KEY_US * 9 / 100 || pts < c->last_key_pts;
+	bool key = c->force_key || c->last_key_pts == INT64_MIN || pts - c->last_key_pts >= TX_VIDEO_KEY_US * 9 / 100 ||
+		   pts < c->last_key_pts;
 	c->scaled->pict_type = key ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE;
 	if (key) {
 		c->last_key_pts = pts;
@@ -181,8 +188,8 @@ static int encode(struct rtc_tc_codec *c, AVFrame *f, rtc_tc_out_cb out, void *a
 	return drain_encoder(c, out, arg);
 }
 
-int rtc_tc_codec_push(struct rtc_tc_codec *c, const uint8_t *data, size_t len, int64_t pts_90k, bool force_key,
-		      rtc_tc_out_cb out, void *arg)
+int tx_video_push(struct tx_video *c, const uint8_t *data, size_t len, int64_t pts_90k, bool force_key, tx_emit_cb out,
+		  void *arg)
 {
 	if (len > INT32_MAX)
 		return -EFBIG;
@@ -218,7 +225,7 @@ int rtc_tc_codec_push(struct rtc_tc_codec *c, const uint8_t *data, size_t len, i
 	}
 }
 
-void rtc_tc_codec_free(struct rtc_tc_codec *c)
+void tx_video_free(struct tx_video *c)
 {
 	if (!c)
 		return;
