@@ -1,7 +1,8 @@
-/* Live audio per camera: ingestd's AudioUnits of a camera's main stream, handed as they
- * arrive to the sessions that joined (no cache: audio joins at the next frame), and the
- * codec each camera sends right now, which decides what an offer's audio m-line is
- * answered with (audio_source.c). */
+/* Live audio per camera: ingestd's AudioUnits of a camera's main stream, made Opus once
+ * per camera while it has viewers (audio_opus.c: Opus as it is, AAC through one shared
+ * transcoder job) and handed to the sessions that joined (no cache: audio joins at the
+ * next frame), and the codec each camera sends right now, which decides what an offer's
+ * audio m-line is answered with (audio_source.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ struct audio_cam {
 	kp_AudioCodec codec;
 	uint64_t last_ms; /* monotonic time of the last frame */
 	struct audio_sub *subs;
+	struct rtc_opus_bridge *opus; /* while subs */
 };
 
 static struct audio_cam *cams[KP_MAX_CAMERAS];
@@ -67,10 +69,20 @@ void rtc_audio_live_on_unit(const kp_AudioUnit *m, const uint8_t *data, size_t l
 	    .channels = m->channels,
 	    .pts = rescale(m->pts_90k, m->sample_rate),
 	    .wall_ms = m->wall_us / 1000,
+	    .config = m->config.bytes,
+	    .config_len = m->config.size,
 	};
+	if (c->opus)
+		rtc_opus_bridge_feed(c->opus, &a);
+}
+
+/* Opus of the camera, to every session that joined. */
+static void fan_out(void *arg, const struct rtc_audio_frame *a)
+{
+	struct audio_cam *c = arg;
 	for (struct audio_sub *s = c->subs, *n; s; s = n) {
 		n = s->next; /* a callback may leave */
-		s->cb(s->arg, &a);
+		s->cb(s->arg, a);
 	}
 }
 
@@ -85,7 +97,12 @@ kp_AudioCodec rtc_audio_live_codec(const char *camera)
 int rtc_audio_live_join(const char *camera, rtc_audio_cb cb, void *arg)
 {
 	struct audio_cam *c = find(camera, true);
-	struct audio_sub *s = c ? malloc(sizeof *s) : NULL;
+	if (c && !c->opus) {
+		char name[KP_CAMERA_NAME_MAX + 32];
+		snprintf(name, sizeof name, "%s live audio", camera);
+		c->opus = rtc_opus_bridge_new(name, fan_out, c);
+	}
+	struct audio_sub *s = c && c->opus ? malloc(sizeof *s) : NULL;
 	if (!s)
 		return -ENOMEM;
 	s->cb = cb;
@@ -105,7 +122,11 @@ void rtc_audio_live_leave(const char *camera, void *arg)
 			struct audio_sub *s = *p;
 			*p = s->next;
 			free(s);
-			return;
+			break;
 		}
+	}
+	if (!c->subs) {
+		rtc_opus_bridge_free(c->opus);
+		c->opus = NULL;
 	}
 }

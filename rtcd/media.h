@@ -36,6 +36,8 @@ struct rtc_audio_frame {
 	uint32_t rate, channels;
 	int64_t pts; /* in 1/rate units */
 	int64_t wall_ms;
+	const uint8_t *config; /* AAC: the AudioSpecificConfig (the transcoder's input format) */
+	size_t config_len;
 };
 
 typedef void (*rtc_audio_cb)(void *arg, const struct rtc_audio_frame *a);

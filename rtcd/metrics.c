@@ -84,6 +84,13 @@ void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id)
 	counter(&t, "keeppeek_rtc_audio_packets_sent_total", "Opus RTP packets sent.", m->audio_packets_sent);
 	counter(&t, "keeppeek_rtc_dtls_flights_resent_total", "DTLS flights held until ICE selected a pair, then sent.",
 		m->dtls_flights_resent);
+	counter(&t, "keeppeek_rtc_audio_transcode_refused_total",
+		"AAC -> Opus jobs the transcoder could not take (its ceiling, or not running); tried again 1 s later.",
+		m->audio_transcode_refused);
+	counter(&t, "keeppeek_rtc_audio_transcode_lost_total", "AAC -> Opus jobs that ended with the transcoder.",
+		m->audio_transcode_lost);
+	counter(&t, "keeppeek_rtc_audio_transcode_dropped_total", "AAC frames not taken by a full transcoder queue.",
+		m->audio_transcode_dropped);
 	counter(&t, "keeppeek_rtc_ice_events_dropped_total", "Received datagrams dropped: ICE queue full.",
 		rtc_ice_events_dropped());
 	unsigned streams;

@@ -256,6 +256,8 @@ static void emit_audio(struct rtc_cursor *c, const struct rtc_pb_frag *f, const 
 	    .channels = fmt->channels,
 	    .pts = o->pts_us / 1000000 * (int64_t)rate + o->pts_us % 1000000 * (int64_t)rate / 1000000,
 	    .wall_ms = o->media_us / 1000,
+	    .config = fmt->config,
+	    .config_len = fmt->config_len,
 	};
 	if (c->audio && (fmt->codec == KP_AUDIO_OPUS || fmt->codec == KP_AUDIO_AAC))
 		c->audio(c->arg, &a);

@@ -18,17 +18,18 @@
 #include "rtp_h26x.h"
 #include "sdp.h"
 
-#define RTC_MTU            1200
-#define RTC_RTX_SLOTS      512 /* per-session retransmission buffer, in packets */
-#define RTC_SID_MAX        32
-#define RTC_TICK_MS        100
-#define RTC_CONNECT_MS     30000 /* offer to SRTP keys, else the session is closed */
-#define RTC_KEYCACHE_MAX   (4 * KP_MIB)
-#define RTC_REPLAY_TICK_MS 5
-#define RTC_REPLAY_BYTES   (96 * KP_KIB) /* per tick: about 150 Mbit/s while catching up */
-#define RTC_REORDER_90K    90000         /* a B-frame's PTS may lie this far before the last one sent */
-#define RTC_AUDIO_STALE_MS 5000          /* a camera whose last audio frame is older sends none */
-#define RTC_DTLS_PENDING   8             /* DTLS datagrams kept while ICE has no selected pair */
+#define RTC_MTU             1200
+#define RTC_RTX_SLOTS       512 /* per-session retransmission buffer, in packets */
+#define RTC_SID_MAX         32
+#define RTC_TICK_MS         100
+#define RTC_CONNECT_MS      30000 /* offer to SRTP keys, else the session is closed */
+#define RTC_KEYCACHE_MAX    (4 * KP_MIB)
+#define RTC_REPLAY_TICK_MS  5
+#define RTC_REPLAY_BYTES    (96 * KP_KIB) /* per tick: about 150 Mbit/s while catching up */
+#define RTC_REORDER_90K     90000         /* a B-frame's PTS may lie this far before the last one sent */
+#define RTC_AUDIO_STALE_MS  5000          /* a camera whose last audio frame is older sends none */
+#define RTC_DTLS_PENDING    8             /* DTLS datagrams kept while ICE has no selected pair */
+#define RTC_AUDIO_REOPEN_MS 1000          /* an AAC -> Opus job lost or refused: opened again after */
 
 enum rtc_state { RTC_GATHERING, RTC_CONNECTING, RTC_SECURING, RTC_STREAMING, RTC_CLOSED, RTC_NSTATES };
 
@@ -42,6 +43,7 @@ struct rtc_metrics {
 	uint64_t bad_messages, bad_sdp, rtcp_malformed;
 	uint64_t au_in, gop_overflows;
 	uint64_t audio_in, audio_packets_sent, dtls_flights_resent;
+	uint64_t audio_transcode_refused, audio_transcode_lost, audio_transcode_dropped;
 };
 extern struct rtc_metrics rtc_metrics;
 
@@ -61,7 +63,8 @@ enum rtc_mode { RTC_LIVE, RTC_PLAYBACK };
 enum rtc_audio_src {
 	RTC_AUDIO_NONE,        /* no audio m-line, no Opus offered, no camera audio: answered inactive */
 	RTC_AUDIO_PASSTHROUGH, /* Opus as the camera sent it or as recorded */
-	RTC_AUDIO_TRANSCODE,   /* AAC: the transcoder's audio job (not wired yet: answered inactive) */
+	RTC_AUDIO_TRANSCODE,   /* AAC: made Opus by a transcoder audio job (audio_opus.c) */
+	RTC_AUDIO_RECORDED,    /* playback: the recording's track, Opus as is or AAC made Opus */
 };
 
 struct rtc_dtls_pending {
@@ -72,8 +75,9 @@ struct rtc_dtls_pending {
 /* A session's audio stream: Opus over RTP (RFC 7587), 48 kHz clock, its own SSRC. */
 struct rtc_audio_out {
 	enum rtc_audio_src src;
-	bool send;   /* answered a=sendonly */
-	bool joined; /* receiving from the live camera */
+	bool send;                      /* answered a=sendonly */
+	bool joined;                    /* receiving from the live camera */
+	struct rtc_opus_bridge *bridge; /* playback: the recording's audio made Opus */
 	uint8_t pt;
 	uint32_t ssrc;
 	uint16_t seq;
@@ -177,6 +181,13 @@ void rtc_session_audio_cb(void *arg, const struct rtc_audio_frame *a);
 /* The audio sender report (RFC 3550 6.4.1), its RTP time mapped to the same NTP clock
  * as the video's so that the browser lines them up (lip sync). */
 void rtc_session_audio_sr(struct rtc_session *s, uint64_t now_ms, uint64_t ntp);
+
+/* ---- audio_opus.c ---- */
+/* Hands out Opus for the audio frames fed to it: Opus as it is, AAC through a transcoder
+ * audio job named name (log lines). NULL when out of memory. */
+struct rtc_opus_bridge *rtc_opus_bridge_new(const char *name, rtc_audio_cb out, void *arg);
+void rtc_opus_bridge_feed(struct rtc_opus_bridge *b, const struct rtc_audio_frame *a);
+void rtc_opus_bridge_free(struct rtc_opus_bridge *b);
 
 /* ---- audio_source.c ---- */
 /* Where the session's audio comes from, at the offer, from the camera's live audio

@@ -201,8 +201,8 @@ static bool parse_stream(const char *v, unsigned *ret)
 	return true;
 }
 
-/* The audio m-line's answer: Opus sendonly when the source is Opus, else inactive.
- * The transcoder's AAC -> Opus job, once wired, makes RTC_AUDIO_TRANSCODE send too. */
+/* The audio m-line's answer: Opus sendonly when the session has a source of sound (live
+ * Opus or AAC, or a playback), else inactive with Opus listed. */
 static void choose_audio(struct rtc_session *s)
 {
 	const struct sdp_codec *opus = NULL;
@@ -212,7 +212,7 @@ static void choose_audio(struct rtc_session *s)
 	s->audio_codec = s->audio_media >= 0 ? opus : NULL;
 	bool recv = s->audio_media >= 0 && s->offer->media[s->audio_media].recv;
 	s->audio.src = rtc_audio_choose(s, recv && opus);
-	s->audio.send = s->audio.src == RTC_AUDIO_PASSTHROUGH;
+	s->audio.send = s->audio.src != RTC_AUDIO_NONE;
 	if (opus)
 		s->audio.pt = opus->pt;
 }

@@ -1,5 +1,6 @@
 // Sound in real Chromium: an RTSP test camera whose main stream carries Opus (RFC 7587,
-// the 440 Hz tone of audio.opus; Axis cameras send Opus over RTSP) and a camera without
+// the 440 Hz tone of audio.opus; Axis cameras send Opus over RTSP), one whose main stream
+// carries AAC (RFC 3640, made Opus by the transcoder process) and a camera without
 // sound.
 // * Signaling page (rtc_helpers): a live session with an audio transceiver receives audio
 //   (getStats inbound-rtp kind audio: packetsReceived and totalSamplesReceived growing;
@@ -8,7 +9,8 @@
 //   play and after a seek, none at 2x.
 // * Live page: the tile of the camera with sound has a sound toggle, muted by default;
 //   WebAudio on the tile's stream hears the tone; the toggle unmutes and mutes the
-//   <video>; the silent camera's tile has no toggle.
+//   <video>; the AAC camera's tile has a toggle and WebAudio hears its tone; the silent
+//   camera's tile has no toggle.
 // * Timeline page: the player has the toggle once playback runs, muted by default, and it
 //   unmutes the <video>.
 import { check, waitFor } from './helpers.mjs';
@@ -51,10 +53,12 @@ export default async function () {
 		const { kp, page } = await rtcSetup([
 			{ name: 'tone', main: 'h264', sub: 'h264', audio: 'audio.opus' },
 			{ name: 'quiet', main: 'h264', sub: 'h264' },
+			{ name: 'aac', main: 'h264', sub: 'h264', audio: 'audio.aac' },
 		]);
 		keep(kp);
 		await waitLive(page, 'tone');
 		await waitLive(page, 'quiet');
+		await waitLive(page, 'aac');
 		const recStart = Date.now();
 
 		await page.evaluate(() => window.kp.watch('live-a', { camera: 'tone', stream: 'sub' }, true));
@@ -98,6 +102,11 @@ export default async function () {
 		check(await page.$eval(`${tone} video`, (v) => v.muted), 'the toggle mutes the tile again');
 		await waitFor(() => page.$eval('.tile[data-camera="quiet"] video', (v) => v.currentTime > 0), 20000, 'the quiet tile plays');
 		check(await page.$eval('.tile[data-camera="quiet"] .btn.sound', (b) => b.hidden), 'a camera without sound has no toggle');
+		const aac = '.tile[data-camera="aac"]';
+		await page.waitForSelector(`${aac} .btn.sound:not([hidden])`, { timeout: 20000 });
+		await waitFor(() => page.$eval(`${aac} video`, (v) => v.currentTime > 0), 20000, 'the AAC tile plays');
+		const aacPeak = await webAudioPeak(page, `${aac} video`);
+		check(aacPeak > SILENCE, `WebAudio hears the AAC camera's tone, made Opus by the transcoder (peak ${aacPeak.toFixed(3)})`);
 
 		// Timeline player.
 		const at = recStart + 3000;
