@@ -250,8 +250,11 @@ static int confine(struct kp_worker *w)
 	};
 	if (d->fs == KP_WORKER_FS_DATA_RW)
 		sb.write_paths[0] = w->config.data_dir;
+	unsigned nread = 0;
 	if (d->fs == KP_WORKER_FS_WWW_RO && w->config.www_dir[0])
-		sb.read_paths[0] = w->config.www_dir;
+		sb.read_paths[nread++] = w->config.www_dir;
+	if (d->read_path && d->read_path[0])
+		sb.read_paths[nread++] = d->read_path;
 	struct kp_sandbox_report rep;
 	const char *step = "?";
 	int r = kp_sandbox_apply(&sb, &rep, &step);

@@ -24,6 +24,7 @@ struct kp_worker_def {
 	kp_Peer peers[KP_WORKER_MAX_PEERS];
 	unsigned npeers;
 	enum kp_worker_fs fs;
+	const char *read_path; /* one more directory readable after confinement (a module loaded late) */
 	uint64_t rlimit_as;
 	uint64_t rlimit_nofile;
 	unsigned syscalls; /* enum kp_syscall_set */
