@@ -30,6 +30,8 @@ struct kp_worker {
 	uv_loop_t *loop;
 	struct kp_ipc *sup;
 	kp_WorkerConfig config;
+	int config_fds[KP_IPC_MAX_FDS]; /* handed over with the WorkerConfig (webd's listeners) */
+	unsigned nconfig_fds;
 	int confined;
 	pid_t parent;
 	struct peer_link links[KP_WORKER_MAX_PEERS];
@@ -142,6 +144,12 @@ static void on_peer_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 uv_loop_t *kp_worker_loop(struct kp_worker *w)
 {
 	return w->loop;
+}
+
+unsigned kp_worker_config_fds(const struct kp_worker *w, const int **ret)
+{
+	*ret = w->config_fds;
+	return w->nconfig_fds;
 }
 
 const kp_WorkerConfig *kp_worker_config(const struct kp_worker *w)
@@ -310,6 +318,13 @@ static void on_sup_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	switch (env->which_msg) {
 	case kp_Envelope_worker_config_tag:
 		w->config = env->msg.worker_config;
+		for (unsigned i = 0; i < w->nconfig_fds; i++)
+			close(w->config_fds[i]); /* a WorkerConfig sent again replaces them */
+		w->nconfig_fds = f->nfds;
+		for (unsigned i = 0; i < f->nfds; i++) {
+			w->config_fds[i] = f->fds[i];
+			f->fds[i] = -1; /* kept */
+		}
 		break;
 	case kp_Envelope_camera_config_tag:
 		if (w->def->on_config_item)

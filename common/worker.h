@@ -55,6 +55,9 @@ int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv);
 
 uv_loop_t *kp_worker_loop(struct kp_worker *w);
 const kp_WorkerConfig *kp_worker_config(const struct kp_worker *w);
+/* The descriptors that came with the WorkerConfig (webd: one listening socket per [web]
+ * listen address, in order, held by keeppeekd); the worker owns them. */
+unsigned kp_worker_config_fds(const struct kp_worker *w, const int **ret);
 /* 0, -ENOTCONN when the link to that peer is down, or kp_ipc_send's errors. */
 int kp_worker_send_peer(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len);
 /* The same with descriptors (SCM_RIGHTS; duplicated, the caller keeps its own). */

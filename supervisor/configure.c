@@ -61,7 +61,12 @@ void configure_send(struct proc *p)
 	wc->retention_max_disk_mb = s->cfg.max_disk_mb;
 	wc->uid = (uint32_t)p->uid;
 	wc->gid = (uint32_t)p->gid;
-	snprintf(wc->web_listen, sizeof wc->web_listen, "%s", s->cfg.listen.val);
+	int fds[KP_WEB_LISTEN_MAX];
+	unsigned nfds = 0;
+	if (p->peer == kp_Peer_PEER_WEBD)
+		nfds = listen_for_webd(s, fds, wc->web_listen, sizeof wc->web_listen);
+	else
+		snprintf(wc->web_listen, sizeof wc->web_listen, "%s", s->cfg.listen.val);
 	snprintf(wc->web_tls_cert, sizeof wc->web_tls_cert, "%s", s->cfg.tls_cert.val);
 	snprintf(wc->web_tls_key, sizeof wc->web_tls_key, "%s", s->cfg.tls_key.val);
 	wc->rtc_udp_port_min = s->cfg.udp_port_min;
@@ -69,7 +74,7 @@ void configure_send(struct proc *p)
 	snprintf(wc->rtc_stun_server, sizeof wc->rtc_stun_server, "%s", s->cfg.stun_server.val);
 	wc->rtc_max_transcodes = s->cfg.max_transcodes;
 	snprintf(wc->rtc_addresses, sizeof wc->rtc_addresses, "%s", s->cfg.rtc_addresses.val);
-	int r = kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+	int r = kp_ipc_send(p->ipc, &env, NULL, 0, fds, nfds);
 	if (r == 0)
 		r = send_cameras(p);
 	kp_Envelope done = kp_Envelope_init_zero;

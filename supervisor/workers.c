@@ -90,10 +90,10 @@ static void rtcd_dispatch(struct proc *p, struct kp_ipc_frame *f)
 }
 
 const struct proc_def workers_table[KP_NPROCS] = {
-    {"ingestd", kp_Peer_PEER_INGESTD, true, ingestd_dispatch},
-    {"recorderd", kp_Peer_PEER_RECORDERD, false, recorderd_dispatch},
-    {"webd", kp_Peer_PEER_WEBD, true, webd_dispatch},
-    {"rtcd", kp_Peer_PEER_RTCD, true, rtcd_dispatch},
+    {"ingestd", kp_Peer_PEER_INGESTD, true, false, ingestd_dispatch},
+    {"recorderd", kp_Peer_PEER_RECORDERD, false, true, recorderd_dispatch},
+    {"webd", kp_Peer_PEER_WEBD, true, true, webd_dispatch},
+    {"rtcd", kp_Peer_PEER_RTCD, true, false, rtcd_dispatch},
 };
 
 void workers_spawned(struct proc *p)

@@ -32,6 +32,9 @@ static int before_confine(struct kp_worker *w)
 	webd_answers_init(loop);
 	webd_live_init(loop);
 	webd_static_init(cfg->www_dir);
+	const int *fds;
+	unsigned nfds = kp_worker_config_fds(w, &fds);
+	web_server_adopt(fds, nfds);
 	return web_server_open(loop, &server_def, &webd_ctx, cfg->web_listen, cfg->web_tls_cert, cfg->web_tls_key);
 }
 
