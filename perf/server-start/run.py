@@ -20,8 +20,8 @@ accepted TCP connection, start -> READY=1 (activated), and every refused connect
 Checks: every start got its commit; with socket activation no connection is ever refused
 (ECONNREFUSED) from the fork on; no worker restarted.
 
-Then memory (--rss): `keeppeekd --demo` of each build, idle 10 s after its two cameras
-stream; RSS and PSS (/proc/PID/smaps_rollup) of keeppeekd, each worker and the demo's
+Then memory (--rss): keeppeekd of each build on the two Baichuan cameras, and `keeppeekd
+--demo` of each build (one Baichuan, one RTSP camera), idle 10 s after the start; RSS and PSS (/proc/PID/smaps_rollup) of keeppeekd, each worker and the demo's
 test cameras, 10 samples each 0.5 s apart, p50/p95.
 
 Reports: BUILD/perf/server-start.{json,md}.
@@ -133,6 +133,32 @@ def comm(pid):
         return "?"
 
 
+def sample_tree(root, report_slot):
+    """10 samples 0.5 s apart of RSS/PSS of root and its children, by program name."""
+    procs = {}
+    for c in children(root):
+        procs.setdefault(comm(c), []).append(c)
+    samples = {}
+    for _ in range(10):
+        for name, pids in [("keeppeekd", [root])] + sorted(procs.items()):
+            for i, pid in enumerate(pids):
+                m = smaps(pid)
+                if m:
+                    key = name if len(pids) == 1 else f"{name}#{i + 1}"
+                    samples.setdefault(key, []).append(m)
+        time.sleep(0.5)
+    res = {key: {"rss": pc.summary([x["rss"] for x in ss]), "pss": pc.summary([x["pss"] for x in ss]), "n": len(ss)}
+           for key, ss in samples.items()}
+    maps = {}
+    for key, pids in [("keeppeekd", [root])] + sorted(procs.items()):
+        try:
+            with open(f"/proc/{pids[0]}/maps") as f:
+                maps[key] = len({l.split()[-1] for l in f if ".so" in l})
+        except OSError:
+            pass
+    report_slot.update({"processes": res, "shared_objects": maps})
+
+
 def rss_demo(kp, keeppeekd, label, report, settle):
     d = tempfile.mkdtemp(prefix="kp-perf-rss-")
     port = kp.free_port()
@@ -141,30 +167,8 @@ def rss_demo(kp, keeppeekd, label, report, settle):
                           f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, cwd=d, start_new_session=True)
     try:
         time.sleep(settle)
-        procs = {}
-        for c in children(p.pid):
-            procs.setdefault(comm(c), []).append(c)
-        samples = {}
-        for _ in range(10):
-            for name, pids in [("keeppeekd", [p.pid])] + sorted(procs.items()):
-                for i, pid in enumerate(pids):
-                    m = smaps(pid)
-                    if m:
-                        key = name if len(pids) == 1 else f"{name}#{i + 1}"
-                        samples.setdefault(key, []).append(m)
-            time.sleep(0.5)
-        res = {}
-        for key, ss in samples.items():
-            res[key] = {"rss": pc.summary([s["rss"] for s in ss]), "pss": pc.summary([s["pss"] for s in ss]),
-                        "n": len(ss)}
-        maps = {}
-        for key, pids in procs.items():
-            try:
-                with open(f"/proc/{pids[0]}/maps") as f:
-                    maps[key] = len({l.split()[-1] for l in f if ".so" in l})
-            except OSError:
-                pass
-        report["rss"][label] = {"processes": res, "shared_objects": maps}
+        report["rss"]["demo " + label] = {}
+        sample_tree(p.pid, report["rss"]["demo " + label])
     finally:
         p.terminate()
         try:
@@ -235,12 +239,20 @@ def run(kp, a, report):
                                  "other_failed": sum(v for x in s for kk, v in x["failed_attempts"].items()
                                                      if kk != "ECONNREFUSED")}
                              for n, s in samples.items()}
+        if a.rss:  # the same two Baichuan cameras, idle: no RTSP camera, so no FFmpeg in ingestd
+            report["rss"] = {}
+            for label, b in (("base", a.base_build), ("new", a.build)):
+                k.stop()
+                launch(k, os.path.join(b, "supervisor", "keeppeekd"), False, "")
+                k.wait_running(timeout=30)
+                time.sleep(a.settle)
+                report["rss"]["2 Baichuan cameras " + label] = {}
+                sample_tree(k.proc.pid, report["rss"]["2 Baichuan cameras " + label])
     finally:
         k.cleanup()
         for c in cams:
             c.kill()
     if a.rss:
-        report["rss"] = {}
         for label, b in (("base", a.base_build), ("new", a.build)):
             rss_demo(kp, os.path.join(b, "supervisor", "keeppeekd"), label, report, a.settle)
 
@@ -256,7 +268,7 @@ def markdown(r):
         out.append(f"| {n} | {c['n']} | {pc.fmt(c['p50'])} / {pc.fmt(c['p95'])} | {pc.fmt(t['p50'])} / "
                    f"{pc.fmt(t['p95'])} | {s['refused']} | {s['other_failed']} |")
     for label, m in r.get("rss", {}).items():
-        out += ["", f"Idle demo, {label}: RSS / PSS p50 (MiB), shared objects mapped", "",
+        out += ["", f"Idle, {label}: RSS / PSS p50 (MiB), shared objects mapped", "",
                 "| process | RSS | PSS | .so mapped |", "| --- | ---: | ---: | ---: |"]
         tr = tp = 0
         for name, v in m["processes"].items():
