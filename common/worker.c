@@ -220,6 +220,8 @@ static void install_link(struct kp_worker *w, const kp_LinkNew *ln, struct kp_ip
 		kp_err("hello to %s failed: %s", kp_peer_name(l->peer), strerror(-r));
 	kp_info("link to %s installed (generation %u, fd %d)", kp_peer_name(l->peer), (unsigned)l->generation,
 		l->ipc ? kp_ipc_fd(l->ipc) : -1);
+	if (w->def->on_peer_linked)
+		w->def->on_peer_linked(w, l->peer);
 }
 
 /* Threads of this process (/proc/self/status), or 0 when it cannot be read. */

@@ -39,6 +39,9 @@ struct kp_worker_def {
 	void (*on_stop)(struct kp_worker *w); /* shutting down: release what you hold */
 	/* The link to peer dropped (the supervisor re-links it when the peer is back). */
 	void (*on_peer_lost)(struct kp_worker *w, kp_Peer peer);
+	/* A link to peer was installed (the first, or again after it was lost): frames sent
+	 * to peer from now on reach it. */
+	void (*on_peer_linked)(struct kp_worker *w, kp_Peer peer);
 	/* Once, with the WorkerConfig, just before confinement (listen sockets, TLS keys);
 	 * a negative return stops the worker. */
 	int (*on_before_confine)(struct kp_worker *w);

@@ -64,6 +64,30 @@ static struct listener listeners[MAX_LISTENERS];
 static unsigned nlisteners;
 static int adopted[MAX_LISTENERS];
 static unsigned nadopted;
+static bool defer_accept, accepting;
+static unsigned ndeferred;
+
+static void on_connection(uv_stream_t *server, int status);
+
+void web_server_defer_accept(void)
+{
+	defer_accept = true;
+}
+
+int web_server_accept(void)
+{
+	if (accepting)
+		return 0;
+	accepting = true;
+	for (unsigned i = 0; i < ndeferred; i++) {
+		int r = uv_listen((uv_stream_t *)&listeners[i].tcp, LISTEN_BACKLOG, on_connection);
+		if (r < 0) {
+			kp_err("accepting on %s failed: %s", listeners[i].name, uv_strerror(r));
+			return r;
+		}
+	}
+	return 0;
+}
 
 void web_server_adopt(const int *fds, unsigned n)
 {
@@ -1017,7 +1041,9 @@ static int listen_one(uv_loop_t *loop, const char *spec)
 	} else {
 		r = uv_tcp_bind(&l->tcp, (struct sockaddr *)&ss, 0);
 	}
-	if (r == 0)
+	if (r == 0 && defer_accept && i < nadopted && !accepting)
+		ndeferred = i + 1; /* listening already (keeppeekd's socket); accepted from web_server_accept */
+	else if (r == 0)
 		r = uv_listen((uv_stream_t *)&l->tcp, LISTEN_BACKLOG, on_connection);
 	if (r < 0) {
 		kp_err("listening on %s failed: %s", spec, uv_strerror(r));
