@@ -128,7 +128,8 @@ int kp_ipc_allowed(pb_size_t which, kp_Peer from, kp_Peer to, const char **ret_r
 }
 
 /* A MediaPiece carries its file's descriptor, except a piece that only reports done or
- * an error; a control request at most one (backup's directory). */
+ * an error; a control request at most one (backup's directory); a WorkerConfig the
+ * listening sockets keeppeekd holds for webd. */
 static int fds_match(const kp_Envelope *env)
 {
 	switch (env->which_msg) {
@@ -138,6 +139,8 @@ static int fds_match(const kp_Envelope *env)
 	case kp_Envelope_control_request_tag:
 	case kp_Envelope_media_piece_tag:
 		return env->fd_count <= 1;
+	case kp_Envelope_worker_config_tag: /* webd's listening sockets from keeppeekd */
+		return env->fd_count <= KP_WEB_LISTEN_MAX;
 	default:
 		return env->fd_count == 0;
 	}

@@ -67,7 +67,8 @@
 
 /* IPC (SPEC section 2): frame = 4-byte LE envelope length, envelope, raw tail. */
 #define KP_IPC_HEADER_SIZE            4
-#define KP_IPC_MAX_FDS                2
+#define KP_IPC_MAX_FDS                8 /* webd's WorkerConfig: one listening socket per address */
+#define KP_WEB_LISTEN_MAX             8 /* [web] listen addresses */
 #define KP_IPC_TAIL_MAX_SUPERVISOR    (64 * KP_KIB)
 #define KP_IPC_TAIL_MAX_PEER          (16 * KP_MIB + 64 * KP_KIB)
 #define KP_IPC_TAIL_MAX_CONTROL       (1 * KP_MIB)
@@ -86,7 +87,7 @@
 #define KP_STOP_GRACE_MS      4000
 /* Readiness (sd_notify): checked this often from the start; READY=1 at the latest after
  * the deadline, degraded, so that recording never waits for a worker that cannot start. */
-#define KP_READY_POLL_MS     50
+#define KP_READY_POLL_MS     5
 #define KP_READY_DEADLINE_MS 30000
 /* The transcoder (decision 0014): stopped this long after rtcd's last job ended. */
 #define KP_TRANSCODER_LINGER_MS 10000

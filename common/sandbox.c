@@ -286,6 +286,21 @@ static const int net_syscalls[] = {
     SCMP_SYS(bind), SCMP_SYS(listen), SCMP_SYS(accept4), SCMP_SYS(accept), SCMP_SYS(connect),
 };
 
+/* What the constructors of FFmpeg's dependency tree call when it is loaded late (ingestd's
+ * module, docs/decisions/0017-ingestd-libav-module.md), seen with strace -k: libselinux
+ * looks for selinuxfs (statfs), libnuma reads and resets the memory policy, libgcrypt
+ * locks its secure memory pool. Each copes with the error: no SELinux, no NUMA, "insecure"
+ * memory (nothing secret is kept there by the RTSP driver or the audio converter). */
+static const struct {
+	int nr;
+	int err;
+} late_lib_syscalls[] = {
+    {SCMP_SYS(statfs), ENOSYS},
+    {SCMP_SYS(get_mempolicy), ENOSYS},
+    {SCMP_SYS(set_mempolicy), ENOSYS},
+    {SCMP_SYS(mlock), EPERM},
+};
+
 /* What the sanitizers' runtimes need on their report and leak-check paths. A report is
  * symbolized by the llvm-symbolizer that kp_sandbox_early() started before confinement:
  * after it, the report only writes to stderr and talks to the symbolizer over its pipes
@@ -391,6 +406,14 @@ static int apply_seccomp(const struct kp_sandbox *sb)
 		r = allow_all(ctx, fs_write_syscalls, sizeof fs_write_syscalls / sizeof fs_write_syscalls[0]);
 	if (r == 0 && (sb->syscalls & KP_SYSCALLS_NET))
 		r = allow_all(ctx, net_syscalls, sizeof net_syscalls / sizeof net_syscalls[0]);
+	for (size_t i = 0; r == 0 && (sb->syscalls & KP_SYSCALLS_LATE_LIBS) &&
+			   i < sizeof late_lib_syscalls / sizeof late_lib_syscalls[0];
+	     i++) {
+		if (late_lib_syscalls[i].nr == SCMP_SYS(statfs) && (sb->syscalls & KP_SYSCALLS_FS_WRITE))
+			continue; /* allowed above */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO((uint32_t)late_lib_syscalls[i].err), late_lib_syscalls[i].nr,
+				     0);
+	}
 	if (r == 0 && KP_SANDBOX_SANITIZED)
 		r = allow_all(ctx, sanitizer_syscalls, sizeof sanitizer_syscalls / sizeof sanitizer_syscalls[0]);
 	/* socket(2): local sockets always; IP and netlink (interface lookup) for network workers. */

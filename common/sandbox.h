@@ -26,6 +26,9 @@
 enum kp_syscall_set {
 	KP_SYSCALLS_FS_WRITE = 1, /* create, rename, unlink, fsync, truncate files */
 	KP_SYSCALLS_NET = 2,      /* IP sockets: connect, bind, listen, accept */
+	/* Shared libraries loaded after confinement (dlopen) run constructors that probe the
+	 * system: answered with an error, never allowed (late_lib_syscalls in sandbox.c). */
+	KP_SYSCALLS_LATE_LIBS = 4,
 };
 
 struct kp_sandbox {

@@ -30,6 +30,8 @@ struct kp_worker {
 	uv_loop_t *loop;
 	struct kp_ipc *sup;
 	kp_WorkerConfig config;
+	int config_fds[KP_IPC_MAX_FDS]; /* handed over with the WorkerConfig (webd's listeners) */
+	unsigned nconfig_fds;
 	int confined;
 	pid_t parent;
 	struct peer_link links[KP_WORKER_MAX_PEERS];
@@ -144,6 +146,12 @@ uv_loop_t *kp_worker_loop(struct kp_worker *w)
 	return w->loop;
 }
 
+unsigned kp_worker_config_fds(const struct kp_worker *w, const int **ret)
+{
+	*ret = w->config_fds;
+	return w->nconfig_fds;
+}
+
 const kp_WorkerConfig *kp_worker_config(const struct kp_worker *w)
 {
 	return &w->config;
@@ -252,8 +260,11 @@ static int confine(struct kp_worker *w)
 	};
 	if (d->fs == KP_WORKER_FS_DATA_RW)
 		sb.write_paths[0] = w->config.data_dir;
+	unsigned nread = 0;
 	if (d->fs == KP_WORKER_FS_WWW_RO && w->config.www_dir[0])
-		sb.read_paths[0] = w->config.www_dir;
+		sb.read_paths[nread++] = w->config.www_dir;
+	if (d->read_path && d->read_path[0])
+		sb.read_paths[nread++] = d->read_path;
 	struct kp_sandbox_report rep;
 	const char *step = "?";
 	int r = kp_sandbox_apply(&sb, &rep, &step);
@@ -309,6 +320,15 @@ static void on_sup_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	switch (env->which_msg) {
 	case kp_Envelope_worker_config_tag:
 		w->config = env->msg.worker_config;
+		if (!f->nfds)
+			break; /* a WorkerConfig sent again on a reload keeps the descriptors */
+		for (unsigned i = 0; i < w->nconfig_fds; i++)
+			close(w->config_fds[i]); /* a WorkerConfig sent again with others replaces them */
+		w->nconfig_fds = f->nfds;
+		for (unsigned i = 0; i < f->nfds; i++) {
+			w->config_fds[i] = f->fds[i];
+			f->fds[i] = -1; /* kept */
+		}
 		break;
 	case kp_Envelope_camera_config_tag:
 		if (w->def->on_config_item)

@@ -24,6 +24,7 @@ struct kp_worker_def {
 	kp_Peer peers[KP_WORKER_MAX_PEERS];
 	unsigned npeers;
 	enum kp_worker_fs fs;
+	const char *read_path; /* one more directory readable after confinement (a module loaded late) */
 	uint64_t rlimit_as;
 	uint64_t rlimit_nofile;
 	unsigned syscalls; /* enum kp_syscall_set */
@@ -38,7 +39,8 @@ struct kp_worker_def {
 	void (*on_stop)(struct kp_worker *w); /* shutting down: release what you hold */
 	/* The link to peer dropped (the supervisor re-links it when the peer is back). */
 	void (*on_peer_lost)(struct kp_worker *w, kp_Peer peer);
-	/* A link to peer was installed (first, or after it was lost): frames may go to it. */
+	/* A link to peer was installed (the first, or again after it was lost): frames sent
+	 * to peer from now on reach it. */
 	void (*on_peer_linked)(struct kp_worker *w, kp_Peer peer);
 	/* Once, with the WorkerConfig, just before confinement (listen sockets, TLS keys);
 	 * a negative return stops the worker. */
@@ -56,6 +58,9 @@ int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv);
 
 uv_loop_t *kp_worker_loop(struct kp_worker *w);
 const kp_WorkerConfig *kp_worker_config(const struct kp_worker *w);
+/* The descriptors that came with the WorkerConfig (webd: one listening socket per [web]
+ * listen address, in order, held by keeppeekd); the worker owns them. */
+unsigned kp_worker_config_fds(const struct kp_worker *w, const int **ret);
 /* 0, -ENOTCONN when the link to that peer is down, or kp_ipc_send's errors. */
 int kp_worker_send_peer(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len);
 /* The same with descriptors (SCM_RIGHTS; duplicated, the caller keeps its own). */

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audio_conv.h"
+#include "libav_module.h"
 #include "cameras.h"
 #include "config.h"
 #include "kp_limits.h"
@@ -94,7 +94,7 @@ static const char *const state_names[] = {
 
 const struct ing_driver_ops *ing_driver_for(const char *url)
 {
-	static const struct ing_driver_ops *const drivers[] = {&ing_baichuan_driver, &ing_rtsp_driver};
+	static const struct ing_driver_ops *const drivers[] = {&ing_baichuan_driver, &ing_rtsp_lazy_driver};
 	static const struct {
 		const char *prefix;
 		int driver;
@@ -294,7 +294,8 @@ static void stream_audio_unit(void *ctx, const struct kp_audio_unit *au)
 		return;
 	}
 	const char *why;
-	if (ing_audio_conv_push(&cam->audio_conv, au, send_audio, cam, &why) < 0 && cam->audio_conv_failed++ % 250 == 0)
+	if (ing_libav_audio_push(&cam->audio_conv, au, send_audio, cam, &why) < 0 &&
+	    cam->audio_conv_failed++ % 250 == 0)
 		kp_warn("%s/main: camera audio not converted to AAC (%llu units so far): %s", cam->conf.name,
 			(unsigned long long)cam->audio_conv_failed, why);
 }
@@ -420,7 +421,7 @@ static void camera_failed(void *ctx, bool auth_failed, const char *reason)
 			set_state(cam, s, st, reason);
 	cam->last_failure_auth = auth_failed;
 	cam->failed = true;
-	ing_audio_conv_free(&cam->audio_conv); /* the next connection's audio is a new run */
+	ing_libav_audio_free(&cam->audio_conv); /* the next connection's audio is a new run */
 	uv_timer_start(&cam->timer, on_timer, 0, 0);
 }
 
@@ -475,7 +476,7 @@ static void remove_camera(struct ing_camera *cam)
 		cam->ops->stop(cam->drv);
 	cam->drv = NULL;
 	cam->failed = true; /* ignore anything late */
-	ing_audio_conv_free(&cam->audio_conv);
+	ing_libav_audio_free(&cam->audio_conv);
 	uv_timer_t *timers[] = {&cam->timer, &cam->streams[0].retry_timer, &cam->streams[1].retry_timer};
 	for (unsigned i = 0; i < 3; i++) {
 		timers[i]->data = cam;

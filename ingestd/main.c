@@ -3,6 +3,7 @@
  * its peers, confinement, ceilings and the hooks into the camera table. */
 #include "cameras.h"
 #include "discover.h"
+#include "libav_module.h"
 #include "probe.h"
 #include "kp_limits.h"
 #include "sandbox.h"
@@ -46,7 +47,8 @@ static void on_supervisor_request(struct kp_worker *w, const kp_Envelope *env)
 		ing_probe(w, &env->msg.camera_test);
 }
 
-static const struct kp_worker_def ingestd = {
+/* Not const: read_path is where the FFmpeg module is, known at run time. */
+static struct kp_worker_def ingestd = {
     .name = "ingestd",
     .self = kp_Peer_PEER_INGESTD,
     .peers = {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_RTCD},
@@ -54,7 +56,7 @@ static const struct kp_worker_def ingestd = {
     .fs = KP_WORKER_FS_NONE,
     .rlimit_as = 1024ull * KP_MIB,
     .rlimit_nofile = 1024,
-    .syscalls = KP_SYSCALLS_NET,
+    .syscalls = KP_SYSCALLS_NET | KP_SYSCALLS_LATE_LIBS,
     .on_config_item = on_config_item,
     .on_configured = on_configured,
     .on_health = on_health,
@@ -64,5 +66,6 @@ static const struct kp_worker_def ingestd = {
 
 int main(int argc, char **argv)
 {
+	ingestd.read_path = ing_libav_locate();
 	return kp_worker_main(&ingestd, argc, argv);
 }

@@ -100,6 +100,22 @@ int auth_hash_password(const char *password, size_t len, char *ret, size_t retle
 	return n > 0 && (size_t)n < retlen ? 0 : -ENOSPC;
 }
 
+int auth_hash_unmatchable(char *ret, size_t retlen)
+{
+	uint8_t salt[AUTH_SALT_LEN], dk[AUTH_DIGEST_LEN];
+	char salt_s[32], dk_s[48];
+	if (RAND_bytes(salt, sizeof salt) != 1 || RAND_bytes(dk, sizeof dk) != 1)
+		return -EIO;
+	int e = auth_b64_encode(salt, sizeof salt, false, salt_s, sizeof salt_s);
+	if (e == 0)
+		e = auth_b64_encode(dk, sizeof dk, false, dk_s, sizeof dk_s);
+	if (e < 0)
+		return e;
+	int n = snprintf(ret, retlen, "$scrypt$ln=%d,r=%d,p=%d$%s$%s", AUTH_SCRYPT_LN, AUTH_SCRYPT_R, AUTH_SCRYPT_P,
+			 salt_s, dk_s);
+	return n > 0 && (size_t)n < retlen ? 0 : -ENOSPC;
+}
+
 int auth_verify_password(const char *password, size_t len, const char *encoded)
 {
 	unsigned ln, r, p;

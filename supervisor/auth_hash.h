@@ -23,6 +23,13 @@
 
 /* Hashes password with a fresh random salt into ret (NUL-terminated). */
 int auth_hash_password(const char *password, size_t len, char *ret, size_t retlen);
+
+/* A hash in the same format and at the same cost as auth_hash_password's, of no password:
+ * random salt and random digest, made without running scrypt. Checking a password
+ * against it costs what checking a real one does (the cost is in deriving the key) and
+ * fails but for a 2^-256 chance; the caller refuses an unknown user whatever the check
+ * says. Returns 0 or a negative errno. */
+int auth_hash_unmatchable(char *ret, size_t retlen);
 /* 0 when password matches encoded, -EACCES when it does not, -EINVAL when encoded is not
  * a hash this code understands (or asks for more than its cost ceilings). */
 int auth_verify_password(const char *password, size_t len, const char *encoded);

@@ -46,8 +46,9 @@ static int send_cameras(struct proc *p)
 }
 
 /* WorkerConfig; webd's also on a reload ([mqtt] and [webhook] take effect without a
- * restart). */
-static int send_worker_config(struct proc *p)
+ * restart). The listening sockets go to webd with its first one only (start): webd
+ * keeps serving on them across reloads. */
+static int send_worker_config(struct proc *p, bool start)
 {
 	struct supervisor *s = p->s;
 	static kp_Envelope env;
@@ -64,7 +65,12 @@ static int send_worker_config(struct proc *p)
 	wc->retention_max_disk_mb = s->cfg.max_disk_mb;
 	wc->uid = (uint32_t)p->uid;
 	wc->gid = (uint32_t)p->gid;
-	snprintf(wc->web_listen, sizeof wc->web_listen, "%s", s->cfg.listen.val);
+	int fds[KP_WEB_LISTEN_MAX];
+	unsigned nfds = 0;
+	if (p->peer == kp_Peer_PEER_WEBD && start)
+		nfds = listen_for_webd(s, fds, wc->web_listen, sizeof wc->web_listen);
+	else
+		snprintf(wc->web_listen, sizeof wc->web_listen, "%s", s->cfg.listen.val);
 	snprintf(wc->web_tls_cert, sizeof wc->web_tls_cert, "%s", s->cfg.tls_cert.val);
 	snprintf(wc->web_tls_key, sizeof wc->web_tls_key, "%s", s->cfg.tls_key.val);
 	wc->rtc_udp_port_min = s->cfg.udp_port_min;
@@ -74,13 +80,13 @@ static int send_worker_config(struct proc *p)
 	snprintf(wc->rtc_addresses, sizeof wc->rtc_addresses, "%s", s->cfg.rtc_addresses.val);
 	if (p->peer == kp_Peer_PEER_WEBD)
 		integrations_config(s, wc);
-	return kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0);
+	return kp_ipc_send(p->ipc, &env, NULL, 0, fds, nfds);
 }
 
 void configure_send(struct proc *p)
 {
 	struct supervisor *s = p->s;
-	int r = send_worker_config(p);
+	int r = send_worker_config(p, true);
 	if (r == 0)
 		r = send_cameras(p);
 	kp_Envelope done = kp_Envelope_init_zero;
@@ -172,7 +178,7 @@ int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size
 		done.which_msg = kp_Envelope_config_done_tag;
 		done.msg.config_done.generation = s->generation;
 		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 &&
-		    (p->peer != kp_Peer_PEER_WEBD || send_worker_config(p) == 0) && send_cameras(p) == 0 &&
+		    (p->peer != kp_Peer_PEER_WEBD || send_worker_config(p, false) == 0) && send_cameras(p) == 0 &&
 		    kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0) == 0)
 			s->reload_waiting++;
 	}

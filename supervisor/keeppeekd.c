@@ -282,6 +282,9 @@ int main(int argc, char **argv)
 	if (notify_init() < 0)
 		kp_warn("NOTIFY_SOCKET is not an AF_UNIX path or @name; the service manager is not told when "
 			"keeppeekd is ready");
+	/* First: from here on a client is queued, not refused (listen.c). */
+	if (listen_init(&s) < 0)
+		return 1;
 	s.loop = uv_default_loop();
 	if (resolve_user(&s) < 0)
 		return 1;

@@ -1,11 +1,10 @@
 /* Telling the service manager how keeppeekd is doing: the notification protocol
  * (sd_notify(3)) without libsystemd, one datagram of "KEY=VALUE" lines to the AF_UNIX
  * socket named by $NOTIFY_SOCKET (a path, or an abstract name written with a leading
- * '@'), and when to say READY=1 (every worker running and every link up, checked every
- * 50 ms from the start), RELOADING=1 and READY=1 around a reload, STOPPING=1.
- * The address is read once and the variable removed, so that the workers, which must
- * never speak for the service, do not inherit it. Without $NOTIFY_SOCKET nothing is
- * sent. */
+ * '@'), and when to say READY=1 (the first durable commit's path is up: webd and recorderd
+ * running and linked to each other, checked on every Ready every 5 ms from the start), RELOADING=1 and READY=1 around a
+ * reload, STOPPING=1. The address is read once and the variable removed, so that the workers, which must never speak
+ * for the service, do not inherit it. Without $NOTIFY_SOCKET nothing is sent. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,19 +85,20 @@ static void send_logged(const char *what, int r)
 		kp_warn("telling the service manager %s failed: %s", what, strerror(-r));
 }
 
-/* Every worker runs and both ends of every link have said hello (their last health
+/* Every worker on the first commit's path (the process table's first rows) runs, and
+ * both ends of every link between two of them have said hello (their last health
  * replies show the link up at its current generation). */
-static bool all_linked(const struct supervisor *s)
+static bool first_linked(const struct supervisor *s)
 {
 	for (unsigned i = 0; i < KP_NPROCS; i++)
-		if (s->procs[i].state != PROC_RUNNING && proc_expected(&s->procs[i]))
+		if (s->procs[i].def->first && s->procs[i].state != PROC_RUNNING)
 			return false;
 	for (unsigned i = 0; i < KP_NLINKS; i++) {
 		const struct link *l = &s->links[i];
-		kp_Peer ends[2] = {l->a, l->b};
-		if (!proc_expected(proc_by_peer((struct supervisor *)s, l->a)) ||
-		    !proc_expected(proc_by_peer((struct supervisor *)s, l->b)))
+		if (!proc_by_peer((struct supervisor *)s, l->a)->def->first ||
+		    !proc_by_peer((struct supervisor *)s, l->b)->def->first)
 			continue;
+		kp_Peer ends[2] = {l->a, l->b};
 		for (int e = 0; e < 2; e++) {
 			const struct proc *p = proc_by_peer((struct supervisor *)s, ends[e]);
 			kp_Peer other = ends[!e];
@@ -144,12 +144,15 @@ static void on_ready_timer(uv_timer_t *t)
 		uv_timer_stop(t);
 		return;
 	}
-	if (all_linked(s)) {
+	if (first_linked(s)) {
 		uv_timer_stop(t);
 		s->ready_sent = true;
-		kp_info("ready: %u workers running and linked after %llu ms", always_on(s),
-			(unsigned long long)(kp_mono_ms() - s->started_ms));
-		send_logged("READY=1", notify_send("READY=1\nSTATUS=%u workers running", always_on(s)));
+		char rest[256];
+		not_running(s, rest, sizeof rest);
+		kp_info("ready: webd and recorderd running and linked after %llu ms%s%s",
+			(unsigned long long)(kp_mono_ms() - s->started_ms), rest[0] ? "; starting: " : "", rest);
+		send_logged("READY=1", notify_send("READY=1\nSTATUS=ready to record and serve%s%s",
+						   rest[0] ? "; starting: " : "", rest));
 		return;
 	}
 	if (kp_mono_ms() - s->started_ms >= KP_READY_DEADLINE_MS) {
@@ -165,13 +168,13 @@ static void on_ready_timer(uv_timer_t *t)
 		send_logged("READY=1", notify_send("READY=1\nSTATUS=degraded: %s", why[0] ? why : "links not up"));
 		return;
 	}
-	/* Every worker runs but not every link is known to be up yet: fresh link states,
+	/* The first rows run but their link is not known to be up yet: fresh link states,
 	 * sooner than the 2 s health round. */
 	for (unsigned i = 0; i < KP_NPROCS; i++)
-		if (s->procs[i].state != PROC_RUNNING && proc_expected(&s->procs[i]))
+		if (s->procs[i].def->first && s->procs[i].state != PROC_RUNNING)
 			return;
 	for (unsigned i = 0; i < KP_NPROCS; i++)
-		if (s->procs[i].ipc)
+		if (s->procs[i].def->first && s->procs[i].ipc)
 			s->hooks->ping(&s->procs[i]);
 }
 

@@ -155,6 +155,8 @@ void proc_heard(struct proc *p)
 	p->last_reply_ms = kp_mono_ms();
 }
 
+static void start_rest(struct supervisor *s);
+
 bool proc_ready(struct proc *p)
 {
 	if (p->state != PROC_STARTING)
@@ -162,6 +164,7 @@ bool proc_ready(struct proc *p)
 	p->state = PROC_RUNNING;
 	p->ready_ms = kp_mono_ms();
 	kp_info("%s running (pid %d)", p->name, (int)p->pid);
+	start_rest(p->s);
 	return true;
 }
 
@@ -267,6 +270,7 @@ static void schedule_restart(struct proc *p)
 		delay = KP_BACKOFF_MAX_MS;
 	p->quick_failures++;
 	p->state = PROC_BACKOFF;
+	start_rest(p->s); /* a first row that failed holds nobody back */
 	p->backoff_until_ms = kp_mono_ms() + delay;
 	if (delay > KP_BACKOFF_INITIAL_MS)
 		kp_warn("%s: restarting in %llu ms (%u failures in a row)", p->name, (unsigned long long)delay,
@@ -361,8 +365,26 @@ void proc_start_all(struct supervisor *s)
 	uv_timer_init(s->loop, &s->health_timer);
 	s->health_timer.data = s;
 	uv_timer_start(&s->health_timer, on_health_timer, KP_HEALTH_INTERVAL_MS, KP_HEALTH_INTERVAL_MS);
+	s->rest_waiting = true;
 	for (unsigned i = 0; i < KP_NPROCS; i++)
-		if (!s->procs[i].def->on_demand && proc_spawn(&s->procs[i]) < 0)
+		if (s->procs[i].def->first && proc_spawn(&s->procs[i]) < 0)
+			schedule_restart(&s->procs[i]);
+	start_rest(s);
+}
+
+/* The rows off the first commit's path, once every first row runs or has failed: two
+ * cores are not shared with their start (loading libraries) while webd and recorderd start;
+ * the transcoder (on demand) is not among them. */
+static void start_rest(struct supervisor *s)
+{
+	if (!s->rest_waiting || s->stopping)
+		return;
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		if (s->procs[i].def->first && s->procs[i].state == PROC_STARTING)
+			return;
+	s->rest_waiting = false;
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		if (!s->procs[i].def->first && !s->procs[i].def->on_demand && proc_spawn(&s->procs[i]) < 0)
 			schedule_restart(&s->procs[i]);
 }
 

@@ -29,6 +29,9 @@ struct proc_def {
 	bool own_user; /* runs as USER-NAME where the package made that user (docs/privsep.md) */
 	/* Not started with the rest: proc_start and proc_stop (the transcoder, decision 0014). */
 	bool on_demand;
+	/* On the path of the first durable commit (webd, recorderd): started first, in
+	 * parallel; the other rows start once these run or one of them failed. */
+	bool first;
 	/* Every frame the worker sends, already allowed by the IPC table (common/ipc_frame.c). */
 	void (*dispatch)(struct proc *p, struct kp_ipc_frame *f);
 };
@@ -115,6 +118,7 @@ struct supervisor {
 	uint32_t generation;
 	unsigned reload_waiting;
 	bool stopping;
+	bool rest_waiting; /* rows off the first commit's path not started yet (proc.c) */
 	const struct proc_hooks *hooks;
 	struct proc procs[KP_NPROCS];
 	struct link links[KP_NLINKS];
@@ -143,6 +147,13 @@ struct supervisor {
 void proc_table_init(struct supervisor *s, const char *libexec_dir, const struct proc_def defs[KP_NPROCS],
 		     const struct proc_hooks *hooks);
 void proc_start_all(struct supervisor *s);
+
+/* webd's listening sockets (listen.c): taken from socket activation or bound, before any
+ * worker starts; <0 only on a broken activation hand-over. */
+int listen_init(struct supervisor *s);
+/* The sockets for webd's WorkerConfig and the listen value they stand for; 0 sockets when
+ * keeppeekd could not bind them (webd binds itself). */
+unsigned listen_for_webd(struct supervisor *s, int *fds, char *spec, size_t spec_len);
 void proc_stop_all(struct supervisor *s);
 int proc_restart(struct proc *p);
 /* An on-demand process: started when stopped (0, or a negative errno), and asked to stop

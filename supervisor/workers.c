@@ -97,12 +97,12 @@ static void transcoder_dispatch(struct proc *p, struct kp_ipc_frame *f)
 }
 
 const struct proc_def workers_table[KP_NPROCS] = {
-    {"ingestd", kp_Peer_PEER_INGESTD, true, false, ingestd_dispatch},
-    {"recorderd", kp_Peer_PEER_RECORDERD, false, false, recorderd_dispatch},
-    {"webd", kp_Peer_PEER_WEBD, true, false, webd_dispatch},
-    {"rtcd", kp_Peer_PEER_RTCD, true, false, rtcd_dispatch},
+    {"ingestd", kp_Peer_PEER_INGESTD, true, false, false, ingestd_dispatch},
+    {"recorderd", kp_Peer_PEER_RECORDERD, false, false, true, recorderd_dispatch},
+    {"webd", kp_Peer_PEER_WEBD, true, false, true, webd_dispatch},
+    {"rtcd", kp_Peer_PEER_RTCD, true, false, false, rtcd_dispatch},
     /* Started while rtcd has transcode jobs (transcoder.c). */
-    {"transcoder", kp_Peer_PEER_TRANSCODER, true, true, transcoder_dispatch},
+    {"transcoder", kp_Peer_PEER_TRANSCODER, true, true, false, transcoder_dispatch},
 };
 
 void workers_spawned(struct proc *p)

@@ -24,6 +24,29 @@ static const struct web_server_def server_def = {
 /* The context the modules are handed (through the core, or as an argument). */
 static struct webd webd_ctx;
 
+/* With keeppeekd's listening sockets, webd accepts once its link to recorderd is up (a
+ * request that needs recorderd is then never answered 503 for a link not yet made),
+ * at the latest after this long; clients wait in the backlog meanwhile. */
+#define WEBD_ACCEPT_WAIT_MS 1000
+static uv_timer_t accept_timer;
+static bool accept_timer_open;
+
+static void start_accepting(uv_timer_t *t)
+{
+	(void)t;
+	if (web_server_accept() < 0)
+		kp_err("webd cannot accept connections on its listeners");
+}
+
+static void on_peer_linked(struct kp_worker *w, kp_Peer peer)
+{
+	(void)w;
+	if (peer == kp_Peer_PEER_RECORDERD) {
+		uv_timer_stop(&accept_timer);
+		start_accepting(NULL);
+	}
+}
+
 static int before_confine(struct kp_worker *w)
 {
 	webd_ctx.worker = w;
@@ -33,6 +56,19 @@ static int before_confine(struct kp_worker *w)
 	webd_live_init(loop);
 	webd_integrations_init(loop);
 	webd_static_init(cfg->www_dir);
+	const int *fds;
+	unsigned nfds = kp_worker_config_fds(w, &fds);
+	web_server_adopt(fds, nfds);
+	int r = uv_timer_init(loop, &accept_timer);
+	if (r < 0)
+		return r;
+	accept_timer_open = true;
+	if (nfds) {
+		web_server_defer_accept();
+		r = uv_timer_start(&accept_timer, start_accepting, WEBD_ACCEPT_WAIT_MS, 0);
+		if (r < 0)
+			return r;
+	}
 	return web_server_open(loop, &server_def, &webd_ctx, cfg->web_listen, cfg->web_tls_cert, cfg->web_tls_key);
 }
 
@@ -84,6 +120,9 @@ static void on_peer_lost(struct kp_worker *w, kp_Peer peer)
 static void on_stop(struct kp_worker *w)
 {
 	(void)w;
+	if (accept_timer_open)
+		uv_close((uv_handle_t *)&accept_timer, NULL);
+	accept_timer_open = false;
 	web_server_close();
 	webd_live_stop();
 	webd_integrations_close();
@@ -106,6 +145,7 @@ static const struct kp_worker_def webd = {
     .on_configured = on_configured,
     .on_stop = on_stop,
     .on_peer_lost = on_peer_lost,
+    .on_peer_linked = on_peer_linked,
 };
 
 int main(int argc, char **argv)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ingest-record: N simulated cameras x main+sub recorded by the real keeppeekd.
 
-    python3 perf/ingest-record/run.py --build build [--quick] [--cameras 1,4,8]
+    python3 perf/ingest-record/run.py --build build [--quick] [--cameras 1,8,32,64]
 
 For each N: starts N keeppeek-test-camera processes (Baichuan over TCP, AES; main
 1920x1080 + sub 640x360 fixtures from BUILD/test/fixtures, H.264 and H.265 alternating
@@ -387,7 +387,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build", help="meson build directory")
     ap.add_argument("--source", default=os.path.dirname(os.path.dirname(HERE)), help="source tree")
-    ap.add_argument("--cameras", default="1,4,8", help="comma-separated N values")
+    ap.add_argument("--cameras", default="1,8,32,64", help="comma-separated N values (default 1,8,32,64)")
     ap.add_argument("--window", type=float, help="measured seconds (default 60, --quick 20)")
     ap.add_argument("--warmup", type=float, help="excluded seconds (default 10, --quick 5)")
     ap.add_argument("--quick", action="store_true", help="20 s window after 5 s warm-up (CI)")
@@ -455,6 +455,16 @@ def markdown(rep):
                    f"{pc.fmt(p['test_cameras_baseline']['cpu_s_per_camera_hour'])} | "
                    f"{r['load_before'][0]:.2f} / {r['load_after'][0]:.2f} | {r['machine']['other_cpu_s']}"
                    f"{' (contended)' if r['contended'] else ''} | {r['machine'].get('steal_cpu_s', '-')} |")
+    out += ["", "## Ingest + record, % of one core (issue 16 target: <= 25 % at N = 64)", "",
+            "| N | ingestd | recorderd | ingest + record | KeepPeek total | test cameras (baseline) |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rep["runs"]:
+        p = r.get("processes")
+        if p:
+            i, c = p["ingestd"]["cpu_pct_of_one_core"], p["recorderd"]["cpu_pct_of_one_core"]
+            out.append(f"| {r['cameras']} | {pc.fmt(i)} | {pc.fmt(c)} | **{pc.fmt(i + c)}** | "
+                       f"{pc.fmt(p['keeppeek_total']['cpu_pct_of_one_core'])} | "
+                       f"{pc.fmt(p['test_cameras_baseline']['cpu_pct_of_one_core'])} |")
     out += ["", "## RSS p50 / p95 (MiB)", "",
             "| N | keeppeekd | ingestd | recorderd | webd | rtcd | test camera (each) | samples/process |",
             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]

@@ -2,8 +2,9 @@
 
 The test binds the datagram socket a service manager would (an abstract name, then a
 path) and starts the real keeppeekd with NOTIFY_SOCKET naming it. READY=1 is the first
-message, and the moment it arrives `keeppeekctl status` already answers with the four
-workers running and every link up. A reload through keeppeekctl (what ExecReload runs)
+message, and the moment it arrives `keeppeekctl status` already answers with webd and
+recorderd (the first durable commit's path) running and linked to each other, and /healthz
+answers; ingestd and rtcd start after them (keeppeekd(8), START). A reload through keeppeekctl (what ExecReload runs)
 is bracketed by RELOADING=1 (with MONOTONIC_USEC) and READY=1; a reload of a broken file
 exits 1 with the errors and sends nothing. SIGTERM sends STOPPING=1. The workers do not
 inherit NOTIFY_SOCKET. No worker restarts.
@@ -19,7 +20,7 @@ import tempfile
 import time
 
 import kp
-from kp import ON_DEMAND, WORKERS, check, run
+from kp import WORKERS, check, run
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -41,9 +42,13 @@ def fields(msg):
     return dict(l.split("=", 1) for l in msg.splitlines() if "=" in l)
 
 
-def all_up(st):
-    return st is not None and all(st[w]["state"] == "running" and all(l["state"] == "up" for l in st[w]["links"] if l["peer"] not in ON_DEMAND)
-                                  for w in WORKERS)
+FIRST = ("webd", "recorderd")
+
+
+def commit_path_up(st):
+    return st is not None and all(
+        st[w]["state"] == "running" and all(l["state"] == "up" for l in st[w]["links"] if l["peer"] in FIRST)
+        for w in FIRST)
 
 
 def notify_run(make, sock, address):
@@ -51,9 +56,13 @@ def notify_run(make, sock, address):
     msg = recv(sock, 30.0)
     st = k.status()  # at once, before anything else
     check(msg is not None and fields(msg).get("READY") == "1", f"{address}: the first message is READY=1: {msg!r}")
-    check(all_up(st), f"{address}: when READY=1 arrives, keeppeekctl status shows four running workers, every "
-          f"link up: {[(w, st[w]['state'], [l['state'] for l in st[w]['links']]) for w in WORKERS] if st else st}")
+    check(commit_path_up(st), f"{address}: when READY=1 arrives, keeppeekctl status shows webd and recorderd "
+          f"running and linked: {[(w, st[w]['state'], [l['state'] for l in st[w]['links']]) for w in WORKERS] if st else st}")
+    status, _, _ = k.http("GET", "/healthz")
+    check(status in (200, 503), f"{address}: at READY=1 webd answers /healthz ({status}; 503 while ingestd or rtcd start)")
     check("STATUS" in fields(msg), f"{address}: READY=1 comes with a STATUS line: {msg!r}")
+    k.wait_running(timeout=30)
+    st = k.status()
     for w in WORKERS:
         with open(f"/proc/{st[w]['pid']}/environ", "rb") as f:
             env = f.read().split(b"\0")

@@ -55,6 +55,14 @@ static void test_hash_verify(void)
 	t[last] = t[last] == 'A' ? 'B' : 'A';
 	CHECK_EQ(auth_verify_password("correct horse", 13, t), -EACCES);
 	CHECK_EQ(auth_verify_password("x", 1, "plain"), -EINVAL);
+	/* The hash unknown users are checked against: the same format and cost (same length,
+	 * same parameters), a real scrypt check that fails, a new one each time. */
+	char u1[AUTH_HASH_STR_MAX], u2[AUTH_HASH_STR_MAX];
+	CHECK_EQ(auth_hash_unmatchable(u1, sizeof u1), 0);
+	CHECK_EQ(auth_hash_unmatchable(u2, sizeof u2), 0);
+	CHECK(!strncmp(u1, "$scrypt$ln=15,r=8,p=1$", 22) && strlen(u1) == strlen(h1) && strcmp(u1, u2) != 0);
+	CHECK_EQ(auth_verify_password("", 0, u1), -EACCES);
+	CHECK_EQ(auth_verify_password("correct horse", 13, u1), -EACCES);
 	CHECK_EQ(auth_verify_password("x", 1, "$scrypt$ln=30,r=8,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAA"),
 		 -EINVAL);
 	CHECK_EQ(auth_verify_password("x", 1, "$scrypt$ln=15,r=8,p=1$AAAAAAAAAAAAAAAAAAAAAA"), -EINVAL);

@@ -113,6 +113,18 @@ struct web_server_def {
 	web_handler fallback;
 };
 
+/* Listening sockets already bound (keeppeekd's, handed over with the configuration), one
+ * per address of the next web_server_open's listen list, in order: that call serves on
+ * them instead of binding. The core owns them from here. */
+void web_server_adopt(const int *fds, unsigned n);
+
+/* Adopted listeners only: the next web_server_open does not accept on them yet, and
+ * connections wait in their backlog until web_server_accept (not refused meanwhile). */
+void web_server_defer_accept(void);
+/* Starts accepting on deferred listeners; once, later calls do nothing. Returns 0 or a
+ * negative errno. */
+int web_server_accept(void);
+
 /* Binds every "HOST:PORT" or "[V6]:PORT" of the comma-separated listen list and loads
  * the TLS certificate and key unless both are "" (before confinement), then serves on
  * loop. app is what web_req_app and web_ws_app return. Returns 0 or a negative errno. */

@@ -15,7 +15,9 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "kp_limits.h"
 #include "kp_time.h"
 #include "http_conn.h"
 #include "log.h"
@@ -58,9 +60,46 @@ struct listener {
 	char name[80];
 };
 
-#define MAX_LISTENERS 8
+#define MAX_LISTENERS KP_WEB_LISTEN_MAX
 static struct listener listeners[MAX_LISTENERS];
 static unsigned nlisteners;
+static int adopted[MAX_LISTENERS];
+static unsigned nadopted;
+static bool defer_accept, accepting;
+static unsigned ndeferred;
+
+static void on_connection(uv_stream_t *server, int status);
+
+void web_server_defer_accept(void)
+{
+	defer_accept = true;
+}
+
+int web_server_accept(void)
+{
+	if (accepting)
+		return 0;
+	accepting = true;
+	for (unsigned i = 0; i < ndeferred; i++) {
+		int r = uv_listen((uv_stream_t *)&listeners[i].tcp, LISTEN_BACKLOG, on_connection);
+		if (r < 0) {
+			kp_err("accepting on %s failed: %s", listeners[i].name, uv_strerror(r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+void web_server_adopt(const int *fds, unsigned n)
+{
+	nadopted = n < MAX_LISTENERS ? n : MAX_LISTENERS;
+	for (unsigned i = 0; i < n; i++) {
+		if (i < MAX_LISTENERS)
+			adopted[i] = fds[i];
+		else
+			close(fds[i]);
+	}
+}
 static uv_timer_t sweep_timer;
 static bool sweep_open;
 static uint64_t next_id = 1;
@@ -1022,9 +1061,18 @@ static int listen_one(uv_loop_t *loop, const char *spec)
 	int r = uv_tcp_init(loop, &l->tcp);
 	if (r < 0)
 		return r;
-	nlisteners++;
-	r = uv_tcp_bind(&l->tcp, (struct sockaddr *)&ss, 0);
-	if (r == 0)
+	unsigned i = nlisteners++;
+	if (i < nadopted) { /* bound by keeppeekd, which keeps its own copy */
+		r = uv_tcp_open(&l->tcp, adopted[i]);
+		if (r < 0)
+			close(adopted[i]);
+		adopted[i] = -1;
+	} else {
+		r = uv_tcp_bind(&l->tcp, (struct sockaddr *)&ss, 0);
+	}
+	if (r == 0 && defer_accept && i < nadopted && !accepting)
+		ndeferred = i + 1; /* listening already (keeppeekd's socket); accepted from web_server_accept */
+	else if (r == 0)
 		r = uv_listen((uv_stream_t *)&l->tcp, LISTEN_BACKLOG, on_connection);
 	if (r < 0) {
 		kp_err("listening on %s failed: %s", spec, uv_strerror(r));

@@ -1,0 +1,121 @@
+/* Loading keeppeek-ingestd-libav.so on first use, and the calls that go through it: a
+ * proxy RTSP driver and the audio converter's two entry points (libav_module.h). A
+ * module that cannot be loaded fails the camera that asked (dlerror's reason in the log),
+ * and is tried again by the next one. */
+#include "libav_module.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kp_time.h"
+#include "log.h"
+
+static struct {
+	char dir[4096];
+	char path[4096 + sizeof ING_LIBAV_MODULE_FILE];
+	const struct ing_libav_module *m;
+	char why[256];
+} L;
+
+const char *ing_libav_locate(void)
+{
+	ssize_t n = readlink("/proc/self/exe", L.dir, sizeof L.dir - 1);
+	if (n <= 0) {
+		kp_warn("ingestd: /proc/self/exe: %s; the FFmpeg module (RTSP, audio conversion) cannot be found",
+			n < 0 ? strerror(errno) : "empty");
+		L.dir[0] = '\0';
+		return NULL;
+	}
+	L.dir[n] = '\0';
+	char *slash = strrchr(L.dir, '/');
+	if (!slash) {
+		L.dir[0] = '\0';
+		return NULL;
+	}
+	*slash = '\0';
+	snprintf(L.path, sizeof L.path, "%s/%s", L.dir, ING_LIBAV_MODULE_FILE);
+	return L.dir;
+}
+
+bool ing_libav_loaded(void)
+{
+	return L.m != NULL;
+}
+
+/* The module, or NULL with L.why set. */
+static const struct ing_libav_module *module(void)
+{
+	if (L.m)
+		return L.m;
+	if (!L.path[0]) {
+		snprintf(L.why, sizeof L.why, "the FFmpeg module's directory is unknown");
+		return NULL;
+	}
+	uint64_t t0 = kp_mono_ms();
+	void *h = dlopen(L.path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		snprintf(L.why, sizeof L.why, "loading %s failed: %s", L.path, e ? e : "?");
+		kp_err("ingestd: %s", L.why);
+		return NULL;
+	}
+	const struct ing_libav_module *m = dlsym(h, ING_LIBAV_MODULE_SYMBOL);
+	if (!m || m->abi != ING_LIBAV_MODULE_ABI) {
+		snprintf(L.why, sizeof L.why, "%s: %s", L.path,
+			 m ? "built for another ingestd (ABI differs)" : "no " ING_LIBAV_MODULE_SYMBOL);
+		kp_err("ingestd: %s", L.why);
+		dlclose(h);
+		return NULL;
+	}
+	kp_info("ingestd: loaded %s (RTSP, audio conversion) in %llu ms", L.path,
+		(unsigned long long)(kp_mono_ms() - t0));
+	L.m = m; /* never closed: FFmpeg keeps state of its own */
+	return m;
+}
+
+static int lazy_start(const struct ing_camera_info *info, const struct ing_sink *sink, uv_loop_t *loop,
+		      struct ing_driver **ret)
+{
+	const struct ing_libav_module *m = module();
+	if (!m)
+		return -ELIBACC; /* the caller fails the camera: "cannot access a needed shared library" */
+	return m->rtsp->start(info, sink, loop, ret);
+}
+
+/* Only a started driver is stopped or retried, so the module is loaded by then. */
+static void lazy_stop(struct ing_driver *drv)
+{
+	L.m->rtsp->stop(drv);
+}
+
+static int lazy_retry_stream(struct ing_driver *drv, enum kp_stream_index s)
+{
+	return L.m->rtsp->retry_stream(drv, s);
+}
+
+const struct ing_driver_ops ing_rtsp_lazy_driver = {
+    .scheme = "rtsp",
+    .start = lazy_start,
+    .stop = lazy_stop,
+    .retry_stream = lazy_retry_stream,
+};
+
+int ing_libav_audio_push(struct ing_audio_conv **c, const struct kp_audio_unit *in, ing_audio_out out, void *arg,
+			 const char **ret_reason)
+{
+	const struct ing_libav_module *m = module();
+	if (!m) {
+		*ret_reason = L.why;
+		return -ELIBACC;
+	}
+	return m->audio_push(c, in, out, arg, ret_reason);
+}
+
+void ing_libav_audio_free(struct ing_audio_conv **c)
+{
+	if (*c) /* a converter exists only once the module is loaded */
+		L.m->audio_free(c);
+}
