@@ -1,7 +1,8 @@
 // In-page part of the timeline benchmark: mounts the production component
-// (www/js/timeline.js) with the fixture, arms measurements that start at the input
-// event's timestamp and end two animation frames after the expected DOM state appears,
-// records long tasks, and renders the naive baseline (every primitive of the day).
+// (www/js/timeline.js) with the fixture, dispatches each timed input event in the page
+// and measures from the dispatch to the second animation frame after the expected DOM
+// state appears, records long tasks, and mounts the naive baseline (every primitive of
+// the day, drawn again on every view change) for the same interactions.
 import { createTimeline } from '/js/timeline.js';
 import * as fx from '/fixture/fixture_timeline.mjs';
 
@@ -182,6 +183,14 @@ export async function interact(kind, action, phase = 0) {
 	const seen = performance.now() - t0;
 	await twoFrames();
 	return { ms: performance.now() - t0, seen, after: state() };
+}
+
+// After a gesture has rested (the component draws again 150 ms later): whether the
+// track was drawn exactly for the view (no transform left) and how often it was drawn.
+export async function settled() {
+	await sleep(300);
+	const track = root.querySelector('.tl-track');
+	return { transform: track.style.transform, renders: tl.stats.renders, view: tl.view, from: +root.dataset.from, to: +root.dataset.to };
 }
 
 // The frame interval of this page: median rAF delta over 30 frames.
