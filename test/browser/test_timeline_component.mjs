@@ -1,7 +1,8 @@
 // Component test of www/js/timeline.js (the production module, served over HTTP): with
 // the 600 fixture events plus 1,200 events outside the window the rendered primitives
 // are exactly those of the 600 alone and fewer than 800, horizontal and vertical, for
-// the whole day and zoomed in; filtering and clustering see only the window.
+// the whole day and zoomed in; filtering and clustering see only the window; a wheel
+// zoom and a drag pan move and scale the drawn track, then draw it exactly.
 import { launch, staticServer, guard, check, DESKTOP, MOBILE } from './helpers.mjs';
 
 async function counts(page, orientation, extra, view) {
@@ -44,6 +45,66 @@ async function counts(page, orientation, extra, view) {
 	}, { orientation, extra, view });
 }
 
+// A wheel zoom in and a drag pan, each dispatched in the page: the view is shown in the
+// handler by moving and scaling the drawn track (no drawing), markers keep their size,
+// and 150 ms after the gesture rests the track is drawn exactly, with the recording
+// ranges where the moved and scaled track had shown them.
+async function gestures(page, orientation) {
+	return page.evaluate(async (orientation) => {
+		const { createTimeline } = await import('/js/timeline.js');
+		const fx = await import('/fixture/fixture_timeline.mjs');
+		const day = fx.dayStart();
+		const root = document.createElement('div');
+		document.getElementById('app').replaceChildren(root);
+		const tl = createTimeline(root, { orientation, dayStart: day, dayEnd: day + fx.DAY });
+		// The fixture's gaps recur every 10 minutes; a few missing minutes make the ranges'
+		// starts irregular, so that a track moved by a wrong multiple of 10 minutes shows.
+		const missing = new Set([553, 587, 611, 640, 702, 731, 778, 845, 871]);
+		tl.setData({ segments: fx.segments(day).filter((_, i) => !missing.has(i)), events: fx.events(day) });
+		tl.setView(day + 6 * 3600000, day + 18 * 3600000);
+		tl.render();
+		const v = orientation === 'vertical';
+		const box = root.getBoundingClientRect();
+		const lo = v ? box.top : box.left;
+		const hi = v ? box.bottom : box.right;
+		const frame = () => new Promise((ok) => requestAnimationFrame(ok));
+		const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
+		const track = root.querySelector('.tl-track');
+		// Where the person sees each recording range begin, inside the view.
+		const starts = () => [...root.querySelectorAll('.tl-range')].map((e) => e.getBoundingClientRect()).map((r) => (v ? r.top : r.left)).filter((p) => p > lo + 3 && p < hi - 3).sort((a, b) => a - b);
+		// How far each marker's drawn size along the axis is from its laid-out size.
+		const markerSize = () => [...root.querySelectorAll('.tl-ev, .tl-cluster')].map((e) => {
+			const r = e.getBoundingClientRect();
+			return v ? r.height - e.offsetHeight : r.width - e.offsetWidth;
+		});
+		const x = box.left + box.width / 2;
+		const y = v ? box.top + box.height / 2 : box.top + 40;
+		const out = [];
+		async function step(name, fire) {
+			await frame();
+			const before = { renders: tl.stats.renders, prims: tl.primitiveCount() };
+			fire();
+			const now = { view: tl.view, from: +root.dataset.from, to: +root.dataset.to, transform: track.style.transform, renders: tl.stats.renders, prims: tl.primitiveCount() };
+			await frame();
+			const shown = { starts: starts(), markers: markerSize() };
+			await sleep(300);
+			const exact = { starts: starts(), markers: markerSize(), transform: track.style.transform, renders: tl.stats.renders };
+			out.push({ name, before, now, shown, exact });
+		}
+		const at = (p) => document.elementFromPoint(...(v ? [x, p] : [p, y]));
+		const mid = v ? y : x;
+		await step('wheel zoom in', () => at(mid).dispatchEvent(new WheelEvent('wheel', { bubbles: true, cancelable: true, clientX: x, clientY: y, deltaY: -462 })));
+		await step('drag pan', () => {
+			const pe = (type, p) => new PointerEvent(type, { bubbles: true, cancelable: true, pointerId: 1, pointerType: 'mouse', isPrimary: true, button: type === 'pointermove' ? -1 : 0, buttons: type === 'pointerup' ? 0 : 1, clientX: v ? x : p, clientY: v ? p : y });
+			at(mid).dispatchEvent(pe('pointerdown', mid));
+			root.dispatchEvent(pe('pointermove', mid + 90));
+			root.dispatchEvent(pe('pointerup', mid + 90));
+		});
+		tl.destroy();
+		return out;
+	}, orientation);
+}
+
 export default async function () {
 	const browser = await launch();
 	const base = await staticServer();
@@ -70,6 +131,17 @@ export default async function () {
 		check(c.total === d.total && JSON.stringify(c.kinds) === JSON.stringify(d.kinds), `${orientation} zoomed: same primitives (${c.total} vs ${d.total}: ${JSON.stringify(d.kinds)})`);
 		check(d.total < 800 && d.outside === 0, `${orientation} zoomed: ${d.total} primitives < 800, none beyond one viewport of overscan`);
 		check(d.stats.eventsInWindow === c.stats.eventsInWindow && c.stats.eventsInWindow > 0, `${orientation} zoomed: clustering saw only the window's ${d.stats.eventsInWindow} events`);
+
+		for (const st of await gestures(page, orientation)) {
+			const n = `${orientation} ${st.name}`;
+			check(st.now.from === Math.round(st.now.view.from) && st.now.to === Math.round(st.now.view.to) && st.now.view.from !== undefined, `${n}: the view is shown in the handler (data-from/to ${st.now.from}-${st.now.to})`);
+			check(st.now.transform !== '' && st.now.renders === st.before.renders && st.now.prims === st.before.prims, `${n}: by moving and scaling the drawn track, not drawing (transform '${st.now.transform}', draws ${st.before.renders} → ${st.now.renders})`);
+			const stretch = Math.max(...st.shown.markers.map(Math.abs));
+			check(st.shown.markers.length > 0 && stretch < 0.5, `${n}: ${st.shown.markers.length} markers keep their size while moved and scaled (largest stretch ${stretch.toFixed(2)} px)`);
+			check(st.exact.transform === '' && st.exact.renders === st.before.renders + 1, `${n}: drawn exactly once 150 ms after the gesture (transform '${st.exact.transform}', draws ${st.before.renders} → ${st.exact.renders})`);
+			const off = st.exact.starts.length === st.shown.starts.length ? Math.max(...st.exact.starts.map((p, i) => Math.abs(p - st.shown.starts[i]))) : Infinity;
+			check(st.shown.starts.length > 3 && off < 1, `${n}: ${st.shown.starts.length} recording ranges begin where the moved track showed them (largest difference ${off.toFixed(2)} px)`);
+		}
 		g.assertClean(`the ${orientation} component page`);
 		await page.close();
 	}

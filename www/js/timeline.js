@@ -4,12 +4,17 @@
 // side is in the DOM, found by binary search in the sorted data, so events outside that
 // window cost nothing; filtering and clustering run on that window only. Interaction:
 // wheel / pinch / buttons zoom, drag pans, the playhead handle drags, a click seeks.
+// A view change from a gesture that stays inside what was drawn moves and scales the
+// drawn track in its input handler (markers and tick labels keep their size through
+// --tl-k) and the track is drawn again exactly once the gesture has rested.
 import { hm, hms, MIN, HOUR } from './format.js';
 
 const TICK_STEPS = [1000, 5000, 10000, 15000, 30000, MIN, 2 * MIN, 5 * MIN, 10 * MIN, 15 * MIN, 30 * MIN, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR];
 const CLUSTER_PX = 16;
 const DRAG_PX = 4;
 const VERTICAL_ESTIMATE_PX = 400;
+const SETTLE_MS = 150;
+const MAX_SCALE = 4;
 
 // First index i in sorted `a` with key(a[i]) >= v.
 function lowerBound(a, v, key) {
@@ -49,6 +54,9 @@ export function createTimeline(root, opts) {
 	let follow = true;
 	let size = 0;
 	let pending = 0;
+	let settle = 0;
+	let drawn = null;
+	let counterScale = 1;
 	let shown = [];
 	const stats = { ticks: 0, ranges: 0, markers: 0, clusters: 0, eventsInWindow: 0, renders: 0 };
 
@@ -197,9 +205,14 @@ export function createTimeline(root, opts) {
 			cancelAnimationFrame(pending);
 			pending = 0;
 		}
+		clearTimeout(settle);
+		settle = 0;
 		const span = to - from;
 		const rFrom = Math.max(dayStart, from - span);
 		const rTo = Math.min(dayEnd, to + span);
+		drawn = { from, span, rFrom, rTo };
+		track.style.transform = '';
+		setCounterScale(1);
 		stats.ticks = stats.ranges = stats.markers = stats.clusters = stats.eventsInWindow = 0;
 		stats.renders++;
 		shown = [];
@@ -213,6 +226,34 @@ export function createTimeline(root, opts) {
 		placePlayhead();
 	}
 
+	function setCounterScale(k) {
+		if (k === counterScale)
+			return;
+		counterScale = k;
+		if (k === 1)
+			track.style.removeProperty('--tl-k');
+		else
+			track.style.setProperty('--tl-k', String(k));
+	}
+
+	// Shows [from, to) by moving and scaling what was drawn for `drawn`, or returns false
+	// when that drawing does not cover the view or would be stretched more than 4×.
+	function transformDrawn() {
+		const span = to - from;
+		if (!drawn || from < drawn.rFrom || to > drawn.rTo || span * MAX_SCALE < drawn.span || drawn.span * MAX_SCALE < span)
+			return false;
+		const k = drawn.span / span;
+		const shift = ((drawn.from - from) / span) * size;
+		track.style.transform = horizontal ? `translate(${shift}px,0) scale(${k},1)` : `translate(0,${shift}px) scale(1,${k})`;
+		setCounterScale(1 / k);
+		root.dataset.from = String(Math.round(from));
+		root.dataset.to = String(Math.round(to));
+		placePlayhead();
+		clearTimeout(settle);
+		settle = setTimeout(render, SETTLE_MS);
+		return true;
+	}
+
 	function schedule() {
 		if (!pending)
 			pending = requestAnimationFrame(() => {
@@ -221,28 +262,30 @@ export function createTimeline(root, opts) {
 			});
 	}
 
-	function setView(f, t) {
+	// `gesture`: wheel, drag or pinch, which may only move and scale the drawn track.
+	function setView(f, t, gesture = false) {
 		let span = Math.min(Math.max(t - f, minSpan), dayEnd - dayStart);
 		f = Math.min(Math.max(f, dayStart), dayEnd - span);
 		if (f === from && f + span === to)
 			return;
 		from = f;
 		to = f + span;
-		// Input arrives once per frame: drawing now saves a frame of feedback latency.
-		render();
+		// Input arrives once per frame: showing it now saves a frame of feedback latency.
+		if (!gesture || !transformDrawn())
+			render();
 		onViewChange({ from, to });
 	}
 
-	function zoom(factor, anchor) {
+	function zoom(factor, anchor, gesture = false) {
 		const a = anchor ?? (playhead !== null && playhead >= from && playhead <= to ? playhead : (from + to) / 2);
 		const span = Math.min(Math.max((to - from) * factor, minSpan), dayEnd - dayStart);
 		const r = (a - from) / (to - from);
-		setView(a - r * span, a - r * span + span);
+		setView(a - r * span, a - r * span + span, gesture);
 	}
 
-	function pan(deltaMs) {
+	function pan(deltaMs, gesture = false) {
 		follow = false;
-		setView(from + deltaMs, to + deltaMs);
+		setView(from + deltaMs, to + deltaMs, gesture);
 	}
 
 	function seek(ms) {
@@ -288,14 +331,14 @@ export function createTimeline(root, opts) {
 			const [a, b] = [...pointers.values()];
 			const span = ((gesture.to - gesture.from) * gesture.dist) / (Math.abs(a - b) || 1);
 			const r = (gesture.mid - gesture.from) / (gesture.to - gesture.from);
-			setView(gesture.mid - r * span, gesture.mid - r * span + span);
+			setView(gesture.mid - r * span, gesture.mid - r * span + span, true);
 		} else if (gesture.kind === 'press' || gesture.kind === 'pan') {
 			if (gesture.kind === 'press' && Math.abs(p - gesture.start) < DRAG_PX)
 				return;
 			gesture.kind = 'pan';
 			follow = false;
 			const d = ((gesture.start - p) / size) * (gesture.to - gesture.from);
-			setView(gesture.from + d, gesture.to + d);
+			setView(gesture.from + d, gesture.to + d, true);
 		}
 	});
 	const release = (e) => {
@@ -336,9 +379,9 @@ export function createTimeline(root, opts) {
 		e.preventDefault();
 		const d = horizontal && Math.abs(e.deltaX) > Math.abs(e.deltaY) ? e.deltaX : e.deltaY;
 		if (e.shiftKey || (horizontal && Math.abs(e.deltaX) > Math.abs(e.deltaY)))
-			pan((d / size) * (to - from));
+			pan((d / size) * (to - from), true);
 		else
-			zoom(Math.exp(d * 0.0015), msAt(axis(e)));
+			zoom(Math.exp(d * 0.0015), msAt(axis(e)), true);
 	}, { passive: false });
 
 	// Keyboard n / p: the next / previous event (of the filtered types) after / before
@@ -413,9 +456,9 @@ export function createTimeline(root, opts) {
 			filter = labels ? new Set(labels) : null;
 			render();
 		},
-		setView,
-		zoom,
-		pan,
+		setView: (f, t) => setView(f, t),
+		zoom: (factor, anchor) => zoom(factor, anchor),
+		pan: (deltaMs) => pan(deltaMs),
 		seek,
 		// From playback state messages: moves the playhead, ends the seeking state, keeps
 		// the playhead in view while following.
@@ -444,6 +487,7 @@ export function createTimeline(root, opts) {
 				ro.disconnect();
 			if (pending)
 				cancelAnimationFrame(pending);
+			clearTimeout(settle);
 			root.replaceChildren();
 		},
 	};
