@@ -56,8 +56,11 @@ struct rtsp_client {
 	bool playing, stalled, closing;
 	struct cam_sub *sub;
 	uint64_t accepted_ms, last_sr_ms;
-	uint32_t ts_base, last_ts;
-	uint64_t last_frame_ms;
+	uint32_t ts_base;
+	/* The capture clock: uv_now when the frame of pts 0 was due. Sender reports map now to
+	 * RTP time on it for every track, as live555's RTCPInstance does (convertToRTPTimestamp
+	 * of the current time), so a frame sent late does not move the mapping. */
+	uint64_t clock0_ms;
 	bool have_frame;
 	uint32_t packets, octets;
 	uint8_t *batch;
@@ -66,9 +69,9 @@ struct rtsp_client {
 	/* the audio track */
 	bool audio_setup;
 	uint8_t ch_artp, ch_artcp;
-	uint32_t a_ssrc, a_ts_base, a_last_ts, a_packets, a_octets;
+	uint32_t a_ssrc, a_ts_base, a_packets, a_octets;
 	uint16_t a_seq;
-	uint64_t a_last_ms, v0_us;
+	uint64_t v0_us;
 	struct cam_audio_sub *asub;
 };
 
@@ -287,8 +290,8 @@ static void put32(uint8_t *p, uint32_t v)
 }
 
 /* RTCP compound packet: sender report plus SDES CNAME (RFC 3550 6.4.1, 6.5) for one
- * track: its SSRC, its RTP time now (from its last packet's, clock rate per second) and
- * counts, on its RTCP channel. */
+ * track: its SSRC, its RTP time now (last_ts at uv_now last_ms, clock rate per second)
+ * and counts, on its RTCP channel. */
 static void send_sender_report(struct rtsp_client *c, uint32_t ssrc, uint32_t last_ts, uint64_t last_ms, uint32_t rate,
 			       uint32_t packets, uint32_t octets, uint8_t channel)
 {
@@ -333,13 +336,13 @@ static void send_sender_report(struct rtsp_client *c, uint32_t ssrc, uint32_t la
 static void first_reports(struct rtsp_client *c, const struct cam_frame *f, uint32_t ts)
 {
 	uint64_t now = uv_now(c->tcp.loop);
+	c->clock0_ms = now > f->pts_us / 1000 ? now - f->pts_us / 1000 : 0;
 	send_sender_report(c, c->pk.ssrc, ts, now, 90000, 0, 0, c->ch_rtcp);
 	if (!c->audio_setup)
 		return;
 	uint32_t rate = cam_audio_rate(c->srv->cfg->audio);
-	c->a_last_ts = c->a_ts_base + (uint32_t)(f->pts_us * rate / 1000000);
-	c->a_last_ms = now;
-	send_sender_report(c, c->a_ssrc, c->a_last_ts, now, rate, 0, 0, c->ch_artcp);
+	send_sender_report(c, c->a_ssrc, c->a_ts_base + (uint32_t)(f->pts_us * rate / 1000000), now, rate, 0, 0,
+			   c->ch_artcp);
 }
 
 /* The audio the RTSP main stream carries: AAC or G.711 (ADPCM is Baichuan's). */
@@ -383,8 +386,6 @@ static void on_audio(const struct cam_audio_frame *f, void *arg)
 		cam_stats.audio_rtsp.first_offset_us = (int64_t)(f->pts_us - c->v0_us);
 	c->a_packets++;
 	c->a_octets += (uint32_t)(len - RTP_HEADER_SIZE);
-	c->a_last_ts = ts;
-	c->a_last_ms = uv_now(c->tcp.loop);
 	cam_stats.audio_rtsp.frames_sent++;
 }
 
@@ -422,8 +423,6 @@ static void on_frame(const struct cam_frame *f, void *arg)
 		client_close(c, "cannot packetize a frame");
 		return;
 	}
-	c->last_ts = ts;
-	c->last_frame_ms = uv_now(c->tcp.loop);
 	c->have_frame = true;
 	if (!c->udp && client_write(c, c->batch, c->batch_len) < 0)
 		return;
@@ -451,10 +450,9 @@ static void on_tick(uv_timer_t *t)
 	uint64_t now = uv_now(t->loop);
 	if (c->playing && c->have_frame && !c->stalled && now - c->last_sr_ms >= RTSP_SR_INTERVAL_MS) {
 		c->last_sr_ms = now;
-		send_sender_report(c, c->pk.ssrc, c->last_ts, c->last_frame_ms, 90000, c->packets, c->octets,
-				   c->ch_rtcp);
+		send_sender_report(c, c->pk.ssrc, c->ts_base, c->clock0_ms, 90000, c->packets, c->octets, c->ch_rtcp);
 		if (c->audio_setup)
-			send_sender_report(c, c->a_ssrc, c->a_last_ts, c->a_last_ms, cam_audio_rate(c->srv->cfg->audio),
+			send_sender_report(c, c->a_ssrc, c->a_ts_base, c->clock0_ms, cam_audio_rate(c->srv->cfg->audio),
 					   c->a_packets, c->a_octets, c->ch_artcp);
 	}
 }
