@@ -147,7 +147,11 @@ export class RtcView {
 					this.retry('the media connection failed');
 			}
 		};
-		this.opts.video.onplaying = () => this.status('live', '');
+		// A MediaStream "plays" before any frame arrives: Live only once connected (or on MSE).
+		this.opts.video.onplaying = () => {
+			if (this.mse || (this.pc && this.pc.connectionState === 'connected'))
+				this.status('live', '');
+		};
 		signaling.add(this);
 		this.status(this.failures ? 'reconnecting' : 'connecting', this.failures ? 'Reconnecting…' : 'Connecting…');
 		clearTimeout(this.answerTimer);
