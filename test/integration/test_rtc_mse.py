@@ -5,7 +5,10 @@ init segment and fragments ffprobe and ffmpeg decode without error, H.264 at the
 camera's frame rate; an H.265 camera is sent as H.265 to a browser whose MSE plays it
 and falls back to its H.264 sub stream otherwise; an unknown camera gets an error naming
 the sid; the 17th MSE session on one WebSocket is refused ("admission"); bye stops the
-pieces; rtcd's and webd's metrics count sessions, bytes and pieces; no worker restarts."""
+pieces; rtcd's and webd's metrics count sessions, bytes and pieces. A browser that reads
+nothing for 8 s loses pieces in webd (counted) while another WebSocket's MSE session
+keeps its frame rate, and what the slow one then reads of a session decodes without
+error and resumes after each gap at a keyframe. No worker restarts."""
 import json
 import os
 import subprocess
@@ -80,6 +83,20 @@ def drain(ws):
             return
 
 
+def gaps_start_at_keyframes(path):
+    """The number of gaps in the decode timeline (pieces webd dropped); fails when a
+    packet after a gap is not a keyframe."""
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                          "packet=dts_time,flags", "-of", "csv=p=0", path], capture_output=True, text=True, timeout=60)
+    pk = [(float(a), b) for a, b in (line.split(",")[:2] for line in out.stdout.split())]
+    steps = sorted(b[0] - a[0] for a, b in zip(pk, pk[1:]))
+    usual = steps[len(steps) // 2]
+    gaps = [(a, b) for a, b in zip(pk, pk[1:]) if b[0] - a[0] > 2 * usual]
+    bad = [b for _, b in gaps if "K" not in b[1]]
+    check(not bad, f"every gap left by dropped pieces ends at a keyframe ({len(gaps)} gaps; not: {bad[:3]})")
+    return len(gaps)
+
+
 def check_stream(work, ws, sid, codec, seconds=3.0, **req):
     drain(ws)
     ws.send_text(json.dumps({"type": "mse", "sid": sid, **req}))
@@ -135,6 +152,33 @@ def test(make):
         a, _ = check_stream(work, ws, "h2", "h265", camera="hevc", stream="main", codecs="h264,h265")
         check("fallback" not in a, f"H.265 to an MSE that plays it: as is ({a})")
         ws.send_text(json.dumps({"type": "bye", "sid": "h2"}))
+
+        # A slow browser: four main streams on a WebSocket that reads nothing for 8 s.
+        slow = kp_ws.connect("127.0.0.1", kp.web_port, "/api/v1/rtc", {"Authorization": "Bearer " + viewer})
+        for i in range(4):
+            slow.send_text(json.dumps({"type": "mse", "sid": f"slow{i}", "camera": "cam", "stream": "main"}))
+        time.sleep(8)
+        check_stream(work, ws, "fast", "h264", camera="cam", stream="main")
+        dropped = metric(kp, admin, "keeppeek_webd_mse_dropped_total")
+        check(dropped > 0, f"webd dropped pieces of the slow WebSocket ({dropped})")
+        for i in range(1, 4):
+            slow.send_text(json.dumps({"type": "bye", "sid": f"slow{i}"}))
+        ws.send_text(json.dumps({"type": "bye", "sid": "fast"}))
+        # Reading again: the queued pieces, then slow0 resumes at its next keyframe.
+        before = metric(kp, admin, "keeppeek_webd_mse_pieces_total")
+        _, got = collect(slow, "slow0", 6)
+        after = metric(kp, admin, "keeppeek_webd_mse_pieces_total")
+        check(after > before + 30, f"webd forwards slow0's pieces again once the WebSocket is read "
+              f"({after - before:.0f} pieces in 6 s, {len(got)} read, "
+              f"{metric(kp, admin, 'keeppeek_webd_mse_dropped_total'):.0f} dropped)")
+        path = os.path.join(work, "slow0.mp4")
+        with open(path, "wb") as f:
+            f.write(b"".join(got))
+        check(len(got) > 60 and got[0][4:8] == b"ftyp",
+              f"the slow WebSocket got its init segment and more ({len(got)} pieces)")
+        decodes(path)
+        check(gaps_start_at_keyframes(path) > 0, "slow0's pieces have a gap where webd dropped some")
+        slow.close()
 
         ws.send_text(json.dumps({"type": "mse", "sid": "nope", "camera": "nosuch"}))
         a, _ = collect(ws, "nope", 3)
