@@ -89,6 +89,7 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_query_reply_tag, SUP | RTCD, WEBD | RTCD},
     {kp_Envelope_catalog_reply_tag, REC, WEBD},
     {kp_Envelope_rtc_signal_tag, WEBD | RTCD, WEBD | RTCD},
+    {kp_Envelope_rtc_media_tag, RTCD, WEBD},
     {kp_Envelope_camera_states_tag, SUP, WEBD},
     /* Transcoding (decision 0014): rtcd's demand for the transcoder, and its jobs. */
     {kp_Envelope_transcoder_demand_tag, RTCD, SUP},

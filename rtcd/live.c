@@ -141,6 +141,16 @@ void rtc_live_on_au(const kp_AccessUnit *m, const uint8_t *data, size_t len)
 			rtc_session_send_au(s, &au, false);
 		s = n;
 	}
+	rtc_mse_on_au(ls->camera, ls->stream, &au);
+}
+
+void rtc_live_cache_walk(const char *camera, unsigned stream, rtc_au_cb cb, void *arg)
+{
+	struct live_stream *ls = find(camera, stream);
+	if (!ls)
+		return;
+	for (struct cached_au *c = ls->head; c; c = c->next)
+		cb(arg, &c->au);
 }
 
 kp_Codec rtc_live_codec(const char *camera, unsigned stream)

@@ -72,6 +72,17 @@ void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id)
 	counter(&t, "keeppeek_rtc_cursor_rejected_total", "Playback cursors refused.", m->cursor_rejected);
 	counter(&t, "keeppeek_rtc_keyframe_drops_total",
 		"Times a slow viewer's socket was full and it skipped to the next keyframe.", m->keyframe_drops);
+	rtc_text_add(&t,
+		     "# HELP keeppeek_rtc_mse_sessions MSE fallback sessions open.\n"
+		     "# TYPE keeppeek_rtc_mse_sessions gauge\nkeeppeek_rtc_mse_sessions %u\n",
+		     (unsigned)rtc_mse_metrics.sessions);
+	counter(&t, "keeppeek_rtc_mse_opened_total", "MSE fallback sessions started.", rtc_mse_metrics.opened);
+	counter(&t, "keeppeek_rtc_mse_pieces_total", "fMP4 pieces (init segments, fragments) sent to webd.",
+		rtc_mse_metrics.pieces);
+	counter(&t, "keeppeek_rtc_mse_bytes_total", "Bytes of fMP4 pieces sent to webd.", rtc_mse_metrics.bytes);
+	counter(&t, "keeppeek_rtc_mse_drops_total",
+		"Pieces the webd link did not take: the MSE session skipped to the next keyframe.",
+		rtc_mse_metrics.drops);
 	counter(&t, "keeppeek_rtc_ice_failures_total", "Sessions closed because ICE failed.", m->ice_failures);
 	counter(&t, "keeppeek_rtc_dtls_failures_total", "Sessions closed because DTLS failed.", m->dtls_failures);
 	counter(&t, "keeppeek_rtc_srtp_errors_total", "SRTP protect/unprotect failures.", m->srtp_errors);

@@ -213,6 +213,7 @@ void rtc_msg_begin(struct json_w *w, char *buf, size_t cap, const char *type, co
 int rtc_msg_send(struct rtc_conn *c, struct json_w *w);
 void rtc_signal_announce_start(struct kp_worker *w);
 const char *rtc_conn_principal(const struct rtc_conn *c);
+uint64_t rtc_conn_session(const struct rtc_conn *c); /* webd's number of the WebSocket */
 const char *rtc_conn_addr(const struct rtc_conn *c);
 /* Unlinks a session from its connection's list; rtc_session_close calls it, so a session
  * ended from any side (ICE, DTLS, timer, bye, page) is never reachable from its page. */
@@ -236,5 +237,26 @@ uint32_t rtc_live_profile_level_id(const char *camera, unsigned stream);
 
 /* ---- metrics.c ---- */
 void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id);
+
+/* ---- the MSE fallback (mse.c, decision 0016) ---- */
+#define RTC_MSE_PER_CONN  16           /* MSE sessions per signaling WebSocket (webd's slots) */
+#define RTC_MSE_MAX       256          /* on the server */
+#define RTC_MSE_PIECE_MAX (4 * KP_MIB) /* one RtcMedia tail; a larger fragment is dropped */
+
+struct rtc_mse_metrics {
+	uint64_t sessions, opened, pieces, bytes, drops;
+};
+extern struct rtc_mse_metrics rtc_mse_metrics;
+
+/* {"type":"mse"} for sid: answers {"type":"mse", mime, codec, stream[, fallback]} and
+ * starts sending fMP4 pieces from the GOP cache's keyframe; h265: the browser's MSE
+ * plays H.265 (else an H.265 main stream falls back to an H.264 sub stream). */
+void rtc_mse_open(struct rtc_conn *c, const char *sid, const char *camera, unsigned stream, bool h265);
+/* true when sid was an MSE session of c (now ended). */
+bool rtc_mse_close(struct rtc_conn *c, const char *sid);
+void rtc_mse_conn_gone(struct rtc_conn *c);
+void rtc_mse_on_au(const char *camera, unsigned stream, const struct rtc_au *au);
+/* Hands each access unit of the stream's GOP cache, from its keyframe, to cb. */
+void rtc_live_cache_walk(const char *camera, unsigned stream, rtc_au_cb cb, void *arg);
 
 #endif

@@ -37,6 +37,11 @@ const char *rtc_conn_principal(const struct rtc_conn *c)
 	return c->principal;
 }
 
+uint64_t rtc_conn_session(const struct rtc_conn *c)
+{
+	return c->session;
+}
+
 const char *rtc_conn_addr(const struct rtc_conn *c)
 {
 	return c->addr;
@@ -145,6 +150,7 @@ void rtc_conn_forget(struct rtc_conn *c, struct rtc_session *s)
 
 static void conn_free(struct rtc_conn *c)
 {
+	rtc_mse_conn_gone(c);
 	while (c->sessions)
 		rtc_session_close(c->sessions, "the page closed its signaling connection", false);
 	for (struct rtc_conn **p = &conns; *p; p = &(*p)->next) {
@@ -481,6 +487,30 @@ static void on_control(struct rtc_conn *c, struct rtc_session *s, const struct r
 	rtc_session_send_state(s);
 }
 
+/* {"type":"mse","sid","camera","stream","codecs":"h264,h265"}: the WebRTC fallback;
+ * codecs lists what the browser's MSE plays (H.264 is assumed). */
+static void on_mse(struct rtc_conn *c, const struct rtc_json *j, const char *sid)
+{
+	const char *camera = rtc_json_str(j, "camera");
+	unsigned stream;
+	if (!camera || !camera[0] || strlen(camera) > KP_CAMERA_NAME_MAX) {
+		rtc_metrics.bad_messages++;
+		rtc_signal_error(c, sid, "bad_request", "An MSE request needs \"camera\".");
+		return;
+	}
+	if (!parse_stream(rtc_json_str(j, "stream"), &stream)) {
+		rtc_metrics.bad_messages++;
+		rtc_signal_error(c, sid, "bad_request", "\"stream\" is \"main\" or \"sub\".");
+		return;
+	}
+	if (session_find(c, sid)) {
+		rtc_signal_error(c, sid, "bad_request", "This sid is already a WebRTC session.");
+		return;
+	}
+	const char *codecs = rtc_json_str(j, "codecs");
+	rtc_mse_open(c, sid, camera, stream, codecs && strstr(codecs, "h265"));
+}
+
 static void on_message(struct rtc_conn *c, const uint8_t *data, size_t len)
 {
 	static struct rtc_json j;
@@ -504,10 +534,16 @@ static void on_message(struct rtc_conn *c, const uint8_t *data, size_t len)
 		on_offer(c, &j, sid);
 		return;
 	}
+	if (strcmp(type, "mse") == 0) {
+		on_mse(c, &j, sid);
+		return;
+	}
 	struct rtc_session *s = session_find(c, sid);
 	if (strcmp(type, "bye") == 0) {
 		if (s)
 			rtc_session_close(s, "the browser said bye", false);
+		else
+			rtc_mse_close(c, sid);
 		return;
 	}
 	if (!s) {

@@ -85,6 +85,9 @@ static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame
 	case kp_Envelope_rtc_signal_tag:
 		webd_rtc_on_signal(&webd_ctx, f);
 		break;
+	case kp_Envelope_rtc_media_tag:
+		webd_rtc_on_media(f);
+		break;
 	default:
 		kp_debug("unexpected message %u from %s", (unsigned)f->env->which_msg, kp_peer_name(from));
 		break;

@@ -248,6 +248,8 @@ static void metrics_finish(struct metrics_job *j)
 			text_add(&t, live, strlen(live));
 			webd_integrations_metrics(live, 32 * 1024);
 			text_add(&t, live, strlen(live));
+			webd_rtc_metrics(live, 32 * 1024);
+			text_add(&t, live, strlen(live));
 			free(live);
 		}
 		if (t.cut)

@@ -5,8 +5,13 @@
  * XOR a random per-start mask, so a restarted webd never reuses a session rtcd still
  * holds. An RtcSignal with session 0 and close set from rtcd means "rtcd (re)started:
  * every session is gone": every signaling WebSocket is then closed (1012) so the
- * browser reconnects. See docs/rtc-signaling.md. */
+ * browser reconnects. rtcd's RtcMedia tails (live fMP4 for the MSE fallback, decision
+ * 0016) go out as binary messages under a smaller bound of the same queue: a piece that
+ * does not fit is dropped, counted, and so is every later piece of its MSE slot until one
+ * that starts a GOP, so a slow browser never blocks rtcd or other viewers. See
+ * docs/rtc-signaling.md. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +21,19 @@
 #include "log.h"
 #include "webd.h"
 
-/* Text messages queued towards one browser: answers, states every 500 ms per session. */
+/* Messages queued towards one browser: answers, states every 500 ms per session, and
+ * MSE pieces, which may fill the queue only up to their own smaller bound so that text
+ * always has room (RELAY_QUEUE_BYTES - RELAY_MSE_BYTES). */
 #define RELAY_QUEUE_ITEMS 256
-#define RELAY_QUEUE_BYTES (2 * KP_MIB)
+#define RELAY_QUEUE_BYTES (6 * KP_MIB)
+#define RELAY_MSE_ITEMS   192
+#define RELAY_MSE_BYTES   (4 * KP_MIB)
+
+struct webd_mse_metrics webd_mse_metrics;
 
 struct relay_ws {
 	uint64_t ws_id;
+	uint32_t mse_dropping; /* bit per MSE slot: waiting for a piece that starts a GOP */
 	struct relay_ws *prev, *next;
 };
 
@@ -197,4 +209,39 @@ void webd_rtc_on_signal(struct webd *d, struct kp_ipc_frame *f)
 	}
 	if (s->close)
 		web_ws_close(ws, 1000, "video session ended");
+}
+
+void webd_rtc_on_media(struct kp_ipc_frame *f)
+{
+	const kp_RtcMedia *m = &f->env->msg.rtc_media;
+	struct web_ws *ws = web_ws_find(m->session ^ mask());
+	struct relay_ws *rw = ws ? web_ws_user(ws) : NULL;
+	if (!rw || m->slot >= 32 || f->tail_len == 0)
+		return;
+	uint32_t bit = 1u << m->slot;
+	if ((rw->mse_dropping & bit) && !m->keyframe) {
+		webd_mse_metrics.dropped++;
+		return;
+	}
+	int r = web_ws_send(ws, true, f->tail, f->tail_len, RELAY_MSE_ITEMS, RELAY_MSE_BYTES);
+	if (r < 0) {
+		if (!(rw->mse_dropping & bit))
+			kp_info("rtc relay: WebSocket %llu is slow; its MSE slot %u skips to the next keyframe",
+				(unsigned long long)web_ws_id(ws), (unsigned)m->slot);
+		rw->mse_dropping |= bit;
+		webd_mse_metrics.dropped++;
+		return;
+	}
+	rw->mse_dropping &= ~bit;
+	webd_mse_metrics.pieces++;
+	webd_mse_metrics.bytes += f->tail_len;
+}
+
+void webd_rtc_metrics(char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "# TYPE keeppeek_webd_mse_pieces_total counter\nkeeppeek_webd_mse_pieces_total %" PRIu64 "\n"
+		 "# TYPE keeppeek_webd_mse_bytes_total counter\nkeeppeek_webd_mse_bytes_total %" PRIu64 "\n"
+		 "# TYPE keeppeek_webd_mse_dropped_total counter\nkeeppeek_webd_mse_dropped_total %" PRIu64 "\n",
+		 webd_mse_metrics.pieces, webd_mse_metrics.bytes, webd_mse_metrics.dropped);
 }

@@ -149,10 +149,12 @@ void webd_static_serve(struct web_req *r)
 	snprintf(etag, sizeof etag, "\"%llx-%llx%s%s\"", (unsigned long long)st.st_size,
 		 (unsigned long long)st.st_mtim.tv_sec * 1000000000ull + (unsigned long long)st.st_mtim.tv_nsec,
 		 coding ? "-" : "", coding ? coding : "");
-	/* The UI loads nothing from elsewhere (snapshots arrive as blob: URLs) and is framed
-	 * by no one; nosniff is on every answer already. */
-	static const char csp[] = "Content-Security-Policy: default-src 'self'; img-src 'self' blob:; "
-				  "frame-ancestors 'none'; base-uri 'none'; form-action 'self'\r\n";
+	/* The UI loads nothing from elsewhere (snapshots arrive as blob: URLs, the MSE
+	 * fallback's MediaSource as a blob: media URL) and is framed by no one; nosniff is on
+	 * every answer already. */
+	static const char csp[] =
+	    "Content-Security-Policy: default-src 'self'; img-src 'self' blob:; media-src 'self' blob:; "
+	    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'\r\n";
 	char extra[512];
 	snprintf(extra, sizeof extra, "ETag: %s\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n%s%s%s%s", etag,
 		 csp, coding ? "Content-Encoding: " : "", coding ? coding : "", coding ? "\r\n" : "");

@@ -90,6 +90,13 @@ void webd_integrations_metrics(char *buf, size_t len);
 /* Frames that are not answers, routed by main.c. */
 void webd_live_on_event(struct kp_ipc_frame *f);                 /* EventCommitted from recorderd */
 void webd_rtc_on_signal(struct webd *d, struct kp_ipc_frame *f); /* RtcSignal from rtcd */
+void webd_rtc_on_media(struct kp_ipc_frame *f);                  /* RtcMedia from rtcd (MSE) */
+/* MSE pieces forwarded to browsers and dropped (slow WebSocket: to the next keyframe). */
+struct webd_mse_metrics {
+	uint64_t pieces, bytes, dropped;
+};
+extern struct webd_mse_metrics webd_mse_metrics;
+void webd_rtc_metrics(char *buf, size_t len);
 
 /* ---- authentication (auth.c): the core's hooks for every non-public request ---- */
 /* Resolves the principal from the Authorization header or the session cookie, checks the

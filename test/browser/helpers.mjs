@@ -56,12 +56,14 @@ export async function failureShots(name) {
 }
 
 // A fresh profile per run; returns an object with newPage(viewport).
-export async function launch() {
+// extra.executablePath: a wrapper that runs Debian's chromium (test_ui_live_mse runs it in
+// a network namespace of its own).
+export async function launch(extra = {}) {
 	if (!existsSync(CHROMIUM))
 		throw new Error(`${CHROMIUM} is missing: install Debian's chromium (scripts/install-deps)`);
 	const dir = mkdtempSync(join(tmpdir(), 'kp-chromium-'));
 	const context = await chromium.launchPersistentContext(dir, {
-		executablePath: CHROMIUM,
+		executablePath: extra.executablePath || CHROMIUM,
 		headless: true,
 		viewport: DESKTOP,
 		args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',

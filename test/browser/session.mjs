@@ -1,10 +1,11 @@
 // Setup shared by the browser tests that run against the real supervisor: keeppeekd
-// (demo), chromium, an admin API token, and one signed-in page per viewport.
+// (demo), chromium (opts.browser: launch's options), an admin API token, and one signed-in
+// page per viewport.
 import { startKeeppeek, launch, adminToken, login, guard, DESKTOP, MOBILE } from './helpers.mjs';
 
 export async function uiSession(opts) {
 	const kp = await startKeeppeek(opts);
-	const browser = await launch();
+	const browser = await launch(opts && opts.browser);
 	const token = await adminToken(kp);
 	const page = await browser.newPage(DESKTOP);
 	const g = guard(page, 'desktop');

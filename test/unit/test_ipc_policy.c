@@ -144,6 +144,9 @@ static void test_known_senders(void)
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_recorder_reply_tag, kp_Peer_PEER_INGESTD, kp_Peer_PEER_SUPERVISOR, &reason),
 		 -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_event_publish_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_RECORDERD, &reason), 0);
+	/* MSE pieces go from rtcd to webd only (decision 0016). */
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_rtc_media_tag, kp_Peer_PEER_RTCD, kp_Peer_PEER_WEBD, &reason), 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_rtc_media_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_RTCD, &reason), -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_event_publish_tag, kp_Peer_PEER_RTCD, kp_Peer_PEER_RECORDERD, &reason),
 		 -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_shutdown_tag, kp_Peer_PEER_INGESTD, kp_Peer_PEER_RECORDERD, &reason),

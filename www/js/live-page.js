@@ -2,7 +2,7 @@
 // connection state, click (or Enter) to enlarge, main/sub stream switch, paging when
 // there are more cameras than cells, a sound toggle on each tile of a camera that sends
 // sound (muted by default; a camera unmuted stays so while the page is open). Each tile
-// reconnects by itself (rtc.js).
+// reconnects by itself (rtc.js) and says when it plays over the MSE fallback.
 import { startShell, showError } from './shell.js';
 import { cameras as listCameras } from './adapt.js';
 import { RtcView } from './rtc.js';
@@ -91,9 +91,13 @@ function tile(cam, streamName) {
 		},
 		onState(s) {
 			const codec = (s.codec || '').toUpperCase();
-			info.textContent = `${s.stream || streamName} · ${codec}`;
-			fallback.hidden = !s.fallback;
-			fallback.textContent = s.fallback === 'transcode' ? 'Transcoded to H.264' : s.fallback ? 'H.264 fallback: sub stream' : '';
+			const mse = s.transport === 'mse';
+			info.textContent = `${s.stream || streamName} · ${codec}${mse ? ' · MSE' : ''}`;
+			t.dataset.transport = mse ? 'mse' : 'webrtc';
+			fallback.hidden = !s.fallback && !mse;
+			const sub = s.fallback === 'transcode' ? 'Transcoded to H.264' : s.fallback ? 'H.264 fallback: sub stream' : '';
+			fallback.textContent = mse ? `MSE fallback (no WebRTC)${sub ? ' · ' + sub : ''}` : sub;
+			fallback.title = mse ? `WebRTC could not connect (${s.why}); video comes over the WebSocket` : '';
 		},
 	});
 	const day = el('span', { class: 'd' });

@@ -1,11 +1,23 @@
 // WebRTC client for /api/v1/rtc (docs/rtc-signaling.md): one WebSocket per page carrying
 // several peer connections ("sid"), live and stored playback, trickle ICE, server state
 // messages, and automatic reconnect with backoff for both the socket and each session.
+// A live view whose WebRTC does not connect within MSE_AFTER_MS of the answer (UDP
+// blocked) falls back to fragmented MP4 over the same WebSocket played through Media
+// Source Extensions (docs/decisions/0016-mse-fallback.md); the page then starts live
+// views on MSE for MSE_STICKY_MS before trying WebRTC again.
 import { wsUrl } from './api.js';
 
 const BACKOFF_MS = [500, 1000, 2000, 4000, 8000, 15000];
 const ANSWER_TIMEOUT_MS = 10000;
+const MSE_AFTER_MS = 4000;
+const MSE_STICKY_MS = 10 * 60 * 1000;
+const MSE_QUEUE_BYTES = 64 * 1024 * 1024; // waiting for the SourceBuffer: more and the view restarts
+const H265_MIME = 'video/mp4; codecs="hev1.1.6.L120.90"';
 let seq = 0;
+let mseUntil = 0;
+
+const mseAvailable = () => typeof MediaSource !== 'undefined';
+const mseCodecs = () => (MediaSource.isTypeSupported(H265_MIME) ? 'h264,h265' : 'h264');
 
 class Signaling {
 	constructor() {
@@ -20,6 +32,7 @@ class Signaling {
 		if (this.ws || this.timer)
 			return;
 		const ws = new WebSocket(wsUrl('/api/v1/rtc'));
+		ws.binaryType = 'arraybuffer';
 		this.ws = ws;
 		ws.onopen = () => {
 			this.failures = 0;
@@ -27,8 +40,15 @@ class Signaling {
 				ws.send(m);
 		};
 		ws.onmessage = (e) => {
-			if (typeof e.data !== 'string')
+			if (typeof e.data !== 'string') {
+				// An MSE piece: one byte of sid length, the sid, fMP4.
+				const b = new Uint8Array(e.data);
+				const n = b[0];
+				const s = n < b.length ? this.sessions.get(String.fromCharCode(...b.subarray(1, 1 + n))) : null;
+				if (s && s.piece)
+					s.piece(b.subarray(1 + n));
 				return;
+			}
 			let m;
 			try {
 				m = JSON.parse(e.data);
@@ -93,6 +113,10 @@ export class RtcView {
 	}
 
 	start() {
+		if (this.opts.mode === 'live' && mseAvailable() && Date.now() < mseUntil) {
+			this.startMse('WebRTC did not connect on this page lately');
+			return;
+		}
 		this.sid = 'v' + ++seq;
 		this.answered = false;
 		// One transport for video and audio (rtcd bundles them on the video's).
@@ -116,12 +140,18 @@ export class RtcView {
 				return;
 			if (pc.connectionState === 'connected') {
 				this.failures = 0;
+				clearTimeout(this.iceTimer);
 				this.status('live', '');
 			} else if (pc.connectionState === 'failed') {
-				this.retry('the media connection failed');
+				if (!this.fallback('ICE failed'))
+					this.retry('the media connection failed');
 			}
 		};
-		this.opts.video.onplaying = () => this.status('live', '');
+		// A MediaStream "plays" before any frame arrives: Live only once connected (or on MSE).
+		this.opts.video.onplaying = () => {
+			if (this.mse || (this.pc && this.pc.connectionState === 'connected'))
+				this.status('live', '');
+		};
 		signaling.add(this);
 		this.status(this.failures ? 'reconnecting' : 'connecting', this.failures ? 'Reconnecting…' : 'Connecting…');
 		clearTimeout(this.answerTimer);
@@ -143,9 +173,128 @@ export class RtcView {
 		signaling.send(m);
 	}
 
+	// WebRTC did not connect: a live view goes on over MSE. false when it cannot.
+	fallback(reason) {
+		if (this.opts.mode !== 'live' || !mseAvailable() || this.closed)
+			return false;
+		mseUntil = Date.now() + MSE_STICKY_MS;
+		signaling.send({ type: 'bye', sid: this.sid });
+		this.teardown();
+		this.startMse(reason);
+		return true;
+	}
+
+	startMse(reason) {
+		this.sid = 'm' + ++seq;
+		this.answered = false;
+		this.mse = { queue: [], bytes: 0, sb: null, why: reason, trimmed: 0 };
+		signaling.add(this);
+		this.status(this.failures ? 'reconnecting' : 'connecting', `No WebRTC connection (${reason}); playing over the WebSocket…`);
+		clearTimeout(this.answerTimer);
+		this.answerTimer = setTimeout(() => {
+			if (!this.answered)
+				this.retry('no answer from the server');
+		}, ANSWER_TIMEOUT_MS);
+		signaling.send({ type: 'mse', sid: this.sid, camera: this.opts.camera, stream: this.opts.stream, codecs: mseCodecs() });
+	}
+
+	// {"type":"mse"}: the MIME type of the pieces that follow.
+	mseOpen(m) {
+		const mse = this.mse;
+		if (!mse || !MediaSource.isTypeSupported(m.mime)) {
+			this.retry(`this browser cannot play ${m.mime} through MSE`, 15000);
+			return;
+		}
+		this.answered = true;
+		const v = this.opts.video;
+		const ms = new MediaSource();
+		v.srcObject = null;
+		v.src = URL.createObjectURL(ms);
+		v.muted = true;
+		ms.addEventListener('sourceopen', () => {
+			URL.revokeObjectURL(v.src);
+			if (this.mse !== mse)
+				return;
+			try {
+				mse.sb = ms.addSourceBuffer(m.mime);
+			} catch (err) {
+				this.retry('MSE refused the stream: ' + err.message, 15000);
+				return;
+			}
+			mse.sb.mode = 'segments';
+			mse.sb.addEventListener('updateend', () => this.pump(mse));
+			this.pump(mse);
+		}, { once: true });
+		v.play().catch(() => {});
+		if (this.opts.onAudio)
+			this.opts.onAudio(false); // MSE carries video only
+		if (this.opts.onState)
+			this.opts.onState({ type: 'state', mode: 'live', transport: 'mse', codec: m.codec, stream: m.stream, fallback: m.fallback, why: mse.why });
+	}
+
+	piece(bytes) {
+		const mse = this.mse;
+		if (!mse)
+			return;
+		mse.queue.push(bytes);
+		mse.bytes += bytes.length;
+		if (mse.bytes > MSE_QUEUE_BYTES) {
+			this.retry('the video decoder fell behind');
+			return;
+		}
+		this.pump(mse);
+	}
+
+	// Appends what is queued (a joining view gets a whole GOP at once) in one append, keeps
+	// the play position near the live edge and trims what was played every 10 s.
+	pump(mse) {
+		const sb = mse.sb;
+		if (!sb || sb.updating || this.mse !== mse)
+			return;
+		const v = this.opts.video;
+		const b = sb.buffered;
+		if (b.length) {
+			const start = b.start(b.length - 1), end = b.end(b.length - 1);
+			if (v.currentTime < start || end - v.currentTime > 2)
+				v.currentTime = Math.max(start, end - 0.5);
+			if (v.currentTime - b.start(0) > 30 && performance.now() - mse.trimmed > 10000) {
+				mse.trimmed = performance.now();
+				sb.remove(b.start(0), v.currentTime - 10);
+				return;
+			}
+		}
+		if (!mse.queue.length)
+			return;
+		const all = new Uint8Array(mse.bytes);
+		let at = 0;
+		for (const p of mse.queue.splice(0)) {
+			all.set(p, at);
+			at += p.length;
+		}
+		mse.bytes = 0;
+		try {
+			sb.appendBuffer(all);
+		} catch (err) {
+			this.retry('MSE did not take the stream: ' + err.message);
+			return;
+		}
+		if (v.paused)
+			v.play().catch(() => {});
+	}
+
 	async message(m) {
+		if (m.type === 'mse') {
+			this.mseOpen(m);
+			return;
+		}
 		if (m.type === 'answer') {
 			this.answered = true;
+			clearTimeout(this.iceTimer);
+			const pc = this.pc;
+			this.iceTimer = setTimeout(() => {
+				if (pc === this.pc && pc.connectionState !== 'connected')
+					this.fallback(`not connected within ${MSE_AFTER_MS / 1000} s`);
+			}, MSE_AFTER_MS);
 			try {
 				await this.pc.setRemoteDescription({ type: 'answer', sdp: m.sdp });
 			} catch (err) {
@@ -175,7 +324,14 @@ export class RtcView {
 
 	teardown() {
 		clearTimeout(this.answerTimer);
+		clearTimeout(this.iceTimer);
 		signaling.remove(this);
+		if (this.mse) {
+			this.mse = null;
+			const v = this.opts.video;
+			v.removeAttribute('src');
+			v.load();
+		}
 		if (this.pc) {
 			this.pc.onconnectionstatechange = null;
 			this.pc.close();
