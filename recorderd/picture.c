@@ -320,7 +320,7 @@ void rec_picture_metrics(struct jbuf *b)
 		  "keeppeek_recorderd_pictures_total{result=\"decode_failed\"} %llu\n"
 		  "keeppeek_recorderd_pictures_total{result=\"timeout\"} %llu\n"
 		  "keeppeek_recorderd_pictures_total{result=\"busy\"} %llu\n"
-		  "# HELP keeppeek_recorderd_picture_cache_bytes Bytes of thumbnails in the cache (at most %u).\n"
+		  "# HELP keeppeek_recorderd_picture_cache_bytes Bytes of thumbnails in the cache (at most %d).\n"
 		  "# TYPE keeppeek_recorderd_picture_cache_bytes gauge\n"
 		  "keeppeek_recorderd_picture_cache_bytes %zu\n"
 		  "# HELP keeppeek_recorderd_picture_cache_entries Thumbnails in the cache.\n"
