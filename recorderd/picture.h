@@ -17,8 +17,8 @@
 #include "worker.h"
 
 #define REC_PICTURE_CACHE_BYTES (8 * 1024 * 1024) /* thumbnails kept in memory */
-#define REC_PICTURE_PENDING     16         /* requests waiting for the transcoder */
-#define REC_PICTURE_WAIT_MS     20000      /* its start (KP_TRANSCODER_START_MS) and the decode */
+#define REC_PICTURE_PENDING     16                /* requests waiting for the transcoder */
+#define REC_PICTURE_WAIT_MS     20000             /* its start (KP_TRANSCODER_START_MS) and the decode */
 
 /* The worker (sending to the transcoder and the supervisor); called before any other. */
 void rec_picture_worker(struct kp_worker *w);
