@@ -11,17 +11,10 @@
 #include "keyframe.h"
 #include "kp_time.h"
 #include "log.h"
+#include "picture_cache.h"
 #include "reply.h"
 
 #define THUMB_WIDTH 320
-
-struct cached {
-	struct cached *prev, *next; /* most recently used first */
-	char id[CAT_EVENT_ID_MAX + 1];
-	uint32_t revision;
-	uint8_t *jpeg;
-	size_t len;
-};
 
 struct pending {
 	int used, sent;
@@ -43,10 +36,9 @@ static struct {
 	int timer_on, link_up;
 	uint32_t next_job, demand;
 	struct pending p[REC_PICTURE_PENDING];
-	struct cached *head, *tail;
-	size_t cache_bytes, cache_entries;
-	uint64_t made, hits, failed, timeouts, busy, evicted;
-} P;
+	struct rec_pcache cache;
+	uint64_t made, hits, failed, timeouts, busy;
+} P = {.cache = {.cap = REC_PICTURE_CACHE_BYTES}};
 
 void rec_picture_worker(struct kp_worker *w)
 {
@@ -75,69 +67,6 @@ static void demand(void)
 		kp_warn("telling keeppeekd of %u picture jobs failed: %s", (unsigned)n, strerror(-r));
 	else
 		P.demand = n;
-}
-
-static void unlink_cached(struct cached *c)
-{
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		P.head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		P.tail = c->prev;
-}
-
-static void push_front(struct cached *c)
-{
-	c->prev = NULL;
-	c->next = P.head;
-	if (P.head)
-		P.head->prev = c;
-	P.head = c;
-	if (!P.tail)
-		P.tail = c;
-}
-
-static struct cached *cache_find(const char *id, uint32_t revision)
-{
-	for (struct cached *c = P.head; c; c = c->next)
-		if (c->revision == revision && !strcmp(c->id, id)) {
-			unlink_cached(c);
-			push_front(c);
-			return c;
-		}
-	return NULL;
-}
-
-static void cache_put(const char *id, uint32_t revision, const uint8_t *jpeg, size_t len)
-{
-	if (len > REC_PICTURE_CACHE_BYTES || cache_find(id, revision))
-		return;
-	struct cached *c = calloc(1, sizeof *c);
-	uint8_t *copy = c ? malloc(len) : NULL;
-	if (!copy) {
-		free(c);
-		return; /* not kept: made again next time */
-	}
-	memcpy(copy, jpeg, len);
-	snprintf(c->id, sizeof c->id, "%s", id);
-	c->revision = revision;
-	c->jpeg = copy;
-	c->len = len;
-	push_front(c);
-	P.cache_bytes += len;
-	P.cache_entries++;
-	while (P.cache_bytes > REC_PICTURE_CACHE_BYTES && P.tail) {
-		struct cached *old = P.tail;
-		unlink_cached(old);
-		P.cache_bytes -= old->len;
-		P.cache_entries--;
-		P.evicted++;
-		free(old->jpeg);
-		free(old);
-	}
 }
 
 static void done(struct pending *p)
@@ -200,10 +129,11 @@ static void on_tick(uv_timer_t *t)
 void rec_picture_ask(struct cat *cat, int data_dirfd, kp_Peer from, const kp_EventGet *g, uint32_t revision)
 {
 	int thumb = g->part == kp_EventPart_EVENT_PART_THUMBNAIL;
-	struct cached *c = thumb ? cache_find(g->event_id, revision) : NULL;
-	if (c) {
+	size_t len;
+	const uint8_t *jpeg = thumb ? rec_pcache_get(&P.cache, g->event_id, revision, &len) : NULL;
+	if (jpeg) {
 		P.hits++;
-		rec_reply(from, g->id, kp_CatalogBody_CATALOG_BODY_JPEG, c->jpeg, c->len);
+		rec_reply(from, g->id, kp_CatalogBody_CATALOG_BODY_JPEG, jpeg, len);
 		return;
 	}
 	struct pending *p = NULL;
@@ -280,7 +210,7 @@ void rec_picture_frame(struct kp_ipc_frame *f)
 			return;
 		P.made++;
 		if (p->thumb)
-			cache_put(p->id, p->revision, f->tail, f->tail_len);
+			rec_pcache_put(&P.cache, p->id, p->revision, f->tail, f->tail_len);
 		rec_reply(p->from, p->query_id, kp_CatalogBody_CATALOG_BODY_JPEG, f->tail, f->tail_len);
 		done(p);
 	} else if (env->which_msg == kp_Envelope_transcode_ended_tag) {
@@ -330,6 +260,6 @@ void rec_picture_metrics(struct jbuf *b)
 		  "# TYPE keeppeek_recorderd_picture_cache_evicted_total counter\n"
 		  "keeppeek_recorderd_picture_cache_evicted_total %llu\n",
 		  (unsigned long long)P.made, (unsigned long long)P.hits, (unsigned long long)P.failed,
-		  (unsigned long long)P.timeouts, (unsigned long long)P.busy, REC_PICTURE_CACHE_BYTES, P.cache_bytes,
-		  P.cache_entries, (unsigned long long)P.evicted);
+		  (unsigned long long)P.timeouts, (unsigned long long)P.busy, REC_PICTURE_CACHE_BYTES, P.cache.bytes,
+		  P.cache.entries, (unsigned long long)P.cache.evicted);
 }

@@ -2,8 +2,9 @@
  * event's linked keyframe (sub for the thumbnail, main for the snapshot) is decoded in
  * the transcoder (a TRANSCODE_PICTURE job over recorderd's link to it; keeppeekd starts
  * it while recorderd's TranscoderDemand is above 0) and the JPEG answers webd's
- * EventGet. Thumbnails are kept in a cache in memory, least recently used first out,
- * bounded by REC_PICTURE_CACHE_BYTES; snapshots are made for each request. A picture
+ * EventGet. Thumbnails are kept in a cache in memory (picture_cache.c), least recently
+ * used first out, bounded by REC_PICTURE_CACHE_BYTES; snapshots are made for each
+ * request. A picture
  * not made (the keyframe did not decode, the transcoder did not answer within
  * REC_PICTURE_WAIT_MS) is an error answer and a count, never more. Loop thread only. */
 #ifndef KP_REC_PICTURE_H
