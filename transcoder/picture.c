@@ -42,6 +42,9 @@ static int decode(enum tx_picture_codec codec, const uint8_t *annexb, size_t len
 	int r = c && p ? 0 : -ENOMEM;
 	if (r == 0) {
 		c->thread_count = 1;
+		/* A keyframe with bitstream errors is refused, not concealed into a picture
+		 * that looks like the camera's. */
+		c->err_recognition = AV_EF_EXPLODE | AV_EF_BITSTREAM | AV_EF_BUFFER;
 		r = avcodec_open2(c, dc, NULL) < 0 ? -ENOSYS : 0;
 	}
 	if (r == 0)
@@ -52,6 +55,10 @@ static int decode(enum tx_picture_codec codec, const uint8_t *annexb, size_t len
 		if (avcodec_send_packet(c, p) < 0 || avcodec_send_packet(c, NULL) < 0 ||
 		    avcodec_receive_frame(c, f) < 0)
 			r = -EINVAL;
+	}
+	if (r == 0 && (f->decode_error_flags || (f->flags & AV_FRAME_FLAG_CORRUPT))) {
+		kp_warn("picture: the keyframe decodes with errors (flags %#x)", (unsigned)f->decode_error_flags);
+		r = -EINVAL;
 	}
 	if (r == 0 && f->format != AV_PIX_FMT_YUV420P && f->format != AV_PIX_FMT_YUVJ420P) {
 		kp_warn("picture: the keyframe decodes to pixel format %d, not YUV 4:2:0", f->format);

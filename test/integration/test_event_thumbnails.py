@@ -9,9 +9,14 @@ size:
 - 1,000 thumbnail requests in a row over the camera's events are all 200, each picture is
   made once (keeppeek_recorderd_pictures_total{result="made"}) and served from the cache
   after, which stays within its bound (keeppeek_recorderd_picture_cache_bytes);
-- an event without a recorded keyframe (published before any recording) is a 404."""
+- an event without a recorded keyframe (published before any recording) is a 404;
+- a keyframe that does not decode (its NAL payloads overwritten in the recording file,
+  lengths and NAL headers kept) makes /snapshot a 500 "picture_failed", counted, with no
+  worker restarted."""
+import glob
 import json
 import os
+import random
 import re
 import subprocess
 import tempfile
@@ -31,6 +36,34 @@ CACHE_BOUND = 8 << 20  # REC_PICTURE_CACHE_BYTES
 def metric(text, name):
     m = re.search(r"^" + re.escape(name) + r" (\d+)$", text, re.M)
     return int(m.group(1)) if m else None
+
+
+def nals(annexb):
+    """The NAL units of Annex-B bytes (4-byte start codes, as /keyframe answers)."""
+    parts = annexb.split(b"\x00\x00\x00\x01")
+    return [p for p in parts if p]
+
+
+def corrupt_keyframe(data, annexb):
+    """Overwrites, in the recordings, the payload of every NAL unit of the keyframe (the
+    MP4 sample: 4-byte lengths) after its header byte, at every place it is (the test
+    camera loops its fixture: equal keyframes recur). How many were overwritten."""
+    sample = b"".join(len(n).to_bytes(4, "big") + n for n in nals(annexb))
+    rnd = random.Random(20)
+    done = 0
+    for path in glob.glob(os.path.join(data, "recordings", "**", "*.mp4"), recursive=True):
+        with open(path, "r+b") as f:
+            blob = f.read()
+            at = blob.find(sample)
+            while at >= 0:
+                pos = at
+                for n in nals(annexb):
+                    f.seek(pos + 5)
+                    f.write(bytes(rnd.randrange(256) for _ in range(len(n) - 1)))
+                    pos += 4 + len(n)
+                done += 1
+                at = blob.find(sample, at + 1)
+    return done
 
 
 def test(make):
@@ -116,6 +149,17 @@ def test(make):
         check(s in (200, 201), f"an event from before any recording is published ({s} {b[:200]!r})")
         s, _, b = get("/api/v1/events/before-any/thumbnail")
         check(s == 404 and json.loads(b).get("code") == "not_found", f"its thumbnail is a 404 ({s} {b[:200]!r})")
+
+        s, _, kf = get(f"/api/v1/events/{e['id']}/keyframe?stream=main")
+        check(s == 200 and corrupt_keyframe(kp.data, kf) >= 1, "the event's main keyframe is overwritten in its file")
+        s, _, b = get(f"/api/v1/events/{e['id']}/snapshot")
+        check(s == 500 and json.loads(b).get("code") == "picture_failed",
+              f"a keyframe that does not decode: 500 picture_failed ({s} {b[:200]!r})")
+        s, _, b = get("/metrics")
+        check(metric(b.decode(), 'keeppeek_recorderd_pictures_total{result="decode_failed"}') == 1,
+              "the failure is counted")
+        s, _, b = get(f"/api/v1/events/{e['id']}/thumbnail")
+        check(s == 200 and b[:2] == b"\xff\xd8", "the (cached) thumbnail still answers; recorderd and the transcoder go on")
     finally:
         cam.kill()
 
