@@ -91,13 +91,14 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_rtc_signal_tag, WEBD | RTCD, WEBD | RTCD},
     {kp_Envelope_rtc_media_tag, RTCD, WEBD},
     {kp_Envelope_camera_states_tag, SUP, WEBD},
-    /* Transcoding (decision 0014): rtcd's demand for the transcoder, and its jobs. */
-    {kp_Envelope_transcoder_demand_tag, RTCD, SUP},
-    {kp_Envelope_transcode_open_tag, RTCD, TXC},
-    {kp_Envelope_transcode_input_tag, RTCD, TXC},
-    {kp_Envelope_transcode_close_tag, RTCD, TXC},
-    {kp_Envelope_transcode_output_tag, TXC, RTCD},
-    {kp_Envelope_transcode_ended_tag, TXC, RTCD},
+    /* Transcoding (decision 0014): rtcd's and recorderd's demand for the transcoder, and
+     * their jobs (recorderd's: event pictures, decision 0021). */
+    {kp_Envelope_transcoder_demand_tag, RTCD | REC, SUP},
+    {kp_Envelope_transcode_open_tag, RTCD | REC, TXC},
+    {kp_Envelope_transcode_input_tag, RTCD | REC, TXC},
+    {kp_Envelope_transcode_close_tag, RTCD | REC, TXC},
+    {kp_Envelope_transcode_output_tag, TXC, RTCD | REC},
+    {kp_Envelope_transcode_ended_tag, TXC, RTCD | REC},
     /* The control socket. */
     {kp_Envelope_control_request_tag, CTL, SUP},
     {kp_Envelope_control_reply_tag, SUP, CTL},

@@ -169,6 +169,13 @@ int cat_event_link_get(struct cat_txn *t, uint64_t seq, uint32_t stream, struct 
 	return cat_db_get(t, DB_EVENT_KEYFRAMES, lk, sizeof lk, ret, sizeof *ret);
 }
 
+int cat_event_link_put(struct cat_txn *t, uint64_t seq, const struct cat_event_link *l)
+{
+	uint8_t lk[CAT_KEY_EVENT_LINK];
+	cat_key_event_link(lk, seq, l->stream);
+	return cat_db_put(t, DB_EVENT_KEYFRAMES, lk, sizeof lk, l, sizeof *l);
+}
+
 struct time_walk {
 	uint32_t camera_id;
 	int (*fn)(void *arg, int64_t start_ms, uint64_t seq, const char *id);

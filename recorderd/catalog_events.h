@@ -47,6 +47,9 @@ int cat_event_delete(struct cat_txn *t, const char *id, struct cat_event_row *re
 int cat_event_drop_jpeg(struct cat_txn *t, const char *id);
 /* -ENOENT when the event has no link for that stream. */
 int cat_event_link_get(struct cat_txn *t, uint64_t seq, uint32_t stream, struct cat_event_link *ret);
+/* Adds (or replaces) the link of the stored revision with that seq, for l->stream:
+ * the keyframe of a GOP indexed after the event's commit (event_link.h). */
+int cat_event_link_put(struct cat_txn *t, uint64_t seq, const struct cat_event_link *l);
 
 /* Events by start time then seq, newest first, strictly before (before_ms, before_seq),
  * of one camera (camera_id 0: every camera), until fn returns non-zero. */

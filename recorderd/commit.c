@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "event_link.h"
 #include "kp_time.h"
 #include "log.h"
 
@@ -129,9 +130,11 @@ static int index_batch(struct rec_committer *c, struct batch *b)
 	int r = cat_begin(c->cat, 1, &t);
 	for (size_t i = 0; i < b->n && r == 0; i++) {
 		struct rec_commit_item *it = &b->items[i];
-		if (it->kind == REC_ITEM_FRAGMENT)
+		if (it->kind == REC_ITEM_FRAGMENT) {
 			r = cat_add_fragment(t, &it->rec, &it->frag);
-		else
+			if (r == 0)
+				r = rec_event_link_fragment(t, &it->rec, &it->frag);
+		} else
 			r = cat_close_recording(t, it->rec.id);
 		/* An item the catalog refuses by itself (not the environment) is dropped: its
 		 * bytes stay in the file for start-up recovery to judge. */

@@ -1,14 +1,15 @@
 /* recorderd's intake: access units, audio units and camera events (which only ingestd may send: the
  * IPC table in common/ipc_frame.c), counted per camera stream with sequence gaps
  * detected, reported to the supervisor before each health reply, and handed to the
- * recording core (recorder.c); every other kind is a query from webd or rtcd, handed to
- * queries.c. */
+ * recording core (recorder.c); the transcoder's answers go to picture.c; every other
+ * kind is a query from webd or rtcd, handed to queries.c. */
 #include <stdio.h>
 #include <string.h>
 
 #include "intake.h"
 #include "kp_limits.h"
 #include "log.h"
+#include "picture.h"
 #include "queries.h"
 #include "recorder.h"
 #include "reply.h"
@@ -43,8 +44,14 @@ void rec_intake_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 		rec_audio_unit(&f->env->msg.audio_unit, f->tail, f->tail_len);
 		return;
 	}
+	if (f->env->which_msg == kp_Envelope_transcode_output_tag ||
+	    f->env->which_msg == kp_Envelope_transcode_ended_tag) {
+		rec_picture_frame(f);
+		return;
+	}
 	if (f->env->which_msg != kp_Envelope_access_unit_tag && f->env->which_msg != kp_Envelope_camera_event_tag) {
 		rec_reply_init(w);
+		rec_picture_worker(w);
 		rec_query_frame(from, f);
 		return;
 	}
@@ -67,6 +74,19 @@ void rec_intake_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 		kp_info("%s: %s event (%s)", e->camera, e->kind, e->labels[0] ? e->labels : "no labels");
 		rec_camera_event(e);
 	}
+}
+
+void rec_intake_link(struct kp_worker *w, kp_Peer peer)
+{
+	rec_reply_init(w);
+	rec_picture_worker(w);
+	rec_picture_link(peer, 1);
+}
+
+void rec_intake_lost(struct kp_worker *w, kp_Peer peer)
+{
+	(void)w;
+	rec_picture_link(peer, 0);
 }
 
 void rec_intake_report(struct kp_worker *w)

@@ -18,6 +18,7 @@
 #include "keyframe.h"
 #include "log.h"
 #include "media.h"
+#include "picture.h"
 #include "reply.h"
 #include "search.h"
 #include "snapshot.h"
@@ -361,7 +362,7 @@ static void event_image(kp_Peer from, const kp_EventGet *g, const struct cat_eve
 {
 	char path[CAT_PATH_MAX];
 	if (!row->jpeg_len) {
-		rec_reply_error(from, g->id, GONE, "not_found", "event %s has no JPEG", g->event_id);
+		rec_picture_ask(Q.cat, Q.dirfd, from, g, row->revision);
 		return;
 	}
 	uint8_t *buf = NULL;
@@ -607,6 +608,7 @@ static void metrics(kp_Peer from, const kp_TopicQuery *q)
 	if (Q.hooks)
 		Q.hooks->core_metrics(&b, Q.cat);
 	event_metrics(&b);
+	rec_picture_metrics(&b);
 	jb_printf(&b,
 		  "# HELP keeppeek_recorderd_answers_lost_total Answers to webd/rtcd that could not be queued.\n"
 		  "# TYPE keeppeek_recorderd_answers_lost_total counter\n"

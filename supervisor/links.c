@@ -10,9 +10,13 @@
 #include "supervisor.h"
 
 static const kp_Peer mesh[KP_NLINKS][2] = {
-    {kp_Peer_PEER_INGESTD, kp_Peer_PEER_RECORDERD}, {kp_Peer_PEER_INGESTD, kp_Peer_PEER_RTCD},
-    {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_WEBD},    {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_RTCD},
-    {kp_Peer_PEER_WEBD, kp_Peer_PEER_RTCD},         {kp_Peer_PEER_RTCD, kp_Peer_PEER_TRANSCODER},
+    {kp_Peer_PEER_INGESTD, kp_Peer_PEER_RECORDERD},
+    {kp_Peer_PEER_INGESTD, kp_Peer_PEER_RTCD},
+    {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_WEBD},
+    {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_RTCD},
+    {kp_Peer_PEER_WEBD, kp_Peer_PEER_RTCD},
+    {kp_Peer_PEER_RTCD, kp_Peer_PEER_TRANSCODER},
+    {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_TRANSCODER},
 };
 
 void links_init(struct supervisor *s)

@@ -15,7 +15,7 @@
 #include "keeppeek.pb.h"
 
 #define KP_NPROCS 5
-#define KP_NLINKS 6
+#define KP_NLINKS 7
 
 enum proc_state { PROC_STOPPED, PROC_STARTING, PROC_RUNNING, PROC_BACKOFF, PROC_STOPPING };
 
@@ -136,8 +136,8 @@ struct supervisor {
 	/* recorderd's last CatalogStatus; have_catalog is cleared when it is started. */
 	bool have_catalog;
 	kp_CatalogStatus catalog;
-	/* The transcoder's demand (transcoder.c). */
-	uint32_t transcode_jobs;
+	/* The transcoder's demand (transcoder.c): rtcd's and recorderd's jobs. */
+	uint32_t transcode_jobs, picture_jobs;
 	uv_timer_t linger_timer;
 };
 
@@ -231,7 +231,7 @@ int config_apply_command(struct supervisor *s, const kp_ControlRequest *req, con
 
 /* transcoder.c: rtcd's TranscoderDemand; the transcoder started while rtcd has jobs and
  * stopped KP_TRANSCODER_LINGER_MS after its last one (or after rtcd exited). */
-void transcoder_demand(struct supervisor *s, uint32_t jobs);
+void transcoder_demand(struct supervisor *s, kp_Peer from, uint32_t jobs);
 /* keeppeekctl restart transcoder while it is stopped: started, and stopped after the
  * linger unless rtcd has jobs by then. 0 or a negative errno. */
 int transcoder_start(struct supervisor *s);

@@ -62,6 +62,9 @@ static void recorderd_dispatch(struct proc *p, struct kp_ipc_frame *f)
 	case kp_Envelope_catalog_status_tag:
 		catalog_status_on(s, &env->msg.catalog_status);
 		break;
+	case kp_Envelope_transcoder_demand_tag:
+		transcoder_demand(s, p->peer, env->msg.transcoder_demand.jobs);
+		break;
 	case kp_Envelope_recorder_reply_tag:
 		control_relay_reply(s, &env->msg.recorder_reply, f->tail, f->tail_len);
 		break;
@@ -88,7 +91,7 @@ static void rtcd_dispatch(struct proc *p, struct kp_ipc_frame *f)
 	if (common_frame(p, f->env))
 		return;
 	if (f->env->which_msg == kp_Envelope_transcoder_demand_tag)
-		transcoder_demand(p->s, f->env->msg.transcoder_demand.jobs);
+		transcoder_demand(p->s, p->peer, f->env->msg.transcoder_demand.jobs);
 }
 
 static void transcoder_dispatch(struct proc *p, struct kp_ipc_frame *f)
@@ -101,7 +104,7 @@ const struct proc_def workers_table[KP_NPROCS] = {
     {"recorderd", kp_Peer_PEER_RECORDERD, false, false, true, recorderd_dispatch},
     {"webd", kp_Peer_PEER_WEBD, true, false, true, webd_dispatch},
     {"rtcd", kp_Peer_PEER_RTCD, true, false, false, rtcd_dispatch},
-    /* Started while rtcd has transcode jobs (transcoder.c). */
+    /* Started while rtcd or recorderd has transcode jobs (transcoder.c). */
     {"transcoder", kp_Peer_PEER_TRANSCODER, true, true, false, transcoder_dispatch},
 };
 
@@ -117,8 +120,8 @@ void workers_exited(struct proc *p)
 	configure_exited(p);
 	if (p->peer == kp_Peer_PEER_RECORDERD)
 		control_relay_lost(p->s);
-	if (p->peer == kp_Peer_PEER_RTCD)
-		transcoder_demand(p->s, 0); /* its jobs ended with it */
+	if (p->peer == kp_Peer_PEER_RTCD || p->peer == kp_Peer_PEER_RECORDERD)
+		transcoder_demand(p->s, p->peer, 0); /* its jobs ended with it */
 }
 
 void workers_ping(struct proc *p)

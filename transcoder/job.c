@@ -11,6 +11,7 @@
 #include "audio.h"
 #include "kp_limits.h"
 #include "log.h"
+#include "picture.h"
 #include "video.h"
 
 #define WALL_RING 64 /* input pts -> wall clock of recent frames */
@@ -25,13 +26,15 @@ struct item {
 
 struct job {
 	struct job *next;
+	kp_Peer peer;
 	uint32_t id;
 	kp_TranscodeKind kind;
 	char name[96];
 	unsigned rate, channels;
 	uint8_t config[64];
 	size_t config_len;
-	int64_t out_clock; /* output pts units per second */
+	unsigned width, codec; /* picture */
+	int64_t out_clock;     /* output pts units per second */
 
 	/* Loop thread only. */
 	bool stopping, joined;
@@ -82,10 +85,10 @@ unsigned tx_jobs_running(kp_TranscodeKind kind)
 	return n;
 }
 
-static struct job *find(uint32_t id)
+static struct job *find(kp_Peer peer, uint32_t id)
 {
 	for (struct job *j = jobs; j; j = j->next)
-		if (j->id == id && !j->stopping)
+		if (j->peer == peer && j->id == id && !j->stopping)
 			return j;
 	return NULL;
 }
@@ -136,8 +139,23 @@ static void on_encoded(void *arg, const struct tx_packet *p)
 	uv_async_send(&j->async);
 }
 
+/* A picture job's one frame: the JPEG out, then the job ends (error 0). */
+static int picture(struct job *j, const struct item *it)
+{
+	uint8_t *jpeg = NULL;
+	size_t len = 0;
+	int r = tx_picture_make((enum tx_picture_codec)j->codec, it->data, it->len, j->width, &jpeg, &len);
+	if (r == 0) {
+		on_encoded(j, &(struct tx_packet){.data = jpeg, .len = len, .keyframe = true, .pts = it->pts});
+		free(jpeg);
+	}
+	return r;
+}
+
 static int codec_open(struct job *j, struct tx_video **v, struct tx_audio **a)
 {
+	if (j->kind == kp_TranscodeKind_TRANSCODE_PICTURE)
+		return 0;
 	if (j->kind == kp_TranscodeKind_TRANSCODE_H265_H264)
 		return tx_video_open(j->name, v);
 	return tx_audio_open(j->name, j->rate, j->channels, j->config, j->config_len, a);
@@ -166,10 +184,15 @@ static void *run(void *arg)
 		j->walls[j->wall_next].wall = it.wall_ms;
 		j->wall_next = (j->wall_next + 1) % WALL_RING;
 		pthread_mutex_unlock(&j->lock);
-		int r = v ? tx_video_push(v, it.data, it.len, it.pts, force, on_encoded, j)
-			  : tx_audio_push(a, it.data, it.len, it.pts, on_encoded, j);
+		int r = j->kind == kp_TranscodeKind_TRANSCODE_PICTURE ? picture(j, &it)
+			: v ? tx_video_push(v, it.data, it.len, it.pts, force, on_encoded, j)
+			    : tx_audio_push(a, it.data, it.len, it.pts, on_encoded, j);
 		item_free(&it);
 		pthread_mutex_lock(&j->lock);
+		if (j->kind == kp_TranscodeKind_TRANSCODE_PICTURE) {
+			e = r; /* one picture, made or not */
+			break;
+		}
 		if (r == -ENOSYS || r == -ENOTSUP || r == -ENOMEM) {
 			e = r; /* nothing later will go better */
 			break;
@@ -236,6 +259,7 @@ static void on_async(uv_async_t *as)
 	pthread_mutex_unlock(&j->lock);
 	for (unsigned i = 0; i < n; i++) {
 		struct tx_frame f = {
+		    .peer = j->peer,
 		    .job = j->id,
 		    .data = out[i].data,
 		    .len = out[i].len,
@@ -267,10 +291,15 @@ static void on_async(uv_async_t *as)
 			  (unsigned long long)j->dropped_in, (unsigned long long)j->dropped_out);
 	j->joined = true;
 	unlink_job(j);
-	if (!j->stopping) {
+	if (!j->stopping && j->kind == kp_TranscodeKind_TRANSCODE_PICTURE) {
+		if (error)
+			kp_warn("job %s: the keyframe made no picture: %s", j->name, strerror(-error));
+		j->stopping = true;
+		hooks.ended(hooks.arg, j->peer, j->id, error, error ? "the keyframe did not decode" : "done");
+	} else if (!j->stopping) {
 		kp_warn("job %s ended: its codec failed (%s)", j->name, strerror(-error));
 		j->stopping = true;
-		hooks.ended(hooks.arg, j->id, error, "its codec failed");
+		hooks.ended(hooks.arg, j->peer, j->id, error, "its codec failed");
 	}
 	uv_close((uv_handle_t *)&j->async, job_free);
 }
@@ -279,7 +308,8 @@ int tx_job_open(const struct tx_job_open *o, char *why, size_t whylen)
 {
 	why[0] = '\0';
 	bool video = o->kind == kp_TranscodeKind_TRANSCODE_H265_H264;
-	if (!video && o->kind != kp_TranscodeKind_TRANSCODE_AAC_OPUS) {
+	bool pic = o->kind == kp_TranscodeKind_TRANSCODE_PICTURE;
+	if (!video && !pic && o->kind != kp_TranscodeKind_TRANSCODE_AAC_OPUS) {
 		snprintf(why, whylen, "unknown job kind %d", (int)o->kind);
 		return -EINVAL;
 	}
@@ -287,31 +317,39 @@ int tx_job_open(const struct tx_job_open *o, char *why, size_t whylen)
 		snprintf(why, whylen, "AudioSpecificConfig of %zu bytes", o->config_len);
 		return -EINVAL;
 	}
-	if (find(o->job)) {
+	if (pic && o->codec != TX_PICTURE_H264 && o->codec != TX_PICTURE_H265) {
+		snprintf(why, whylen, "a picture of codec %u", o->codec);
+		return -EINVAL;
+	}
+	if (find(o->peer, o->job)) {
 		snprintf(why, whylen, "job %u is already open", (unsigned)o->job);
 		return -EEXIST;
 	}
-	unsigned max = video ? max_video : max_audio;
+	unsigned max = video ? max_video : pic ? TX_PICTURE_JOBS : max_audio;
+	const char *what = video ? "video" : pic ? "picture" : "audio";
 	if (tx_jobs_running(o->kind) >= max) {
-		snprintf(why, whylen, "%u %s jobs run, the most allowed", max, video ? "video" : "audio");
+		snprintf(why, whylen, "%u %s jobs run, the most allowed", max, what);
 		return -EBUSY;
 	}
-	if (!video && (o->rate < 8000 || o->rate > 96000 || o->channels < 1 || o->channels > 8)) {
+	if (!video && !pic && (o->rate < 8000 || o->rate > 96000 || o->channels < 1 || o->channels > 8)) {
 		snprintf(why, whylen, "audio of %u Hz and %u channels", o->rate, o->channels);
 		return -EINVAL;
 	}
 	struct job *j = calloc(1, sizeof *j);
 	if (!j)
 		return -ENOMEM;
+	j->peer = o->peer;
 	j->id = o->job;
 	j->kind = o->kind;
+	j->width = o->width;
+	j->codec = o->codec;
 	snprintf(j->name, sizeof j->name, "%u (%s)", (unsigned)o->job, o->name);
 	j->rate = o->rate;
 	j->channels = o->channels;
 	if (o->config_len)
 		memcpy(j->config, o->config, o->config_len);
 	j->config_len = o->config_len;
-	j->out_clock = video ? 90000 : TX_OPUS_RATE;
+	j->out_clock = video || pic ? 90000 : TX_OPUS_RATE;
 	j->in_wait_key = true;
 	for (unsigned i = 0; i < WALL_RING; i++)
 		j->walls[i].pts = INT64_MIN;
@@ -346,15 +384,14 @@ int tx_job_open(const struct tx_job_open *o, char *why, size_t whylen)
 	}
 	j->next = jobs;
 	jobs = j;
-	kp_info("job %s started (%u %s jobs of at most %u)", j->name, tx_jobs_running(o->kind),
-		video ? "video" : "audio", max);
+	kp_info("job %s started (%u %s jobs of at most %u)", j->name, tx_jobs_running(o->kind), what, max);
 	return 0;
 }
 
-void tx_job_input(uint32_t id, const uint8_t *data, size_t len, int64_t pts, int64_t wall_ms, bool keyframe,
-		  bool force_key)
+void tx_job_input(kp_Peer peer, uint32_t id, const uint8_t *data, size_t len, int64_t pts, int64_t wall_ms,
+		  bool keyframe, bool force_key)
 {
-	struct job *j = find(id);
+	struct job *j = find(peer, id);
 	if (!j)
 		return;
 	pthread_mutex_lock(&j->lock);
@@ -391,15 +428,16 @@ void tx_job_input(uint32_t id, const uint8_t *data, size_t len, int64_t pts, int
 	pthread_mutex_unlock(&j->lock);
 }
 
-void tx_job_close(uint32_t id)
+void tx_job_close(kp_Peer peer, uint32_t id)
 {
-	struct job *j = find(id);
+	struct job *j = find(peer, id);
 	if (j)
 		stop(j);
 }
 
-void tx_jobs_close_all(void)
+void tx_jobs_close_all(kp_Peer peer)
 {
 	for (struct job *j = jobs; j; j = j->next)
-		stop(j);
+		if (peer == kp_Peer_PEER_NONE || j->peer == peer)
+			stop(j);
 }

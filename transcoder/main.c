@@ -1,8 +1,9 @@
-/* keeppeek-transcoder: the process that decodes and encodes for rtcd (decision 0014),
- * started by keeppeekd while rtcd has transcode jobs and linked to rtcd alone. It
- * declares the worker (its peer, confinement, ceilings, nice level) and routes rtcd's
- * TranscodeOpen, TranscodeInput and TranscodeClose to the jobs (job.c), whose output
- * goes back as TranscodeOutput; a job that ends on its own is told as TranscodeEnded. */
+/* keeppeek-transcoder: the process that decodes and encodes for rtcd (decision 0014)
+ * and makes event pictures for recorderd (decision 0021), started by keeppeekd while
+ * either has jobs and linked to both. It declares the worker (its peers, confinement,
+ * ceilings, nice level) and routes each asker's TranscodeOpen, TranscodeInput and
+ * TranscodeClose to its jobs (job.c), whose output goes back to that asker as
+ * TranscodeOutput; a job that ends on its own is told as TranscodeEnded. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,16 +17,16 @@
 
 static struct kp_worker *worker;
 
-static void send_ended(uint32_t job, int err, const char *reason)
+static void send_ended(kp_Peer peer, uint32_t job, int err, const char *reason)
 {
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = kp_Envelope_transcode_ended_tag;
 	env.msg.transcode_ended.job = job;
 	env.msg.transcode_ended.error = err < 0 ? -err : err;
 	snprintf(env.msg.transcode_ended.reason, sizeof env.msg.transcode_ended.reason, "%s", reason);
-	int r = kp_worker_send_peer(worker, kp_Peer_PEER_RTCD, &env, NULL, 0);
+	int r = kp_worker_send_peer(worker, peer, &env, NULL, 0);
 	if (r < 0)
-		kp_warn("job %u: telling rtcd it ended failed: %s", (unsigned)job, strerror(-r));
+		kp_warn("job %u: telling %s it ended failed: %s", (unsigned)job, kp_peer_name(peer), strerror(-r));
 }
 
 static bool on_out(void *arg, const struct tx_frame *f)
@@ -44,14 +45,14 @@ static bool on_out(void *arg, const struct tx_frame *f)
 	o->channels = f->channels;
 	o->dropped_in = f->dropped_in;
 	o->dropped_out = f->dropped_out;
-	/* A full queue to rtcd (-ENOBUFS) drops the frame: job.c counts it. */
-	return kp_worker_send_peer(worker, kp_Peer_PEER_RTCD, &env, f->data, f->len) == 0;
+	/* A full queue to the asker (-ENOBUFS) drops the frame: job.c counts it. */
+	return kp_worker_send_peer(worker, f->peer, &env, f->data, f->len) == 0;
 }
 
-static void on_ended(void *arg, uint32_t job, int err, const char *reason)
+static void on_ended(void *arg, kp_Peer peer, uint32_t job, int err, const char *reason)
 {
 	(void)arg;
-	send_ended(job, err, reason);
+	send_ended(peer, job, err, reason);
 }
 
 static void apply_config(struct kp_worker *w)
@@ -86,9 +87,10 @@ static void on_configured(struct kp_worker *w, uint32_t generation)
 	apply_config(w);
 }
 
-static void on_open(const kp_TranscodeOpen *m)
+static void on_open(kp_Peer from, const kp_TranscodeOpen *m)
 {
 	struct tx_job_open o = {
+	    .peer = from,
 	    .job = m->job,
 	    .kind = m->kind,
 	    .name = m->name,
@@ -96,56 +98,56 @@ static void on_open(const kp_TranscodeOpen *m)
 	    .channels = m->channels,
 	    .config = m->config.bytes,
 	    .config_len = m->config.size,
+	    .width = m->width,
+	    .codec = m->codec,
 	};
 	char why[128];
 	int r = tx_job_open(&o, why, sizeof why);
 	if (r < 0) {
 		kp_notice("job %u (%s) refused: %s", (unsigned)m->job, m->name, why[0] ? why : strerror(-r));
-		send_ended(m->job, r, why[0] ? why : strerror(-r));
+		send_ended(from, m->job, r, why[0] ? why : strerror(-r));
 	}
 }
 
 static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 {
 	(void)w;
-	(void)from;
 	const kp_Envelope *env = f->env;
 	switch (env->which_msg) {
 	case kp_Envelope_transcode_open_tag:
-		on_open(&env->msg.transcode_open);
+		on_open(from, &env->msg.transcode_open);
 		break;
 	case kp_Envelope_transcode_input_tag: {
 		const kp_TranscodeInput *in = &env->msg.transcode_input;
-		tx_job_input(in->job, f->tail, f->tail_len, in->pts, in->wall_ms, in->keyframe, in->force_key);
+		tx_job_input(from, in->job, f->tail, f->tail_len, in->pts, in->wall_ms, in->keyframe, in->force_key);
 		break;
 	}
 	case kp_Envelope_transcode_close_tag:
-		tx_job_close(env->msg.transcode_close.job);
+		tx_job_close(from, env->msg.transcode_close.job);
 		break;
 	default:
 		break;
 	}
 }
 
-/* rtcd's jobs ended with its link; a new rtcd opens its own. */
+/* An asker's jobs end with its link; a new one opens its own. */
 static void on_peer_lost(struct kp_worker *w, kp_Peer peer)
 {
 	(void)w;
-	(void)peer;
-	tx_jobs_close_all();
+	tx_jobs_close_all(peer);
 }
 
 static void on_stop(struct kp_worker *w)
 {
 	(void)w;
-	tx_jobs_close_all();
+	tx_jobs_close_all(kp_Peer_PEER_NONE);
 }
 
 static const struct kp_worker_def transcoder = {
     .name = "transcoder",
     .self = kp_Peer_PEER_TRANSCODER,
-    .peers = {kp_Peer_PEER_RTCD},
-    .npeers = 1,
+    .peers = {kp_Peer_PEER_RTCD, kp_Peer_PEER_RECORDERD},
+    .npeers = 2,
     .fs = KP_WORKER_FS_NONE,
     .rlimit_as = KP_TRANSCODER_AS,
     .rlimit_nofile = 64,

@@ -1,7 +1,10 @@
 // Events page against the real supervisor: published events are listed with their
 // thumbnails, free-text and label search narrow the list, the detail shows the JPEG and
 // plays the recording around the event, and an event published while the page is open
-// appears live (with the JPEG from the WebSocket). Screenshots desktop and mobile.
+// appears live (with the JPEG from the WebSocket). Every card has a picture: the demo
+// cameras' motion alarms (no JPEG) show their recorded keyframe's thumbnail (issue 20).
+// The detail plays from 5 s before the event, links the timeline there and offers the
+// clip (start - 5 s ... end + 10 s) to download. Screenshots desktop and mobile.
 import { check, shoot, waitFor, waitStreaming, publishEvent } from './helpers.mjs';
 import { uiSession } from './session.mjs';
 
@@ -65,7 +68,31 @@ export default async function () {
 	await Promise.all([page.waitForURL(/timeline\.html/), page.click('dialog.detail >> text=Timeline')]);
 	await page.waitForSelector('.tl .tl-handle:not([hidden])', { timeout: 15000 });
 	const t = await page.$eval('.tl', (x) => ({ from: +x.dataset.from, to: +x.dataset.to, at: +x.querySelector('.tl-handle').getAttribute('aria-valuenow') }));
-	check(t.to - t.from === 30 * 60000 && Math.abs(t.at - (now - 4000)) < 1000, 'the detail links to the timeline at the event (half an hour around it, playhead on it)');
+	check(t.to - t.from === 30 * 60000 && Math.abs(t.at - (now - 4000 - 5000)) < 1000, 'the detail links to the timeline at the event (half an hour around it, playhead 5 s before it)');
+
+	// A camera alarm of the demo (every 30 s), once its keyframes are linked.
+	const auth = { headers: { Authorization: `Bearer ${s.token}` } };
+	const camEv = await waitFor(async () => {
+		const r = await fetch(s.kp.url + '/api/v1/events?limit=100', auth);
+		const j = r.status === 200 ? await r.json() : { events: [] };
+		return j.events.find((e) => e.source === 'camera' && e.keyframes.length === 2);
+	}, 70000, 'a camera alarm with its keyframes');
+	await page.goto(s.kp.url + '/events.html');
+	await page.waitForSelector(`.ev-item[data-id="${camEv.id}"]`, { timeout: 15000 });
+	await waitFor(() => page.$$eval('.ev-item', (items) => items.every((b) => { const i = b.querySelector('img'); return i && i.complete && i.naturalWidth > 0; })), 20000, 'every event card shows a picture');
+	check(await page.$eval(`.ev-item[data-id="${camEv.id}"] img`, (i) => i.naturalWidth === 320), 'the camera alarm shows its keyframe, 320 px wide');
+	check(await page.$$eval('.ev-item div.ev-thumb', (x) => x.length === 0), 'no event card without a picture');
+	await shoot(page, 'events-camera-alarms-desktop');
+	await page.click(`.ev-item[data-id="${camEv.id}"]`);
+	await waitFor(() => page.$eval('dialog.detail img', (i) => i.complete && i.naturalWidth === 1920).catch(() => false), 15000, 'the alarm\'s snapshot (its main keyframe, full size) in the detail');
+	check(true, 'the detail shows the alarm\'s snapshot');
+	const clip = await page.$eval('dialog.detail a[download]', (a) => a.href);
+	const cu = new URL(clip);
+	check(cu.pathname === '/api/v1/export' && +cu.searchParams.get('from') === camEv.start_ms - 5000 && +cu.searchParams.get('to') === camEv.end_ms + 10000, `"Download clip" exports start - 5 s ... end + 10 s (${clip})`);
+	const r = await page.request.get(clip);
+	check(r.status() === 200 && (await r.body()).length > 10000 && r.headers()['content-type'].includes('mp4'), `the clip downloads (${r.status()})`);
+	await waitFor(() => page.evaluate(() => { const v = document.querySelector('dialog.detail video'); return v && v.readyState >= 2 && v.videoWidth > 0 && v.currentTime > 0; }), 20000, 'the recording plays from before the alarm');
+	check(true, 'clicking the alarm\'s card plays from the event');
 
 	s.guard.assertClean('the events page');
 }

@@ -153,7 +153,8 @@ static void test_known_senders(void)
 		 -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_control_request_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_SUPERVISOR, &reason),
 		 -EPERM);
-	/* The transcoder talks to rtcd alone: jobs in from rtcd, output back to rtcd. */
+	/* The transcoder talks to rtcd and recorderd (event pictures, decision 0021): jobs in
+	 * from them, output back to them; webd never. */
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcode_input_tag, kp_Peer_PEER_RTCD, kp_Peer_PEER_TRANSCODER, &reason),
 		 0);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcode_input_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_TRANSCODER, &reason),
@@ -169,6 +170,17 @@ static void test_known_senders(void)
 		 -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcoder_demand_tag, kp_Peer_PEER_RTCD, kp_Peer_PEER_SUPERVISOR, &reason),
 		 0);
+	CHECK_EQ(
+	    kp_ipc_allowed(kp_Envelope_transcoder_demand_tag, kp_Peer_PEER_RECORDERD, kp_Peer_PEER_SUPERVISOR, &reason),
+	    0);
+	CHECK_EQ(
+	    kp_ipc_allowed(kp_Envelope_transcode_open_tag, kp_Peer_PEER_RECORDERD, kp_Peer_PEER_TRANSCODER, &reason),
+	    0);
+	CHECK_EQ(
+	    kp_ipc_allowed(kp_Envelope_transcode_output_tag, kp_Peer_PEER_TRANSCODER, kp_Peer_PEER_RECORDERD, &reason),
+	    0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcode_output_tag, kp_Peer_PEER_TRANSCODER, kp_Peer_PEER_WEBD, &reason),
+		 -EPERM);
 }
 
 int main(void)

@@ -169,9 +169,10 @@ static bool on_out(void *arg, const struct tx_frame *f)
 	return true;
 }
 
-static void on_ended(void *arg, uint32_t job, int err, const char *reason)
+static void on_ended(void *arg, kp_Peer peer, uint32_t job, int err, const char *reason)
 {
 	(void)arg;
+	(void)peer;
 	fprintf(stderr, "job %u ended: %s (%s)\n", (unsigned)job, reason, strerror(err < 0 ? -err : err));
 	CHECK(0);
 }
@@ -200,7 +201,7 @@ static void feed(uv_timer_t *t)
 		return; /* the transcoder has not caught up yet */
 	if (done || stuck) {
 		uv_timer_stop(t);
-		tx_job_close(7);
+		tx_job_close(kp_Peer_PEER_NONE, 7);
 		CHECK_EQ(tx_jobs_running(kp_TranscodeKind_TRANSCODE_H265_H264), 0);
 		closed = true;
 		return;
@@ -209,7 +210,8 @@ static void feed(uv_timer_t *t)
 	bool join = fed == 60;
 	if (join)
 		v2_joined = true;
-	tx_job_input(7, fx.data[i], (size_t)fx.size[i], 3600ll * fed, 1700000000000 + 40ll * fed, fx.key[i], join);
+	tx_job_input(kp_Peer_PEER_NONE, 7, fx.data[i], (size_t)fx.size[i], 3600ll * fed, 1700000000000 + 40ll * fed,
+		     fx.key[i], join);
 	fed++;
 }
 
@@ -269,7 +271,7 @@ static void test_transcode(void)
 	CHECK(v2.decoded + 4 >= v2.aus);
 	/* Once stopped, the stream can be transcoded again. */
 	CHECK_EQ(tx_job_open(&other, why, sizeof why), 0);
-	tx_job_close(8);
+	tx_job_close(kp_Peer_PEER_NONE, 8);
 	uv_run(loop, UV_RUN_DEFAULT);
 	CHECK_EQ(tx_jobs_running(kp_TranscodeKind_TRANSCODE_H265_H264), 0);
 	avcodec_free_context(&v1.dec);

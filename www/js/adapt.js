@@ -34,7 +34,8 @@ export async function coverage({ camera, from, to, bucket, offset, limit, stream
 // The event JSON of docs/queries.md (search answers and the live fan-out render it in
 // one place, common/event_json.c, so there is one shape) ->
 // {id, revision, camera, stream, start, end, labels: [{name, score}], label,
-//  attributes: {}, hasJpeg, source}
+//  attributes: {}, hasJpeg, hasPicture, source}; hasPicture: a JPEG of its own or a
+//  recorded keyframe (its thumbnail and snapshot are made from that, decision 0021)
 export function normalizeEvent(e) {
 	const labels = e.labels.map((l) => ({ name: l.name, score: l.score }));
 	labels.sort((a, b) => b.score - a.score);
@@ -49,8 +50,14 @@ export function normalizeEvent(e) {
 		label: labels.length ? labels[0].name : e.source === 'camera' ? 'motion' : 'event',
 		attributes: Object.fromEntries(e.attributes.map((a) => [a.key, a.value])),
 		hasJpeg: e.has_jpeg,
+		hasPicture: e.has_jpeg || (e.keyframes || []).length > 0,
 		source: e.source,
 	};
+}
+
+// One event by id.
+export async function event(id) {
+	return normalizeEvent(await get(`/api/v1/events/${encodeURIComponent(id)}`));
 }
 
 // One page of a search: {events, cursor} (cursor '' at the end).

@@ -1,8 +1,10 @@
 // Events page: free-text search with camera, label and time filters, a result grid
-// with lazily loaded thumbnails and cursor paging, an event detail (JPEG, attributes,
-// the recording around it over WebRTC) and new events arriving live from /api/v1/live.
+// with lazily loaded thumbnails (every event has one: its JPEG's, else its recorded
+// keyframe's, decision 0021) and cursor paging, an event detail (its picture,
+// attributes, the recording from 5 s before it over WebRTC, the timeline there and a
+// clip to download) and new events arriving live from /api/v1/live.
 import { startShell, showError } from './shell.js';
-import { cameras as listCameras, events as searchEvents, thumbnailUrl, snapshotUrl } from './adapt.js';
+import { cameras as listCameras, events as searchEvents, event as getEvent, thumbnailUrl, snapshotUrl } from './adapt.js';
 import { subscribe } from './feed.js';
 import { RtcView } from './rtc.js';
 import { el, dateTime, ymd, parseLocal, toLocalInput, duration } from './format.js';
@@ -15,6 +17,25 @@ let cursor = '';
 let shownIds = new Set();
 const labelsSeen = new Set(['person', 'vehicle', 'animal', 'motion']);
 const ui = {};
+const BEFORE_MS = 5000; // the player and the clip start this long before the event
+const AFTER_MS = 10000; // and the clip ends this long after it
+const LINK_TRIES = 10; // a camera event's keyframe is linked when its GOP commits
+const LINK_TRY_MS = 2000;
+
+// An event without a picture yet (a camera alarm whose group of pictures is still being
+// recorded) shows a grey box until the event lists its keyframes, then its thumbnail.
+async function whenLinked(box, ev) {
+	for (let i = 0; i < LINK_TRIES && box.isConnected; i++) {
+		await new Promise((r) => setTimeout(r, LINK_TRY_MS));
+		const now = await getEvent(ev.id).catch(() => null);
+		if (now && now.hasPicture) {
+			box.replaceWith(el('img', { class: 'ev-thumb', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id) }));
+			return;
+		}
+	}
+}
+
+const clipUrl = (ev) => `/api/v1/export?${new URLSearchParams({ camera: ev.camera, stream: 'main', from: ev.start - BEFORE_MS, to: Math.max(ev.end, ev.start) + AFTER_MS })}`;
 
 function matches(ev) {
 	const f = filters;
@@ -41,10 +62,11 @@ function item(ev, jpegBlob) {
 	if (jpegBlob) {
 		const url = URL.createObjectURL(jpegBlob);
 		img = el('img', { class: 'ev-thumb', alt: '', width: '320', height: '180', src: url, onload: () => URL.revokeObjectURL(url) });
-	} else if (ev.hasJpeg) {
+	} else if (ev.hasPicture) {
 		img = el('img', { class: 'ev-thumb', loading: 'lazy', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id) });
 	} else {
 		img = el('div', { class: 'ev-thumb', 'aria-hidden': 'true' });
+		whenLinked(img, ev);
 	}
 	const b = el('button', {
 		class: 'ev-item', type: 'button', 'data-id': ev.id,
@@ -111,10 +133,11 @@ function openDetail(ev) {
 	d.replaceChildren(
 		el('div', { class: 'detail-head' },
 			el('h2', { text: `${ev.label} · ${ev.camera}` }),
-			el('a', { class: 'btn', href: `/timeline.html?camera=${encodeURIComponent(ev.camera)}&day=${ymd(ev.start)}&t=${ev.start}`, text: 'Timeline' }),
+			el('a', { class: 'btn', href: `/timeline.html?camera=${encodeURIComponent(ev.camera)}&day=${ymd(ev.start - BEFORE_MS)}&t=${ev.start - BEFORE_MS}`, text: 'Timeline' }),
+			el('a', { class: 'btn', href: clipUrl(ev), download: `${ev.camera}-${ev.id}.mp4`, text: 'Download clip' }),
 			el('button', { class: 'btn', type: 'button', text: 'Close', onclick: () => d.close() })),
 		el('div', { class: 'detail-body' },
-			ev.hasJpeg ? el('img', { src: snapshotUrl(ev.id), alt: `Snapshot of ${ev.label} on ${ev.camera}` }) : el('p', { class: 'notice', text: 'This event has no picture.' }),
+			ev.hasPicture ? el('img', { src: snapshotUrl(ev.id), alt: `Snapshot of ${ev.label} on ${ev.camera}` }) : el('p', { class: 'notice', text: 'This event has no picture yet.' }),
 			el('div', { class: 'player' }, video, el('div', { class: 'ov' }, state)),
 			attrs));
 	d.showModal();
@@ -122,7 +145,7 @@ function openDetail(ev) {
 		camera: ev.camera,
 		stream: ev.stream,
 		mode: 'playback',
-		at: ev.start - 5000,
+		at: ev.start - BEFORE_MS,
 		video,
 		onStatus: (s, text) => {
 			state.textContent = s === 'live' ? 'Recording' : text;

@@ -1,0 +1,35 @@
+/* Pictures of events that have no JPEG of their own (issue 20, decision 0021): the
+ * event's linked keyframe (sub for the thumbnail, main for the snapshot) is decoded in
+ * the transcoder (a TRANSCODE_PICTURE job over recorderd's link to it; keeppeekd starts
+ * it while recorderd's TranscoderDemand is above 0) and the JPEG answers webd's
+ * EventGet. Thumbnails are kept in a cache in memory (picture_cache.c), least recently
+ * used first out, bounded by REC_PICTURE_CACHE_BYTES; snapshots are made for each
+ * request. A picture
+ * not made (the keyframe did not decode, the transcoder did not answer within
+ * REC_PICTURE_WAIT_MS) is an error answer and a count, never more. Loop thread only. */
+#ifndef KP_REC_PICTURE_H
+#define KP_REC_PICTURE_H
+
+#include <stdint.h>
+
+#include "catalog.h"
+#include "jbuf.h"
+#include "keeppeek.pb.h"
+#include "worker.h"
+
+#define REC_PICTURE_CACHE_BYTES (8 * 1024 * 1024) /* thumbnails kept in memory */
+#define REC_PICTURE_PENDING     16                /* requests waiting for the transcoder */
+#define REC_PICTURE_WAIT_MS     20000             /* its start (KP_TRANSCODER_START_MS) and the decode */
+
+/* The worker (sending to the transcoder and the supervisor); called before any other. */
+void rec_picture_worker(struct kp_worker *w);
+/* Answers webd's EventGet (g->part THUMBNAIL or SNAPSHOT) of the event's stored
+ * revision from the cache or through the transcoder. */
+void rec_picture_ask(struct cat *cat, int data_dirfd, kp_Peer from, const kp_EventGet *g, uint32_t revision);
+/* TranscodeOutput and TranscodeEnded from the transcoder. */
+void rec_picture_frame(struct kp_ipc_frame *f);
+/* The link to the transcoder came up or was lost. */
+void rec_picture_link(kp_Peer peer, int up);
+void rec_picture_metrics(struct jbuf *b);
+
+#endif
