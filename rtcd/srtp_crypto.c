@@ -4,7 +4,8 @@
  * libsrtp2 does them through NSS, which creates a PK11 context per packet: that was 38 %
  * of rtcd's CPU when sending (docs/perf/RESULTS.md, rtc-fanout). libsrtp keeps the
  * protocol (key derivation, index and ROC, replay list); the state here is what libsrtp's
- * own OpenSSL backend (crypto/cipher/aes_icm_ossl.c, crypto/hash/hmac_ossl.c) keeps. */
+ * own OpenSSL backend (crypto/cipher/aes_icm_ossl.c, crypto/hash/hmac_ossl.c) keeps.
+ * Why this and not a libsrtp2 of our own: decision 0020. */
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
