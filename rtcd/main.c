@@ -1,6 +1,6 @@
 /* keeppeek-rtcd: WebRTC live view and stored playback. This file declares the worker
- * (peers, confinement, ceilings), starts DTLS, SRTP and the ICE thread before
- * confinement, and routes frames: RtcSignal and TopicQuery from webd, AccessUnit and
+ * (peers, confinement, ceilings), starts DTLS, SRTP (with OpenSSL's primitives) and the
+ * ICE thread before confinement, and routes frames: RtcSignal and TopicQuery from webd, AccessUnit and
  * AudioUnit from ingestd, MediaPiece from recorderd, TranscodeOutput and TranscodeEnded
  * from the transcoder. */
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include "log.h"
 #include "rtcd.h"
 #include "sandbox.h"
+#include "srtp_crypto.h"
 #include "transcoder_client.h"
 #include "worker.h"
 
@@ -24,6 +25,10 @@ static int before_confine(struct kp_worker *w)
 {
 	if (srtp_init() != srtp_err_status_ok) {
 		kp_err("libsrtp2 initialisation failed");
+		return -EIO;
+	}
+	if (rtc_srtp_crypto_init() < 0) {
+		kp_err("libsrtp2: OpenSSL's AES-128-CM or HMAC-SHA1 failed its self-test or is missing");
 		return -EIO;
 	}
 	if (rtc_dtls_global_init(rtc_fingerprint) < 0)

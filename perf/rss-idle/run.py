@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""rss-idle: RSS and PSS of every KeepPeek process of the idle demo, and where rtcd's goes.
+
+    python3 perf/rss-idle/run.py --build build --base-build BASE [--rounds 2] [--settle 10]
+
+For each round, the baseline build and then the new one: `keeppeekd --demo` (one Baichuan
+and one RTSP test camera, both streaming, no viewer) with its data in a fresh temporary
+directory; after `--settle` s, 10 samples 0.5 s apart of /proc/PID/smaps_rollup (Rss, Pss,
+Anonymous, Pss_Anon, Pss_File) of keeppeekd and each child, and once /proc/PID/smaps of
+rtcd summed per mapping and grouped by the library family that maps it (rtcd's libraries
+come from libnice, OpenSSL and libsrtp2, each with its own dependency tree). Figures are
+nearest-rank p50/p95 per process over all samples of a build. Checks (work really done):
+keeppeekd and its four workers present in every sample with the same pids (no restart),
+and the demo's recordings grew on disk during the sampling window (the cameras were
+streaming into ingestd and recorderd). Reports: BUILD/perf/rss-idle.{json,md}; exit 1
+when a check fails. Method: docs/perf/METHODOLOGY.md."""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(HERE))
+import perfcommon as pc  # noqa: E402
+
+WORKERS = ("keeppeek-ingest", "keeppeek-record", "keeppeek-webd", "keeppeek-rtcd")  # comm is 15 chars
+FIELDS = ("Rss", "Pss", "Anonymous", "Pss_Anon", "Pss_File")
+# Library families of rtcd (by the prefix of the file name; `ldd` tells who needs what).
+FAMILIES = [
+    ("OpenSSL (DTLS)", ("libcrypto.", "libssl.")),
+    ("libsrtp2 and its NSS", ("libsrtp2", "libnss3", "libnssutil3", "libnspr4", "libplc4", "libplds4",
+                              "libsmime3", "libsoftokn3", "libfreebl")),
+    ("libnice's GnuTLS", ("libgnutls", "libp11-kit", "libnettle", "libhogweed", "libgmp", "libunistring",
+                          "libidn2", "libtasn1", "libffi")),
+    ("libnice's UPnP (gupnp-igd, gupnp, gssdp, libsoup, libxml2, ICU, sqlite, Kerberos)",
+     ("libgupnp", "libgssdp", "libsoup", "libxml2", "libicu", "libstdc++", "libgcc_s", "libsqlite3", "libpsl",
+      "libnghttp2", "libbrotli", "libkrb5", "libk5crypto", "libgssapi", "libcom_err", "libkeyutils",
+      "libresolv", "liblzma", "libz.")),
+    ("libnice, GLib, GObject, GIO", ("libnice", "libglib", "libgobject", "libgio", "libgmodule", "libpcre2",
+                                     "libmount", "libblkid", "libselinux")),
+    ("libc, libm, ld.so, libuv, libseccomp", ("libc.", "libm.", "ld-linux", "libuv", "libseccomp")),
+]
+
+
+def smaps_rollup(pid):
+    out = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                p = line.split()
+                if p[0][:-1] in FIELDS:
+                    out[p[0][:-1]] = int(p[1]) * 1024
+    except OSError:
+        return None
+    return out
+
+
+def family(path):
+    if path in ("[heap]",):
+        return "heap (brk: malloc's main arena)"
+    if path.startswith("[stack"):
+        return "main thread stack"
+    if path == "" or path.startswith("["):
+        return "anonymous mappings (thread stacks, malloc arenas, mmap'd buffers)"
+    base = os.path.basename(path)
+    if base.startswith("keeppeek-"):
+        return "the rtcd executable"
+    for name, prefixes in FAMILIES:
+        if base.startswith(prefixes):
+            return name
+    return "other: " + base
+
+
+def smaps_by_family(pid):
+    """Rss/Pss/Anonymous per library family, and how many shared objects are mapped."""
+    fam, cur, sos = {}, None, set()
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            p = line.split()
+            if "-" in p[0] and len(p) >= 5 and ":" not in p[0]:
+                path = p[5] if len(p) > 5 else ""
+                cur = fam.setdefault(family(path), {"Rss": 0, "Pss": 0, "Anonymous": 0, "mappings": 0})
+                cur["mappings"] += 1
+                if ".so" in path:
+                    sos.add(path)
+            elif cur is not None and p[0][:-1] in ("Rss", "Pss", "Anonymous"):
+                cur[p[0][:-1]] += int(p[1]) * 1024
+    return fam, len(sos)
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def threads(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return None
+
+
+def tree_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for n in files:
+            try:
+                total += os.path.getsize(os.path.join(root, n))
+            except OSError:
+                pass
+    return total
+
+
+def one_demo(keeppeekd, label, rnd, a, out, failures):
+    d = tempfile.mkdtemp(prefix="kp-perf-rss-idle-")
+    os.chmod(d, 0o755)  # the workers run as another user: they must reach the data directory
+    log = open(os.path.join(d, "keeppeekd.log"), "w")
+    port = 20000 + (os.getpid() + rnd * 7 + len(label)) % 20000
+    p = subprocess.Popen([keeppeekd, "--demo", "--data-dir", os.path.join(d, "data"), "--listen",
+                          f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, cwd=d, start_new_session=True)
+    try:
+        time.sleep(a.settle)
+        pids0 = {comm(c): c for c in children(p.pid)}
+        bytes0 = tree_bytes(os.path.join(d, "data"))
+        for _ in range(a.samples):
+            procs = [("keeppeekd", p.pid)] + sorted((comm(c), c) for c in children(p.pid))
+            for name, pid in procs:
+                m = smaps_rollup(pid)
+                if m:
+                    out["samples"].setdefault(name, []).append(m)
+            time.sleep(0.5)
+        bytes1 = tree_bytes(os.path.join(d, "data"))
+        pids1 = {comm(c): c for c in children(p.pid)}
+        for w in WORKERS:
+            if w not in pids0 or pids0.get(w) != pids1.get(w):
+                failures.append(f"{label} round {rnd}: {w} missing or restarted ({pids0.get(w)} -> {pids1.get(w)})")
+        if bytes1 <= bytes0:
+            failures.append(f"{label} round {rnd}: recordings did not grow ({bytes0} -> {bytes1} bytes)")
+        out["recorded_bytes_in_window"].append(bytes1 - bytes0)
+        rtcd = pids1.get("keeppeek-rtcd")
+        if rtcd:
+            fam, nso = smaps_by_family(rtcd)
+            out["rtcd_families"].append(fam)
+            out["rtcd_shared_objects"].append(nso)
+            out["rtcd_threads"].append(threads(rtcd))
+        ing = pids1.get("keeppeek-ingest")
+        if ing:
+            out["ingestd_shared_objects"].append(smaps_by_family(ing)[1])
+    finally:
+        p.terminate()
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log.close()
+
+
+def summarize(out):
+    procs = {}
+    for name, ss in out.pop("samples").items():
+        procs[name] = {k: pc.summary([s[k] for s in ss if k in s]) for k in FIELDS}
+    out["processes"] = procs
+    tot = {}
+    for k in ("Rss", "Pss"):
+        tot[k] = sum(v[k]["p50"] for n, v in procs.items() if not n.startswith("keeppeek-test"))
+    out["total_p50_sum"] = tot
+    fams = {}
+    for f in out["rtcd_families"]:
+        for n, v in f.items():
+            fams.setdefault(n, []).append(v)
+    out["rtcd_by_family_p50"] = {n: {k: pc.nearest_rank([x[k] for x in vs], 50) for k in ("Rss", "Pss", "Anonymous")}
+                                 for n, vs in fams.items()}
+
+
+def mib(v):
+    return "-" if v is None else f"{v / 2**20:.2f}"
+
+
+def markdown(r):
+    out = ["# rss-idle", "", f"{r['revision']}; load average before {r['load_before']} after {r['load_after']}; "
+           f"{r['rounds']} rounds, {r['samples']} samples each, {r['settle']} s after the start", "",
+           pc.machine_md(r["machine"]), "", "RSS / PSS p50 (p95) MiB per process, idle demo (1 Baichuan + 1 RTSP camera):",
+           "", "| process | " + " | ".join(f"{b} RSS | {b} PSS" for b in r["builds"]) + " |",
+           "| --- |" + " ---: | ---: |" * len(r["builds"])]
+    names = sorted({n for b in r["builds"].values() for n in b["processes"]}, key=lambda n: (n.startswith("keeppeek-t"), n))
+    for n in names:
+        cells = []
+        for b in r["builds"].values():
+            v = b["processes"].get(n)
+            cells.append("- | -" if not v else f"{mib(v['Rss']['p50'])} ({mib(v['Rss']['p95'])}) | "
+                         f"{mib(v['Pss']['p50'])} ({mib(v['Pss']['p95'])})")
+        out.append(f"| {n} | " + " | ".join(cells) + " |")
+    out.append("| **keeppeekd + workers** | " + " | ".join(
+        f"**{mib(b['total_p50_sum']['Rss'])}** | **{mib(b['total_p50_sum']['Pss'])}**" for b in r["builds"].values()) + " |")
+    for label, b in r["builds"].items():
+        out += ["", f"rtcd by mapping family, {label} (p50 over rounds; {b['rtcd_shared_objects']} shared objects, "
+                f"{b['rtcd_threads']} threads):", "", "| family | RSS KiB | PSS KiB | anonymous KiB |",
+                "| --- | ---: | ---: | ---: |"]
+        for n, v in sorted(b["rtcd_by_family_p50"].items(), key=lambda kv: -kv[1]["Rss"]):
+            out.append(f"| {n} | {v['Rss'] // 1024:,} | {v['Pss'] // 1024:,} | {v['Anonymous'] // 1024:,} |")
+    out += ["", "Result: " + ("PASS" if not r["failures"] else "FAIL: " + "; ".join(r["failures"]))]
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--base-build", required=True, help="build tree of the baseline revision")
+    ap.add_argument("--source", default=os.path.dirname(os.path.dirname(HERE)))
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--samples", type=int, default=10)
+    ap.add_argument("--settle", type=float, default=10.0)
+    a = ap.parse_args()
+    a.build, a.base_build = os.path.abspath(a.build), os.path.abspath(a.base_build)
+    r = {"benchmark": "rss-idle", "machine": pc.machine(), "revision": pc.git_revision(a.source),
+         "rounds": a.rounds, "samples": a.samples, "settle": a.settle, "failures": [], "builds": {},
+         "load_before": pc.loadavg()}
+    for rnd in range(1, a.rounds + 1):
+        for label, b in (("base", a.base_build), ("new", a.build)):
+            out = r["builds"].setdefault(label, {"samples": {}, "rtcd_families": [], "rtcd_shared_objects": [],
+                                                 "rtcd_threads": [], "ingestd_shared_objects": [],
+                                                 "recorded_bytes_in_window": []})
+            one_demo(os.path.join(b, "supervisor", "keeppeekd"), label, rnd, a, out, r["failures"])
+    r["load_after"] = pc.loadavg()
+    for b in r["builds"].values():
+        summarize(b)
+    j, m = pc.write_reports(os.path.join(a.build, "perf"), "rss-idle", r, markdown(r))
+    print(markdown(r))
+    print(f"reports: {j} {m}")
+    return 1 if r["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
