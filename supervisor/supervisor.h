@@ -170,6 +170,9 @@ const char *proc_state_name(enum proc_state st);
 void proc_heard(struct proc *p);
 /* The worker says it is ready: true when that makes a starting one running. */
 bool proc_ready(struct proc *p);
+/* The rows off the first commit's path, once every first row runs or has failed; called
+ * after a Ready's links are handed over, so that those spawns do not delay them. */
+void proc_start_rest(struct supervisor *s);
 
 /* workers.c: the process table, each worker's dispatch, and the engine's hooks that
  * speak to workers (configuration, health request, shutdown). */

@@ -18,8 +18,10 @@ static bool common_frame(struct proc *p, const kp_Envelope *env)
 		proc_heard(p);
 		bool started = proc_ready(p);
 		configure_ready(p, started, env->msg.ready.generation);
-		if (started)
+		if (started) {
 			links_on_ready(s, p);
+			proc_start_rest(s);
+		}
 		return true;
 	}
 	case kp_Envelope_health_reply_tag:

@@ -53,9 +53,12 @@ def parse(path, t0, t_ack):
             m = LINE.match(line)
             if m:
                 ev.append((int(m.group(1)), float(m.group(2)), m.group(3)))
-    names, first = {}, {}
+    names = {}
     for pid, t, call in ev:
-        if call.startswith("execve(") and "keeppeek-" in call:
+        m = re.search(r"CLONE_THREAD.*= (\d+)$", call)
+        if m and pid in names:  # a worker's thread: named after its process
+            names[int(m.group(1))] = names[pid]
+        elif call.startswith("execve(") and "keeppeek-" in call:
             names[pid] = re.search(r'keeppeek-(\w+)', call).group(1)
         elif call.startswith("execve(") and "keeppeekd" in call:
             names[pid] = "keeppeekd"
@@ -135,6 +138,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--source", default=os.path.dirname(os.path.dirname(HERE)))
     ap.add_argument("--starts", type=int, default=10)
+    ap.add_argument("--all-syscalls", action="store_true",
+                    help="trace every syscall (slower; to read one start, not for the figures)")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     os.environ["KP_BUILD_ROOT"] = a.build
@@ -145,7 +150,8 @@ def main():
     work = tempfile.mkdtemp(prefix="kp-perf-prof-")
     wrapper = os.path.join(work, "keeppeekd-strace")
     with open(wrapper, "w") as fw:
-        fw.write(f'#!/bin/sh\nexec strace -f -ttt --seccomp-bpf -e trace={SYSCALLS} -o "$KP_STRACE_OUT" '
+        trace = "" if a.all_syscalls else f"--seccomp-bpf -e trace={SYSCALLS}"
+        fw.write(f'#!/bin/sh\nexec strace -f -ttt {trace} -o "$KP_STRACE_OUT" '
                  f'{os.path.join(a.build, "supervisor", "keeppeekd")} "$@"\n')
     os.chmod(wrapper, 0o755)
     cams = [kp.TestCamera(work, "cam264", "h264", "baichuan", "aes"),
@@ -168,6 +174,7 @@ def main():
             k.wait_running(timeout=30)
             time.sleep(0.3)
             r = parse(out, tw, t_ack)
+            r["trace"] = out
             r["ms_runner"] = round((t1 - t0) * 1000, 2)
             r["failed_attempts"] = outcomes
             report["starts"].append(r)
