@@ -138,6 +138,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--source", default=os.path.dirname(os.path.dirname(HERE)))
     ap.add_argument("--starts", type=int, default=10)
+    ap.add_argument("--keeppeekd", help="keeppeekd of another build (its own workers), e.g. the baseline's; "
+                    "the test cameras stay --build's")
     ap.add_argument("--all-syscalls", action="store_true",
                     help="trace every syscall (slower; to read one start, not for the figures)")
     a = ap.parse_args()
@@ -146,13 +148,13 @@ def main():
     sys.path.insert(0, os.path.join(os.path.abspath(a.source), "test", "integration"))
     import kp  # noqa: E402
     report = {"benchmark": "server-start-profile", "machine": pc.machine(), "revision": pc.git_revision(a.source),
-              "build": a.build, "starts": [], "failures": [], "load_before": pc.loadavg()}
+              "build": a.build, "keeppeekd": a.keeppeekd, "starts": [], "failures": [], "load_before": pc.loadavg()}
     work = tempfile.mkdtemp(prefix="kp-perf-prof-")
     wrapper = os.path.join(work, "keeppeekd-strace")
     with open(wrapper, "w") as fw:
         trace = "" if a.all_syscalls else f"--seccomp-bpf -e trace={SYSCALLS}"
         fw.write(f'#!/bin/sh\nexec strace -f -ttt {trace} -o "$KP_STRACE_OUT" '
-                 f'{os.path.join(a.build, "supervisor", "keeppeekd")} "$@"\n')
+                 f'{a.keeppeekd or os.path.join(a.build, "supervisor", "keeppeekd")} "$@"\n')
     os.chmod(wrapper, 0o755)
     cams = [kp.TestCamera(work, "cam264", "h264", "baichuan", "aes"),
             kp.TestCamera(work, "cam265", "h265", "baichuan", "aes")]
@@ -197,7 +199,8 @@ def main():
         md.append(f"| {desc.get(k2, k2)} | {pc.fmt(v.get('p50'))} | {pc.fmt(v.get('p95'))} | {pc.fmt(v.get('max'))} |")
     md += ["", "Result: " + ("PASS" if not report["failures"] else "FAIL: " + "; ".join(report["failures"]))]
     md = "\n".join(md)
-    jpath, mpath = pc.write_reports(os.path.join(a.build, "perf"), "server-start-profile", report, md)
+    name = "server-start-profile" + ("-other" if a.keeppeekd else "")
+    jpath, mpath = pc.write_reports(os.path.join(a.build, "perf"), name, report, md)
     print(md)
     print(f"reports: {jpath} {mpath}")
     return 1 if report["failures"] else 0
