@@ -149,12 +149,13 @@ static bool decide(struct supervisor *s)
 		return false;
 	uv_timer_stop(&s->ready_timer);
 	s->ready_sent = true;
+	if (linked)
+		kp_info("ready: webd and recorderd running and linked after %llu ms; starting the rest",
+			(unsigned long long)(kp_mono_ms() - s->started_ms));
 	proc_start_rest(s);
 	char rest[256];
 	not_running(s, rest, sizeof rest);
 	if (linked) {
-		kp_info("ready: webd and recorderd running and linked after %llu ms%s%s",
-			(unsigned long long)(kp_mono_ms() - s->started_ms), rest[0] ? "; starting: " : "", rest);
 		send_logged("READY=1", notify_send("READY=1\nSTATUS=ready to record and serve%s%s",
 						   rest[0] ? "; starting: " : "", rest));
 		return true;
