@@ -2,7 +2,8 @@
  * (sd_notify(3)) without libsystemd, one datagram of "KEY=VALUE" lines to the AF_UNIX
  * socket named by $NOTIFY_SOCKET (a path, or an abstract name written with a leading
  * '@'), and when to say READY=1 (the first durable commit's path is up: webd and recorderd
- * running and linked to each other, checked on every Ready every 5 ms from the start), RELOADING=1 and READY=1 around a
+ * running and linked to each other, asked of both when the second is Ready, checked on each of their health replies
+ * and every 5 ms from the start), which is also when the rest of the workers start; RELOADING=1 and READY=1 around a
  * reload, STOPPING=1. The address is read once and the variable removed, so that the workers, which must never speak
  * for the service, do not inherit it. Without $NOTIFY_SOCKET nothing is sent. */
 #include <errno.h>
@@ -137,6 +138,49 @@ static void not_running(const struct supervisor *s, char *buf, size_t len)
 	}
 }
 
+/* READY=1 once the first rows are linked, degraded at the deadline; either way the rest
+ * of the workers are started then (proc_start_rest). True once decided. */
+static bool decide(struct supervisor *s)
+{
+	if (s->ready_sent || s->stopping)
+		return true;
+	bool linked = first_linked(s);
+	if (!linked && kp_mono_ms() - s->started_ms < KP_READY_DEADLINE_MS)
+		return false;
+	uv_timer_stop(&s->ready_timer);
+	s->ready_sent = true;
+	if (linked)
+		kp_info("ready: webd and recorderd running and linked after %llu ms; starting the rest",
+			(unsigned long long)(kp_mono_ms() - s->started_ms));
+	proc_start_rest(s);
+	char rest[256];
+	not_running(s, rest, sizeof rest);
+	if (linked) {
+		send_logged("READY=1", notify_send("READY=1\nSTATUS=ready to record and serve%s%s",
+						   rest[0] ? "; starting: " : "", rest));
+		return true;
+	}
+	/* Recording must not wait for, say, a web port in use: the service is started anyway,
+	 * degraded, and says why. */
+	kp_warn("not every worker is running and linked after %d ms (%s); telling the service manager "
+		"that keeppeekd is ready anyway",
+		KP_READY_DEADLINE_MS, rest[0] ? rest : "links not up");
+	send_logged("READY=1", notify_send("READY=1\nSTATUS=degraded: %s", rest[0] ? rest : "links not up"));
+	return true;
+}
+
+/* The first rows run but their link is not known to be up yet: fresh link states, sooner
+ * than the 2 s health round. */
+static void ask_links(struct supervisor *s)
+{
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		if (s->procs[i].def->first && s->procs[i].state != PROC_RUNNING)
+			return;
+	for (unsigned i = 0; i < KP_NPROCS; i++)
+		if (s->procs[i].def->first && s->procs[i].ipc)
+			s->hooks->ping(&s->procs[i]);
+}
+
 static void on_ready_timer(uv_timer_t *t)
 {
 	struct supervisor *s = t->data;
@@ -144,38 +188,19 @@ static void on_ready_timer(uv_timer_t *t)
 		uv_timer_stop(t);
 		return;
 	}
-	if (first_linked(s)) {
-		uv_timer_stop(t);
-		s->ready_sent = true;
-		char rest[256];
-		not_running(s, rest, sizeof rest);
-		kp_info("ready: webd and recorderd running and linked after %llu ms%s%s",
-			(unsigned long long)(kp_mono_ms() - s->started_ms), rest[0] ? "; starting: " : "", rest);
-		send_logged("READY=1", notify_send("READY=1\nSTATUS=ready to record and serve%s%s",
-						   rest[0] ? "; starting: " : "", rest));
-		return;
-	}
-	if (kp_mono_ms() - s->started_ms >= KP_READY_DEADLINE_MS) {
-		/* Recording must not wait for, say, a web port in use: the service is started
-		 * anyway, degraded, and says why. */
-		uv_timer_stop(t);
-		s->ready_sent = true;
-		char why[256];
-		not_running(s, why, sizeof why);
-		kp_warn("not every worker is running and linked after %d ms (%s); telling the service manager "
-			"that keeppeekd is ready anyway",
-			KP_READY_DEADLINE_MS, why[0] ? why : "links not up");
-		send_logged("READY=1", notify_send("READY=1\nSTATUS=degraded: %s", why[0] ? why : "links not up"));
-		return;
-	}
-	/* The first rows run but their link is not known to be up yet: fresh link states,
-	 * sooner than the 2 s health round. */
-	for (unsigned i = 0; i < KP_NPROCS; i++)
-		if (s->procs[i].def->first && s->procs[i].state != PROC_RUNNING)
-			return;
-	for (unsigned i = 0; i < KP_NPROCS; i++)
-		if (s->procs[i].def->first && s->procs[i].ipc)
-			s->hooks->ping(&s->procs[i]);
+	if (!decide(s))
+		ask_links(s);
+}
+
+void service_worker_ready(struct supervisor *s)
+{
+	if (!decide(s))
+		ask_links(s);
+}
+
+void service_heard(struct supervisor *s)
+{
+	decide(s);
 }
 
 void service_start(struct supervisor *s)

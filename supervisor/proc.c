@@ -155,8 +155,6 @@ void proc_heard(struct proc *p)
 	p->last_reply_ms = kp_mono_ms();
 }
 
-static void start_rest(struct supervisor *s);
-
 bool proc_ready(struct proc *p)
 {
 	if (p->state != PROC_STARTING)
@@ -164,7 +162,6 @@ bool proc_ready(struct proc *p)
 	p->state = PROC_RUNNING;
 	p->ready_ms = kp_mono_ms();
 	kp_info("%s running (pid %d)", p->name, (int)p->pid);
-	start_rest(p->s);
 	return true;
 }
 
@@ -270,7 +267,7 @@ static void schedule_restart(struct proc *p)
 		delay = KP_BACKOFF_MAX_MS;
 	p->quick_failures++;
 	p->state = PROC_BACKOFF;
-	start_rest(p->s); /* a first row that failed holds nobody back */
+	proc_start_rest(p->s); /* a first row that failed holds nobody back */
 	p->backoff_until_ms = kp_mono_ms() + delay;
 	if (delay > KP_BACKOFF_INITIAL_MS)
 		kp_warn("%s: restarting in %llu ms (%u failures in a row)", p->name, (unsigned long long)delay,
@@ -369,13 +366,12 @@ void proc_start_all(struct supervisor *s)
 	for (unsigned i = 0; i < KP_NPROCS; i++)
 		if (s->procs[i].def->first && proc_spawn(&s->procs[i]) < 0)
 			schedule_restart(&s->procs[i]);
-	start_rest(s);
+	proc_start_rest(s);
 }
 
-/* The rows off the first commit's path, once every first row runs or has failed: two
- * cores are not shared with their start (loading libraries) while webd and recorderd start;
- * the transcoder (on demand) is not among them. */
-static void start_rest(struct supervisor *s)
+/* Two cores are not shared with their start (loading libraries) while webd and recorderd
+ * start; the transcoder (on demand) is not among them. */
+void proc_start_rest(struct supervisor *s)
 {
 	if (!s->rest_waiting || s->stopping)
 		return;

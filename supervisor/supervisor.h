@@ -170,6 +170,10 @@ const char *proc_state_name(enum proc_state st);
 void proc_heard(struct proc *p);
 /* The worker says it is ready: true when that makes a starting one running. */
 bool proc_ready(struct proc *p);
+/* The rows off the first commit's path, unless a first row is still starting; called
+ * once the first rows are linked (notify.c) or one of them has failed, so that those
+ * spawns (~130 libraries each to load) do not share the cores with the first commit. */
+void proc_start_rest(struct supervisor *s);
 
 /* workers.c: the process table, each worker's dispatch, and the engine's hooks that
  * speak to workers (configuration, health request, shutdown). */
@@ -252,6 +256,10 @@ uint64_t notify_monotonic_usec(void);
 /* READY=1 once every worker runs and every link is up (or, degraded, after
  * KP_READY_DEADLINE_MS); STOPPING=1; RELOADING=1 and READY=1 around a reload. */
 void service_start(struct supervisor *s);
+/* A worker became running (its links handed over) / a first row's health reply came:
+ * READY=1 as soon as the first rows are linked. */
+void service_worker_ready(struct supervisor *s);
+void service_heard(struct supervisor *s);
 void service_close(struct supervisor *s);
 void service_stopping(struct supervisor *s);
 void service_reloading(struct supervisor *s);

@@ -18,13 +18,17 @@ static bool common_frame(struct proc *p, const kp_Envelope *env)
 		proc_heard(p);
 		bool started = proc_ready(p);
 		configure_ready(p, started, env->msg.ready.generation);
-		if (started)
+		if (started) {
 			links_on_ready(s, p);
+			service_worker_ready(s);
+		}
 		return true;
 	}
 	case kp_Envelope_health_reply_tag:
 		proc_heard(p);
 		p->health = env->msg.health_reply;
+		if (p->def->first)
+			service_heard(s);
 		return true;
 	case kp_Envelope_link_lost_tag:
 		links_on_lost(s, p, &env->msg.link_lost);

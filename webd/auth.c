@@ -41,6 +41,12 @@ static void key_of(kp_AuthKind kind, const char *secret, uint8_t out[SHA256_DIGE
 	explicit_bzero(buf, sizeof buf);
 }
 
+void webd_auth_init(void)
+{
+	uint8_t key[SHA256_DIGEST_LENGTH];
+	key_of(kp_AuthKind_AUTH_TOKEN, "", key);
+}
+
 static const struct web_principal *cache_get(const uint8_t key[SHA256_DIGEST_LENGTH])
 {
 	uint64_t now = kp_mono_ms();

@@ -52,6 +52,7 @@ static int before_confine(struct kp_worker *w)
 	webd_ctx.worker = w;
 	const kp_WorkerConfig *cfg = kp_worker_config(w);
 	uv_loop_t *loop = kp_worker_loop(w);
+	webd_auth_init();
 	webd_answers_init(loop);
 	webd_live_init(loop);
 	webd_integrations_init(loop);

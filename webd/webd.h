@@ -99,6 +99,9 @@ extern struct webd_mse_metrics webd_mse_metrics;
 void webd_rtc_metrics(char *buf, size_t len);
 
 /* ---- authentication (auth.c): the core's hooks for every non-public request ---- */
+/* Before confinement: OpenSSL's library context (its configuration file, the SHA-256
+ * fetch) set up now, in parallel with recorderd's start, not at the first request. */
+void webd_auth_init(void);
 /* Resolves the principal from the Authorization header or the session cookie, checks the
  * route's role and CSRF flags, then calls done(r, 0) or done(r, status) with the request
  * already answered (401, 403). May answer asynchronously (after asking the supervisor). */

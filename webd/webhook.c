@@ -3,13 +3,13 @@
  * rendering of common/event_json.c), signed with X-KeepPeek-Signature: sha256=HEX, the
  * HMAC-SHA256 of the body under its secret. libcurl's multi interface runs on webd's
  * loop (a uv_poll per socket, one timer); name resolution is libcurl's, on a thread of
- * its own started confined.
+ * its own started confined. libcurl is loaded when the first webhook is configured
+ * (curl_lib.h), not at webd's start.
  *
  * Each webhook sends one request at a time, in order, from a queue of at most
  * WH_QUEUE deliveries (the oldest dropped, counted, when full). A delivery that fails
  * (no connection, WH_TIMEOUT_MS without an answer, a status other than 2xx) is tried
  * again after 1 s, doubling up to 30 s, WH_ATTEMPTS times in all, then dropped. */
-#include <curl/curl.h>
 #include <inttypes.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "curl_lib.h"
 #include "kp_limits.h"
 #include "log.h"
 #include "webhook.h"
@@ -54,11 +55,14 @@ struct sock {
 
 static struct {
 	uv_loop_t *loop;
-	CURLM *multi;
+	CURLM *multi; /* once libcurl is loaded and set up */
+	bool lib_failed;
 	uv_timer_t timer;
 	bool ready;
 	struct hook hooks[KP_MAX_WEBHOOKS];
 } W;
+
+static const struct webd_curl *K; /* libcurl's calls, once loaded */
 
 static void start(struct hook *h);
 
@@ -80,7 +84,7 @@ static void poll_cb(uv_poll_t *p, int status, int events)
 	if (events & UV_WRITABLE)
 		flags |= CURL_CSELECT_OUT;
 	int running;
-	curl_multi_socket_action(W.multi, s->fd, flags, &running);
+	K->multi_socket_action(W.multi, s->fd, flags, &running);
 	check_done();
 }
 
@@ -93,7 +97,7 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 		if (s) {
 			uv_poll_stop(&s->poll);
 			uv_close((uv_handle_t *)&s->poll, sock_closed);
-			curl_multi_assign(W.multi, fd, NULL);
+			K->multi_assign(W.multi, fd, NULL);
 		}
 		return 0;
 	}
@@ -109,7 +113,7 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 			return -1;
 		}
 		s->poll.data = s;
-		curl_multi_assign(W.multi, fd, s);
+		K->multi_assign(W.multi, fd, s);
 	}
 	int ev = (what & CURL_POLL_IN ? UV_READABLE : 0) | (what & CURL_POLL_OUT ? UV_WRITABLE : 0);
 	int r = uv_poll_start(&s->poll, ev, poll_cb);
@@ -122,7 +126,7 @@ static void timeout_cb(uv_timer_t *t)
 {
 	(void)t;
 	int running;
-	curl_multi_socket_action(W.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	K->multi_socket_action(W.multi, CURL_SOCKET_TIMEOUT, 0, &running);
 	check_done();
 }
 
@@ -155,11 +159,11 @@ static void retry_cb(uv_timer_t *t)
 static void finished(struct hook *h, CURLcode res)
 {
 	long status = 0;
-	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
-	curl_multi_remove_handle(W.multi, h->easy);
-	curl_easy_cleanup(h->easy);
+	K->easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
+	K->multi_remove_handle(W.multi, h->easy);
+	K->easy_cleanup(h->easy);
 	h->easy = NULL;
-	curl_slist_free_all(h->headers);
+	K->slist_free_all(h->headers);
 	h->headers = NULL;
 	struct delivery *d = &h->q[h->head];
 	if (res == CURLE_OK && status >= 200 && status < 300) {
@@ -173,7 +177,7 @@ static void finished(struct hook *h, CURLcode res)
 	h->failures++;
 	if (res != CURLE_OK)
 		kp_warn("webhook %s: event %s, attempt %u: %s", h->conf.name, d->event_id, d->attempts,
-			curl_easy_strerror(res));
+			K->easy_strerror(res));
 	else
 		kp_warn("webhook %s: event %s, attempt %u: answered %ld", h->conf.name, d->event_id, d->attempts,
 			status);
@@ -201,11 +205,11 @@ static void check_done(void)
 {
 	CURLMsg *msg;
 	int left;
-	while ((msg = curl_multi_info_read(W.multi, &left))) {
+	while ((msg = K->multi_info_read(W.multi, &left))) {
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		struct hook *h = NULL;
-		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&h);
+		K->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&h);
 		if (h)
 			finished(h, msg->data.result);
 	}
@@ -240,37 +244,37 @@ static void start(struct hook *h)
 	d->attempts++;
 	char sig[128], id[100];
 	snprintf(id, sizeof id, "X-KeepPeek-Event: %s", d->event_id);
-	struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
-	struct curl_slist *t = hd ? curl_slist_append(hd, id) : NULL;
+	struct curl_slist *hd = K->slist_append(NULL, "Content-Type: application/json");
+	struct curl_slist *t = hd ? K->slist_append(hd, id) : NULL;
 	hd = t ? t : hd;
 	if (t && h->conf.secret[0]) {
-		t = sign(h->conf.secret, d->body, d->len, sig, sizeof sig) == 0 ? curl_slist_append(hd, sig) : NULL;
+		t = sign(h->conf.secret, d->body, d->len, sig, sizeof sig) == 0 ? K->slist_append(hd, sig) : NULL;
 		hd = t ? t : hd;
 	}
-	CURL *e = t ? curl_easy_init() : NULL;
+	CURL *e = t ? K->easy_init() : NULL;
 	if (!e) {
-		curl_slist_free_all(hd);
+		K->slist_free_all(hd);
 		kp_err("webhook %s: cannot prepare a request for event %s; dropped", h->conf.name, d->event_id);
 		h->dropped++;
 		pop(h);
 		return;
 	}
-	curl_easy_setopt(e, CURLOPT_URL, h->conf.url);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_POST, 1L);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, d->body);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)d->len);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hd);
-	curl_easy_setopt(e, CURLOPT_USERAGENT, "KeepPeek");
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)WH_TIMEOUT_MS);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-	curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)h);
+	K->easy_setopt(e, CURLOPT_URL, h->conf.url);
+	K->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	K->easy_setopt(e, CURLOPT_POST, 1L);
+	K->easy_setopt(e, CURLOPT_POSTFIELDS, d->body);
+	K->easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)d->len);
+	K->easy_setopt(e, CURLOPT_HTTPHEADER, hd);
+	K->easy_setopt(e, CURLOPT_USERAGENT, "KeepPeek");
+	K->easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)WH_TIMEOUT_MS);
+	K->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	K->easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+	K->easy_setopt(e, CURLOPT_PRIVATE, (char *)h);
 	h->easy = e;
 	h->headers = hd;
-	CURLMcode mc = curl_multi_add_handle(W.multi, e);
+	CURLMcode mc = K->multi_add_handle(W.multi, e);
 	if (mc != CURLM_OK) {
-		kp_err("webhook %s: cannot start a request: %s", h->conf.name, curl_multi_strerror(mc));
+		kp_err("webhook %s: cannot start a request: %s", h->conf.name, K->multi_strerror(mc));
 		finished(h, CURLE_FAILED_INIT);
 	}
 }
@@ -343,10 +347,10 @@ void webd_webhooks_on_event(const kp_EventRecord *e, const char *json, size_t le
 static void hook_clear(struct hook *h)
 {
 	if (h->easy) {
-		curl_multi_remove_handle(W.multi, h->easy);
-		curl_easy_cleanup(h->easy);
+		K->multi_remove_handle(W.multi, h->easy);
+		K->easy_cleanup(h->easy);
 		h->easy = NULL;
-		curl_slist_free_all(h->headers);
+		K->slist_free_all(h->headers);
 		h->headers = NULL;
 	}
 	uv_timer_stop(&h->retry);
@@ -359,17 +363,10 @@ static void hook_clear(struct hook *h)
 void webd_webhooks_init(uv_loop_t *loop)
 {
 	W.loop = loop;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		kp_err("webhook: libcurl cannot start; no webhooks");
+	if (uv_timer_init(loop, &W.timer) < 0) {
+		kp_err("webhook: cannot create the request timer; no webhooks");
 		return;
 	}
-	W.multi = curl_multi_init();
-	if (!W.multi || uv_timer_init(loop, &W.timer) < 0) {
-		kp_err("webhook: cannot set up libcurl on the loop; no webhooks");
-		return;
-	}
-	curl_multi_setopt(W.multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-	curl_multi_setopt(W.multi, CURLMOPT_TIMERFUNCTION, timer_cb);
 	for (unsigned i = 0; i < KP_MAX_WEBHOOKS; i++) {
 		if (uv_timer_init(loop, &W.hooks[i].retry) < 0) {
 			kp_err("webhook: cannot create a retry timer; no webhooks");
@@ -380,6 +377,36 @@ void webd_webhooks_init(uv_loop_t *loop)
 	W.ready = true;
 }
 
+/* libcurl loaded and its multi handle on the loop, at the first configured webhook; a
+ * failure is said once and leaves webhooks off. */
+static bool lib_up(void)
+{
+	if (W.multi)
+		return true;
+	if (W.lib_failed)
+		return false;
+	W.lib_failed = true;
+	char why[256] = "";
+	K = webd_curl(why, sizeof why);
+	if (!K) {
+		kp_err("webhook: libcurl cannot be loaded: %s; no webhooks", why);
+		return false;
+	}
+	if (K->global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		kp_err("webhook: libcurl cannot start; no webhooks");
+		return false;
+	}
+	W.multi = K->multi_init();
+	if (!W.multi) {
+		kp_err("webhook: cannot set up libcurl on the loop; no webhooks");
+		return false;
+	}
+	K->multi_setopt(W.multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+	K->multi_setopt(W.multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	W.lib_failed = false;
+	return true;
+}
+
 static bool same_conf(const kp_Webhook *a, const kp_Webhook *b)
 {
 	return !strcmp(a->name, b->name) && !strcmp(a->url, b->url) && !strcmp(a->cameras, b->cameras) &&
@@ -388,7 +415,7 @@ static bool same_conf(const kp_Webhook *a, const kp_Webhook *b)
 
 void webd_webhooks_configure(const kp_WorkerConfig *cfg)
 {
-	if (!W.ready)
+	if (!W.ready || (cfg->webhooks_count && !lib_up()))
 		return;
 	for (unsigned i = 0; i < KP_MAX_WEBHOOKS; i++) {
 		struct hook *h = &W.hooks[i];
@@ -416,7 +443,8 @@ void webd_webhooks_close(void)
 		uv_close((uv_handle_t *)&W.hooks[i].retry, NULL);
 	}
 	uv_close((uv_handle_t *)&W.timer, NULL);
-	curl_multi_cleanup(W.multi);
+	if (W.multi)
+		K->multi_cleanup(W.multi);
 	W.multi = NULL;
 	W.ready = false;
 }

@@ -6,7 +6,9 @@
    connections in a loop from before keeppeekd is exec'd until webd answers: no connection is
    ever refused (ECONNREFUSED). webd is then killed with SIGKILL and the client loops again
    until the new webd answers: still none refused (keeppeekd keeps the socket across webd's restart).
-2. webd and recorderd start first; ingestd and rtcd are started once both run (log order).
+2. webd and recorderd start first; ingestd and rtcd are started once both run and are linked
+   (log order: after keeppeekd's "ready" line). webd, without a webhook, maps no libcurl
+   (it is loaded at the first webhook, test_webhooks).
 3. ingestd, with only a Baichuan camera configured, maps no FFmpeg library; a camera test of an
    rtsp:// URL then loads its module (keeppeek-ingestd-libav.so, with libavformat) in the
    confined ingestd, which answers the test and does not restart."""
@@ -104,6 +106,11 @@ def test(make):
     first = max(at("webd running"), at("recorderd running"))
     check(first < at("ingestd started") and first < at("rtcd started"),
           "ingestd and rtcd are started after webd and recorderd run")
+    linked = at("ready: webd and recorderd running and linked")
+    check(linked < at("ingestd started") and linked < at("rtcd started"),
+          "ingestd and rtcd are started once webd and recorderd are linked")
+    with open(f"/proc/{st['webd']['pid']}/maps") as f:
+        check("libcurl" not in f.read(), "webd without a webhook maps no libcurl")
 
     # 1b. webd restarts behind the same socket.
     k.expect_restarts("webd")
