@@ -59,7 +59,10 @@ def test(make):
     check(got["revision"] == 3 and got["labels"][0]["name"] == "car" and not got["has_jpeg"],
           f"revision 3 replaced revision 1 entirely: {got}")
     st, h, b = kp.http("GET", "/api/v1/events/det-1/snapshot", None, E.auth(tok))
-    check(st == 404, f"revision 3 has no JPEG: snapshot 404 ({st})")
+    # Revision 3 has no JPEG of its own: its snapshot is made from the linked main keyframe
+    # (issue 20, decision 0021), never revision 1's JPEG.
+    check(st == 200 and b[:2] == b"\xff\xd8" and b != jpeg,
+          f"revision 3 has no JPEG: its snapshot is made from the keyframe, not revision 1's ({st})")
 
     # Multipart and protobuf.
     st, h, b = E.publish_multipart(kp, tok, E.event("mp-1", 1, start_ms=now - 1000), jpeg)
