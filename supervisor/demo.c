@@ -21,7 +21,7 @@
 struct demo_camera {
 	struct supervisor *s;
 	const char *name;
-	char args[16][4096];
+	char args[18][4096];
 	uv_process_t handle;
 	uv_timer_t timer;
 	bool running;
@@ -111,9 +111,9 @@ static void on_exit_cb(uv_process_t *h, int64_t status, int sig)
 
 static void spawn(struct demo_camera *d)
 {
-	char *argv[17];
+	char *argv[19];
 	int n = 0;
-	for (; n < 16 && d->args[n][0]; n++)
+	for (; n < 18 && d->args[n][0]; n++)
 		argv[n] = d->args[n];
 	argv[n] = NULL;
 	uv_stdio_container_t stdio[3] = {
@@ -155,6 +155,8 @@ void demo_start(struct supervisor *s)
 	static const char *const codecs[DEMO_CAMERAS] = {"h264", "h265"};
 	static const char *const names[DEMO_CAMERAS] = {"demo-baichuan", "demo-rtsp"};
 	static const char *const port_opts[DEMO_CAMERAS] = {"--baichuan-port", "--rtsp-port"};
+	/* Sound as each kind of camera sends it: Reolink's DVI-4 ADPCM, AAC over RTSP. */
+	static const char *const audio[DEMO_CAMERAS] = {"audio_adpcm.wav", "audio.aac"};
 	for (int i = 0; i < DEMO_CAMERAS; i++) {
 		struct demo_camera *d = &demo[i];
 		d->s = s;
@@ -171,6 +173,8 @@ void demo_start(struct supervisor *s)
 		snprintf(d->args[a++], sizeof d->args[0], "%s", password);
 		snprintf(d->args[a++], sizeof d->args[0], "--encryption");
 		snprintf(d->args[a++], sizeof d->args[0], "aes");
+		snprintf(d->args[a++], sizeof d->args[0], "--audio");
+		snprintf(d->args[a++], sizeof d->args[0], "%s/%s", fixtures, audio[i]);
 		snprintf(d->args[a++], sizeof d->args[0], "--motion-interval");
 		snprintf(d->args[a++], sizeof d->args[0], "30");
 		snprintf(d->args[a++], sizeof d->args[0], "--parent");
