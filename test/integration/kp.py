@@ -306,6 +306,16 @@ def free_udp_port():
         return s.getsockname()[1]
 
 
+def metric(kp, token, name):
+    """The value of one series on /metrics (exact name with its labels), None when absent."""
+    st, _, body = kp.http("GET", "/metrics", headers={"Authorization": "Bearer " + token})
+    check(st == 200, f"/metrics answers 200 (got {st})")
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
 def cameras(kp):
     rc, out, err = kp.ctl("cameras", "--json")
     if rc != 0:

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 import kp_events as E
-from kp import check, free_port, run, wait_for
+from kp import check, free_port, metric, run, wait_for
 from test_mqtt import Broker, Sub, SUBS
 
 CONFIG = """[keeppeek]
@@ -55,14 +55,6 @@ def make_server(work, ca_key, ca_crt):
     openssl("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial", "-days", "2",
             "-extfile", ext, "-out", crt)
     return key, crt
-
-
-def metric(kp, tok, name):
-    st, h, body = kp.http("GET", "/metrics", None, E.auth(tok))
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def test(make):

@@ -18,7 +18,7 @@ import signal
 import time
 
 import kp_rtc
-from kp import FIXTURES, WORKERS, TestCamera, cameras, check, run, wait_for
+from kp import FIXTURES, WORKERS, TestCamera, cameras, check, metric, run, wait_for
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -29,14 +29,6 @@ listen = 127.0.0.1:{port}
 udp_ports = 45000-45499
 """
 TONE_PEAK = 1000  # s16: the fixtures' tones peak near 4096 (1/8 full scale); silence is 0
-
-
-def metric(kp, token, name):
-    st, _, body = kp.http("GET", "/metrics", headers={"Authorization": "Bearer " + token})
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def section(sdp, kind):

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 import kp_ws
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import TestCamera, cameras, check, metric, run, wait_for
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -71,15 +71,6 @@ def replies(ws, sids, deadline):
         if m.get("sid") in sids and m["type"] in ("answer", "error") and m["sid"] not in got:
             got[m["sid"]] = m
     return got
-
-
-def metric(kp, token, name):
-    st, _, body = kp.http("GET", "/metrics", headers={"Authorization": "Bearer " + token})
-    check(st == 200, f"/metrics answers 200 (got {st})")
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def rss_kib(pid):

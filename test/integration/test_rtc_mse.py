@@ -16,7 +16,7 @@ import tempfile
 import time
 
 import kp_ws
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import TestCamera, cameras, check, metric, run, wait_for
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -24,15 +24,6 @@ run_dir = {dir}/run
 [web]
 listen = 127.0.0.1:{port}
 """
-
-
-def metric(kp, token, name):
-    st, _, body = kp.http("GET", "/metrics", headers={"Authorization": "Bearer " + token})
-    check(st == 200, f"/metrics answers 200 (got {st})")
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def collect(ws, sid, seconds):

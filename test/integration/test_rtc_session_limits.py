@@ -18,7 +18,7 @@ import re
 import sys
 import time
 
-from kp import check, run, wait_for
+from kp import check, metric, run, wait_for
 from kp_rtc import Signaling, Viewer, close_all, with_two_cameras
 
 CONFIG = """[keeppeek]
@@ -39,14 +39,6 @@ def limit(name):
 
 PER_SESSION = limit("KP_RTC_CURSORS_PER_SESSION")
 STACK = limit("KP_RTC_THREAD_STACK")
-
-
-def metric(kp, token, name):
-    st, _, body = kp.http("GET", "/metrics", headers={"Authorization": "Bearer " + token})
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def stacks(pid):

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 import kp_ws
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import TestCamera, cameras, check, metric, run, wait_for
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -58,15 +58,6 @@ def offer(ws, sid, camera="cam", sdp=None, stream="main"):
     ws.send_text(json.dumps({"type": "offer", "sid": sid, "sdp": sdp or offer_sdp(), "camera": camera,
                              "stream": stream, "mode": "live"}))
     return reply(ws, sid)
-
-
-def metric(kp, token, name):
-    st, _, body = kp.http("GET", "/metrics", headers={"Authorization": "Bearer " + token})
-    check(st == 200, f"/metrics answers 200 (got {st})")
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def test(make):

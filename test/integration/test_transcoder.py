@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 
-from kp import BUILD, WORKERS, check, proc_status, run, wait_for
+from kp import BUILD, WORKERS, check, metric, proc_status, run, wait_for
 from kp_rtc import Signaling, Viewer, close_all, with_two_cameras
 
 CONFIG = """[keeppeek]
@@ -49,14 +49,6 @@ AS_BYTES = limit("KP_TRANSCODER_AS")
 def sanitized():
     with open(os.path.join(BUILD, "meson-info", "intro-buildoptions.json")) as f:
         return any(o["name"] == "b_sanitize" and o["value"] != "none" for o in json.load(f))
-
-
-def metric(kp, token, name):
-    st, _, body = kp.http("GET", "/metrics", headers={"Authorization": "Bearer " + token})
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def maps_libav(pid):

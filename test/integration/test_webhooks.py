@@ -17,7 +17,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import kp_events as E
-from kp import check, free_port, run, wait_for
+from kp import check, free_port, metric, run, wait_for
 
 SECRET = "s3cr3t-hook-key"
 
@@ -67,14 +67,6 @@ class Receiver:
 
     def stop(self):
         self.server.shutdown()
-
-
-def metric(kp, tok, name):
-    st, h, body = kp.http("GET", "/metrics", None, E.auth(tok))
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def test(make):
