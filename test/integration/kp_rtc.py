@@ -184,6 +184,33 @@ def with_two_cameras(make, config, prefix, scenario):
         hevc.kill()
 
 
+def section(sdp, kind):
+    """The lines of the first m-line of kind, from its m= line to the next."""
+    out, inside = [], False
+    for line in sdp.splitlines():
+        if line.startswith("m="):
+            inside = line.startswith(f"m={kind} ")
+        if inside:
+            out.append(line)
+    return out
+
+
+async def audio_grows(v, within=3.0):
+    before = v.audio_frames
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        await asyncio.sleep(0.1)
+        if v.audio_frames > before + 5:
+            return True
+    return False
+
+
+async def control(sig, sid, **kw):
+    sig.send({"type": "control", "sid": sid, **kw})
+    m = await sig.next(sid, ("state", "error"))
+    check(m["type"] == "state", f"control {kw} answered {m}")
+
+
 async def close_all():
     for o in OPEN:
         await o.close()

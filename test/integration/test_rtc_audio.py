@@ -27,6 +27,7 @@ import tempfile
 import time
 
 import kp_rtc
+from kp_rtc import audio_grows, control, section
 from kp import FIXTURES, TestCamera, cameras, check, free_port, run, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -42,15 +43,6 @@ udp_ports = 44000-44499
 TONE_PEAK = 1000  # s16 samples: the tone peaks near 4096 (ffmpeg's sine at 1/8 full scale); silence is 0
 
 
-def section(sdp, kind):
-    """The lines of the first m-line of kind, from its m= line to the next."""
-    out, inside = [], False
-    for line in sdp.splitlines():
-        if line.startswith("m="):
-            inside = line.startswith(f"m={kind} ")
-        if inside:
-            out.append(line)
-    return out
 
 
 def sps_profile_level_id(path):
@@ -68,14 +60,6 @@ def offered_fb(offer, pt):
             if line.startswith(f"a=rtcp-fb:{pt} ") or line.startswith("a=rtcp-fb:* ")}
 
 
-async def audio_grows(v, within=3.0):
-    before = v.audio_frames
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        await asyncio.sleep(0.1)
-        if v.audio_frames > before + 5:
-            return True
-    return False
 
 
 async def audio_still(v, settle=1.0, quiet=1.5):
@@ -93,10 +77,6 @@ async def error_for(sig, sid):
         check(False, f"an error naming sid {sid!r} within 5 s")
 
 
-async def control(sig, sid, **kw):
-    sig.send({"type": "control", "sid": sid, **kw})
-    m = await sig.next(sid, ("state", "error"))
-    check(m["type"] == "state", f"control {kw} answered {m}")
 
 
 async def scenario(kp, token, t0):

@@ -18,6 +18,7 @@ import signal
 import time
 
 import kp_rtc
+from kp_rtc import audio_grows, control, section
 from kp import FIXTURES, WORKERS, TestCamera, cameras, check, metric, run, wait_for
 
 CONFIG = """[keeppeek]
@@ -31,24 +32,8 @@ udp_ports = 45000-45499
 TONE_PEAK = 1000  # s16: the fixtures' tones peak near 4096 (1/8 full scale); silence is 0
 
 
-def section(sdp, kind):
-    out, inside = [], False
-    for line in sdp.splitlines():
-        if line.startswith("m="):
-            inside = line.startswith(f"m={kind} ")
-        if inside:
-            out.append(line)
-    return out
 
 
-async def audio_grows(v, within):
-    before = v.audio_frames
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        await asyncio.sleep(0.1)
-        if v.audio_frames > before + 5:
-            return True
-    return False
 
 
 async def heard(v, what, within=10):
@@ -58,10 +43,6 @@ async def heard(v, what, within=10):
     check(v.audio_peak > TONE_PEAK, f"{what}: the camera's tone, not silence (peak {v.audio_peak})")
 
 
-async def control(sig, sid, **kw):
-    sig.send({"type": "control", "sid": sid, **kw})
-    m = await sig.next(sid, ("state", "error"))
-    check(m["type"] == "state", f"control {kw} answered {m}")
 
 
 async def scenario(kp, token, admin, t0):
