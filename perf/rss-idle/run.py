@@ -91,22 +91,6 @@ def smaps_by_family(pid):
     return fam, len(sos)
 
 
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return "?"
-
-
 def threads(pid):
     try:
         return len(os.listdir(f"/proc/{pid}/task"))
@@ -134,17 +118,17 @@ def one_demo(keeppeekd, label, rnd, a, out, failures):
                           f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, cwd=d, start_new_session=True)
     try:
         time.sleep(a.settle)
-        pids0 = {comm(c): c for c in children(p.pid)}
+        pids0 = {pc.comm(c): c for c in pc.children(p.pid)}
         bytes0 = tree_bytes(os.path.join(d, "data"))
         for _ in range(a.samples):
-            procs = [("keeppeekd", p.pid)] + sorted((comm(c), c) for c in children(p.pid))
+            procs = [("keeppeekd", p.pid)] + sorted((pc.comm(c), c) for c in pc.children(p.pid))
             for name, pid in procs:
                 m = smaps_rollup(pid)
                 if m:
                     out["samples"].setdefault(name, []).append(m)
             time.sleep(0.5)
         bytes1 = tree_bytes(os.path.join(d, "data"))
-        pids1 = {comm(c): c for c in children(p.pid)}
+        pids1 = {pc.comm(c): c for c in pc.children(p.pid)}
         for w in WORKERS:
             if w not in pids0 or pids0.get(w) != pids1.get(w):
                 failures.append(f"{label} round {rnd}: {w} missing or restarted ({pids0.get(w)} -> {pids1.get(w)})")

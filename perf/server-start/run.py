@@ -117,27 +117,11 @@ def smaps(pid):
     return out
 
 
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return "?"
-
-
 def sample_tree(root, report_slot):
     """10 samples 0.5 s apart of RSS/PSS of root and its children, by program name."""
     procs = {}
-    for c in children(root):
-        procs.setdefault(comm(c), []).append(c)
+    for c in pc.children(root):
+        procs.setdefault(pc.comm(c), []).append(c)
     samples = {}
     for _ in range(10):
         for name, pids in [("keeppeekd", [root])] + sorted(procs.items()):
