@@ -14,12 +14,14 @@ sends it again.
 
     ms = handshake_ms(sig_ws, sid, camera)    # ClientHello to rtcd's first DTLS record
 """
+import inspect
 import json
 import os
 import socket
 import time
 
 from aioice import stun
+from aiortc import rtcdtlstransport
 from aiortc.rtcdtlstransport import RTCCertificate
 from OpenSSL import SSL
 
@@ -51,6 +53,14 @@ def _answer_candidate(sdp):
         if line.startswith("a=candidate:") and f[4] == "127.0.0.1":
             return ("127.0.0.1", int(f[5]))
     return None
+
+
+def _ssl_context(cert):
+    """aiortc's DTLS context: Debian 12's aiortc (1.3) takes no argument, Debian 13's (1.9)
+    wants the SRTP profiles to offer."""
+    if "srtp_profiles" in inspect.signature(cert._create_ssl_context).parameters:
+        return cert._create_ssl_context(srtp_profiles=rtcdtlstransport.SRTP_PROFILES)
+    return cert._create_ssl_context()
 
 
 def handshake_ms(ws, sid, camera, timeout=3.0):
@@ -98,7 +108,7 @@ def handshake_ms(ws, sid, camera, timeout=3.0):
         check(nominated, "rtcd's libnice answered the nomination")
 
         # ClientHello at once.
-        ctx = cert._create_ssl_context()
+        ctx = _ssl_context(cert)
         conn = SSL.Connection(ctx)
         conn.set_connect_state()
         try:
