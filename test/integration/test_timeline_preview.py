@@ -120,6 +120,8 @@ def test(make):
         for q in ("t=-5", "t=99999999999999999999", "t=abc", "t=", "t=12x", "", f"t={t}&stream=third"):
             s, _, b = get(f"/api/v1/cameras/front/thumbnail?{q}")
             check(s == 400 and json.loads(b).get("code") == "bad_parameter", f"?{q}: 400 ({s} {b[:200]!r})")
+        s, _, b = get(f"/api/v1/cameras/a.b/thumbnail?t={t}")
+        check(s == 400 and json.loads(b).get("code") == "bad_camera", f"a camera name with a dot: 400 ({s})")
         for path in ("/api/v1/cameras/front/snapshot?t=1", "/api/v1/cameras/front", "/api/v1/cameras/a%2Fb/thumbnail"):
             s, _, b = get(path)
             check(s in (400, 404), f"{path}: refused ({s} {b[:120]!r})")
