@@ -133,7 +133,7 @@ export function createPreview(root, { horizontal, url }) {
 		want = null;
 		clearTimeout(timer);
 		timer = 0;
-		if (box)
+		if (box && !box.hidden)
 			box.hidden = true;
 	}
 

@@ -291,11 +291,24 @@ export function createTimeline(root, opts) {
 		setView(from + deltaMs, to + deltaMs, gesture);
 	}
 
-	// The time at p when a recorded range covers it (else null), for onHover.
+	// The time at p when a recorded range covers it, for onHover; null (once) when none.
+	let hovering = false;
 	function hover(p) {
 		const ms = msAt(p);
 		const i = lowerBound(segs, ms, segEnd);
-		onHover(i < segs.length && segs[i][0] <= ms && ms < segs[i][1] ? { ms, p, size } : null);
+		if (i < segs.length && segs[i][0] <= ms && ms < segs[i][1]) {
+			hovering = true;
+			onHover({ ms, p, size });
+		} else {
+			unhover();
+		}
+	}
+
+	function unhover() {
+		if (hovering) {
+			hovering = false;
+			onHover(null);
+		}
 	}
 
 	function seek(ms) {
@@ -342,7 +355,7 @@ export function createTimeline(root, opts) {
 			placePlayhead();
 			hover(px(playhead));
 		} else if (gesture.kind === 'pinch' && pointers.size === 2) {
-			onHover(null);
+			unhover();
 			const [a, b] = [...pointers.values()];
 			const span = ((gesture.to - gesture.from) * gesture.dist) / (Math.abs(a - b) || 1);
 			const r = (gesture.mid - gesture.from) / (gesture.to - gesture.from);
@@ -352,7 +365,7 @@ export function createTimeline(root, opts) {
 				return;
 			gesture.kind = 'pan';
 			follow = false;
-			onHover(null);
+			unhover();
 			const d = ((gesture.start - p) / size) * (gesture.to - gesture.from);
 			setView(gesture.from + d, gesture.to + d, true);
 		}
@@ -363,7 +376,7 @@ export function createTimeline(root, opts) {
 		const g = gesture;
 		gesture = pointers.size ? { kind: 'pinch-end' } : null;
 		if (g.kind === 'playhead') {
-			onHover(null);
+			unhover();
 			seek(playhead);
 		} else if (g.kind === 'press' && e.type === 'pointerup') {
 			activate(g.target, axis(e));
@@ -373,7 +386,7 @@ export function createTimeline(root, opts) {
 	root.addEventListener('pointercancel', release);
 	root.addEventListener('pointerleave', (e) => {
 		if (e.pointerType === 'mouse' && !pointers.size)
-			onHover(null);
+			unhover();
 	});
 
 	function activate(target, p) {
