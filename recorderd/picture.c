@@ -250,7 +250,7 @@ void rec_picture_at(struct cat *cat, int data_dirfd, kp_Peer from, const kp_Pict
 		return;
 	}
 	if (r == -ENODEV) {
-		rec_reply_error(from, q->id, kp_CatalogResult_CATALOG_NOT_FOUND, "unknown_camera",
+		rec_reply_error(from, q->id, kp_CatalogResult_CATALOG_NOT_FOUND, "not_found",
 				"no camera %s was ever recorded", q->camera);
 		return;
 	}

@@ -6,7 +6,7 @@ Keyframe-Time and Keyframe-Until, and cached by keyframe:
   filter) the first frame ffmpeg decodes from an export starting at that keyframe;
 - another time in the same GOP is served from the cache, not made again;
 - a time no recording covers is a 404 "no_recording", an unknown camera a 404
-  "unknown_camera"; t negative, past int64, not a number or missing is a 400;
+  "not_found"; t negative, past int64, not a number or missing is a 400;
 - 1,000 requests in a row over the recorded span are all JPEGs, each keyframe made once,
   the cache within its bound (keeppeek_recorderd_picture_cache_bytes);
 - a delete of a recording and of an event drops their pictures from the cache at once
@@ -116,7 +116,7 @@ def test(make):
 
         for path, code in ((f"/api/v1/cameras/front/thumbnail?t={t_from - 3600000}", "no_recording"),
                            ("/api/v1/cameras/front/thumbnail?t=1000", "no_recording"),
-                           (f"/api/v1/cameras/nosuch/thumbnail?t={t}", "unknown_camera")):
+                           (f"/api/v1/cameras/nosuch/thumbnail?t={t}", "not_found")):
             s, _, b = get(path)
             check(s == 404 and json.loads(b).get("code") == code, f"{path}: 404 {code} ({s} {b[:200]!r})")
         for q in ("t=-5", "t=99999999999999999999", "t=abc", "t=", "t=12x", "", f"t={t}&stream=third"):
