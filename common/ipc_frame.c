@@ -82,6 +82,7 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_event_publish_tag, WEBD, REC},
     {kp_Envelope_event_search_tag, SUP | WEBD, REC},
     {kp_Envelope_event_get_tag, WEBD, REC},
+    {kp_Envelope_picture_query_tag, WEBD, REC},
     {kp_Envelope_delete_request_tag, WEBD, REC},
     {kp_Envelope_event_committed_tag, REC, WEBD},
     {kp_Envelope_media_open_tag, WEBD | RTCD, REC},

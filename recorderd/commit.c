@@ -39,6 +39,7 @@ struct rec_committer {
 	int urgent;                        /* jobs wait: commit now */
 	void (*on_done)(void *arg);
 	void *done_arg;
+	void (*on_removed)(void);
 	struct rec_commit_stats stats; /* under lock */
 };
 
@@ -185,11 +186,22 @@ static int commit_running(struct rec_committer *c)
 	return 0;
 }
 
+static void removed(struct rec_committer *c)
+{
+	pthread_mutex_lock(&c->lock);
+	void (*fn)(void) = c->on_removed;
+	pthread_mutex_unlock(&c->lock);
+	if (fn)
+		fn();
+}
+
 /* Returns how many recordings were deleted. */
 static unsigned retention(struct rec_committer *c, const struct rec_retention_policy *p)
 {
 	struct rec_retention_result r;
 	rec_retention_run(c->cat, c->data_dirfd, p, &r);
+	if (r.deleted || r.events_deleted)
+		removed(c);
 	if (r.deleted)
 		kp_info("retention: deleted %u recordings (%llu bytes)", r.deleted, (unsigned long long)r.bytes);
 	if (r.events_deleted)
@@ -274,6 +286,11 @@ static void *run(void *arg)
 		int committed = commit_running(c);
 		if (jobs)
 			rec_jobs_run(c->cat, c->data_dirfd, jobs);
+		for (struct rec_job *j = jobs; j; j = j->next)
+			if (j->kind == REC_JOB_DELETE && j->state == REC_JOB_DONE) {
+				removed(c);
+				break;
+			}
 		if (committed || jobs)
 			account(c, kp_mono_us() - t0, jobs);
 		if (due && !c->failures)
@@ -384,6 +401,13 @@ void rec_commit_on_done(struct rec_committer *c, void (*fn)(void *arg), void *ar
 	pthread_mutex_lock(&c->lock);
 	c->on_done = fn;
 	c->done_arg = arg;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void rec_commit_on_removed(struct rec_committer *c, void (*fn)(void))
+{
+	pthread_mutex_lock(&c->lock);
+	c->on_removed = fn;
 	pthread_mutex_unlock(&c->lock);
 }
 

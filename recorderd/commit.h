@@ -56,6 +56,9 @@ void rec_commit_retention(struct rec_committer *c, const struct rec_retention_po
 void rec_commit_job(struct rec_committer *c, struct rec_job *j);
 /* fn runs on the commit thread whenever finished jobs wait (it should wake the loop). */
 void rec_commit_on_done(struct rec_committer *c, void (*fn)(void *arg), void *arg);
+/* fn runs on the commit thread after retention or a delete job removed recordings or
+ * events (the picture cache drops theirs); NULL stops it. */
+void rec_commit_on_removed(struct rec_committer *c, void (*fn)(void));
 /* The finished jobs, in order (a list the caller frees with rec_job_free). */
 struct rec_job *rec_commit_take_done(struct rec_committer *c);
 /* Latency of each commit pass (media sync + transaction, jobs included). */

@@ -10,34 +10,39 @@
 #include "catalog_keys.h"
 
 /* Whether ms lies in the keyframe's fragment or in the fragments without a keyframe that
- * continue its GOP (a GOP too long for one fragment). */
-static int covers(struct cat_txn *t, const struct cat_keyframe *kf, int64_t ms)
+ * continue its GOP (a GOP too long for one fragment); *until_ms is where the GOP's
+ * fragments end. */
+static int covers(struct cat_txn *t, const struct cat_keyframe *kf, int64_t ms, int64_t *until_ms)
 {
 	struct cat_fragment f;
+	int found = 0;
 	for (uint32_t seq = kf->seq;; seq++) {
 		int r = cat_get_fragment(t, kf->recording_id, seq, &f);
+		if (r == -ENOENT && found)
+			return 0;
 		if (r < 0)
 			return r;
 		if (seq != kf->seq && f.keyframe_length)
-			return -ENOENT;
-		if (ms >= f.start_ms && ms < f.end_ms)
-			return 0;
+			return found ? 0 : -ENOENT;
+		found |= ms >= f.start_ms && ms < f.end_ms;
+		*until_ms = f.end_ms;
 	}
 }
 
 static int find(struct cat_txn *t, uint32_t stream_id, int64_t ms, struct rec_keyframe *ret)
 {
-	int64_t kms;
+	int64_t kms, until = 0;
 	struct cat_keyframe kf;
 	int r = cat_keyframe_at(t, stream_id, ms, &kms, &kf);
 	if (r == 0)
-		r = covers(t, &kf, ms);
+		r = covers(t, &kf, ms, &until);
 	struct cat_recording rec;
 	if (r == 0)
 		r = cat_get_recording(t, kf.recording_id, &rec);
 	if (r < 0)
 		return r;
 	*ret = (struct rec_keyframe){.ms = kms,
+				     .until_ms = until,
 				     .recording_id = kf.recording_id,
 				     .seq = kf.seq,
 				     .codec = rec.codec,

@@ -13,7 +13,8 @@
 #include "catalog.h"
 
 struct rec_keyframe {
-	int64_t ms; /* the keyframe's time */
+	int64_t ms;       /* the keyframe's time */
+	int64_t until_ms; /* the end of its GOP as recorded so far (of its fragments without a keyframe) */
 	uint64_t recording_id;
 	uint32_t seq;
 	uint32_t codec; /* enum kp_codec */

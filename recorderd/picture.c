@@ -1,12 +1,15 @@
-/* Event pictures through the transcoder and their cache (see picture.h). */
+/* Event and timeline pictures through the transcoder, and their cache (see picture.h). */
 #include "picture.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog_events.h"
+#include "catalog_keys.h"
 #include "h26x.h"
 #include "keyframe.h"
 #include "kp_time.h"
@@ -21,9 +24,10 @@ struct pending {
 	uint32_t job;
 	kp_Peer from;
 	uint32_t query_id;
-	char id[CAT_EVENT_ID_MAX + 1];
-	uint32_t revision;
-	int thumb;
+	char name[96]; /* "event ID thumbnail", "CAM/sub at MS": for logs and the job */
+	struct rec_pkey key;
+	int thumb, at; /* cached; a PictureQuery's (answered with its span) */
+	int64_t span_from_ms, span_to_ms;
 	uint32_t codec;
 	uint8_t *keyframe; /* Annex-B, until the job is done */
 	size_t len;
@@ -32,7 +36,10 @@ struct pending {
 
 static struct {
 	struct kp_worker *w;
+	struct cat *cat;
 	uv_timer_t timer;
+	uv_async_t removed;
+	atomic_int removed_on; /* removed is initialized: other threads may send to it */
 	int timer_on, link_up;
 	uint32_t next_job, demand;
 	struct pending p[REC_PICTURE_PENDING];
@@ -83,7 +90,7 @@ static void send_job(struct pending *p)
 	kp_TranscodeOpen *o = &env.msg.transcode_open;
 	o->job = p->job;
 	o->kind = kp_TranscodeKind_TRANSCODE_PICTURE;
-	snprintf(o->name, sizeof o->name, "event %.40s %s", p->id, p->thumb ? "thumbnail" : "snapshot");
+	snprintf(o->name, sizeof o->name, "%s", p->name);
 	o->width = p->thumb ? THUMB_WIDTH : 0;
 	o->codec = p->codec;
 	int r = rec_reply_envelope(kp_Peer_PEER_TRANSCODER, &env, NULL, 0);
@@ -95,8 +102,8 @@ static void send_job(struct pending *p)
 		r = kp_worker_send_peer(P.w, kp_Peer_PEER_TRANSCODER, &env, p->keyframe, p->len);
 	}
 	if (r < 0)
-		kp_warn("picture of event %s: sending its keyframe to the transcoder failed: %s; retried at relink",
-			p->id, strerror(-r));
+		kp_warn("picture of %s: sending its keyframe to the transcoder failed: %s; retried at relink", p->name,
+			strerror(-r));
 	else
 		p->sent = 1;
 }
@@ -115,7 +122,7 @@ static void on_tick(uv_timer_t *t)
 			continue;
 		}
 		P.timeouts++;
-		kp_warn("picture of event %s: the transcoder did not answer within %d ms", p->id, REC_PICTURE_WAIT_MS);
+		kp_warn("picture of %s: the transcoder did not answer within %d ms", p->name, REC_PICTURE_WAIT_MS);
 		rec_reply_error(p->from, p->query_id, kp_CatalogResult_CATALOG_UNAVAILABLE, "transcoder_unavailable",
 				"the transcoder did not make the picture within %d ms", REC_PICTURE_WAIT_MS);
 		done(p);
@@ -126,60 +133,39 @@ static void on_tick(uv_timer_t *t)
 	}
 }
 
-void rec_picture_ask(struct cat *cat, int data_dirfd, kp_Peer from, const kp_EventGet *g, uint32_t revision)
+static struct pending *free_slot(kp_Peer from, uint32_t query_id)
 {
-	int thumb = g->part == kp_EventPart_EVENT_PART_THUMBNAIL;
-	size_t len;
-	const uint8_t *jpeg = thumb ? rec_pcache_get(&P.cache, g->event_id, revision, &len) : NULL;
-	if (jpeg) {
-		P.hits++;
-		rec_reply(from, g->id, kp_CatalogBody_CATALOG_BODY_JPEG, jpeg, len);
-		return;
-	}
-	struct pending *p = NULL;
-	for (unsigned i = 0; i < REC_PICTURE_PENDING && !p; i++)
+	for (unsigned i = 0; i < REC_PICTURE_PENDING && P.w; i++)
 		if (!P.p[i].used)
-			p = &P.p[i];
-	if (!p || !P.w) {
-		P.busy++;
-		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "busy",
-				"%d pictures wait for the transcoder; retry shortly", REC_PICTURE_PENDING);
-		return;
-	}
-	struct rec_keyframe k;
-	int r = rec_keyframe_find_event(cat, g->event_id, thumb ? 1 : 0, &k);
-	if (r == -ENOENT && thumb)
-		r = rec_keyframe_find_event(cat, g->event_id, 0, &k); /* no sub stream recorded */
-	if (r == -ENOENT) {
-		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_NOT_FOUND, "not_found",
-				"event %s has no JPEG and no recorded keyframe", g->event_id);
-		return;
-	}
-	uint8_t *buf = r == 0 ? malloc(k.length ? k.length : 1) : NULL;
-	if (r == 0 && !buf)
-		r = -ENOMEM;
+			return &P.p[i];
+	P.busy++;
+	rec_reply_error(from, query_id, kp_CatalogResult_CATALOG_UNAVAILABLE, "busy",
+			"%d pictures wait for the transcoder; retry shortly", REC_PICTURE_PENDING);
+	return NULL;
+}
+
+/* Reads k's keyframe into p (filled but for the job) and sends its job; answers the
+ * asker when the keyframe cannot be read. */
+static void start(struct pending *p, int data_dirfd, const struct rec_keyframe *k)
+{
+	uint8_t *buf = malloc(k->length ? k->length : 1);
+	int r = buf ? rec_keyframe_read(data_dirfd, k, buf) : -ENOMEM;
 	if (r == 0)
-		r = rec_keyframe_read(data_dirfd, &k, buf);
-	if (r == 0)
-		r = h26x_sample_to_annexb(buf, k.length);
+		r = h26x_sample_to_annexb(buf, k->length);
 	if (r < 0) {
 		free(buf);
-		kp_err("%s: reading the keyframe of event %s failed: %s", k.path, g->event_id, strerror(-r));
-		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error",
+		kp_err("%s: reading the keyframe of %s failed: %s", k->path, p->name, strerror(-r));
+		rec_reply_error(p->from, p->query_id, kp_CatalogResult_CATALOG_FAILED, "catalog_error",
 				"reading the keyframe failed: %s", strerror(-r));
+		memset(p, 0, sizeof *p);
 		return;
 	}
-	*p = (struct pending){.used = 1,
-			      .job = ++P.next_job,
-			      .from = from,
-			      .query_id = g->id,
-			      .revision = revision,
-			      .thumb = thumb,
-			      .codec = k.codec,
-			      .keyframe = buf,
-			      .len = k.length,
-			      .deadline_ms = (int64_t)kp_mono_ms() + REC_PICTURE_WAIT_MS};
-	snprintf(p->id, sizeof p->id, "%s", g->event_id);
+	p->used = 1;
+	p->job = ++P.next_job;
+	p->codec = k->codec;
+	p->keyframe = buf;
+	p->len = k->length;
+	p->deadline_ms = (int64_t)kp_mono_ms() + REC_PICTURE_WAIT_MS;
 	demand();
 	if (P.link_up)
 		send_job(p);
@@ -191,6 +177,118 @@ void rec_picture_ask(struct cat *cat, int data_dirfd, kp_Peer from, const kp_Eve
 		uv_timer_start(&P.timer, on_tick, 1000, 1000);
 		P.timer_on = 1;
 	}
+}
+
+void rec_picture_ask(struct cat *cat, int data_dirfd, kp_Peer from, const kp_EventGet *g, uint32_t revision)
+{
+	int thumb = g->part == kp_EventPart_EVENT_PART_THUMBNAIL;
+	struct rec_pkey key = {.revision = revision};
+	snprintf(key.id, sizeof key.id, "%s", g->event_id);
+	size_t len;
+	const uint8_t *jpeg = thumb ? rec_pcache_get(&P.cache, &key, &len) : NULL;
+	if (jpeg) {
+		P.hits++;
+		rec_reply(from, g->id, kp_CatalogBody_CATALOG_BODY_JPEG, jpeg, len);
+		return;
+	}
+	struct pending *p = free_slot(from, g->id);
+	if (!p)
+		return;
+	struct rec_keyframe k;
+	int r = rec_keyframe_find_event(cat, g->event_id, thumb ? 1 : 0, &k);
+	if (r == -ENOENT && thumb)
+		r = rec_keyframe_find_event(cat, g->event_id, 0, &k); /* no sub stream recorded */
+	if (r == -ENOENT) {
+		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_NOT_FOUND, "not_found",
+				"event %s has no JPEG and no recorded keyframe", g->event_id);
+		return;
+	}
+	if (r < 0) {
+		kp_err("catalog: finding the keyframe of event %s failed: %s", g->event_id, strerror(-r));
+		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error",
+				"finding the keyframe failed: %s", strerror(-r));
+		return;
+	}
+	*p = (struct pending){.from = from, .query_id = g->id, .key = key, .thumb = thumb};
+	snprintf(p->name, sizeof p->name, "event %.40s %s", g->event_id, thumb ? "thumbnail" : "snapshot");
+	start(p, data_dirfd, &k);
+}
+
+/* The keyframe at or before q->time_ms: the sub stream's first unless a stream is asked;
+ * *stream_id is where it was found. */
+static int find_at(struct cat *cat, const kp_PictureQuery *q, struct rec_keyframe *k, uint32_t *stream_id)
+{
+	struct cat_txn *t;
+	int r = cat_begin(cat, 0, &t);
+	if (r < 0)
+		return r;
+	uint32_t cam;
+	r = cat_camera_lookup(t, q->camera, &cam, NULL);
+	if (r == -ENOENT)
+		r = -ENODEV;
+	for (uint32_t i = 0; i < 2 && r == 0; i++) {
+		uint32_t s = q->stream < 0 ? 1 - i : (uint32_t)q->stream;
+		*stream_id = cat_stream_id(cam, s);
+		r = rec_keyframe_find_txn(t, *stream_id, q->time_ms, k);
+		if (r != -ENOENT || q->stream >= 0)
+			break;
+		if (i == 0)
+			r = 0; /* no sub stream recorded then: the main's */
+	}
+	cat_abort(t);
+	return r;
+}
+
+void rec_picture_at(struct cat *cat, int data_dirfd, kp_Peer from, const kp_PictureQuery *q)
+{
+	struct rec_keyframe k;
+	uint32_t stream_id = 0;
+	int r = q->time_ms < 0 || q->stream > 1 ? -EINVAL : find_at(cat, q, &k, &stream_id);
+	if (r == -EINVAL) {
+		rec_reply_error(from, q->id, kp_CatalogResult_CATALOG_BAD_REQUEST, "bad_request",
+				"a time is Unix milliseconds from 0, a stream main or sub");
+		return;
+	}
+	if (r == -ENODEV) {
+		rec_reply_error(from, q->id, kp_CatalogResult_CATALOG_NOT_FOUND, "not_found",
+				"no camera %s was ever recorded", q->camera);
+		return;
+	}
+	if (r == -ENOENT) {
+		rec_reply_error(from, q->id, kp_CatalogResult_CATALOG_NOT_FOUND, "no_recording",
+				"no recording of %s covers %" PRId64 " ms", q->camera, q->time_ms);
+		return;
+	}
+	if (r < 0) {
+		kp_err("catalog: finding the keyframe of %s at %" PRId64 " ms failed: %s", q->camera, q->time_ms,
+		       strerror(-r));
+		rec_reply_error(from, q->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error",
+				"finding the keyframe failed: %s", strerror(-r));
+		return;
+	}
+	/* The catalog was read first: a keyframe retention or a delete removed is never
+	 * served from the cache. */
+	struct rec_pkey key = {.stream_id = stream_id, .recording_id = k.recording_id, .seq = k.seq};
+	size_t len;
+	const uint8_t *jpeg = rec_pcache_get(&P.cache, &key, &len);
+	if (jpeg) {
+		P.hits++;
+		rec_reply_span(from, q->id, jpeg, len, k.ms, k.until_ms);
+		return;
+	}
+	struct pending *p = free_slot(from, q->id);
+	if (!p)
+		return;
+	*p = (struct pending){.from = from,
+			      .query_id = q->id,
+			      .key = key,
+			      .thumb = 1,
+			      .at = 1,
+			      .span_from_ms = k.ms,
+			      .span_to_ms = k.until_ms};
+	snprintf(p->name, sizeof p->name, "%.64s/%s at %" PRId64 " ms", q->camera,
+		 (stream_id & 1) == 1 ? "sub" : "main", k.ms);
+	start(p, data_dirfd, &k);
 }
 
 static struct pending *by_job(uint32_t job)
@@ -210,8 +308,11 @@ void rec_picture_frame(struct kp_ipc_frame *f)
 			return;
 		P.made++;
 		if (p->thumb)
-			rec_pcache_put(&P.cache, p->id, p->revision, f->tail, f->tail_len);
-		rec_reply(p->from, p->query_id, kp_CatalogBody_CATALOG_BODY_JPEG, f->tail, f->tail_len);
+			rec_pcache_put(&P.cache, &p->key, f->tail, f->tail_len);
+		if (p->at)
+			rec_reply_span(p->from, p->query_id, f->tail, f->tail_len, p->span_from_ms, p->span_to_ms);
+		else
+			rec_reply(p->from, p->query_id, kp_CatalogBody_CATALOG_BODY_JPEG, f->tail, f->tail_len);
 		done(p);
 	} else if (env->which_msg == kp_Envelope_transcode_ended_tag) {
 		const kp_TranscodeEnded *e = &env->msg.transcode_ended;
@@ -219,9 +320,9 @@ void rec_picture_frame(struct kp_ipc_frame *f)
 		if (!p)
 			return; /* its picture came first */
 		P.failed++;
-		kp_warn("picture of event %s: the transcoder made none: %s", p->id, e->reason);
+		kp_warn("picture of %s: the transcoder made none: %s", p->name, e->reason);
 		rec_reply_error(p->from, p->query_id, kp_CatalogResult_CATALOG_FAILED, "picture_failed",
-				"the event's keyframe made no picture: %s", e->reason);
+				"the keyframe made no picture: %s", e->reason);
 		done(p);
 	}
 }
@@ -239,27 +340,88 @@ void rec_picture_link(kp_Peer peer, int up)
 		}
 }
 
+/* Whether the catalog still has what k is a picture of (an error keeps it). */
+static int still_there(void *arg, const struct rec_pkey *k)
+{
+	struct cat_txn *t = arg;
+	if (k->id[0]) {
+		struct cat_event_row row;
+		int r = cat_event_get(t, k->id, &row, NULL);
+		return r == -ENOENT ? 0 : r < 0 || row.revision == k->revision;
+	}
+	struct cat_fragment f;
+	return cat_get_fragment(t, k->recording_id, k->seq, &f) != -ENOENT;
+}
+
+static void on_removed(uv_async_t *h)
+{
+	(void)h;
+	struct cat_txn *t;
+	if (!P.cat || !P.cache.entries)
+		return;
+	int r = cat_begin(P.cat, 0, &t);
+	if (r < 0) {
+		kp_warn("picture cache: reading the catalog to drop removed pictures failed: %s", strerror(-r));
+		return;
+	}
+	size_t n = rec_pcache_sweep(&P.cache, still_there, t);
+	cat_abort(t);
+	if (n)
+		kp_info("picture cache: dropped %zu pictures of removed events and recordings", n);
+}
+
+void rec_picture_open(struct kp_worker *w, struct cat *cat)
+{
+	P.w = w;
+	P.cat = cat;
+	if (atomic_load(&P.removed_on))
+		return;
+	uv_async_init(kp_worker_loop(w), &P.removed, on_removed);
+	atomic_store(&P.removed_on, 1);
+}
+
+void rec_picture_close(void)
+{
+	if (!atomic_exchange(&P.removed_on, 0))
+		return;
+	uv_close((uv_handle_t *)&P.removed, NULL);
+	P.cat = NULL;
+	rec_pcache_clear(&P.cache);
+}
+
+void rec_picture_removed(void)
+{
+	if (atomic_load(&P.removed_on))
+		uv_async_send(&P.removed);
+}
+
 void rec_picture_metrics(struct jbuf *b)
 {
-	jb_printf(b,
-		  "# HELP keeppeek_recorderd_pictures_total Event pictures asked of the transcoder or the cache, by "
-		  "result.\n"
-		  "# TYPE keeppeek_recorderd_pictures_total counter\n"
-		  "keeppeek_recorderd_pictures_total{result=\"made\"} %llu\n"
-		  "keeppeek_recorderd_pictures_total{result=\"cached\"} %llu\n"
-		  "keeppeek_recorderd_pictures_total{result=\"decode_failed\"} %llu\n"
-		  "keeppeek_recorderd_pictures_total{result=\"timeout\"} %llu\n"
-		  "keeppeek_recorderd_pictures_total{result=\"busy\"} %llu\n"
-		  "# HELP keeppeek_recorderd_picture_cache_bytes Bytes of thumbnails in the cache (at most %d).\n"
-		  "# TYPE keeppeek_recorderd_picture_cache_bytes gauge\n"
-		  "keeppeek_recorderd_picture_cache_bytes %zu\n"
-		  "# HELP keeppeek_recorderd_picture_cache_entries Thumbnails in the cache.\n"
-		  "# TYPE keeppeek_recorderd_picture_cache_entries gauge\n"
-		  "keeppeek_recorderd_picture_cache_entries %zu\n"
-		  "# HELP keeppeek_recorderd_picture_cache_evicted_total Thumbnails dropped to stay within the bound.\n"
-		  "# TYPE keeppeek_recorderd_picture_cache_evicted_total counter\n"
-		  "keeppeek_recorderd_picture_cache_evicted_total %llu\n",
-		  (unsigned long long)P.made, (unsigned long long)P.hits, (unsigned long long)P.failed,
-		  (unsigned long long)P.timeouts, (unsigned long long)P.busy, REC_PICTURE_CACHE_BYTES, P.cache.bytes,
-		  P.cache.entries, (unsigned long long)P.cache.evicted);
+	jb_printf(
+	    b,
+	    "# HELP keeppeek_recorderd_pictures_total Event and timeline pictures asked of the transcoder or the "
+	    "cache, by "
+	    "result.\n"
+	    "# TYPE keeppeek_recorderd_pictures_total counter\n"
+	    "keeppeek_recorderd_pictures_total{result=\"made\"} %llu\n"
+	    "keeppeek_recorderd_pictures_total{result=\"cached\"} %llu\n"
+	    "keeppeek_recorderd_pictures_total{result=\"decode_failed\"} %llu\n"
+	    "keeppeek_recorderd_pictures_total{result=\"timeout\"} %llu\n"
+	    "keeppeek_recorderd_pictures_total{result=\"busy\"} %llu\n"
+	    "# HELP keeppeek_recorderd_picture_cache_bytes Bytes of thumbnails in the cache (at most %d).\n"
+	    "# TYPE keeppeek_recorderd_picture_cache_bytes gauge\n"
+	    "keeppeek_recorderd_picture_cache_bytes %zu\n"
+	    "# HELP keeppeek_recorderd_picture_cache_entries Thumbnails in the cache.\n"
+	    "# TYPE keeppeek_recorderd_picture_cache_entries gauge\n"
+	    "keeppeek_recorderd_picture_cache_entries %zu\n"
+	    "# HELP keeppeek_recorderd_picture_cache_evicted_total Thumbnails dropped to stay within the bound.\n"
+	    "# TYPE keeppeek_recorderd_picture_cache_evicted_total counter\n"
+	    "keeppeek_recorderd_picture_cache_evicted_total %llu\n"
+	    "# HELP keeppeek_recorderd_picture_cache_purged_total Thumbnails dropped because retention or a delete "
+	    "removed their event or recording.\n"
+	    "# TYPE keeppeek_recorderd_picture_cache_purged_total counter\n"
+	    "keeppeek_recorderd_picture_cache_purged_total %llu\n",
+	    (unsigned long long)P.made, (unsigned long long)P.hits, (unsigned long long)P.failed,
+	    (unsigned long long)P.timeouts, (unsigned long long)P.busy, REC_PICTURE_CACHE_BYTES, P.cache.bytes,
+	    P.cache.entries, (unsigned long long)P.cache.evicted, (unsigned long long)P.cache.purged);
 }

@@ -1,16 +1,12 @@
-/* The event thumbnail cache (see picture_cache.h). */
+/* The thumbnail cache (see picture_cache.h). */
 #include "picture_cache.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog_events.h"
-
 struct rec_pcache_entry {
 	struct rec_pcache_entry *prev, *next;
-	char id[CAT_EVENT_ID_MAX + 1];
-	uint32_t revision;
+	struct rec_pkey key;
 	uint8_t *jpeg;
 	size_t len;
 };
@@ -47,10 +43,16 @@ static void drop(struct rec_pcache *c, struct rec_pcache_entry *e)
 	free(e);
 }
 
-const uint8_t *rec_pcache_get(struct rec_pcache *c, const char *id, uint32_t revision, size_t *ret_len)
+static int same(const struct rec_pkey *a, const struct rec_pkey *b)
+{
+	return a->revision == b->revision && a->stream_id == b->stream_id && a->recording_id == b->recording_id &&
+	       a->seq == b->seq && !strcmp(a->id, b->id);
+}
+
+const uint8_t *rec_pcache_get(struct rec_pcache *c, const struct rec_pkey *k, size_t *ret_len)
 {
 	for (struct rec_pcache_entry *e = c->head; e; e = e->next)
-		if (e->revision == revision && !strcmp(e->id, id)) {
+		if (same(&e->key, k)) {
 			unlink_entry(c, e);
 			push_front(c, e);
 			*ret_len = e->len;
@@ -59,10 +61,10 @@ const uint8_t *rec_pcache_get(struct rec_pcache *c, const char *id, uint32_t rev
 	return NULL;
 }
 
-void rec_pcache_put(struct rec_pcache *c, const char *id, uint32_t revision, const uint8_t *jpeg, size_t len)
+void rec_pcache_put(struct rec_pcache *c, const struct rec_pkey *k, const uint8_t *jpeg, size_t len)
 {
 	size_t had;
-	if (len > c->cap || strlen(id) > CAT_EVENT_ID_MAX || rec_pcache_get(c, id, revision, &had))
+	if (len > c->cap || !memchr(k->id, 0, sizeof k->id) || rec_pcache_get(c, k, &had))
 		return;
 	struct rec_pcache_entry *e = calloc(1, sizeof *e);
 	uint8_t *copy = e ? malloc(len ? len : 1) : NULL;
@@ -71,8 +73,7 @@ void rec_pcache_put(struct rec_pcache *c, const char *id, uint32_t revision, con
 		return; /* not kept: made again next time */
 	}
 	memcpy(copy, jpeg, len);
-	snprintf(e->id, sizeof e->id, "%s", id);
-	e->revision = revision;
+	e->key = *k;
 	e->jpeg = copy;
 	e->len = len;
 	push_front(c, e);
@@ -82,6 +83,20 @@ void rec_pcache_put(struct rec_pcache *c, const char *id, uint32_t revision, con
 		drop(c, c->tail);
 		c->evicted++;
 	}
+}
+
+size_t rec_pcache_sweep(struct rec_pcache *c, int (*keep)(void *arg, const struct rec_pkey *k), void *arg)
+{
+	size_t n = 0;
+	for (struct rec_pcache_entry *e = c->head, *next; e; e = next) {
+		next = e->next;
+		if (!keep(arg, &e->key)) {
+			drop(c, e);
+			n++;
+		}
+	}
+	c->purged += n;
+	return n;
 }
 
 void rec_pcache_clear(struct rec_pcache *c)

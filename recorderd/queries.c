@@ -673,6 +673,8 @@ static uint32_t query_id(const kp_Envelope *env)
 		return env->msg.event_search.id;
 	case kp_Envelope_event_get_tag:
 		return env->msg.event_get.id;
+	case kp_Envelope_picture_query_tag:
+		return env->msg.picture_query.id;
 	case kp_Envelope_delete_request_tag:
 		return env->msg.delete_request.id;
 	case kp_Envelope_media_open_tag:
@@ -720,6 +722,9 @@ void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
 		break;
 	case kp_Envelope_event_get_tag:
 		event_get(from, &env->msg.event_get);
+		break;
+	case kp_Envelope_picture_query_tag:
+		rec_picture_at(Q.cat, Q.dirfd, from, &env->msg.picture_query);
 		break;
 	case kp_Envelope_delete_request_tag:
 		if (!Q.hooks)

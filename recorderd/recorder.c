@@ -21,6 +21,7 @@
 #include "log.h"
 #include "event_sweep.h"
 #include "events.h"
+#include "picture.h"
 #include "queries.h"
 #include "rebuild.h"
 #include "recovery.h"
@@ -306,6 +307,8 @@ static void start_store(struct kp_worker *w)
 	rec_requests_open(w, R.cat, R.data_dirfd);
 	rec_queries_open(w, R.cat, R.data_dirfd);
 	rec_events_open(w, R.cat, R.env.commit, rec_arm_camera);
+	rec_picture_open(w, R.cat);
+	rec_commit_on_removed(R.env.commit, rec_picture_removed);
 	uv_timer_init(kp_worker_loop(w), &R.retention_timer);
 	uv_timer_start(&R.retention_timer, on_retention, 5000, REC_RETENTION_EVERY_MS);
 }
@@ -326,9 +329,11 @@ static void close_store(void)
 		for (uint32_t s = 0; s < 2; s++)
 			rec_stream_close(&T.cams[i].s[s]);
 	R.ncams = 0;
+	rec_commit_on_removed(R.env.commit, NULL);
 	rec_commit_stop(R.env.commit);
 	rec_events_finish();
 	rec_events_close();
+	rec_picture_close();
 	rec_event_records_backfill_stop(R.backfill);
 	R.backfill = NULL;
 	rec_commit_free(R.env.commit);

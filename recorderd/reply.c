@@ -61,6 +61,22 @@ int rec_reply(kp_Peer to, uint32_t id, kp_CatalogBody kind, const void *body, si
 	return send_body(to, id, kind, body, len);
 }
 
+int rec_reply_span(kp_Peer to, uint32_t id, const uint8_t *jpeg, size_t len, int64_t from_ms, int64_t to_ms)
+{
+	if (len > REC_QUERY_PIECE)
+		return -EMSGSIZE;
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_catalog_reply_tag;
+	kp_CatalogReply *q = &env.msg.catalog_reply;
+	q->id = id;
+	q->done = true;
+	q->body = kp_CatalogBody_CATALOG_BODY_JPEG;
+	q->total_len = len;
+	q->span_from_ms = from_ms;
+	q->span_to_ms = to_ms;
+	return send_piece(to, &env, jpeg, len);
+}
+
 int rec_reply_records(kp_Peer to, uint32_t id, const struct catrec_buf *b)
 {
 	return send_body(to, id, kp_CatalogBody_CATALOG_BODY_RECORDS, b->p, b->len);

@@ -19,6 +19,9 @@ void rec_reply_init(struct kp_worker *w);
 /* A successful answer of body bytes (a JPEG, a keyframe, Prometheus text). */
 int rec_reply(kp_Peer to, uint32_t id, kp_CatalogBody kind, const void *body, size_t len);
 /* A successful answer of records (b->failed must be 0). */
+/* A JPEG of at most REC_QUERY_PIECE bytes that stands for the span [from_ms, to_ms) of a
+ * recording (a PictureQuery's answer), in one piece. */
+int rec_reply_span(kp_Peer to, uint32_t id, const uint8_t *jpeg, size_t len, int64_t from_ms, int64_t to_ms);
 int rec_reply_records(kp_Peer to, uint32_t id, const struct catrec_buf *b);
 int rec_reply_error(kp_Peer to, uint32_t id, kp_CatalogResult result, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

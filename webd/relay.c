@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,9 @@ static int relay_first(struct relay *st, struct web_req *r, const struct kp_ipc_
 		return 0;
 	}
 	uint64_t total = q->total_len ? q->total_len : (q->done ? f->tail_len : UINT64_MAX);
+	if (q->span_to_ms > q->span_from_ms)
+		snprintf(st->extra, sizeof st->extra, "Keyframe-Time: %" PRId64 "\r\nKeyframe-Until: %" PRId64 "\r\n",
+			 q->span_from_ms, q->span_to_ms);
 	if (web_stream_begin(r, 200, body_type(q->body), total, st->extra[0] ? st->extra : NULL) < 0) {
 		kp_warn("relay: request %" PRIu64 ": cannot begin the answer", st->req);
 		return -EIO;

@@ -1,5 +1,6 @@
-/* The data routes' table (events, coverage, recordings, export, delete), and the
- * handlers that are one question to recorderd each: coverage, recordings, delete. */
+/* The data routes' table (events, coverage, recordings, a camera's picture at a time,
+ * export, delete), and the handlers that are one question to recorderd each: coverage,
+ * recordings, picture at a time, delete. */
 #include "routes_data.h"
 
 #include <errno.h>
@@ -40,6 +41,36 @@ static void route_recordings(struct web_req *r)
 	    webd_param_ms(r, "to", true, &q->to_ms) < 0 || webd_param_uint(r, "limit", UINT32_MAX, &q->limit) < 0)
 		return;
 	webd_relay(r, &env, &q->id, CATJ_RECORDINGS, NULL);
+}
+
+/* GET /api/v1/cameras/CAM/thumbnail?t=MS[&stream=main|sub]: the timeline's hover
+ * preview (decision 0025). recorderd answers the JPEG with the span of its keyframe's
+ * GOP, which the relay passes on as Keyframe-Time and Keyframe-Until. */
+static void route_picture_at(struct web_req *r)
+{
+	static const char prefix[] = "/api/v1/cameras/", part[] = "/thumbnail";
+	const char *cam = web_req_path(r) + sizeof(prefix) - 1;
+	const char *slash = strchr(cam, '/');
+	size_t n = slash ? (size_t)(slash - cam) : 0;
+	if (!slash || strcmp(slash, part) != 0) {
+		web_reply_error(r, 404, "not_found", "a camera has the part thumbnail?t=MS");
+		return;
+	}
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_picture_query_tag;
+	kp_PictureQuery *q = &env.msg.picture_query;
+	if (n < 1 || n >= sizeof(q->camera) ||
+	    strspn(cam, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			"0123456789-_") != n) {
+		web_reply_error(r, 400, "bad_camera", "camera names are 1 to %zu of letters, digits, - and _",
+				sizeof(q->camera) - 1);
+		return;
+	}
+	memcpy(q->camera, cam, n);
+	q->stream = -1;
+	if (webd_param_ms(r, "t", true, &q->time_ms) < 0 || webd_param_stream(r, "stream", false, &q->stream) < 0)
+		return;
+	webd_relay(r, &env, &q->id, CATJ_EVENT, NULL);
 }
 
 /* {"recordings":[17,18],"events":["det-42"]}: either list may be absent. */
@@ -110,6 +141,7 @@ const struct web_route webd_data_routes[] = {
     {WEB_GET | WEB_HEAD, "/api/v1/export", 0, 0, webd_route_export},
     {WEB_GET | WEB_HEAD, "/api/v1/coverage", 0, 0, route_coverage},
     {WEB_GET | WEB_HEAD, "/api/v1/recordings", 0, 0, route_recordings},
+    {WEB_GET | WEB_HEAD, "/api/v1/cameras/", WEB_PREFIX, 0, route_picture_at},
     {WEB_POST, "/delete", WEB_ADMIN | WEB_CHANGES, KP_HTTP_MAX_DELETE_BODY, route_delete},
     {0, NULL, 0, 0, NULL},
 };

@@ -12,9 +12,13 @@ per request (as the integration tests do: the connect is in every figure):
 * cold: the first thumbnail of every other linked alarm (the transcoder running; each
   one decoded, scaled and encoded once);
 * warm: --warm requests cycling over the same alarms (every one from the cache);
-* snapshot: /snapshot of every alarm (the main keyframe at 1920x1080, never cached).
+* snapshot: /snapshot of every alarm (the main keyframe at 1920x1080, never cached);
+* preview cold / warm: the timeline's hover preview (GET /api/v1/cameras/front/thumbnail
+  ?t=MS, decision 0025) at one time in each GOP of the sub stream's recorded span (each
+  keyframe made once: a picture of a keyframe is not an event's), then --warm requests
+  over the same times (every one from the cache).
 Reported: count, p50, p95, max (nearest rank), in ms. Checks: every answer 200 and a
-JPEG, pictures made = alarms + snapshots + 1 (each thumbnail made once), no worker
+JPEG, pictures made = alarms + snapshots + GOPs previewed (each made once), no worker
 restarted. Reports: BUILD/perf/event-thumbnails.{json,md}.
 """
 import argparse
@@ -83,11 +87,21 @@ def main():
             cold = [get(f"/api/v1/events/{i}/thumbnail") for i in ids[1:]]
             warm = [get(f"/api/v1/events/{ids[k % len(ids)]}/thumbnail") for k in range(a.warm)]
             snap = [get(f"/api/v1/events/{i}/snapshot") for i in ids]
+            s, _, b = kp.http("GET", f"/api/v1/recordings?camera=front&stream=sub&from=0&to={2 ** 62}",
+                              headers=auth)
+            recs = json.loads(b)["recordings"]
+            # One time per GOP (a keyframe every second), clear of the GOP's edges and of
+            # the newest, still unindexed, second.
+            times = list(range(recs[0]["start_ms"] + 500, recs[-1]["end_ms"] - 1500, 1000))
+            pcold = [get(f"/api/v1/cameras/front/thumbnail?t={t}") for t in times]
+            pwarm = [get(f"/api/v1/cameras/front/thumbnail?t={times[k % len(times)] + 200}") for k in range(a.warm)]
             s, _, b = kp.http("GET", "/metrics", headers=auth)
             made = int(re.search(r'pictures_total\{result="made"\} (\d+)', b.decode()).group(1))
-            check(made == 2 * len(ids), f"each thumbnail made once ({made} pictures for {len(ids)} alarms)")
+            check(made == 2 * len(ids) + len(times),
+                  f"each picture made once ({made} pictures for {len(ids)} alarms and {len(times)} GOPs)")
             rows.extend([row("start (transcoder stopped)", start), row("cold cache", cold),
-                         row("warm (cache)", warm), row("snapshot 1920x1080", snap)])
+                         row("warm (cache)", warm), row("snapshot 1920x1080", snap),
+                         row("hover preview, cold (a new GOP)", pcold), row("hover preview, warm (cache)", pwarm)])
         finally:
             cam.kill()
 

@@ -53,6 +53,14 @@ int rec_reply(kp_Peer to, uint32_t id, kp_CatalogBody kind, const void *body, si
 	return keep(id, kp_CatalogResult_CATALOG_OK, "", kind, body, len);
 }
 
+int rec_reply_span(kp_Peer to, uint32_t id, const uint8_t *jpeg, size_t len, int64_t from_ms, int64_t to_ms)
+{
+	(void)to;
+	(void)from_ms;
+	(void)to_ms;
+	return keep(id, kp_CatalogResult_CATALOG_OK, "", kp_CatalogBody_CATALOG_BODY_JPEG, jpeg, len);
+}
+
 int rec_reply_records(kp_Peer to, uint32_t id, const struct catrec_buf *b)
 {
 	(void)to;

@@ -79,6 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case kp_Envelope_recordings_query_tag:
 	case kp_Envelope_event_search_tag:
 	case kp_Envelope_event_get_tag:
+	case kp_Envelope_picture_query_tag:
 	case kp_Envelope_media_open_tag:
 	case kp_Envelope_topic_query_tag:
 		break;

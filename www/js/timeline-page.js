@@ -1,10 +1,12 @@
 // Timeline page: one camera and one day (?camera=&day=YYYY-MM-DD[&t=MS]). Loads coverage ranges and the day's events,
 // mounts the timeline component (horizontal on desktop, vertical on phones), and plays
 // stored recordings over WebRTC from wherever the user seeks, the playhead following
-// the server's state messages.
+// the server's state messages. Hovering (or dragging the playhead) shows the recorded
+// picture there (timeline-preview.js).
 import { startShell, showError } from './shell.js';
 import { cameras as listCameras, coverage, allEvents } from './adapt.js';
 import { createTimeline } from './timeline.js';
+import { createPreview } from './timeline-preview.js';
 import { RtcView } from './rtc.js';
 import { el, dateTime, ymd, parseDay, localDayStart, DAY, HOUR, MIN } from './format.js';
 
@@ -17,6 +19,7 @@ let day = parseDay(params.get('day'));
 let focusAt = +(params.get('t') || NaN);
 let data = { segments: [], events: [] };
 let tl = null;
+let preview = null;
 let view = null;
 let filter = null;
 let ui = {};
@@ -101,17 +104,26 @@ function seek(ms) {
 }
 
 function mountTimeline() {
+	if (preview)
+		preview.destroy();
 	if (tl)
 		tl.destroy();
 	const vertical = narrow.matches;
 	ui.tlBox.className = '';
 	ui.page.classList.toggle('v', vertical);
 	const prev = tl;
+	const cam = camera;
+	const pv = createPreview(ui.tlBox, {
+		horizontal: !vertical,
+		url: (ms) => `/api/v1/cameras/${encodeURIComponent(cam)}/thumbnail?t=${ms}`,
+	});
+	preview = pv;
 	tl = createTimeline(ui.tlBox, {
 		orientation: vertical ? 'vertical' : 'horizontal',
 		dayStart: day,
 		dayEnd: day + DAY,
 		onSeek: seek,
+		onHover: (h) => (h ? pv.show(h.ms, h.p, h.size) : pv.hide()),
 		onOpenEvent: (ev) => {
 			tl.seek(Math.max(day, ev.start - 5000));
 			ui.evInfo.textContent = `${ev.label} at ${dateTime(ev.start)}`;

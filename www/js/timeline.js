@@ -6,7 +6,9 @@
 // wheel / pinch / buttons zoom, drag pans, the playhead handle drags, a click seeks.
 // A view change from a gesture that stays inside what was drawn moves and scales the
 // drawn track in its input handler (markers and tick labels keep their size through
-// --tl-k) and the track is drawn again exactly once the gesture has rested.
+// --tl-k) and the track is drawn again exactly once the gesture has rested. Hovering a
+// recorded range with the mouse, or dragging the playhead (mouse or touch), reports the
+// time under it to onHover (the page's preview, timeline-preview.js) without drawing.
 import { hm, hms, MIN, HOUR } from './format.js';
 
 const TICK_STEPS = [1000, 5000, 10000, 15000, 30000, MIN, 2 * MIN, 5 * MIN, 10 * MIN, 15 * MIN, 30 * MIN, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR];
@@ -42,6 +44,7 @@ export function createTimeline(root, opts) {
 	const onSeek = opts.onSeek || noop;
 	const onOpenEvent = opts.onOpenEvent || noop;
 	const onViewChange = opts.onViewChange || noop;
+	const onHover = opts.onHover || noop;
 
 	let from = dayStart;
 	let to = dayEnd;
@@ -288,6 +291,26 @@ export function createTimeline(root, opts) {
 		setView(from + deltaMs, to + deltaMs, gesture);
 	}
 
+	// The time at p when a recorded range covers it, for onHover; null (once) when none.
+	let hovering = false;
+	function hover(p) {
+		const ms = msAt(p);
+		const i = lowerBound(segs, ms, segEnd);
+		if (i < segs.length && segs[i][0] <= ms && ms < segs[i][1]) {
+			hovering = true;
+			onHover({ ms, p, size });
+		} else {
+			unhover();
+		}
+	}
+
+	function unhover() {
+		if (hovering) {
+			hovering = false;
+			onHover(null);
+		}
+	}
+
 	function seek(ms) {
 		playhead = Math.min(Math.max(ms, dayStart), dayEnd);
 		seeking = true;
@@ -319,15 +342,20 @@ export function createTimeline(root, opts) {
 		}
 	});
 	root.addEventListener('pointermove', (e) => {
-		if (!pointers.has(e.pointerId) || !gesture)
+		if (!pointers.has(e.pointerId) || !gesture) {
+			if (e.pointerType === 'mouse' && !pointers.size)
+				hover(axis(e));
 			return;
+		}
 		const p = axis(e);
 		pointers.set(e.pointerId, p);
 		if (gesture.kind === 'playhead') {
 			playhead = Math.min(Math.max(msAt(p), dayStart), dayEnd);
 			follow = false;
 			placePlayhead();
+			hover(px(playhead));
 		} else if (gesture.kind === 'pinch' && pointers.size === 2) {
+			unhover();
 			const [a, b] = [...pointers.values()];
 			const span = ((gesture.to - gesture.from) * gesture.dist) / (Math.abs(a - b) || 1);
 			const r = (gesture.mid - gesture.from) / (gesture.to - gesture.from);
@@ -337,6 +365,7 @@ export function createTimeline(root, opts) {
 				return;
 			gesture.kind = 'pan';
 			follow = false;
+			unhover();
 			const d = ((gesture.start - p) / size) * (gesture.to - gesture.from);
 			setView(gesture.from + d, gesture.to + d, true);
 		}
@@ -346,13 +375,19 @@ export function createTimeline(root, opts) {
 			return;
 		const g = gesture;
 		gesture = pointers.size ? { kind: 'pinch-end' } : null;
-		if (g.kind === 'playhead')
+		if (g.kind === 'playhead') {
+			unhover();
 			seek(playhead);
-		else if (g.kind === 'press' && e.type === 'pointerup')
+		} else if (g.kind === 'press' && e.type === 'pointerup') {
 			activate(g.target, axis(e));
+		}
 	};
 	root.addEventListener('pointerup', release);
 	root.addEventListener('pointercancel', release);
+	root.addEventListener('pointerleave', (e) => {
+		if (e.pointerType === 'mouse' && !pointers.size)
+			unhover();
+	});
 
 	function activate(target, p) {
 		const k = target.dataset && target.dataset.k;
