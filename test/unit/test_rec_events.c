@@ -435,7 +435,7 @@ static void test_jobs_batch(void)
 	snprintf(dir, sizeof dir, "%.9s", path);
 	CHECK(mkdirat(rs.dirfd, dir, 0750) == 0 || errno == EEXIST);
 	CHECK_EQ(mkdirat(rs.dirfd, path, 0750), 0);
-	rec_jobs_run(rs.cat, rs.dirfd, head);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, head);
 	int i = 0, stored = 0;
 	struct cat_txn *t;
 	CHECK_EQ(cat_begin(rs.cat, 0, &t), 0);
@@ -493,7 +493,7 @@ static void test_jobs_and_links(void)
 	a->next = job(rs.camera_id, &e, jpeg, len);
 	e.revision = 2; /* the same revision again in the same batch */
 	a->next->next = job(rs.camera_id, &e, NULL, 0);
-	rec_jobs_run(rs.cat, rs.dirfd, a);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	CHECK_EQ(a->next->state, REC_JOB_DONE);
 	CHECK_EQ(a->next->next->state, REC_JOB_FAILED);
@@ -542,7 +542,7 @@ static void test_jobs_and_links(void)
 	/* Before everything recorded: no link and no keyframe. */
 	e = mk("early", 1, "cam", T0 - 60000, "person", NULL);
 	a = job(rs.camera_id, &e, NULL, 0);
-	rec_jobs_run(rs.cat, rs.dirfd, a);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	free_list(a);
 	struct rec_keyframe k;
@@ -573,7 +573,7 @@ static void test_jobs_and_links(void)
 	CHECK_EQ(renameat(rs.dirfd, moved, rs.dirfd, p2), 0); /* an orphan now: the sweep's */
 	e = mk("pub.1", 3, "cam", T0 + 2300, "person", NULL);
 	a = job(rs.camera_id, &e, jpeg, len);
-	rec_jobs_run(rs.cat, rs.dirfd, a);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	free_list(a);
 	char p3[CAT_PATH_MAX];
@@ -593,7 +593,7 @@ static void test_jobs_and_links(void)
 	snprintf(a->del.events[0], sizeof a->del.events[0], "pub.1");
 	snprintf(a->del.events[1], sizeof a->del.events[1], "nope");
 	a->del.events_count = 2;
-	rec_jobs_run(rs.cat, rs.dirfd, a);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	CHECK(a->body != NULL);
 	if (a->body)
@@ -737,7 +737,7 @@ static void test_event_retention(void)
 	struct rec_job *a = job(id, &e, jpeg, len);
 	e = mk("new", 1, "cam", now - 3600000, "person", NULL);
 	a->next = job(id, &e, jpeg, len);
-	rec_jobs_run(rs.cat, rs.dirfd, a);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	CHECK_EQ(a->next->state, REC_JOB_DONE);
 	free_list(a);
@@ -764,7 +764,7 @@ static void test_event_retention(void)
 
 	struct rec_retention_policy p = {.now_ms = now, .events = 1};
 	struct rec_retention_result res;
-	CHECK_EQ(rec_retention_run(rs.cat, rs.dirfd, &p, &res), 0);
+	CHECK_EQ(rec_retention_run(rs.cat, rs.dirfd, rs.log, &p, &res), 0);
 	CHECK_EQ(res.events_deleted, 1);
 	CHECK(!exists(&rs, old_path));
 	struct cat_event_row row;

@@ -106,7 +106,7 @@ static void publish(struct rec_setup *rs, uint32_t cam, kp_EventRecord e, const 
 		j->ev.jpeg_width = 64;
 		j->ev.jpeg_height = 48;
 	}
-	rec_jobs_run(rs->cat, rs->dirfd, j);
+	rec_jobs_run(rs->cat, rs->dirfd, rs->log, j);
 	CHECK_EQ(j->state, REC_JOB_DONE);
 	rec_job_free(j);
 }
@@ -117,7 +117,7 @@ static void delete_event(struct rec_setup *rs, const char *id)
 	j->kind = REC_JOB_DELETE;
 	snprintf(j->del.events[0], sizeof j->del.events[0], "%s", id);
 	j->del.events_count = 1;
-	rec_jobs_run(rs->cat, rs->dirfd, j);
+	rec_jobs_run(rs->cat, rs->dirfd, rs->log, j);
 	CHECK_EQ(j->state, REC_JOB_DONE);
 	rec_job_free(j);
 }
