@@ -23,9 +23,9 @@ struct batch {
 struct rec_committer {
 	struct cat *cat;
 	int data_dirfd;
-	struct rec_evlog *log;       /* the commit thread's */
-	uint64_t tombstones_seen;    /* by the last compaction */
-	int64_t compact_after_ms;    /* monotonic: no compaction before */
+	struct rec_evlog *log;    /* the commit thread's */
+	uint64_t tombstones_seen; /* by the last compaction */
+	int64_t compact_after_ms; /* monotonic: no compaction before */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;

@@ -18,12 +18,12 @@
 
 struct rec_evlog {
 	int dirfd;
-	int fd;           /* the segment appended, -1: none (a new one at the next flush) */
-	uint64_t seq;     /* its number */
-	uint64_t size;    /* its bytes on disk */
-	uint64_t next;    /* the number of the next new segment; 0: not looked up yet */
-	int fresh;        /* its directory entry is not synced yet */
-	uint8_t *buf;     /* staged items */
+	int fd;        /* the segment appended, -1: none (a new one at the next flush) */
+	uint64_t seq;  /* its number */
+	uint64_t size; /* its bytes on disk */
+	uint64_t next; /* the number of the next new segment; 0: not looked up yet */
+	int fresh;     /* its directory entry is not synced yet */
+	uint8_t *buf;  /* staged items */
 	size_t len, cap;
 	unsigned nrec, ntomb; /* staged */
 	struct rec_evlog_stats stats;
@@ -340,7 +340,8 @@ int rec_evlog_read_segment(int data_dirfd, uint64_t seq, uint8_t **ret, size_t *
 }
 
 int rec_evlog_each_after(int data_dirfd, uint64_t after,
-			 int (*fn)(void *arg, uint64_t seq, const struct rec_evlog_item *item, const kp_EventRecord *ev),
+			 int (*fn)(void *arg, uint64_t seq, const struct rec_evlog_item *item,
+				   const kp_EventRecord *ev),
 			 void *arg, struct rec_evlog_scan *ret)
 {
 	memset(ret, 0, sizeof *ret);

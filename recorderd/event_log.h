@@ -105,7 +105,8 @@ int rec_evlog_each(int data_dirfd,
 		   void *arg, struct rec_evlog_scan *ret);
 /* The same, of the segments numbered after after only. */
 int rec_evlog_each_after(int data_dirfd, uint64_t after,
-			 int (*fn)(void *arg, uint64_t seq, const struct rec_evlog_item *item, const kp_EventRecord *ev),
+			 int (*fn)(void *arg, uint64_t seq, const struct rec_evlog_item *item,
+				   const kp_EventRecord *ev),
 			 void *arg, struct rec_evlog_scan *ret);
 /* The revisions the log holds a record of that no tombstone ends (keeppeekctl check),
  * read while compaction may move records on: segments made during the read are read

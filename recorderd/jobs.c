@@ -464,7 +464,7 @@ static void restore_log(struct cat *cat, struct rec_evlog *log, struct rec_job *
 		for (pb_size_t i = 0; i < j->del.events_count; i++)
 			snprintf(ids[b++], sizeof ids[0], "%s", j->del.events[i]);
 	}
-	rec_evlog_restore(log, cat, ended, a, (const char(*)[CAT_EVENT_ID_MAX + 1])ids, b);
+	rec_evlog_restore(log, cat, ended, a, (const char(*)[CAT_EVENT_ID_MAX + 1]) ids, b);
 	free(ended);
 	free(ids);
 }

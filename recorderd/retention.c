@@ -188,7 +188,7 @@ static int one_event_pass(struct cat *cat, int data_dirfd, struct rec_evlog *log
 	else
 		cat_abort(ps.t);
 	if (e < 0 && logged)
-		rec_evlog_restore(log, cat, NULL, 0, (const char(*)[CAT_EVENT_ID_MAX + 1])ep.ids, ep.n);
+		rec_evlog_restore(log, cat, NULL, 0, (const char(*)[CAT_EVENT_ID_MAX + 1]) ep.ids, ep.n);
 	if (e < 0)
 		return e;
 	for (unsigned i = 0; i < ep.n; i++) {
