@@ -268,6 +268,17 @@ static void account(struct rec_committer *c, int64_t us, struct rec_job *jobs)
 static void *run(void *arg)
 {
 	struct rec_committer *c = arg;
+	struct rec_evlog_reconcile_result rr;
+	int r = rec_evlog_reconcile(c->log, c->cat, c->data_dirfd, &rr);
+	if (r < 0)
+		kp_err("event log: reconciling it with the catalog at start failed: %s; a rebuild of the catalog may "
+		       "restore the last publications before the last crash, unacknowledged, or miss their deletes",
+		       strerror(-r));
+	else if (rr.tombstones || rr.records)
+		kp_notice("event log: %u records of publications that were never committed ended, %u records of "
+			  "revisions a delete that was never committed ended written again (the last pass before a "
+			  "crash)",
+			  rr.tombstones, rr.records);
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		struct timespec until;

@@ -140,4 +140,17 @@ struct rec_evlog_compact_result {
 #define REC_EVLOG_COMPACT_EVERY_MS (60 * 1000) /* commit.c: at most this often, after tombstones */
 int rec_evlog_compact(struct rec_evlog *l, struct cat *cat, int data_dirfd, struct rec_evlog_compact_result *ret);
 
+/* At start, before l has written anything: the last REC_EVLOG_RECONCILE_SEGMENTS
+ * segments an earlier run wrote, against the catalog. A crash between the log's
+ * fdatasync and the transaction's commit leaves records the catalog never stored (their
+ * publications were not acknowledged: tombstones for them) and tombstones of revisions
+ * it still stores (their records again); a pass is never split over more than two
+ * segments. Written and synced; the log and the catalog agree after it. */
+#define REC_EVLOG_RECONCILE_SEGMENTS 2
+
+struct rec_evlog_reconcile_result {
+	unsigned tombstones, records;
+};
+int rec_evlog_reconcile(struct rec_evlog *l, struct cat *cat, int data_dirfd, struct rec_evlog_reconcile_result *ret);
+
 #endif

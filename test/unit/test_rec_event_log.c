@@ -417,11 +417,55 @@ static void test_rebuild_mix(void)
 	remove_dir(dirfd);
 }
 
+/* A crash between the log's fdatasync and the commit: at the next start the log is made
+ * to agree with the catalog again (records of the pass ended, tombstones of it undone). */
+static void test_reconcile(void)
+{
+	int dirfd = open_dir();
+	struct cat *cat = open_cat(dirfd, "catalog");
+	struct rec_evlog *l;
+	CHECK_EQ(rec_evlog_new(dirfd, &l), 0);
+	kp_EventRecord kept = mk("kept", 1, T0 + 1), gone = mk("gone", 1, T0 + 1), never = mk("never", 1, T0 + 2),
+		       undone = mk("undone", 1, T0 + 1);
+	store(cat, &kept);
+	store(cat, &undone);
+	CHECK_EQ(rec_evlog_add(l, REC_EVLOG_RECORD, &kept), 0);
+	CHECK_EQ(rec_evlog_add(l, REC_EVLOG_RECORD, &gone), 0);
+	CHECK_EQ(rec_evlog_add(l, REC_EVLOG_TOMBSTONE, &gone), 0); /* deleted, committed */
+	CHECK_EQ(rec_evlog_add(l, REC_EVLOG_RECORD, &undone), 0);
+	/* The last pass: logged, never committed. */
+	CHECK_EQ(rec_evlog_add(l, REC_EVLOG_RECORD, &never), 0);
+	CHECK_EQ(rec_evlog_add(l, REC_EVLOG_TOMBSTONE, &undone), 0);
+	CHECK_EQ(rec_evlog_flush(l), 0);
+	rec_evlog_free(l);
+
+	CHECK_EQ(rec_evlog_new(dirfd, &l), 0);
+	struct rec_evlog_reconcile_result rr;
+	CHECK_EQ(rec_evlog_reconcile(l, cat, dirfd, &rr), 0);
+	CHECK_EQ(rr.tombstones, 1);
+	CHECK_EQ(rr.records, 1);
+	struct rec_evlog_index x;
+	CHECK_EQ(rec_evlog_index_load(dirfd, &x), 0);
+	CHECK(rec_evlog_index_has(&x, "kept", 1, T0 + 1) && rec_evlog_index_has(&x, "undone", 1, T0 + 1));
+	CHECK(!rec_evlog_index_has(&x, "never", 1, T0 + 2) && !rec_evlog_index_has(&x, "gone", 1, T0 + 1));
+	CHECK_EQ(x.n, 2);
+	rec_evlog_index_free(&x);
+	rec_evlog_free(l);
+	/* Agreeing already: nothing written. */
+	CHECK_EQ(rec_evlog_new(dirfd, &l), 0);
+	CHECK_EQ(rec_evlog_reconcile(l, cat, dirfd, &rr), 0);
+	CHECK(rr.tombstones == 0 && rr.records == 0 && rec_evlog_open_segment(l) == 0);
+	rec_evlog_free(l);
+	cat_close(cat);
+	remove_dir(dirfd);
+}
+
 int main(void)
 {
 	RUN(test_format);
 	RUN(test_writer);
 	RUN(test_compaction);
 	RUN(test_rebuild_mix);
+	RUN(test_reconcile);
 	return TEST_EXIT();
 }
