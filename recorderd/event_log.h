@@ -21,10 +21,11 @@
 #include <stdint.h>
 
 #include "keeppeek.pb.h"
+#include "kp_limits.h"
 
 #define REC_EVLOG_DIR         "events/log"
 #define REC_EVLOG_SUFFIX      ".evl"
-#define REC_EVLOG_SEGMENT_CAP (8u * 1024 * 1024) /* bytes: a segment is sealed before it grows past this */
+#define REC_EVLOG_SEGMENT_CAP (8 * KP_MIB) /* a segment is sealed before it grows past this */
 #define REC_EVLOG_HEADER      24
 #define REC_EVLOG_ITEM_HEADER 12
 #define REC_EVLOG_ITEM_MAX    (REC_EVLOG_ITEM_HEADER + kp_EventRecord_size)
