@@ -379,8 +379,8 @@ int rec_evlog_each_after(int data_dirfd, uint64_t after,
 			r = fn(arg, seqs[i], &it, &ev);
 		}
 		if (r == 0 && e == -EBADMSG) {
-			kp_warn("%s: %zu bytes from offset %zu are not a whole event log item (a torn tail from a "
-				"crash mid-append, or damage); ignored",
+			kp_info("%s: %zu bytes from offset %zu are not a whole event log item (a torn tail from a "
+				"crash mid-append, damage, or an append under way); ignored",
 				path, len - off, off);
 			ret->bytes_ignored += len - off;
 		}
