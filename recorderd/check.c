@@ -15,6 +15,7 @@
 #include "catalog_keys.h"
 #include "catalog_verify.h"
 #include "coverage.h"
+#include "event_log.h"
 #include "event_record.h"
 #include "jobs.h"
 #include "h26x.h"
@@ -435,6 +436,7 @@ static int sum_bytes(void *arg, const struct cat_recording *r)
 struct event_walk {
 	struct run *run;
 	struct cat_txn *t;
+	struct rec_evlog_index logged; /* read after the snapshot t: holds every record t needs */
 };
 
 /* Whether the event still has that revision, in a snapshot taken now. */
@@ -460,13 +462,17 @@ static int check_event(void *arg, int64_t start_ms, uint64_t seq, const char *id
 	if (r < 0)
 		return r;
 	run->res.events++;
-	/* Its record: what a rebuild of the catalog restores it from. A revision replaced
-	 * since this snapshot took its record with it: not a problem. */
+	/* Its record, in the event log or (older catalogs) a file: what a rebuild of the
+	 * catalog restores it from. A revision replaced since this snapshot ended its
+	 * record: not a problem. */
 	char path[CAT_PATH_MAX];
 	rec_event_record_path(id, row.revision, path, sizeof path);
-	if (faccessat(run->dirfd, path, F_OK, 0) < 0 && errno == ENOENT && still_stored(run, id, row.revision)) {
-		problem(run, "event %s: its record %s is missing (a rebuild of the catalog could not restore it)", id,
-			path);
+	if (!rec_evlog_index_has(&w->logged, id, row.revision, row.committed_ms) &&
+	    faccessat(run->dirfd, path, F_OK, 0) < 0 && errno == ENOENT && still_stored(run, id, row.revision)) {
+		problem(run,
+			"event %s: its record is missing (neither in %s/ nor %s; a rebuild of the catalog could not "
+			"restore it)",
+			id, REC_EVLOG_DIR, path);
 		struct fix f = {.kind = FIX_EVENT_RECORD};
 		snprintf(f.event, sizeof f.event, "%s", id);
 		fix(run, f);
@@ -494,8 +500,11 @@ static int check_events(struct run *run)
 	int r = cat_begin(run->cat, 0, &w.t);
 	if (r < 0)
 		return r;
-	r = cat_each_event(w.t, check_event, &w);
+	r = rec_evlog_index_load(run->dirfd, &w.logged);
+	if (r == 0)
+		r = cat_each_event(w.t, check_event, &w);
 	cat_abort(w.t);
+	rec_evlog_index_free(&w.logged);
 	return r;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "event_link.h"
+#include "event_log.h"
 #include "kp_time.h"
 #include "log.h"
 
@@ -22,6 +23,9 @@ struct batch {
 struct rec_committer {
 	struct cat *cat;
 	int data_dirfd;
+	struct rec_evlog *log;    /* the commit thread's */
+	uint64_t tombstones_seen; /* by the last compaction */
+	int64_t compact_after_ms; /* monotonic: no compaction before */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -199,7 +203,7 @@ static void removed(struct rec_committer *c)
 static unsigned retention(struct rec_committer *c, const struct rec_retention_policy *p)
 {
 	struct rec_retention_result r;
-	rec_retention_run(c->cat, c->data_dirfd, p, &r);
+	rec_retention_run(c->cat, c->data_dirfd, c->log, p, &r);
 	if (r.deleted || r.events_deleted)
 		removed(c);
 	if (r.deleted)
@@ -212,6 +216,27 @@ static unsigned retention(struct rec_committer *c, const struct rec_retention_po
 		kp_err("retention: %u files could not be removed (first %s: %s)", r.unlink_failed, r.unlink_path,
 		       strerror(r.unlink_err));
 	return r.deleted;
+}
+
+/* The event log's oldest segments, when tombstones were written since the last look,
+ * at most once per REC_EVLOG_COMPACT_EVERY_MS. */
+static void compact(struct rec_committer *c)
+{
+	struct rec_evlog_stats st;
+	rec_evlog_get_stats(c->log, &st);
+	int64_t now = (int64_t)kp_mono_ms();
+	if (st.tombstones == c->tombstones_seen || now < c->compact_after_ms)
+		return;
+	c->tombstones_seen = st.tombstones;
+	c->compact_after_ms = now + REC_EVLOG_COMPACT_EVERY_MS;
+	struct rec_evlog_compact_result res;
+	int r = rec_evlog_compact(c->log, c->cat, c->data_dirfd, &res);
+	if (r < 0)
+		kp_err("event log: compaction failed: %s; tried again later", strerror(-r));
+	if (res.segments_removed)
+		kp_info("event log: removed %u segments (%llu bytes), %llu stored records written again",
+			res.segments_removed, (unsigned long long)res.bytes_freed,
+			(unsigned long long)res.records_copied);
 }
 
 static int over_quota(struct rec_committer *c, uint64_t quota)
@@ -255,6 +280,17 @@ static void account(struct rec_committer *c, int64_t us, struct rec_job *jobs)
 static void *run(void *arg)
 {
 	struct rec_committer *c = arg;
+	struct rec_evlog_reconcile_result rr;
+	int r = rec_evlog_reconcile(c->log, c->cat, c->data_dirfd, &rr);
+	if (r < 0)
+		kp_err("event log: reconciling it with the catalog at start failed: %s; a rebuild of the catalog may "
+		       "restore the last publications before the last crash, unacknowledged, or miss their deletes",
+		       strerror(-r));
+	else if (rr.tombstones || rr.records)
+		kp_notice("event log: %u records of publications that were never committed ended, %u records of "
+			  "revisions a delete that was never committed ended written again (the last pass before a "
+			  "crash)",
+			  rr.tombstones, rr.records);
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		struct timespec until;
@@ -285,7 +321,7 @@ static void *run(void *arg)
 		int64_t t0 = kp_mono_us();
 		int committed = commit_running(c);
 		if (jobs)
-			rec_jobs_run(c->cat, c->data_dirfd, jobs);
+			rec_jobs_run(c->cat, c->data_dirfd, c->log, jobs);
 		for (struct rec_job *j = jobs; j; j = j->next)
 			if (j->kind == REC_JOB_DELETE && j->state == REC_JOB_DONE) {
 				removed(c);
@@ -298,6 +334,8 @@ static void *run(void *arg)
 		else if (committed && !stopping && kp_wall_ms() >= c->quota_idle_until && over_quota(c, quota) &&
 			 !retention(c, &(struct rec_retention_policy){.max_bytes = quota, .now_ms = kp_wall_ms()}))
 			c->quota_idle_until = kp_wall_ms() + REC_QUOTA_IDLE_MS; /* nothing deletable yet */
+		if (!stopping && !c->failures)
+			compact(c);
 		pthread_mutex_lock(&c->lock);
 		if (stopping)
 			break;
@@ -313,6 +351,12 @@ int rec_commit_new(struct cat *cat, int data_dirfd, struct rec_committer **ret)
 		return -ENOMEM;
 	c->cat = cat;
 	c->data_dirfd = data_dirfd;
+	int r = rec_evlog_new(data_dirfd, &c->log);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	c->tombstones_seen = UINT64_MAX; /* a first look at what earlier runs left */
 	c->jobs_tail = &c->jobs;
 	c->done_tail = &c->done;
 	pthread_condattr_t ca;
@@ -321,10 +365,11 @@ int rec_commit_new(struct cat *cat, int data_dirfd, struct rec_committer **ret)
 	pthread_cond_init(&c->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&c->lock, NULL);
-	int r = -pthread_create(&c->thread, NULL, run, c);
+	r = -pthread_create(&c->thread, NULL, run, c);
 	if (r < 0) {
 		pthread_cond_destroy(&c->wake);
 		pthread_mutex_destroy(&c->lock);
+		rec_evlog_free(c->log);
 		free(c);
 		return r;
 	}
@@ -366,6 +411,7 @@ void rec_commit_free(struct rec_committer *c)
 	}
 	free(c->open.items);
 	free(c->running.items);
+	rec_evlog_free(c->log);
 	pthread_cond_destroy(&c->wake);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

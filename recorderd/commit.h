@@ -3,7 +3,8 @@
  * bytes is fdatasync'ed once (and, for a new file, its directories fsync'ed) before one
  * catalog transaction indexes all of them. A failed commit keeps its items for the next
  * one. Retention runs on the same thread after a commit, so one thread at a time writes
- * the catalog. The thread logs its own failures. */
+ * the catalog, and so does the event log's compaction (event_log.h), which owns the
+ * thread's event log writer too. The thread logs its own failures. */
 #ifndef KP_REC_COMMIT_H
 #define KP_REC_COMMIT_H
 

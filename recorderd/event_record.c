@@ -24,15 +24,31 @@
 
 static const uint8_t magic[4] = {'K', 'P', 'E', 'V'};
 
-static uint32_t crc32(const uint8_t *p, size_t n)
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
 {
-	uint32_t c = 0xffffffffu;
-	for (size_t i = 0; i < n; i++) {
-		c ^= p[i];
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
 		for (int k = 0; k < 8; k++)
 			c = c >> 1 ^ (0xedb88320u & -(c & 1));
+		crc_table[i] = c;
 	}
+}
+
+uint32_t rec_crc32_update(uint32_t crc, const uint8_t *p, size_t n)
+{
+	pthread_once(&crc_once, crc_init);
+	uint32_t c = ~crc;
+	for (size_t i = 0; i < n; i++)
+		c = crc_table[(c ^ p[i]) & 0xff] ^ c >> 8;
 	return ~c;
+}
+
+uint32_t rec_crc32(const uint8_t *p, size_t n)
+{
+	return rec_crc32_update(0, p, n);
 }
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -56,7 +72,7 @@ int rec_event_record_encode(const kp_EventRecord *ev, uint8_t *out, size_t cap, 
 	memcpy(out, magic, sizeof magic);
 	put_le32(out + 4, FORMAT_VERSION);
 	put_le32(out + 8, (uint32_t)o.bytes_written);
-	put_le32(out + 12, crc32(out + REC_EVENT_RECORD_HEADER, o.bytes_written));
+	put_le32(out + 12, rec_crc32(out + REC_EVENT_RECORD_HEADER, o.bytes_written));
 	*ret_len = REC_EVENT_RECORD_HEADER + o.bytes_written;
 	return 0;
 }
@@ -67,7 +83,7 @@ int rec_event_record_decode(const uint8_t *buf, size_t len, kp_EventRecord *ret)
 		return -EBADMSG;
 	uint32_t n = get_le32(buf + 8);
 	if (n > kp_EventRecord_size || len != REC_EVENT_RECORD_HEADER + (size_t)n ||
-	    crc32(buf + REC_EVENT_RECORD_HEADER, n) != get_le32(buf + 12))
+	    rec_crc32(buf + REC_EVENT_RECORD_HEADER, n) != get_le32(buf + 12))
 		return -EBADMSG;
 	*ret = (kp_EventRecord)kp_EventRecord_init_zero;
 	pb_istream_t in = pb_istream_from_buffer(buf + REC_EVENT_RECORD_HEADER, n);

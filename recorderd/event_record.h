@@ -19,6 +19,10 @@
 
 struct cat;
 
+/* CRC-32 (IEEE 802.3, as zlib's crc32), of the records and of the event log's items. */
+uint32_t rec_crc32(const uint8_t *p, size_t n);
+uint32_t rec_crc32_update(uint32_t crc, const uint8_t *p, size_t n);
+
 int rec_event_record_encode(const kp_EventRecord *ev, uint8_t *out, size_t cap, size_t *ret_len);
 /* -EBADMSG when buf is not a whole record (torn, foreign, damaged). */
 int rec_event_record_decode(const uint8_t *buf, size_t len, kp_EventRecord *ret);

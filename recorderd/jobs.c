@@ -1,7 +1,8 @@
 /* Publications, camera alarms and deletes on the commit thread (see jobs.h): JPEG files
- * and event records first (all written, then all fdatasync'ed, then each directory
- * fsync'ed once), then one transaction for every job, then the files the transaction
- * stopped referencing are unlinked. */
+ * first (all written, then all fdatasync'ed, then each directory fsync'ed once), then one
+ * transaction for every job whose records and tombstones go to the event log in the
+ * transaction's order, written and synced before it commits, then the files the
+ * transaction stopped referencing are unlinked. */
 #include "jobs.h"
 
 #include <errno.h>
@@ -16,7 +17,7 @@
 
 #include "catalog_events.h"
 #include "catalog_keys.h"
-#include "event_record.h"
+#include "event_log.h"
 #include "catalog_records.h"
 #include "keyframe.h"
 #include "kp_time.h"
@@ -129,15 +130,6 @@ static int write_jpeg(int data_dirfd, const struct rec_job *j, const char *path,
 	return 0;
 }
 
-/* The revision's record (event_record.h), written like its JPEG. */
-static int write_record(int data_dirfd, const kp_EventRecord *ev, const char *path, int *ret_fd)
-{
-	int r = make_dirs(data_dirfd, path);
-	if (r == 0)
-		r = rec_event_record_create(data_dirfd, path, ev, ret_fd);
-	return r;
-}
-
 /* Before any file is written: the revision rule against the catalog and against the
  * jobs ahead in this batch (the commit thread is the only writer of events, so what
  * this read sees holds until the transaction below). */
@@ -188,7 +180,18 @@ static void later(struct unlink_list *u, const char *path)
 	snprintf(u->path[u->n++], CAT_PATH_MAX, "%s", path);
 }
 
-static int run_event(struct cat_txn *t, struct rec_job *j, struct unlink_list *gone)
+/* The tombstone of the revision row of id ends (event_log.h). */
+static int tombstone(struct rec_evlog *log, const char *id, const struct cat_event_row *row)
+{
+	static kp_EventRecord tomb;
+	tomb = (kp_EventRecord)kp_EventRecord_init_zero;
+	snprintf(tomb.event_id, sizeof tomb.event_id, "%s", id);
+	tomb.revision = row->revision;
+	tomb.committed_ms = row->committed_ms;
+	return rec_evlog_add(log, REC_EVLOG_TOMBSTONE, &tomb);
+}
+
+static int run_event(struct cat_txn *t, struct rec_evlog *log, struct rec_job *j, struct unlink_list *gone)
 {
 	struct cat_event_link links[2];
 	unsigned n = 0;
@@ -210,6 +213,12 @@ static int run_event(struct cat_txn *t, struct rec_job *j, struct unlink_list *g
 	}
 	if (r < 0)
 		return r;
+	/* Its record, and the end of the one it replaces: what a rebuild restores. */
+	r = rec_evlog_add(log, REC_EVLOG_RECORD, &j->ev);
+	if (r == 0 && old.revision)
+		r = tombstone(log, j->ev.event_id, &old);
+	if (r < 0)
+		return r;
 	for (unsigned i = 0; i < n; i++)
 		j->keyframes[i] = (kp_EventKeyframe){.stream = links[i].stream, .time_ms = links[i].ms};
 	j->nkeyframes = (pb_size_t)n;
@@ -220,7 +229,7 @@ static int run_event(struct cat_txn *t, struct rec_job *j, struct unlink_list *g
 		rec_event_thumb_path(j->ev.event_id, old.revision, p, sizeof p);
 		later(gone, p);
 	}
-	if (old.revision) {
+	if (old.revision) { /* a record file of an older catalog, if it has one */
 		rec_event_record_path(j->ev.event_id, old.revision, p, sizeof p);
 		later(gone, p);
 	}
@@ -228,7 +237,7 @@ static int run_event(struct cat_txn *t, struct rec_job *j, struct unlink_list *g
 	return 0;
 }
 
-static int run_delete(struct cat_txn *t, struct rec_job *j, struct unlink_list *gone)
+static int run_delete(struct cat_txn *t, struct rec_evlog *log, struct rec_job *j, struct unlink_list *gone)
 {
 	const kp_DeleteRequest *d = &j->del;
 	kp_CatalogRecord *rec = calloc(1, sizeof *rec);
@@ -261,7 +270,7 @@ static int run_delete(struct cat_txn *t, struct rec_job *j, struct unlink_list *
 		if (r == -ENOENT) {
 			memcpy(res->missing_events[res->missing_events_count++], d->events[i], sizeof d->events[i]);
 			r = 0;
-		} else if (r == 0) {
+		} else if (r == 0 && (r = tombstone(log, d->events[i], &row)) == 0) {
 			res->deleted_events++;
 			char p[CAT_PATH_MAX];
 			if (row.jpeg_len) {
@@ -297,8 +306,6 @@ static void unlink_files(int data_dirfd, const struct rec_job *j)
 		rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
 		unlinkat(data_dirfd, path, 0);
 	}
-	rec_event_record_path(j->ev.event_id, j->ev.revision, path, sizeof path);
-	unlinkat(data_dirfd, path, 0);
 }
 
 static void fail_io(struct rec_job *j, int r, const char *what)
@@ -307,77 +314,66 @@ static void fail_io(struct rec_job *j, int r, const char *what)
 	     r == -ENOSPC ? "disk_full" : "catalog_error", "%s failed: %s", what, strerror(-r));
 }
 
-/* Every job's JPEG and record: all written first, then writeback started for all of
- * them, then each fdatasync'ed (the first waits for the disk, the rest mostly find their
- * bytes there) and each events/<hh> directory fsync'ed once, so a batch of events costs
- * about one round of disk flushes instead of one per file. A job whose file fails is
- * failed and its files removed. */
+/* Every job's JPEG: all written first, then writeback started for all of them, then
+ * each fdatasync'ed (the first waits for the disk, the rest mostly find their bytes
+ * there) and each events/<hh> directory fsync'ed once, so a batch of events costs about
+ * one round of disk flushes instead of one per file. A job whose file fails is failed
+ * and its file removed. Jobs without a JPEG write no file here (their record goes to
+ * the event log in the transaction). */
 static void write_files(int data_dirfd, struct rec_job *list)
 {
 	size_t n = 0;
-	for (struct rec_job *j = list; j; j = j->next)
-		n += j->kind == REC_JOB_EVENT && !j->state;
+	for (struct rec_job *j = list; j; j = j->next) {
+		if (j->kind == REC_JOB_EVENT && !j->state && !j->jpeg)
+			j->wrote = 1;
+		n += j->kind == REC_JOB_EVENT && !j->state && j->jpeg;
+	}
 	if (!n)
 		return;
 	struct pending {
 		struct rec_job *j;
-		int fd[2];
+		int fd;
 		unsigned dir; /* hh of its events/<hh> */
 	} *p = calloc(n, sizeof *p);
 	if (!p) {
 		for (struct rec_job *j = list; j; j = j->next)
-			if (j->kind == REC_JOB_EVENT && !j->state)
-				fail_io(j, -ENOMEM, "writing the event's files");
+			if (j->kind == REC_JOB_EVENT && !j->state && j->jpeg)
+				fail_io(j, -ENOMEM, "writing the event's JPEG");
 		return;
 	}
 	uint8_t dirs[256 / 8] = {0}, bad[256 / 8] = {0};
 	size_t k = 0;
 	for (struct rec_job *j = list; j; j = j->next) {
-		if (j->kind != REC_JOB_EVENT || j->state)
+		if (j->kind != REC_JOB_EVENT || j->state || !j->jpeg)
 			continue;
 		struct pending *e = &p[k++];
 		e->j = j;
-		e->fd[0] = e->fd[1] = -1;
+		e->fd = -1;
 		char path[CAT_PATH_MAX];
-		int r = 0;
-		if (j->jpeg) {
-			rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
-			r = write_jpeg(data_dirfd, j, path, &e->fd[0]);
-			if (r < 0) {
-				kp_err("%s: writing the event's JPEG failed: %s", path, strerror(-r));
-				fail_io(j, r, "writing the JPEG");
-				continue;
-			}
-		}
-		/* Its record too: what a rebuild of the catalog restores the event from. */
-		rec_event_record_path(j->ev.event_id, j->ev.revision, path, sizeof path);
-		r = write_record(data_dirfd, &j->ev, path, &e->fd[1]);
+		rec_event_jpeg_path(j->ev.event_id, j->ev.revision, path, sizeof path);
+		int r = write_jpeg(data_dirfd, j, path, &e->fd);
 		if (r < 0) {
-			kp_err("%s: writing the event's record failed: %s", path, strerror(-r));
-			fail_io(j, r, "writing the event record");
+			kp_err("%s: writing the event's JPEG failed: %s", path, strerror(-r));
+			fail_io(j, r, "writing the JPEG");
 			continue;
 		}
 		e->dir = (unsigned)strtoul(path + 7, NULL, 16) & 0xff; /* events/hh/ */
 		dirs[e->dir / 8] |= (uint8_t)(1u << e->dir % 8);
 	}
 	for (size_t i = 0; i < k; i++)
-		for (int f = 0; f < 2; f++)
-			if (p[i].fd[f] >= 0 && !p[i].j->state &&
-			    sync_file_range(p[i].fd[f], 0, 0, SYNC_FILE_RANGE_WRITE) < 0 && errno != ESPIPE)
-				kp_debug("sync_file_range: %s (the fdatasync below still syncs)", strerror(errno));
+		if (p[i].fd >= 0 && !p[i].j->state && sync_file_range(p[i].fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0 &&
+		    errno != ESPIPE)
+			kp_debug("sync_file_range: %s (the fdatasync below still syncs)", strerror(errno));
 	for (size_t i = 0; i < k; i++) {
 		struct rec_job *j = p[i].j;
-		for (int f = 0; f < 2; f++) {
-			if (p[i].fd[f] < 0)
-				continue;
-			if (!j->state && fdatasync(p[i].fd[f]) < 0) {
-				int r = -errno;
-				kp_err("event %s: syncing its %s failed: %s", j->ev.event_id, f ? "record" : "JPEG",
-				       strerror(-r));
-				fail_io(j, r, f ? "syncing the event record" : "syncing the JPEG");
-			}
-			close(p[i].fd[f]);
+		if (p[i].fd < 0)
+			continue;
+		if (!j->state && fdatasync(p[i].fd) < 0) {
+			int r = -errno;
+			kp_err("event %s: syncing its JPEG failed: %s", j->ev.event_id, strerror(-r));
+			fail_io(j, r, "syncing the JPEG");
 		}
+		close(p[i].fd);
 		if (j->state)
 			unlink_files(data_dirfd, j);
 	}
@@ -406,7 +402,74 @@ static void write_files(int data_dirfd, struct rec_job *list)
 	free(p);
 }
 
-void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
+int rec_evlog_restore(struct rec_evlog *log, struct cat *cat, const kp_EventRecord *const *ended, size_t nended,
+		      const char (*ids)[CAT_EVENT_ID_MAX + 1], size_t nids)
+{
+	static kp_EventRecord ev;
+	rec_evlog_discard(log);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < nended; i++)
+		r = rec_evlog_add(log, REC_EVLOG_TOMBSTONE, ended[i]);
+	struct cat_txn *t = NULL;
+	if (r == 0)
+		r = cat_begin(cat, 0, &t);
+	for (size_t i = 0; r == 0 && i < nids; i++) {
+		struct cat_event_row row;
+		r = cat_event_get(t, ids[i], &row, &ev);
+		if (r == 0)
+			r = rec_evlog_add(log, REC_EVLOG_RECORD, &ev);
+		else if (r == -ENOENT)
+			r = 0;
+	}
+	if (t)
+		cat_abort(t);
+	if (r == 0)
+		r = rec_evlog_flush(log);
+	else
+		rec_evlog_discard(log);
+	if (r < 0)
+		kp_err("event log: setting it back after a failed transaction failed: %s; until the events "
+		       "involved are stored again, a rebuild of the catalog may restore them as they were "
+		       "before it",
+		       strerror(-r));
+	return r;
+}
+
+/* After a transaction that did not commit: what this pass logged is ended again (its
+ * records by tombstones, the revisions it ended by their records again). */
+static void restore_log(struct cat *cat, struct rec_evlog *log, struct rec_job *list)
+{
+	size_t nrec = 0, nids = 0;
+	for (struct rec_job *j = list; j; j = j->next) {
+		nrec += j->kind == REC_JOB_EVENT && j->wrote;
+		nids += j->kind == REC_JOB_EVENT ? 1 : j->del.events_count;
+	}
+	const kp_EventRecord **ended = calloc(nrec ? nrec : 1, sizeof *ended);
+	char(*ids)[CAT_EVENT_ID_MAX + 1] = calloc(nids ? nids : 1, sizeof *ids);
+	if (!ended || !ids) {
+		kp_err("event log: no memory to set it back after a failed transaction; a rebuild of the "
+		       "catalog may restore the events of that pass as they were logged");
+		free(ended);
+		free(ids);
+		return;
+	}
+	size_t a = 0, b = 0;
+	for (struct rec_job *j = list; j; j = j->next) {
+		if (j->kind == REC_JOB_EVENT) {
+			if (j->wrote)
+				ended[a++] = &j->ev;
+			snprintf(ids[b++], sizeof ids[0], "%s", j->ev.event_id);
+			continue;
+		}
+		for (pb_size_t i = 0; i < j->del.events_count; i++)
+			snprintf(ids[b++], sizeof ids[0], "%s", j->del.events[i]);
+	}
+	rec_evlog_restore(log, cat, ended, a, (const char(*)[CAT_EVENT_ID_MAX + 1]) ids, b);
+	free(ended);
+	free(ids);
+}
+
+void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_evlog *log, struct rec_job *list)
 {
 	precheck(cat, list);
 	int64_t now = kp_wall_ms();
@@ -418,16 +481,25 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list)
 	write_files(data_dirfd, list);
 	struct unlink_list gone = {0};
 	struct cat_txn *t;
-	int r = cat_begin(cat, 1, &t);
+	int r = cat_begin(cat, 1, &t), logged = 0;
 	for (struct rec_job *j = list; j && r == 0; j = j->next) {
 		if (j->state)
 			continue;
-		r = j->kind == REC_JOB_EVENT ? run_event(t, j, &gone) : run_delete(t, j, &gone);
+		r = j->kind == REC_JOB_EVENT ? run_event(t, log, j, &gone) : run_delete(t, log, j, &gone);
+	}
+	/* The records and tombstones, durable before the transaction that stores them. */
+	if (r == 0) {
+		r = rec_evlog_flush(log);
+		logged = 1;
+	} else {
+		rec_evlog_discard(log);
 	}
 	if (r == 0)
 		r = cat_commit(t);
 	else if (t)
 		cat_abort(t);
+	if (r < 0 && logged)
+		restore_log(cat, log, list);
 	for (struct rec_job *j = list; j; j = j->next) {
 		if (r < 0 && j->state != REC_JOB_FAILED) {
 			free(j->body);

@@ -1,9 +1,10 @@
 /* Catalog work that webd (publish, delete) and cameras (motion alarms) ask for, run on
  * the commit thread (commit.c) so that it shares the group commit: every job waiting
  * when the thread wakes (at once, not after the commit interval) goes into one
- * transaction, after the JPEG files and event records it references are written and
- * fdatasync'ed. The
- * finished jobs go back to the loop thread (events.c), which answers and fans out. */
+ * transaction, after the JPEG files it references are written and fdatasync'ed, and
+ * whose event records and tombstones are appended to the event log (event_log.h) with
+ * one write and one fdatasync before it commits. The finished jobs go back to the loop
+ * thread (events.c), which answers and fans out. */
 #ifndef KP_REC_JOBS_H
 #define KP_REC_JOBS_H
 
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "catalog.h"
+#include "catalog_events.h"
 #include "keeppeek.pb.h"
 
 enum rec_job_kind { REC_JOB_EVENT, REC_JOB_DELETE };
@@ -34,7 +36,7 @@ struct rec_job {
 	kp_DeleteRequest del;
 
 	/* the result, set by the commit thread */
-	int wrote;                /* its JPEG (if any) and record are on disk */
+	int wrote;                /* its JPEG (if any) is on disk: it went into the transaction */
 	enum rec_job_state state; /* REC_JOB_PENDING until the commit thread decides */
 	kp_CatalogResult result;  /* when failed: CONFLICT, FAILED, UNAVAILABLE */
 	char code[32];            /* error code when failed */
@@ -50,14 +52,23 @@ struct rec_job {
 void rec_event_jpeg_path(const char *id, uint32_t revision, char *out, size_t cap);
 /* Its thumbnail cache file: the same with .thumb.jpg. */
 void rec_event_thumb_path(const char *id, uint32_t revision, char *out, size_t cap);
-/* Its record (event_record.h): the same with .ev. */
+/* Its record file as older catalogs wrote it (event_record.h): the same with .ev. */
 void rec_event_record_path(const char *id, uint32_t revision, char *out, size_t cap);
 
-/* Commit thread: runs the jobs (a list), filling in each one's result. */
 /* fsync(2) of the directory dir below data_dirfd (so that new or removed names in it
  * are durable): 0 or a negative errno. */
 int rec_fsync_dir(int data_dirfd, const char *dir);
-void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_job *list);
+
+struct rec_evlog;
+/* Commit thread: runs the jobs (a list), filling in each one's result; their records
+ * and tombstones go to log. */
+void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_evlog *log, struct rec_job *list);
+/* After a transaction whose records and tombstones were logged but that did not
+ * commit: tombstones for the records in ended (not stored after all), then the stored
+ * revision of each of ids logged again (the tombstones logged for them did not
+ * happen), written and synced. Logs what failed. */
+int rec_evlog_restore(struct rec_evlog *log, struct cat *cat, const kp_EventRecord *const *ended, size_t nended,
+		      const char (*ids)[CAT_EVENT_ID_MAX + 1], size_t nids);
 void rec_job_free(struct rec_job *j);
 
 #endif

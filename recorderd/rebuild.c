@@ -15,6 +15,7 @@
 #include "catalog_events.h"
 #include "catalog_keys.h"
 #include "catalog_verify.h"
+#include "event_log.h"
 #include "event_record.h"
 #include "fmp4.h"
 #include "jobs.h"
@@ -64,7 +65,7 @@ static int is_recording(const char *name)
 
 static int is_event_file(const char *name)
 {
-	return ends_with(name, ".jpg") || ends_with(name, ".ev");
+	return ends_with(name, ".jpg") || ends_with(name, ".ev") || ends_with(name, REC_EVLOG_SUFFIX);
 }
 
 int rec_data_has_files(int data_dirfd)
@@ -379,10 +380,14 @@ static int rebuild_recordings(struct cat *cat, int dirfd, struct rec_rebuild_res
 
 /* ---- events ---- */
 
+/* A record or a tombstone, from a .ev file (seg 0) or the event log (segment seg,
+ * offset off); (seg, off) is the order in which they were written, .ev files first. */
 struct record_entry {
 	char id[CAT_EVENT_ID_MAX + 1];
 	uint32_t revision;
 	int64_t committed_ms;
+	uint64_t seg, off;
+	int tombstone;
 };
 
 struct record_list {
@@ -414,7 +419,7 @@ static int parse_name(const char *name, const char *suffix, char id[CAT_EVENT_ID
 	return 1;
 }
 
-static int add_record(struct record_list *l, const kp_EventRecord *ev)
+static int add_record(struct record_list *l, const kp_EventRecord *ev, uint64_t seg, uint64_t off, int tombstone)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 1024;
@@ -428,6 +433,9 @@ static int add_record(struct record_list *l, const kp_EventRecord *ev)
 	snprintf(e->id, sizeof e->id, "%s", ev->event_id);
 	e->revision = ev->revision;
 	e->committed_ms = ev->committed_ms;
+	e->seg = seg;
+	e->off = off;
+	e->tombstone = tombstone;
 	return 0;
 }
 
@@ -456,7 +464,25 @@ static int by_id_newest(const void *a, const void *b)
 	int c = strcmp(x->id, y->id);
 	if (c)
 		return c;
-	return x->revision > y->revision ? -1 : x->revision < y->revision;
+	if (x->revision != y->revision)
+		return x->revision > y->revision ? -1 : 1;
+	return x->committed_ms > y->committed_ms ? -1 : x->committed_ms < y->committed_ms;
+}
+
+/* The same revision of the same commit together, in the order written. */
+static int by_written(const void *a, const void *b)
+{
+	const struct record_entry *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+	if (c)
+		return c;
+	if (x->revision != y->revision)
+		return x->revision < y->revision ? -1 : 1;
+	if (x->committed_ms != y->committed_ms)
+		return x->committed_ms < y->committed_ms ? -1 : 1;
+	if (x->seg != y->seg)
+		return x->seg < y->seg ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
 }
 
 static int by_commit(const void *a, const void *b)
@@ -533,7 +559,7 @@ static int scan_events(int dirfd, struct record_list *l, int jpegs, struct rec_r
 				continue;
 			}
 			res->records++;
-			r = add_record(l, &ev);
+			r = add_record(l, &ev, 0, 0, 0);
 		}
 		free(names);
 	}
@@ -546,7 +572,7 @@ static int store_event(struct cat_txn *t, int dirfd, const struct record_entry *
 	static kp_EventRecord ev;
 	char path[CAT_PATH_MAX];
 	rec_event_record_path(e->id, e->revision, path, sizeof path);
-	int r = rec_event_record_read(dirfd, path, &ev);
+	int r = e->seg ? rec_evlog_read_item(dirfd, e->seg, e->off, &ev) : rec_event_record_read(dirfd, path, &ev);
 	if (r < 0)
 		return r;
 	uint32_t camera_id, jpeg_len = 0;
@@ -583,17 +609,88 @@ static int store_event(struct cat_txn *t, int dirfd, const struct record_entry *
 	return r;
 }
 
+struct log_scan {
+	struct record_list *l;
+	struct rec_rebuild_result *res;
+};
+
+static int add_logged(void *arg, uint64_t seq, const struct rec_evlog_item *item, const kp_EventRecord *ev)
+{
+	struct log_scan *ls = arg;
+	int tomb = item->kind == REC_EVLOG_TOMBSTONE;
+	if (!tomb && (!valid_camera(ev->camera) || ev->stream >= 2)) {
+		kp_warn("rebuild: event %s revision %u in event log segment %llu at %zu names no valid camera or "
+			"stream; not restored",
+			ev->event_id, (unsigned)ev->revision, (unsigned long long)seq, item->off);
+		ls->res->log_records_refused++;
+		return 0;
+	}
+	if (tomb)
+		ls->res->tombstones++;
+	else
+		ls->res->records++;
+	return add_record(ls->l, ev, seq, item->off, tomb);
+}
+
+/* Keeps, of each revision of each commit, the last record written when no tombstone
+ * follows it (l sorted by_written); drops the tombstones. Returns how many are kept. */
+static size_t live_records(struct record_entry *e, size_t n)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && !strcmp(e[j].id, e[i].id) && e[j].revision == e[i].revision &&
+		       e[j].committed_ms == e[i].committed_ms)
+			j++;
+		/* [i, j): one revision of one commit, in the order written. */
+		size_t last = n;
+		for (size_t k = i; k < j; k++)
+			last = e[k].tombstone ? n : k;
+		if (last < n)
+			e[kept++] = e[last];
+		i = j;
+	}
+	return kept;
+}
+
 static int rebuild_events(struct cat *cat, int dirfd, struct rec_rebuild_result *res)
 {
 	struct record_list l = {0};
 	int r = scan_events(dirfd, &l, 0, res);
-	if (r == 0 && l.n)
-		qsort(l.e, l.n, sizeof *l.e, by_id_newest);
+	struct rec_evlog_scan sc;
+	struct log_scan ls = {.l = &l, .res = res};
 	if (r == 0)
-		r = scan_events(dirfd, &l, 1, res);
-	/* The newest revision of each id, then in commit order (which gave the old seqs). */
-	size_t kept = 0;
+		r = rec_evlog_each(dirfd, add_logged, &ls, &sc);
+	if (r == 0) {
+		res->log_segments = sc.segments;
+		res->log_segments_refused = sc.bad_segments;
+		res->log_bytes_ignored = sc.bytes_ignored;
+	}
+	/* The JPEGs that no record names go aside (every record counts, ended or not). */
+	struct record_list recs = {0};
 	for (size_t i = 0; r == 0 && i < l.n; i++)
+		recs.n += !l.e[i].tombstone;
+	if (r == 0 && recs.n && !(recs.e = malloc(recs.n * sizeof *recs.e)))
+		r = -ENOMEM;
+	for (size_t i = 0, k = 0; r == 0 && i < l.n; i++)
+		if (!l.e[i].tombstone)
+			recs.e[k++] = l.e[i];
+	if (r == 0 && recs.n)
+		qsort(recs.e, recs.n, sizeof *recs.e, by_id_newest);
+	if (r == 0)
+		r = scan_events(dirfd, &recs, 1, res);
+	free(recs.e);
+	/* What is still stored: the last record of each revision no tombstone follows. */
+	size_t kept = 0;
+	if (r == 0 && l.n) {
+		qsort(l.e, l.n, sizeof *l.e, by_written);
+		kept = live_records(l.e, l.n);
+		qsort(l.e, kept, sizeof *l.e, by_id_newest);
+	}
+	/* The newest revision of each id, then in commit order (which gave the old seqs). */
+	size_t n = kept;
+	kept = 0;
+	for (size_t i = 0; r == 0 && i < n; i++)
 		if (!kept || strcmp(l.e[kept - 1].id, l.e[i].id))
 			l.e[kept++] = l.e[i];
 	if (r == 0 && kept)

@@ -34,7 +34,12 @@ struct rec_rebuild_result {
 	unsigned recordings;            /* of those, indexed */
 	uint64_t fragments;             /* complete fragments indexed */
 	unsigned files_set_aside;       /* recording files that are not this writer's: moved to unindexed/ */
-	unsigned records;               /* event records found (every revision) */
+	unsigned records;               /* event records found (every revision; .ev files and the event log) */
+	unsigned tombstones;            /* event log tombstones found (revisions replaced, deleted, expired) */
+	unsigned log_segments;          /* event log segments read */
+	unsigned log_segments_refused;  /* named like one, with a header that does not check: ignored */
+	unsigned log_records_refused;   /* log records naming no valid camera or stream: not restored */
+	uint64_t log_bytes_ignored;     /* after the first item that does not check, in every segment */
 	unsigned events;                /* events stored: the newest revision with a sound record each */
 	unsigned events_jpeg_gone;      /* of those, a record says JPEG but the file is gone: stored without */
 	unsigned event_files_set_aside; /* damaged records and JPEGs without a record: to unindexed/ */
@@ -44,8 +49,9 @@ struct rec_rebuild_result {
 /* Indexes what data_dir holds into cat, an empty catalog (unit-tested): every recording
  * file in start order (its fragments, keyframes and coverage, exactly as recording
  * indexed them: the fragment times come from each file's prft box; files are only
- * read), then the newest revision of every event that has a sound record, oldest commit
- * first, with its JPEG when that is on disk and its keyframe links. Camera ids are
+ * read), then the newest revision of every event that has a sound record no tombstone
+ * ends (.ev files of older catalogs, then the event log in the order written: event_log.h),
+ * oldest commit first, with its JPEG when that is on disk and its keyframe links. Camera ids are
  * given anew (names from the directories and records), recording ids in start order. */
 int rec_rebuild_into(struct cat *cat, int data_dirfd, struct rec_rebuild_result *ret);
 

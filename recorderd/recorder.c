@@ -537,10 +537,13 @@ static void on_rebuild_done(uv_async_t *h)
 	if (RB.err == 0)
 		kp_notice("rebuild: catalog rebuilt from the files in %ld ms: %u cameras; %u recordings (%llu "
 			  "fragments) from %u files, %u set aside; %u events from %u records (%u without their "
-			  "JPEG), %u event files set aside; old data file: %s",
+			  "JPEG), %u event files set aside; event log: %u segments, %u tombstones, %llu bytes "
+			  "not whole items ignored, %u segments and %u records refused; old data file: %s",
 			  ms, res->cameras, res->recordings, (unsigned long long)res->fragments, res->files,
 			  res->files_set_aside, res->events, res->records, res->events_jpeg_gone,
-			  res->event_files_set_aside, res->moved_to[0] ? res->moved_to : "none");
+			  res->event_files_set_aside, res->log_segments, res->tombstones,
+			  (unsigned long long)res->log_bytes_ignored, res->log_segments_refused,
+			  res->log_records_refused, res->moved_to[0] ? res->moved_to : "none");
 	else
 		kp_err("rebuild: failed: %s; the catalog is as it was", RB.why);
 	R.failed = 0;
@@ -563,10 +566,14 @@ static void on_rebuild_done(uv_async_t *h)
 		jb_printf(&b,
 			  ",\"ms\":%ld,\"cameras\":%u,\"files\":%u,\"recordings\":%u,\"fragments\":%llu,"
 			  "\"files_set_aside\":%u,\"records\":%u,\"events\":%u,\"events_jpeg_gone\":%u,"
-			  "\"event_files_set_aside\":%u,\"moved_to\":",
+			  "\"event_files_set_aside\":%u,\"log_segments\":%u,\"tombstones\":%u,"
+			  "\"log_bytes_ignored\":%llu,\"log_segments_refused\":%u,\"log_records_refused\":%u,"
+			  "\"moved_to\":",
 			  ms, res->cameras, res->files, res->recordings, (unsigned long long)res->fragments,
 			  res->files_set_aside, res->records, res->events, res->events_jpeg_gone,
-			  res->event_files_set_aside);
+			  res->event_files_set_aside, res->log_segments, res->tombstones,
+			  (unsigned long long)res->log_bytes_ignored, res->log_segments_refused,
+			  res->log_records_refused);
 		if (res->moved_to[0])
 			jb_printf(&b, "\"%s/%s\"", REC_CATALOG_DIR, res->moved_to);
 		else
@@ -580,10 +587,14 @@ static void on_rebuild_done(uv_async_t *h)
 			  "recordings: %u from %u files (%llu fragments); %u files set aside in %s/\n"
 			  "events: %u from %u records (%u without their JPEG, which is gone); %u event files set "
 			  "aside in %s/\n"
+			  "event log: %u segments, %u tombstones; %llu bytes that are not whole items ignored (torn "
+			  "tails); %u segments and %u records refused\n"
 			  "cameras: %u\n",
 			  ms, res->recordings, res->files, (unsigned long long)res->fragments, res->files_set_aside,
 			  REC_UNINDEXED_DIR, res->events, res->records, res->events_jpeg_gone,
-			  res->event_files_set_aside, REC_UNINDEXED_DIR, res->cameras);
+			  res->event_files_set_aside, REC_UNINDEXED_DIR, res->log_segments, res->tombstones,
+			  (unsigned long long)res->log_bytes_ignored, res->log_segments_refused,
+			  res->log_records_refused, res->cameras);
 		if (res->moved_to[0])
 			jb_printf(&b, "the old data file is now %s/%s (kept: remove it when the catalog is good)\n",
 				  REC_CATALOG_DIR, res->moved_to);

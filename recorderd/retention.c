@@ -8,6 +8,7 @@
 
 #include "catalog.h"
 #include "catalog_events.h"
+#include "event_log.h"
 #include "jobs.h"
 
 #define DAY_MS      (86400ll * 1000)
@@ -135,9 +136,10 @@ static int consider_event(void *arg, int64_t start_ms, uint64_t seq, const char 
 	return ep->n == PASS_MAX;
 }
 
-/* One transaction: up to PASS_MAX events older than their camera's retention, then
- * their JPEG files. Returns how many were deleted. */
-static int one_event_pass(struct cat *cat, int data_dirfd, const struct rec_retention_policy *p,
+/* One transaction: up to PASS_MAX events older than their camera's retention, their
+ * tombstones in the event log (synced before the commit), then their JPEG files.
+ * Returns how many were deleted. */
+static int one_event_pass(struct cat *cat, int data_dirfd, struct rec_evlog *log, const struct rec_retention_policy *p,
 			  struct rec_retention_result *res)
 {
 	static struct pass ps;
@@ -164,18 +166,35 @@ static int one_event_pass(struct cat *cat, int data_dirfd, const struct rec_rete
 		e = e < 0 ? e : ep.err;
 	}
 	static struct cat_event_row gone[PASS_MAX];
-	for (unsigned i = 0; e == 0 && i < ep.n; i++)
+	static kp_EventRecord tomb;
+	for (unsigned i = 0; e == 0 && i < ep.n; i++) {
 		e = cat_event_delete(ps.t, ep.ids[i], &gone[i]);
+		tomb = (kp_EventRecord)kp_EventRecord_init_zero;
+		snprintf(tomb.event_id, sizeof tomb.event_id, "%s", ep.ids[i]);
+		tomb.revision = gone[i].revision;
+		tomb.committed_ms = gone[i].committed_ms;
+		if (e == 0)
+			e = rec_evlog_add(log, REC_EVLOG_TOMBSTONE, &tomb);
+	}
+	int logged = 0;
+	if (e == 0 && ep.n) {
+		e = rec_evlog_flush(log);
+		logged = 1;
+	} else {
+		rec_evlog_discard(log);
+	}
 	if (e == 0)
 		e = cat_commit(ps.t);
 	else
 		cat_abort(ps.t);
+	if (e < 0 && logged)
+		rec_evlog_restore(log, cat, NULL, 0, (const char(*)[CAT_EVENT_ID_MAX + 1]) ep.ids, ep.n);
 	if (e < 0)
 		return e;
 	for (unsigned i = 0; i < ep.n; i++) {
 		res->events_deleted++;
 		char path[CAT_PATH_MAX];
-		rec_event_record_path(ep.ids[i], gone[i].revision, path, sizeof path);
+		rec_event_record_path(ep.ids[i], gone[i].revision, path, sizeof path); /* older catalogs' */
 		unlinkat(data_dirfd, path, 0);
 		if (!gone[i].jpeg_len)
 			continue;
@@ -190,7 +209,7 @@ static int one_event_pass(struct cat *cat, int data_dirfd, const struct rec_rete
 	return (int)ep.n;
 }
 
-int rec_retention_run(struct cat *cat, int data_dirfd, const struct rec_retention_policy *p,
+int rec_retention_run(struct cat *cat, int data_dirfd, struct rec_evlog *log, const struct rec_retention_policy *p,
 		      struct rec_retention_result *ret)
 {
 	memset(ret, 0, sizeof *ret);
@@ -204,7 +223,7 @@ int rec_retention_run(struct cat *cat, int data_dirfd, const struct rec_retentio
 	}
 	if (p->events) {
 		do
-			n = one_event_pass(cat, data_dirfd, p, ret);
+			n = one_event_pass(cat, data_dirfd, log, p, ret);
 		while (n == PASS_MAX);
 	}
 	if (n < 0)

@@ -16,6 +16,7 @@
 #include "catalog_events.h"
 #include "catalog_json.h"
 #include "check.h"
+#include "event_log.h"
 #include "event_record.h"
 #include "catalog_keys.h"
 #include "event_check.h"
@@ -408,8 +409,9 @@ static struct fixture fx[2];
 
 /* One batch of 300 publications (envelope-only and with JPEGs) over many events/<hh>
  * directories, written, synced and committed together (jobs.c write_files): each stored
- * one has its record and JPEG on disk, and one whose record cannot be created (a
- * directory holds its name) fails alone and leaves no JPEG behind. */
+ * one has its JPEG on disk and its record in the event log, all records written with
+ * one flush (one write, one fdatasync), and one whose JPEG cannot be created (a
+ * directory holds its name) fails alone and leaves no record. */
 static void test_jobs_batch(void)
 {
 	struct rec_setup rs;
@@ -429,40 +431,46 @@ static void test_jobs_batch(void)
 		tail = &(*tail)->next;
 	}
 	snprintf(id, sizeof id, "batch.%d", BAD);
-	rec_event_record_path(id, 1, path, sizeof path);
+	rec_event_jpeg_path(id, 1, path, sizeof path);
 	CHECK(mkdirat(rs.dirfd, "events", 0750) == 0 || errno == EEXIST);
 	char dir[16];
 	snprintf(dir, sizeof dir, "%.9s", path);
 	CHECK(mkdirat(rs.dirfd, dir, 0750) == 0 || errno == EEXIST);
 	CHECK_EQ(mkdirat(rs.dirfd, path, 0750), 0);
-	rec_jobs_run(rs.cat, rs.dirfd, head);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, head);
+	struct rec_evlog_stats ls;
+	rec_evlog_get_stats(rs.log, &ls);
+	CHECK_EQ(ls.flushes, 1);
+	CHECK_EQ(ls.records, N - 1);
+	CHECK_EQ(ls.tombstones, 0);
+	struct rec_evlog_index logged;
+	CHECK_EQ(rec_evlog_index_load(rs.dirfd, &logged), 0);
+	CHECK_EQ(logged.n, N - 1);
 	int i = 0, stored = 0;
 	struct cat_txn *t;
 	CHECK_EQ(cat_begin(rs.cat, 0, &t), 0);
 	for (struct rec_job *j = head; j; j = j->next, i++) {
 		uint32_t rev = 0;
 		int r = cat_event_revision(t, j->ev.event_id, &rev);
-		rec_event_record_path(j->ev.event_id, 1, path, sizeof path);
 		if (i == BAD) {
 			CHECK_EQ(j->state, REC_JOB_FAILED);
 			CHECK(r == -ENOENT || rev == 0);
-			rec_event_jpeg_path(j->ev.event_id, 1, path, sizeof path);
-			CHECK(!exists(&rs, path));
+			CHECK(!rec_evlog_index_has(&logged, j->ev.event_id, 1, j->ev.committed_ms));
 			continue;
 		}
 		CHECK_EQ(j->state, REC_JOB_DONE);
 		CHECK_EQ(r, 0);
 		CHECK_EQ(rev, 1);
-		kp_EventRecord back;
-		CHECK_EQ(rec_event_record_read(rs.dirfd, path, &back), 0);
-		CHECK(!strcmp(back.event_id, j->ev.event_id));
-		CHECK_EQ(back.committed_ms, j->ev.committed_ms);
+		CHECK(rec_evlog_index_has(&logged, j->ev.event_id, 1, j->ev.committed_ms));
+		rec_event_record_path(j->ev.event_id, 1, path, sizeof path);
+		CHECK(!exists(&rs, path)); /* no file per event */
 		rec_event_jpeg_path(j->ev.event_id, 1, path, sizeof path);
 		CHECK_EQ(exists(&rs, path), j->jpeg != NULL);
 		stored++;
 	}
 	cat_abort(t);
 	CHECK_EQ(stored, N - 1);
+	rec_evlog_index_free(&logged);
 	free_list(head);
 	free(jpeg);
 	rec_setup_close(&rs);
@@ -493,7 +501,7 @@ static void test_jobs_and_links(void)
 	a->next = job(rs.camera_id, &e, jpeg, len);
 	e.revision = 2; /* the same revision again in the same batch */
 	a->next->next = job(rs.camera_id, &e, NULL, 0);
-	rec_jobs_run(rs.cat, rs.dirfd, a);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	CHECK_EQ(a->next->state, REC_JOB_DONE);
 	CHECK_EQ(a->next->next->state, REC_JOB_FAILED);
@@ -542,7 +550,7 @@ static void test_jobs_and_links(void)
 	/* Before everything recorded: no link and no keyframe. */
 	e = mk("early", 1, "cam", T0 - 60000, "person", NULL);
 	a = job(rs.camera_id, &e, NULL, 0);
-	rec_jobs_run(rs.cat, rs.dirfd, a);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	free_list(a);
 	struct rec_keyframe k;
@@ -573,7 +581,7 @@ static void test_jobs_and_links(void)
 	CHECK_EQ(renameat(rs.dirfd, moved, rs.dirfd, p2), 0); /* an orphan now: the sweep's */
 	e = mk("pub.1", 3, "cam", T0 + 2300, "person", NULL);
 	a = job(rs.camera_id, &e, jpeg, len);
-	rec_jobs_run(rs.cat, rs.dirfd, a);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	free_list(a);
 	char p3[CAT_PATH_MAX];
@@ -593,7 +601,7 @@ static void test_jobs_and_links(void)
 	snprintf(a->del.events[0], sizeof a->del.events[0], "pub.1");
 	snprintf(a->del.events[1], sizeof a->del.events[1], "nope");
 	a->del.events_count = 2;
-	rec_jobs_run(rs.cat, rs.dirfd, a);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	CHECK(a->body != NULL);
 	if (a->body)
@@ -737,7 +745,7 @@ static void test_event_retention(void)
 	struct rec_job *a = job(id, &e, jpeg, len);
 	e = mk("new", 1, "cam", now - 3600000, "person", NULL);
 	a->next = job(id, &e, jpeg, len);
-	rec_jobs_run(rs.cat, rs.dirfd, a);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	CHECK_EQ(a->next->state, REC_JOB_DONE);
 	free_list(a);
@@ -764,7 +772,7 @@ static void test_event_retention(void)
 
 	struct rec_retention_policy p = {.now_ms = now, .events = 1};
 	struct rec_retention_result res;
-	CHECK_EQ(rec_retention_run(rs.cat, rs.dirfd, &p, &res), 0);
+	CHECK_EQ(rec_retention_run(rs.cat, rs.dirfd, rs.log, &p, &res), 0);
 	CHECK_EQ(res.events_deleted, 1);
 	CHECK(!exists(&rs, old_path));
 	struct cat_event_row row;

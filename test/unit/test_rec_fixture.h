@@ -15,6 +15,7 @@
 
 #include "catalog.h"
 #include "commit.h"
+#include "event_log.h"
 #include "kp_build_config.h"
 #include "stream.h"
 
@@ -74,6 +75,7 @@ struct rec_setup {
 	struct cat *cat;
 	struct rec_env env;
 	uint32_t camera_id;
+	struct rec_evlog *log; /* for rec_jobs_run called directly */
 };
 
 static int rec_setup_open(struct rec_setup *rs, const char *camera)
@@ -93,6 +95,8 @@ static int rec_setup_open(struct rec_setup *rs, const char *camera)
 	rs->env.data_dirfd = rs->dirfd;
 	rs->env.rollover_ms = REC_DEFAULT_ROLLOVER_MS;
 	rs->env.next_recording_id = 1;
+	if (rec_evlog_new(rs->dirfd, &rs->log) < 0)
+		return -1;
 	return rec_commit_new(rs->cat, rs->dirfd, &rs->env.commit);
 }
 
@@ -111,6 +115,7 @@ static void rec_feed(struct rec_stream *s, const struct fixture *fx, unsigned lo
 static void rec_setup_close(struct rec_setup *rs)
 {
 	rec_commit_free(rs->env.commit);
+	rec_evlog_free(rs->log);
 	cat_close(rs->cat);
 	close(rs->dirfd);
 	char cmd[300];

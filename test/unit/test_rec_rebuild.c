@@ -22,6 +22,7 @@
 #include "catalog_events.h"
 #include "catalog_keys.h"
 #include "check.h"
+#include "event_log.h"
 #include "event_record.h"
 #include "event_sweep.h"
 #include "jbuf.h"
@@ -106,7 +107,7 @@ static void publish(struct rec_setup *rs, uint32_t cam, kp_EventRecord e, const 
 		j->ev.jpeg_width = 64;
 		j->ev.jpeg_height = 48;
 	}
-	rec_jobs_run(rs->cat, rs->dirfd, j);
+	rec_jobs_run(rs->cat, rs->dirfd, rs->log, j);
 	CHECK_EQ(j->state, REC_JOB_DONE);
 	rec_job_free(j);
 }
@@ -117,9 +118,38 @@ static void delete_event(struct rec_setup *rs, const char *id)
 	j->kind = REC_JOB_DELETE;
 	snprintf(j->del.events[0], sizeof j->del.events[0], "%s", id);
 	j->del.events_count = 1;
-	rec_jobs_run(rs->cat, rs->dirfd, j);
+	rec_jobs_run(rs->cat, rs->dirfd, rs->log, j);
 	CHECK_EQ(j->state, REC_JOB_DONE);
 	rec_job_free(j);
+}
+
+struct find_logged {
+	const char *id;
+	uint32_t revision;
+	kp_EventRecord *ev;
+	int found;
+};
+
+static int find_one(void *arg, uint64_t seq, const struct rec_evlog_item *item, const kp_EventRecord *ev)
+{
+	struct find_logged *f = arg;
+	(void)seq;
+	if (!strcmp(ev->event_id, f->id) && ev->revision == f->revision) {
+		f->found = item->kind == REC_EVLOG_RECORD;
+		if (f->found)
+			*f->ev = *ev;
+	}
+	return 0;
+}
+
+/* 1 when the event log's last item for (id, revision) is its record (ev gets it), 0
+ * when a tombstone ended it or there is none. */
+static int logged(int dirfd, const char *id, uint32_t revision, kp_EventRecord *ev)
+{
+	struct find_logged f = {.id = id, .revision = revision, .ev = ev};
+	struct rec_evlog_scan sc;
+	CHECK_EQ(rec_evlog_each(dirfd, find_one, &f, &sc), 0);
+	return f.found;
 }
 
 static int exists(int dirfd, const char *path)
@@ -338,20 +368,17 @@ static void test_rebuild(void)
 	snprintf(alarm.source, sizeof alarm.source, "camera");
 	publish(&rs, rs.camera_id, alarm, NULL, 0);
 	delete_event(&rs, "door.gone");
+	/* Their records are in the event log, no file per event: a tombstone ended gate.1's
+	 * first revision and door.gone. */
 	char p[CAT_PATH_MAX];
-	rec_event_record_path("gate.1", 1, p, sizeof p);
-	CHECK(!exists(rs.dirfd, p)); /* replaced: its record went with its JPEG */
 	rec_event_record_path("gate.1", 4, p, sizeof p);
-	CHECK(exists(rs.dirfd, p));
-	rec_event_record_path("gate.2", 1, p, sizeof p);
-	CHECK(exists(rs.dirfd, p)); /* no JPEG, still a record */
-	rec_event_record_path("cam.motion.1", 1, p, sizeof p);
-	CHECK(exists(rs.dirfd, p));
-	rec_event_record_path("door.gone", 1, p, sizeof p);
-	CHECK(!exists(rs.dirfd, p)); /* deleted */
+	CHECK(!exists(rs.dirfd, p));
 	static kp_EventRecord back;
-	rec_event_record_path("gate.1", 4, p, sizeof p);
-	CHECK_EQ(rec_event_record_read(rs.dirfd, p, &back), 0);
+	CHECK_EQ(logged(rs.dirfd, "gate.1", 1, &back), 0);
+	CHECK_EQ(logged(rs.dirfd, "door.gone", 1, &back), 0);
+	CHECK_EQ(logged(rs.dirfd, "gate.2", 1, &back), 1); /* no JPEG, still a record */
+	CHECK_EQ(logged(rs.dirfd, "cam.motion.1", 1, &back), 1);
+	CHECK_EQ(logged(rs.dirfd, "gate.1", 4, &back), 1);
 	CHECK_EQ(back.revision, 4);
 	CHECK(back.committed_ms > 0 && back.has_jpeg && !strcmp(back.labels[0].name, "car"));
 
@@ -413,7 +440,10 @@ static void test_rebuild(void)
 	CHECK_EQ(res.files, res.recordings + 1);
 	CHECK_EQ(res.files_set_aside, 1);
 	CHECK(res.recordings > 6);
-	CHECK_EQ(res.records, 4);
+	CHECK_EQ(res.records, 6); /* every revision logged */
+	CHECK_EQ(res.tombstones, 2);
+	CHECK_EQ(res.log_segments, 1);
+	CHECK_EQ(res.log_bytes_ignored, 0);
 	CHECK_EQ(res.events, 4);
 	CHECK_EQ(res.events_jpeg_gone, 0);
 	CHECK_EQ(res.event_files_set_aside, 2);
@@ -453,16 +483,20 @@ static void test_rebuild(void)
 	diff(before, after);
 	free(after);
 
-	/* A record gone: check says so, repair writes it again from the catalog. */
-	rec_event_record_path("gate.2", 1, p, sizeof p);
-	CHECK_EQ(unlinkat(rs.dirfd, p, 0), 0);
+	/* The records gone (the event log removed): check says so, repair writes each
+	 * again from the catalog, as a record file of the older layout, which rebuilds read
+	 * as before. */
+	char seg[REC_EVLOG_NAME_MAX];
+	rec_evlog_segment_path(1, seg, sizeof seg);
+	CHECK_EQ(unlinkat(rs.dirfd, seg, 0), 0);
 	CHECK_EQ(rec_check(rs.cat, rs.dirfd, &co, &cr), 0);
-	CHECK_EQ(cr.problems, 1);
+	CHECK_EQ(cr.problems, 4);
 	co.repair = 1;
 	CHECK_EQ(rec_check(rs.cat, rs.dirfd, &co, &cr), 0);
-	CHECK_EQ(cr.repaired, 1);
+	CHECK_EQ(cr.repaired, 4);
 	CHECK_EQ(cr.remaining, 0);
 	co.repair = 0;
+	rec_event_record_path("gate.2", 1, p, sizeof p);
 	CHECK_EQ(rec_event_record_read(rs.dirfd, p, &back), 0);
 	CHECK(!strcmp(back.event_id, "gate.2") && back.revision == 1 && back.committed_ms > 0);
 	cat_close(rs.cat);
