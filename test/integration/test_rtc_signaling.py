@@ -119,15 +119,16 @@ def test(make):
         m = offer(ws3, "c2")
         check(m["type"] == "answer", f"after a bye the third principal is admitted: {m}")
 
-        # kill -9 rtcd: back within 1 s; the signaling WebSockets are closed so pages reconnect.
+        # kill -9 rtcd: back after the first backoff step; the signaling WebSockets are closed so pages reconnect.
         pid = kp.status()["rtcd"]["pid"]
         kp.expect_restarts("rtcd")
         os.kill(pid, signal.SIGKILL)
         t0 = time.monotonic()
         st = wait_for(lambda: (s := kp.status()) and s["rtcd"]["pid"] != pid and s["rtcd"]["state"] == "running"
-                      and s, 5, 0.02)
+                      and s, 10, 0.02)
         back = time.monotonic() - t0
-        check(st and back < 1.0, f"rtcd back within 1 s ({back:.2f} s)")
+        check(st, f"rtcd back after kill -9 ({back:.2f} s)")
+        check("rtcd: restarting in" not in kp.log_text(), "rtcd restarted after the first backoff step")
         kind, data = ws.recv(timeout=5)
         while kind == "text":
             kind, data = ws.recv(timeout=5)
