@@ -46,6 +46,8 @@ unsigned cam_source_fps(const struct cam_source *src);
  * first a keyframe), and the decode time of the frame of index `index` over all loops
  * (what the live pacing gives it). */
 size_t cam_source_loop_len(const struct cam_source *src);
+/* Replay mode paces its streams itself: the source's own timer stops. */
+void cam_source_stop_pacing(struct cam_source *src);
 void cam_source_loop_frame(const struct cam_source *src, size_t i, const uint8_t **data, size_t *len, bool *keyframe);
 uint64_t cam_source_dts_us(const struct cam_source *src, uint64_t index);
 /* Parameter sets of the fixture (without start codes), for SDP: index 0 VPS (H.265

@@ -376,9 +376,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	/* Replay sends video only: the audio records are interleaved by time in live mode. */
-	if (cfg.replay && audio_path) {
-		fprintf(stderr, "keeppeek-test-camera: --replay does not send --audio\n");
+	/* Replay sends Baichuan video only (over TCP or BCUDP): audio records are interleaved
+	 * by time in live mode, and RTSP is paced by the sources, which replay stops. */
+	if (cfg.replay && (audio_path || rtsp_port >= 0)) {
+		fprintf(stderr, "keeppeek-test-camera: --replay serves Baichuan without --audio\n");
 		return 2;
 	}
 	/* A demo camera dies with the keeppeekd that started it, even by SIGKILL. */
@@ -401,6 +402,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cfg.replay_epoch_us = uv_hrtime() / 1000;
+	if (cfg.replay) {
+		cam_source_stop_pacing(cfg.main);
+		cam_source_stop_pacing(cfg.sub);
+	}
 	if (bc_port >= 0 && ncameras == 1 &&
 	    (r = cam_baichuan_tcp_listen(loop, &cfg, cam_stats.baichuan, host, (uint16_t)bc_port)) < 0)
 		fprintf(stderr, "keeppeek-test-camera: Baichuan on %s:%ld: %s\n", host, bc_port, strerror(-r));

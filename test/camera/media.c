@@ -215,6 +215,11 @@ unsigned cam_source_fps(const struct cam_source *src)
 	return src->fps;
 }
 
+void cam_source_stop_pacing(struct cam_source *src)
+{
+	uv_timer_stop(&src->timer);
+}
+
 size_t cam_source_loop_len(const struct cam_source *src)
 {
 	return src->nframes;

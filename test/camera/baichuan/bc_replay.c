@@ -7,8 +7,8 @@
  * AES those fields lie in the chunk's encrypted leading bytes (section 2, encryptLen),
  * which are encrypted again from their plaintext: 256 bytes of AES-CFB per frame. Frame
  * indices, the keyframe start and the timestamps follow media.c's live pacing; each
- * stream keeps its camera's clock origin, so cameras sharing this process's one 2 ms
- * timer are not in phase. */
+ * stream keeps its camera's clock origin, so cameras sharing this process's one timer
+ * (set for the next frame due, at least 2 ms ahead) are not in phase. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +162,20 @@ static uint64_t due_index(const struct cam_replay *r, uint64_t now_us)
 	return now_us < r->epoch_us ? 0 : (now_us - r->epoch_us) * fps / 1000000 + 1;
 }
 
+/* Until the next frame of any stream is due, at least CAM_REPLAY_TICK_MS (frames due
+ * meanwhile go out together). */
+static uint64_t next_wait_ms(uint64_t now_us)
+{
+	uint64_t first = UINT64_MAX;
+	for (struct cam_replay *r = rp.head; r; r = r->next) {
+		uint64_t at = r->epoch_us + r->index * 1000000 / cam_source_fps(r->src);
+		if (!r->dead && at < first)
+			first = at;
+	}
+	uint64_t ms = first > now_us ? (first - now_us + 999) / 1000 : 0;
+	return ms > CAM_REPLAY_TICK_MS ? ms : CAM_REPLAY_TICK_MS;
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	(void)t;
@@ -186,9 +200,10 @@ static void on_tick(uv_timer_t *t)
 		}
 	}
 	if (!rp.head) {
-		uv_timer_stop(&rp.timer);
 		rp.ticking = false;
+		return;
 	}
+	uv_timer_start(&rp.timer, on_tick, next_wait_ms(now_us), 0);
 }
 
 int cam_replay_start(uv_loop_t *loop, const struct cam_source *src, const struct bc_cipher *c,
@@ -220,7 +235,7 @@ int cam_replay_start(uv_loop_t *loop, const struct cam_source *src, const struct
 		rp.timer_init = true;
 	}
 	if (!rp.ticking) {
-		uv_timer_start(&rp.timer, on_tick, CAM_REPLAY_TICK_MS, CAM_REPLAY_TICK_MS);
+		uv_timer_start(&rp.timer, on_tick, CAM_REPLAY_TICK_MS, 0);
 		rp.ticking = true;
 	}
 	r->index = due_index(r, uv_hrtime() / 1000);
