@@ -8,9 +8,11 @@ timehist` then gives every task's run slices and their scheduling delay (runnabl
 running). Summed over the window from the launch to the acknowledgement, per start:
 
 * KeepPeek run: CPU ms of keeppeekd and its workers (and keeppeekd's children before
-  their exec); KeepPeek sch delay: ms they were runnable and waited for a CPU;
+  their exec), summed over them; KeepPeek sch delay: ms they were runnable and waited
+  for a CPU, summed the same way (several wait at once);
 * runner run: the POST loop's own CPU ms; others run: CPU ms of every other task
-  (other engineers' builds and tests), against a capacity of 2 x the window on 2 CPUs;
+  (other engineers' builds and tests, the two test cameras), against a capacity of 2 x
+  the window on 2 CPUs;
 * keeppeekd's own minor page faults and CPU ms (/proc/PID/stat, schedstat) at the acknowledgement:
   a fork makes the parent's pages copy-on-write, and its next writes fault.
 
@@ -38,6 +40,8 @@ LINE = re.compile(r"^\s*(\d+\.\d+)\s+\[(\d+)\]\s+(.+?)\[(\d+)(?:/(\d+))?\]\s+([\
 
 
 def classify(comm, pid, runner_pid, kp_pids):
+    if comm.startswith("keeppeek-test"):  # the two test cameras, streaming throughout
+        return "others"
     if comm.startswith("keeppeek") or pid in kp_pids:
         return "keeppeek"
     if pid == runner_pid:
@@ -62,7 +66,7 @@ def account(path, t0, t1, runner_pid):
         delay, run = float(m.group(7)), float(m.group(8))
         rows.append((t, comm, pid, delay, run))
         first = t if first is None else first
-        if comm.startswith("keeppeek"):
+        if comm.startswith("keeppeek") and not comm.startswith("keeppeek-test"):
             kp_pids.add(pid)
     for t, comm, pid, delay, run in rows:
         start = t - run / 1000.0
