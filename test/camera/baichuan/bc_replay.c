@@ -16,9 +16,10 @@
 #include "bc_media.h"
 #include "bc_replay.h"
 
-#define CAM_REPLAY_TICK_MS 2
-#define REC_TS_OFF         16 /* BcMedia frame: u32 µs timestamp */
-#define REC_UTC_OFF        24 /* first u32 of the additional header: UTC seconds */
+#define CAM_REPLAY_TICK_MS   2
+#define CAM_REPLAY_PAUSED_MS 100 /* after SIGUSR1 nothing is sent: look now and then */
+#define REC_TS_OFF           16  /* BcMedia frame: u32 µs timestamp */
+#define REC_UTC_OFF          24  /* first u32 of the additional header: UTC seconds */
 
 struct rp_frame {
 	size_t off, len; /* the frame's messages in img */
@@ -51,7 +52,7 @@ static struct {
 
 static void rp_free(struct cam_replay *r)
 {
-	for (size_t i = 0; i < r->n; i++)
+	for (size_t i = 0; r->f && i < r->n; i++)
 		free(r->f[i].head);
 	free(r->f);
 	free(r->img);
@@ -203,7 +204,7 @@ static void on_tick(uv_timer_t *t)
 		rp.ticking = false;
 		return;
 	}
-	uv_timer_start(&rp.timer, on_tick, next_wait_ms(now_us), 0);
+	uv_timer_start(&rp.timer, on_tick, cam_sources_paused() ? CAM_REPLAY_PAUSED_MS : next_wait_ms(now_us), 0);
 }
 
 int cam_replay_start(uv_loop_t *loop, const struct cam_source *src, const struct bc_cipher *c,
