@@ -372,7 +372,10 @@ static void test_replay_same_bytes(void)
 	char path[4096];
 	snprintf(path, sizeof path, "%s/test/fixtures/main.h264", KP_TEST_BUILD_ROOT);
 	struct cam_source *src;
-	CHECK_EQ(cam_source_open(loop, path, KP_CODEC_H264, FPS, &src), 0);
+	int r = cam_source_open(loop, path, KP_CODEC_H264, FPS, &src);
+	CHECK_EQ(r, 0);
+	if (r < 0)
+		return;
 	size_t loop_len = cam_source_loop_len(src);
 	static struct cap_frame live[CAP], rep[CAP];
 	for (int e = CAM_ENC_NONE; e <= CAM_ENC_FULL_AES; e++) {
