@@ -320,6 +320,10 @@ int main(int argc, char **argv)
 	}
 	s.generation = 1;
 	links_init(&s);
+	if ((r = kp_spawn_init(s.loop)) < 0) {
+		kp_err("cannot watch SIGCHLD for the workers' exits: %s", uv_strerror(r));
+		return 1;
+	}
 	proc_table_init(&s, libexec_dir, workers_table, &hooks);
 	proc_start_all(&s);
 	service_start(&s);

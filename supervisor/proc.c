@@ -1,5 +1,5 @@
 /* The privsep engine: each process of the table handed in (workers.c) is spawned
- * (fork+exec with its channel on fd 3) under its own uid, has every frame it sends
+ * (posix_spawn, proc_spawn.c, with its channel on fd 3) under its own uid, has every frame it sends
  * handed to its row's dispatch, is killed when it stops answering, restarted alone with
  * exponential backoff when it exits (SPEC section 1), and stopped in order with the
  * rest. A row marked on_demand (the transcoder) is not started with the rest but by
@@ -17,6 +17,7 @@
 #include "kp_limits.h"
 #include "kp_time.h"
 #include "log.h"
+#include "proc_spawn.h"
 #include "supervisor.h"
 
 static const struct kp_ipc_limits worker_limits = {
@@ -192,12 +193,6 @@ static void on_worker_error(struct kp_ipc *c, int err, const char *reason, void 
 static void schedule_restart(struct proc *p);
 static int proc_spawn(struct proc *p);
 
-static void on_handle_closed(uv_handle_t *h)
-{
-	struct proc *p = h->data;
-	p->handle_open = 0;
-}
-
 static void describe_exit(char *buf, size_t len, int64_t status, int sig)
 {
 	if (sig)
@@ -206,16 +201,15 @@ static void describe_exit(char *buf, size_t len, int64_t status, int sig)
 		snprintf(buf, len, "exited with status %lld", (long long)status);
 }
 
-static void on_exit_cb(uv_process_t *h, int64_t status, int term_signal)
+static void on_exit_cb(struct kp_child *c, int64_t status, int term_signal)
 {
-	struct proc *p = h->data;
+	struct proc *p = c->data;
 	struct supervisor *s = p->s;
 	uint64_t now = kp_mono_ms();
 	describe_exit(p->last_exit, sizeof p->last_exit, status, term_signal);
 	bool was_running = p->ready_ms != 0;
 	kp_ipc_destroy(p->ipc);
 	p->ipc = NULL;
-	uv_close((uv_handle_t *)h, on_handle_closed);
 	p->pid = 0;
 	s->hooks->exited(p);
 	if (s->stopping) {
@@ -284,41 +278,16 @@ static int proc_spawn(struct proc *p)
 		kp_err("%s: socketpair failed: %s", p->name, strerror(errno));
 		return -errno;
 	}
-	if (p->handle_open) {
-		/* The previous handle is still closing; try again on the next turn. */
-		close(sv[0]);
-		close(sv[1]);
-		return -EAGAIN;
-	}
-	char *args[] = {p->path, NULL};
-	uv_stdio_container_t stdio[4] = {
-	    {.flags = UV_IGNORE},
-	    {.flags = UV_INHERIT_FD, .data.fd = STDOUT_FILENO},
-	    {.flags = UV_INHERIT_FD, .data.fd = STDERR_FILENO},
-	    {.flags = UV_INHERIT_FD, .data.fd = sv[1]},
-	};
-	uv_process_options_t opt = {
-	    .exit_cb = on_exit_cb,
-	    .file = p->path,
-	    .args = args,
-	    .stdio_count = 4,
-	    .stdio = stdio,
-	};
-	p->handle.data = p;
-	int r = uv_spawn(s->loop, &p->handle, &opt);
+	p->child = (struct kp_child){.on_exit = on_exit_cb, .data = p};
+	int r = kp_spawn(&p->child, p->path, sv[1]);
 	close(sv[1]);
 	if (r < 0) {
-		/* The handle is initialised even so: closed like any other, and no new spawn
-		 * into it before the close has completed (libuv asserts). */
 		close(sv[0]);
-		p->handle_open = 1;
-		uv_close((uv_handle_t *)&p->handle, on_handle_closed);
-		snprintf(p->last_exit, sizeof p->last_exit, "cannot start: %s", uv_strerror(r));
-		kp_err("%s: starting %s failed: %s", p->name, p->path, uv_strerror(r));
+		snprintf(p->last_exit, sizeof p->last_exit, "cannot start: %s", strerror(-r));
+		kp_err("%s: starting %s failed: %s", p->name, p->path, strerror(-r));
 		return r;
 	}
-	p->handle_open = 1;
-	p->pid = p->handle.pid;
+	p->pid = p->child.pid;
 	p->state = PROC_STARTING;
 	p->spawned_ms = p->last_reply_ms = kp_mono_ms();
 	p->ready_ms = 0;

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "ipc.h"
 #include "keeppeek.pb.h"
+#include "proc_spawn.h"
 
 #define KP_NPROCS 5
 #define KP_NLINKS 7
@@ -53,9 +54,8 @@ struct proc {
 	const struct proc_def *def;
 	const char *name; /* def->name */
 	kp_Peer peer;
-	char path[4096]; /* the worker program */
-	uv_process_t handle;
-	int handle_open;
+	char path[4096];       /* the worker program */
+	struct kp_child child; /* proc_spawn.c */
 	pid_t pid;
 	enum proc_state state;
 	struct kp_ipc *ipc;

@@ -5,7 +5,8 @@
 
 For each N: starts N keeppeek-test-camera processes (Baichuan over TCP, AES; main
 1920x1080 + sub 640x360 fixtures from BUILD/test/fixtures, H.264 and H.265 alternating
-by default) and the real keeppeekd from the build tree recording all of them; waits until
+by default; with --replay one process per codec holding its N/2 cameras in replay mode,
+the same bytes on the wire for a fraction of the CPU, decision 0026) and the real keeppeekd from the build tree recording all of them; waits until
 every stream is streaming, lets it run for the warm-up (default 10 s, excluded), then
 measures a fixed window (default 60 s; --quick: 20 s after 5 s): CPU seconds of each
 process from /proc/PID/stat utime+stime deltas over the window (keeppeekd, ingestd,
@@ -160,14 +161,27 @@ def run_one(kp, n, args, fixtures_codecs):
     """One measured run with n cameras. Returns (result dict, list of failures)."""
     failures = []
     work = tempfile.mkdtemp(prefix=f"kp-perf-ir{n}-")
-    cams, k = [], None
+    cams, groups, k = [], [], None
     res = {"cameras": n, "codecs": {}, "encryption": args.encryption}
     try:
         res["quiet_check"] = dict(zip(("busy_cores", "waited_s"), pc.wait_quiet(args.wait_quiet, args.max_other)))
+        res["camera_mode"] = "replay" if args.replay else "live"
         for i in range(n):
             codec = fixtures_codecs[i % len(fixtures_codecs)]
             res["codecs"][codec] = res["codecs"].get(codec, 0) + 1
-            cams.append(kp.TestCamera(work, f"cam{i:02d}", codec, "baichuan", args.encryption))
+        if args.replay:
+            # One process per codec, its cameras in replay mode (keeppeek-test-camera --cameras N --replay).
+            for j, codec in enumerate(fixtures_codecs):
+                names = [f"cam{i:02d}" for i in range(j, n, len(fixtures_codecs))]
+                if names:
+                    groups.append(kp.TestCameraGroup(work, f"cams-{codec}", len(names), codec, args.encryption,
+                                                     names=names))
+                    cams += groups[-1].cameras
+            cams.sort(key=lambda c: c.name)
+        else:
+            for i in range(n):
+                codec = fixtures_codecs[i % len(fixtures_codecs)]
+                cams.append(kp.TestCamera(work, f"cam{i:02d}", codec, "baichuan", args.encryption))
         config = CONFIG
         for c in cams:
             config += f'[camera "{c.name}"]\nurl = {c.url()}\n'
@@ -186,7 +200,8 @@ def run_one(kp, n, args, fixtures_codecs):
         res["streaming_after_s"] = round(time.monotonic() - t_up, 2)
         pids = {"keeppeekd": k.proc.pid}
         pids.update({w: st[w]["pid"] for w in kp.WORKERS})
-        cam_pids = {c.name: c.proc.pid for c in cams}
+        # The processes producing the streams: one per camera, or one per codec in replay mode.
+        cam_pids = {g.name: g.proc.pid for g in groups} if groups else {c.name: c.proc.pid for c in cams}
         time.sleep(args.warmup)
 
         # Window start. keeppeekctl's counters are refreshed every 2 s, so the window is
@@ -257,7 +272,8 @@ def run_one(kp, n, args, fixtures_codecs):
         sums = [sum(v) for v in zip(*[sampler.samples["cam:" + nm] for nm in cam_pids])]
         per_cam = [v for nm in cam_pids for v in sampler.samples["cam:" + nm]]
         procs["test_cameras_baseline"] = {
-            "processes": n, "cpu_s": round(cam_cpu, 3), "cpu_s_per_camera_hour": round(cam_cpu / cam_hours, 2),
+            "processes": len(cam_pids), "mode": res["camera_mode"], "cpu_s": round(cam_cpu, 3),
+            "cpu_s_per_camera_hour": round(cam_cpu / cam_hours, 2),
             "cpu_pct_of_one_core": round(100 * cam_cpu / window, 2),
             "rss_mib_sum": mib(pc.summary(sums)), "rss_mib_each": mib(pc.summary(per_cam))}
         res["processes"] = procs
@@ -297,8 +313,8 @@ def run_one(kp, n, args, fixtures_codecs):
                 failures.append(f"N={n}: {w} restarted during the window ({status0[w]} -> {status1[w]})")
 
         # The work was really done: pause the cameras, compare what was sent with what arrived.
-        for c in cams:
-            c.proc.send_signal(signal.SIGUSR1)
+        for pid in cam_pids.values():
+            os.kill(pid, signal.SIGUSR1)
         time.sleep(0.5)
         sent = {c.name: c.stats()["baichuan"] for c in cams}
 
@@ -370,7 +386,7 @@ def run_one(kp, n, args, fixtures_codecs):
     except AssertionError as e:
         failures.append(f"N={n}: {e}")
     finally:
-        for c in cams:
+        for c in groups or cams:
             c.kill()
         if k is not None:
             if failures and args.keep:
@@ -394,6 +410,8 @@ def main():
     ap.add_argument("--codec", choices=["mixed", "h264", "h265"], default="mixed",
                     help="mixed: cameras alternate H.264 and H.265 (default)")
     ap.add_argument("--encryption", default="aes", choices=["none", "bc", "aes", "full-aes"])
+    ap.add_argument("--replay", action="store_true",
+                    help="the cameras in replay mode, N of them in one process per codec (test camera --replay)")
     ap.add_argument("--max-other", type=float, default=0.25,
                     help="other processes' average CPU (cores) above which a run is marked contended")
     ap.add_argument("--retries", type=int, default=2, help="reruns of a contended N")
@@ -456,17 +474,19 @@ def markdown(rep):
                    f"{r['load_before'][0]:.2f} / {r['load_after'][0]:.2f} | {r['machine']['other_cpu_s']}"
                    f"{' (contended)' if r['contended'] else ''} | {r['machine'].get('steal_cpu_s', '-')} |")
     out += ["", "## Ingest + record, % of one core (issue 16 target: <= 25 % at N = 64)", "",
-            "| N | ingestd | recorderd | ingest + record | KeepPeek total | test cameras (baseline) |",
-            "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+            "| N | ingestd | recorderd | ingest + record | KeepPeek total | test cameras (baseline) | "
+            "camera processes (mode) |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in rep["runs"]:
         p = r.get("processes")
         if p:
             i, c = p["ingestd"]["cpu_pct_of_one_core"], p["recorderd"]["cpu_pct_of_one_core"]
             out.append(f"| {r['cameras']} | {pc.fmt(i)} | {pc.fmt(c)} | **{pc.fmt(i + c)}** | "
                        f"{pc.fmt(p['keeppeek_total']['cpu_pct_of_one_core'])} | "
-                       f"{pc.fmt(p['test_cameras_baseline']['cpu_pct_of_one_core'])} |")
+                       f"{pc.fmt(p['test_cameras_baseline']['cpu_pct_of_one_core'])} | "
+                       f"{p['test_cameras_baseline']['processes']} ({p['test_cameras_baseline']['mode']}) |")
     out += ["", "## RSS p50 / p95 (MiB)", "",
-            "| N | keeppeekd | ingestd | recorderd | webd | rtcd | test camera (each) | samples/process |",
+            "| N | keeppeekd | ingestd | recorderd | webd | rtcd | test camera process (each) | samples/process |",
             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rep["runs"]:
         p = r.get("processes")

@@ -42,6 +42,14 @@ bool cam_sources_paused(void);
 enum kp_codec cam_source_codec(const struct cam_source *src);
 void cam_source_size(const struct cam_source *src, uint32_t *w, uint32_t *h);
 unsigned cam_source_fps(const struct cam_source *src);
+/* One loop of the fixture, for replay mode: its frame count, frame i (decode order, the
+ * first a keyframe), and the decode time of the frame of index `index` over all loops
+ * (what the live pacing gives it). */
+size_t cam_source_loop_len(const struct cam_source *src);
+/* Replay mode paces its streams itself: the source's own timer stops. */
+void cam_source_stop_pacing(struct cam_source *src);
+void cam_source_loop_frame(const struct cam_source *src, size_t i, const uint8_t **data, size_t *len, bool *keyframe);
+uint64_t cam_source_dts_us(const struct cam_source *src, uint64_t index);
 /* Parameter sets of the fixture (without start codes), for SDP: index 0 VPS (H.265
  * only), 1 SPS, 2 PPS. Returns 0 or -ENOENT. */
 int cam_source_param_set(const struct cam_source *src, int index, const uint8_t **data, size_t *len);
@@ -120,6 +128,10 @@ struct cam_config {
 	const char *alarm_status, *alarm_ai;
 	uint64_t started_ms;     /* loop time the camera started (the refuse fault's clock) */
 	struct cam_audio *audio; /* --audio: the main stream carries it; NULL: no audio */
+	/* --replay: Baichuan streams are sent from a precomputed loop of their wire bytes
+	 * (baichuan/bc_replay.c), frame k due at replay_epoch_us + k / fps (uv_hrtime µs). */
+	bool replay;
+	uint64_t replay_epoch_us;
 };
 
 #define CAM_DEFAULT_UID "95270000KEEPPEEK"
@@ -142,6 +154,10 @@ struct cam_stats {
 
 extern struct cam_stats cam_stats;
 
+/* The camera's wall clock in POSIX seconds, as keyframes carry it (main.c: time(NULL);
+ * a test fixes it to compare two sends byte for byte). */
+uint32_t cam_utc_s(void);
+
 /* A Baichuan camera session over any byte transport (baichuan/bc_server.c): login,
  * streams, keep-alive, motion alarms, snapshots. The transport feeds it the client's
  * bytes and writes what it produces. stats selects cam_stats.baichuan or .bcudp. */
@@ -157,7 +173,10 @@ struct cam_bc_session *cam_bc_session_new(uv_loop_t *loop, const struct cam_conf
 void cam_bc_session_input(struct cam_bc_session *s, const uint8_t *data, size_t len);
 void cam_bc_session_free(struct cam_bc_session *s);
 
-int cam_baichuan_tcp_listen(uv_loop_t *loop, const struct cam_config *cfg, const char *host, uint16_t port);
+/* A Baichuan TCP camera on host:port counting into stats[2] (main, sub); one process may
+ * run several (--cameras). */
+int cam_baichuan_tcp_listen(uv_loop_t *loop, const struct cam_config *cfg, struct cam_stream_stats stats[2],
+			    const char *host, uint16_t port);
 int cam_bcudp_listen(uv_loop_t *loop, const struct cam_config *cfg, const char *host, uint16_t port);
 int cam_rtsp_listen(uv_loop_t *loop, const struct cam_config *cfg, const char *host, uint16_t port);
 

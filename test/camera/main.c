@@ -1,13 +1,16 @@
 /* keeppeek-test-camera: a camera simulator for tests, the demo and operators. Serves
  * Baichuan over TCP and BCUDP and RTSP over TCP from fixture streams paced in real
  * time (and, with --audio, an AAC fixture as the main stream's sound),
- * with fault switches, and writes its counters to a JSON stats file. */
+ * with fault switches, and writes its counters to a JSON stats file. For benchmarks,
+ * --cameras N runs N Baichuan TCP cameras in one process and --replay sends their
+ * streams from precomputed wire bytes (baichuan/bc_replay.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -18,7 +21,17 @@
 
 struct cam_stats cam_stats;
 
+#define CAM_MAX_CAMERAS 256
+
+uint32_t cam_utc_s(void)
+{
+	return (uint32_t)time(NULL);
+}
+
 static const char *stats_path;
+static unsigned ncameras = 1;
+/* --cameras N > 1: each camera's Baichuan counters; cam_stats.baichuan is their sum. */
+static struct cam_stream_stats (*camera_stats)[2];
 static uv_timer_t stats_timer;
 static uv_signal_t sig_term, sig_int, sig_usr1;
 
@@ -29,11 +42,13 @@ static void usage(FILE *f)
 	       "         [--baichuan-port N] [--bcudp-port N] [--uid UID] [--rtsp-port N]\n"
 	       "         [--user NAME] [--password PW] [--encryption none|bc|aes|full-aes]\n"
 	       "         [--motion-interval S] [--alarm STATUS/AITYPE] [--snapshot FILE.jpg] [--stats FILE]\n"
-	       "         [--parent PID] [--wsd ADDRESS] [--audio FILE.aac|.wav|.opus]\n"
+	       "         [--parent PID] [--wsd ADDRESS] [--audio FILE.aac|.wav|.opus] [--replay] [--cameras N]\n"
 	       "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder|\n"
 	       "                  udp-461|udp-silent|cut-mid-frame=S|refuse=main|sub[:S]]...\n"
 	       "FILE is an Annex-B stream (.h264, .h265) or MPEG-TS (.h264.ts, .h265.ts: B-frames, PTS and DTS kept).\n"
-	       "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n");
+	       "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n"
+	       "--replay sends Baichuan streams from one precomputed loop of their wire bytes (same bytes,\n"
+	       "less CPU); --cameras N (Baichuan TCP only) runs N cameras on ports PORT..PORT+N-1.\n");
 }
 
 /* .h265 / .hevc, and .h265.ts for an MPEG-TS fixture, are H.265; the rest H.264. */
@@ -76,6 +91,27 @@ static void write_stats(uv_timer_t *t)
 	if (!f)
 		return;
 	fputc('{', f);
+	if (camera_stats) {
+		memset(cam_stats.baichuan, 0, sizeof cam_stats.baichuan);
+		fputs("\"baichuan_cameras\":[", f);
+		for (unsigned i = 0; i < ncameras; i++) {
+			for (int k = 0; k < 2; k++) {
+				struct cam_stream_stats *a = &cam_stats.baichuan[k];
+				const struct cam_stream_stats *b = &camera_stats[i][k];
+				a->frames_sent += b->frames_sent;
+				a->bytes_sent += b->bytes_sent;
+				a->sessions += b->sessions;
+			}
+			if (i)
+				fputc(',', f);
+			fputc('{', f);
+			put_one(f, "main", &camera_stats[i][0]);
+			fputc(',', f);
+			put_one(f, "sub", &camera_stats[i][1]);
+			fputc('}', f);
+		}
+		fputs("],", f);
+	}
 	put_stream(f, "baichuan", cam_stats.baichuan);
 	fputc(',', f);
 	put_stream(f, "bcudp", cam_stats.bcudp);
@@ -153,6 +189,30 @@ static int parse_fault(struct cam_faults *f, const char *arg)
 	return end && *end ? -EINVAL : 0;
 }
 
+/* --cameras N: N Baichuan TCP cameras on consecutive ports, each with its own counters
+ * and, in replay mode, its own clock origin spread over one frame interval, as N
+ * cameras started independently would be. */
+static int start_cameras(uv_loop_t *loop, const struct cam_config *cfg, unsigned fps, const char *host, uint16_t port)
+{
+	struct cam_config *cams = calloc(ncameras, sizeof *cams);
+	camera_stats = calloc(ncameras, sizeof *camera_stats);
+	if (!cams || !camera_stats) {
+		fprintf(stderr, "keeppeek-test-camera: no memory for %u cameras\n", ncameras);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < ncameras; i++) {
+		cams[i] = *cfg;
+		cams[i].replay_epoch_us = cfg->replay_epoch_us + 1000000ull * i / ((uint64_t)fps * ncameras);
+		int r = cam_baichuan_tcp_listen(loop, &cams[i], camera_stats[i], host, (uint16_t)(port + i));
+		if (r < 0) {
+			fprintf(stderr, "keeppeek-test-camera: Baichuan camera %u on %s:%u: %s\n", i, host, port + i,
+				strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct cam_config cfg = {.user = "admin",
@@ -184,7 +244,9 @@ int main(int argc, char **argv)
 		O_UID,
 		O_ALARM,
 		O_WSD,
-		O_AUDIO
+		O_AUDIO,
+		O_REPLAY,
+		O_CAMERAS
 	};
 	static const struct option opts[] = {
 	    {"main", required_argument, NULL, O_MAIN},
@@ -206,6 +268,8 @@ int main(int argc, char **argv)
 	    {"alarm", required_argument, NULL, O_ALARM},
 	    {"wsd", required_argument, NULL, O_WSD},
 	    {"audio", required_argument, NULL, O_AUDIO},
+	    {"replay", no_argument, NULL, O_REPLAY},
+	    {"cameras", required_argument, NULL, O_CAMERAS},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -235,6 +299,12 @@ int main(int argc, char **argv)
 			break;
 		case O_AUDIO:
 			audio_path = optarg;
+			break;
+		case O_REPLAY:
+			cfg.replay = true;
+			break;
+		case O_CAMERAS:
+			ncameras = (unsigned)atoi(optarg);
 			break;
 		case O_UID:
 			cfg.uid = optarg;
@@ -301,8 +371,16 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!main_path || !sub_path || fps == 0 || fps > 120 || optind != argc ||
-	    (bc_port < 0 && udp_port < 0 && rtsp_port < 0)) {
+	    (bc_port < 0 && udp_port < 0 && rtsp_port < 0) || ncameras < 1 || ncameras > CAM_MAX_CAMERAS ||
+	    (ncameras > 1 && (bc_port <= 0 || bc_port + ncameras - 1 > 65535 || udp_port >= 0 || rtsp_port >= 0))) {
 		usage(stderr);
+		return 2;
+	}
+	/* Replay sends Baichuan TCP video only: audio records are interleaved by time in live
+	 * mode, RTSP is paced by the sources, which replay stops, and BCUDP's send window was
+	 * not tried with whole frames per write. */
+	if (cfg.replay && (audio_path || rtsp_port >= 0 || udp_port >= 0)) {
+		fprintf(stderr, "keeppeek-test-camera: --replay serves Baichuan over TCP, without --audio\n");
 		return 2;
 	}
 	/* A demo camera dies with the keeppeekd that started it, even by SIGKILL. */
@@ -324,8 +402,16 @@ int main(int argc, char **argv)
 			r == -EINVAL ? "no ADTS AAC frames" : av_err2str(r));
 		return 1;
 	}
-	if (bc_port >= 0 && (r = cam_baichuan_tcp_listen(loop, &cfg, host, (uint16_t)bc_port)) < 0)
+	cfg.replay_epoch_us = uv_hrtime() / 1000;
+	if (cfg.replay) {
+		cam_source_stop_pacing(cfg.main);
+		cam_source_stop_pacing(cfg.sub);
+	}
+	if (bc_port >= 0 && ncameras == 1 &&
+	    (r = cam_baichuan_tcp_listen(loop, &cfg, cam_stats.baichuan, host, (uint16_t)bc_port)) < 0)
 		fprintf(stderr, "keeppeek-test-camera: Baichuan on %s:%ld: %s\n", host, bc_port, strerror(-r));
+	if (ncameras > 1 && (r = start_cameras(loop, &cfg, fps, host, (uint16_t)bc_port)) < 0)
+		return 1;
 	if (r == 0 && udp_port >= 0 && (r = cam_bcudp_listen(loop, &cfg, host, (uint16_t)udp_port)) < 0)
 		fprintf(stderr, "keeppeek-test-camera: BCUDP on %s:%ld: %s\n", host, udp_port, strerror(-r));
 	if (r == 0 && rtsp_port >= 0 && (r = cam_rtsp_listen(loop, &cfg, host, (uint16_t)rtsp_port)) < 0)

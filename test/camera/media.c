@@ -84,8 +84,8 @@ static void deliver(struct cam_source *src, uint64_t index)
 	struct cam_frame f = {
 	    .codec = src->codec,
 	    .keyframe = sf->keyframe,
-	    .pts_us = index * 1000000ull / src->fps + (uint64_t)sf->cto_us,
-	    .dts_us = index * 1000000ull / src->fps,
+	    .pts_us = cam_source_dts_us(src, index) + (uint64_t)sf->cto_us,
+	    .dts_us = cam_source_dts_us(src, index),
 	    .seq = index,
 	    .width = src->width,
 	    .height = src->height,
@@ -213,6 +213,29 @@ void cam_source_size(const struct cam_source *src, uint32_t *w, uint32_t *h)
 unsigned cam_source_fps(const struct cam_source *src)
 {
 	return src->fps;
+}
+
+void cam_source_stop_pacing(struct cam_source *src)
+{
+	uv_timer_stop(&src->timer);
+}
+
+size_t cam_source_loop_len(const struct cam_source *src)
+{
+	return src->nframes;
+}
+
+void cam_source_loop_frame(const struct cam_source *src, size_t i, const uint8_t **data, size_t *len, bool *keyframe)
+{
+	const struct stored_frame *sf = &src->frames[i % src->nframes];
+	*data = sf->data;
+	*len = sf->len;
+	*keyframe = sf->keyframe;
+}
+
+uint64_t cam_source_dts_us(const struct cam_source *src, uint64_t index)
+{
+	return index * 1000000ull / src->fps;
 }
 
 int cam_source_param_set(const struct cam_source *src, int index, const uint8_t **data, size_t *len)

@@ -4,6 +4,7 @@ nothing is left running afterwards."""
 import ctypes
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -298,6 +299,86 @@ class TestCamera:
             self.proc.kill()
         self.proc.wait()
         self.log.close()
+
+
+def free_port_run(n):
+    """A base port with n consecutive free TCP ports on loopback (held while checked)."""
+    rnd = random.Random()
+    for _ in range(200):
+        base = rnd.randrange(20000, 60000 - n)
+        held = []
+        try:
+            for p in range(base, base + n):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                held.append(s)
+                s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    fail(f"no run of {n} free ports")
+
+
+class TestCameraGroup:
+    """n Baichuan TCP cameras in one keeppeek-test-camera process (--cameras n) on
+    consecutive ports, in replay mode unless replay=False; .cameras behave like
+    TestCamera for url(), stats() (their own Baichuan counters), proc and kill()."""
+
+    def __init__(self, workdir, name, n, codec="h264", encryption="aes", replay=True, user="admin",
+                 password="cam-pass", names=None):
+        self.name = name
+        self.base = free_port_run(n)
+        self.stats_path = os.path.join(workdir, f"{name}.stats.json")
+        self.log_path = os.path.join(workdir, f"{name}.log")
+        self.args = [TEST_CAMERA, "--main", os.path.join(FIXTURES, f"main.{codec}"),
+                     "--sub", os.path.join(FIXTURES, f"sub.{codec}"), "--baichuan-port", str(self.base),
+                     "--cameras", str(n), "--user", user, "--password", password, "--encryption", encryption,
+                     "--stats", self.stats_path] + (["--replay"] if replay else [])
+        self.user, self.password = user, password
+        self.log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            fail(f"test cameras {name} did not start: {line!r}\n{open(self.log_path).read()}")
+        names = names or [f"{name}{i:02d}" for i in range(n)]
+        self.cameras = [GroupCamera(self, i, names[i]) for i in range(n)]
+
+    def stats(self):
+        try:
+            with open(self.stats_path) as f:
+                return json.load(f)
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        if not self.log.closed:
+            self.log.close()
+
+
+class GroupCamera:
+    """Camera i of a TestCameraGroup."""
+
+    def __init__(self, group, i, name):
+        self.group, self.i, self.name, self.proc = group, i, name, group.proc
+        self.port = group.base + i
+
+    def url(self):
+        return f"baichuan://{self.group.user}:{self.group.password}@127.0.0.1:{self.port}/?channel=0"
+
+    def stats(self):
+        st = self.group.stats()
+        if st is None:
+            return None
+        per = st.get("baichuan_cameras")
+        return {"baichuan": per[self.i] if per else st["baichuan"]}
+
+    def kill(self):
+        self.group.kill()
 
 
 def free_udp_port():

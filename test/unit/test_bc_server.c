@@ -1,6 +1,7 @@
 /* The test camera's Baichuan session driven by a client written with the bc_proto
  * library over an in-memory transport: modern login in every mode, legacy login, wrong
- * password, requests before login, keep-alive, snapshot chunks, refused streams. */
+ * password, requests before login, keep-alive, snapshot chunks, refused streams, and
+ * replay mode sending the same bytes as the live session in every mode. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,12 +9,19 @@
 #include <unistd.h>
 
 #include "bc_docs.h"
+#include "bc_media.h"
 #include "bc_msg.h"
 #include "bc_xml.h"
 #include "camera.h"
+#include "kp_build_config.h"
 #include "test.h"
 
 struct cam_stats cam_stats;
+
+uint32_t cam_utc_s(void)
+{
+	return 1764633600;
+}
 
 /* The camera's output, cut into messages by the client's reader. */
 struct wire {
@@ -24,6 +32,9 @@ struct wire {
 	char xml[16][BC_DOC_MAX];
 	size_t bin_len;
 	bool closed;
+	uint8_t *raw; /* everything written, when capturing */
+	size_t raw_len, raw_cap;
+	bool capture;
 };
 
 static int on_msg(void *arg, const struct bc_header *h, uint8_t *body, const char **ret_reason)
@@ -49,6 +60,16 @@ static int wire_write(void *t, const uint8_t *data, size_t len)
 {
 	struct wire *w = t;
 	const char *why;
+	if (w->capture) {
+		if (w->raw_len + len > w->raw_cap) {
+			w->raw_cap = (w->raw_len + len) * 2;
+			w->raw = realloc(w->raw, w->raw_cap);
+			CHECK(w->raw != NULL);
+		}
+		memcpy(w->raw + w->raw_len, data, len);
+		w->raw_len += len;
+		return 0; /* media: cut by cut_frames */
+	}
 	CHECK_EQ(bc_reader_feed(&w->reader, data, len, on_msg, w, &why), 0);
 	return 0;
 }
@@ -260,6 +281,154 @@ static void test_snapshot(void)
 	uv_run(loop, UV_RUN_NOWAIT);
 }
 
+/* One video frame in a capture: its messages' bytes and its decode time. */
+struct cap_frame {
+	size_t off, len;
+	uint32_t ts;
+	unsigned chunks;
+	bool keyframe;
+};
+
+/* Cuts the msg 3 messages of raw into BcMedia frames (BAICHUAN.md section 5), decrypting
+ * a copy of each frame's first chunk to read its record header. Returns the count. */
+static size_t cut_frames(const uint8_t *raw, size_t len, const struct bc_cipher *c, struct cap_frame *out, size_t cap)
+{
+	size_t n = 0, off = 0, left = 0;
+	const char *why;
+	while (off < len) {
+		struct bc_header h;
+		CHECK_EQ(bc_header_parse(raw + off, len - off, &h, &why), 0);
+		size_t mlen = bc_class_header_len(h.cls) + h.body_len;
+		CHECK(off + mlen <= len);
+		size_t plen = h.body_len - h.payload_offset;
+		if (h.msg_id == BC_MSG_PREVIEW && left) { /* a continuation chunk */
+			out[n - 1].len += mlen;
+			out[n - 1].chunks++;
+			CHECK(plen <= left);
+			left -= plen;
+		} else if (h.msg_id == BC_MSG_PREVIEW && plen > 32) {
+			uint8_t *body = malloc(h.body_len);
+			CHECK(body != NULL);
+			memcpy(body, raw + off + bc_class_header_len(h.cls), h.body_len);
+			struct bc_msg_in in;
+			CHECK_EQ(bc_msg_decode(&h, body, c, true, &in, &why), 0);
+			CHECK(!memcmp(in.payload + 1, "0dc", 3) || !memcmp(in.payload + 1, "1dc", 3));
+			uint32_t size =
+			    in.payload[8] | in.payload[9] << 8 | in.payload[10] << 16 | (uint32_t)in.payload[11] << 24;
+			uint32_t extra = in.payload[12] | in.payload[13] << 8;
+			size_t total = 24 + extra + size + bc_media_pad(size);
+			if (n < cap)
+				out[n] =
+				    (struct cap_frame){.off = off,
+						       .len = mlen,
+						       .chunks = 1,
+						       .keyframe = in.payload[1] == '0',
+						       .ts = in.payload[16] | in.payload[17] << 8 |
+							     in.payload[18] << 16 | (uint32_t)in.payload[19] << 24};
+			n += n < cap;
+			CHECK(plen <= total);
+			left = total - plen;
+			free(body);
+		}
+		off += mlen;
+	}
+	return n;
+}
+
+static void on_stop_timer(uv_timer_t *t)
+{
+	uv_stop(t->loop);
+}
+
+static void run_for(uv_loop_t *loop, uint64_t ms)
+{
+	uv_timer_t t;
+	uv_timer_init(loop, &t);
+	uv_timer_start(&t, on_stop_timer, ms, 0);
+	uv_run(loop, UV_RUN_DEFAULT);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static void preview(struct cam_bc_session *s, struct wire *w, uint32_t msg_id, const char *stream)
+{
+	char doc[BC_DOC_MAX];
+	bc_doc_preview(doc, sizeof doc, 0, 0, stream);
+	struct bc_msg pv = {.h = {.msg_id = msg_id, .msg_num = 10, .cls = BC_CLASS_MODERN},
+			    .payload = (const uint8_t *)doc,
+			    .payload_len = strlen(doc),
+			    .payload_xml = true};
+	client_send(s, &pv, &w->c);
+}
+
+/* Replay mode sends what the live session sends: in one session (one key), the main
+ * stream live for 1.8 s, stopped, then in replay mode from the same frame index on; every
+ * frame both sent (more than one loop of the fixture, paced at 100 fps so that the loop
+ * takes a second) is the same bytes, keyframes of several chunks included. */
+static void test_replay_same_bytes(void)
+{
+	enum { FPS = 100, CAP = 512 };
+	uv_loop_t *loop = uv_default_loop();
+	char path[4096];
+	snprintf(path, sizeof path, "%s/test/fixtures/main.h264", KP_TEST_BUILD_ROOT);
+	struct cam_source *src;
+	int r = cam_source_open(loop, path, KP_CODEC_H264, FPS, &src);
+	CHECK_EQ(r, 0);
+	if (r < 0)
+		return;
+	size_t loop_len = cam_source_loop_len(src);
+	static struct cap_frame live[CAP], rep[CAP];
+	for (int e = CAM_ENC_NONE; e <= CAM_ENC_FULL_AES; e++) {
+		struct wire w;
+		cfg.main = src;
+		cfg.replay = false;
+		struct cam_bc_session *s = login(loop, &w, (enum cam_encryption)e, "secret");
+		w.capture = true;
+		preview(s, &w, BC_MSG_PREVIEW, "mainStream");
+		run_for(loop, 1800);
+		preview(s, &w, BC_MSG_PREVIEW_STOP, "mainStream");
+		size_t nl = cut_frames(w.raw, w.raw_len, &w.c, live, CAP);
+		CHECK(nl > loop_len);
+		uint8_t *live_raw = w.raw;
+		w.raw = NULL;
+		w.raw_len = w.raw_cap = 0;
+		/* Frame k0 (the live stream's first, a keyframe) due half a frame from now. */
+		uint64_t k0 = (uint64_t)live[0].ts * FPS / 1000000;
+		cfg.replay = true;
+		cfg.replay_epoch_us = uv_hrtime() / 1000 - (k0 - 1) * (1000000 / FPS) - 1000000 / FPS / 2;
+		preview(s, &w, BC_MSG_PREVIEW, "mainStream");
+		run_for(loop, 1800);
+		preview(s, &w, BC_MSG_PREVIEW_STOP, "mainStream");
+		size_t nr = cut_frames(w.raw, w.raw_len, &w.c, rep, CAP);
+		size_t same = 0, multi = 0, keys = 0;
+		for (size_t i = 0; i < nr; i++) {
+			if (i)
+				CHECK_EQ(rep[i].ts, rep[i - 1].ts + 1000000 / FPS);
+			for (size_t j = 0; j < nl; j++) {
+				if (live[j].ts != rep[i].ts)
+					continue;
+				CHECK_EQ(rep[i].len, live[j].len);
+				CHECK(!memcmp(w.raw + rep[i].off, live_raw + live[j].off, live[j].len));
+				same++;
+				multi += rep[i].chunks > 1;
+				keys += rep[i].keyframe;
+			}
+		}
+		CHECK(rep[0].keyframe);
+		CHECK(same > loop_len);
+		CHECK(multi > 0);
+		CHECK(keys > 2);
+		CHECK(!w.closed);
+		free(live_raw);
+		free(w.raw);
+		cam_bc_session_free(s);
+		bc_reader_free(&w.reader);
+		uv_run(loop, UV_RUN_NOWAIT);
+	}
+	cfg.main = NULL;
+	cfg.replay = false;
+}
+
 int main(void)
 {
 	RUN(test_modern_login_all_modes);
@@ -268,5 +437,6 @@ int main(void)
 	RUN(test_legacy_login_empty_password);
 	RUN(test_request_before_login);
 	RUN(test_snapshot);
+	RUN(test_replay_same_bytes);
 	return TEST_EXIT();
 }

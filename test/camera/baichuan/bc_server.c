@@ -10,17 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bc_chunks.h"
 #include "bc_docs.h"
 #include "bc_media.h"
 #include "bc_msg.h"
+#include "bc_replay.h"
 #include "bc_xml.h"
 #include "camera.h"
 #include "kp_limits.h"
 
-#define CAM_BC_CHUNK       40000 /* largest msg 3 / msg 109 payload */
-#define CAM_BC_ENCRYPT_LEN 256   /* full AES: leading media bytes encrypted per chunk */
 #define CAM_BC_TICK_MS     250
 #define CAM_BC_GARBAGE_LEN 512
 /* BCUDP: msg 234 from the camera every second ([G] sends one every 500 ms over UDP,
@@ -41,6 +40,7 @@ struct cam_bc_stream {
 	uint32_t handle;
 	uint8_t channel;
 	struct cam_sub *sub;
+	struct cam_replay *replay;  /* --replay: sent from a precomputed loop instead of sub */
 	struct cam_audio_sub *asub; /* main stream with --audio */
 	uint64_t v0_us, audio_sent;
 };
@@ -78,6 +78,8 @@ static void stop_stream(struct cam_bc_stream *st)
 	if (st->active && st->sub)
 		cam_source_unsubscribe(st->sub);
 	st->sub = NULL;
+	cam_replay_stop(st->replay);
+	st->replay = NULL;
 	cam_audio_unsubscribe(st->asub);
 	st->asub = NULL;
 	st->active = false;
@@ -143,43 +145,38 @@ static int reply(struct cam_bc_session *s, const struct bc_header *h, uint16_t s
 	return send_msg(s, &m, c, NULL);
 }
 
+struct send_ctx {
+	struct cam_bc_session *s;
+	size_t wire;
+};
+
+static int send_chunk(void *arg, uint8_t *msg, size_t len, size_t payload_off, uint32_t encrypt_len)
+{
+	struct send_ctx *x = arg;
+	(void)payload_off;
+	(void)encrypt_len;
+	int err = write_raw(x->s, msg, len);
+	free(msg);
+	x->wire += len;
+	return err;
+}
+
 /* Binary payload in chunks under msg_id/msg_num; the last chunk may carry last_status. */
 static int send_binary(struct cam_bc_session *s, uint32_t msg_id, uint16_t msg_num, uint8_t channel,
 		       uint8_t stream_type, const uint8_t *data, size_t len, uint16_t last_status, size_t *ret_wire)
 {
-	char ext[BC_DOC_MAX];
-	size_t wire = 0;
-	for (size_t off = 0; off < len || (off == 0 && len == 0);) {
-		size_t n = len - off > CAM_BC_CHUNK ? CAM_BC_CHUNK : len - off;
-		bool full = s->cipher.mode == BC_ENC_FULL_AES;
-		uint32_t enc = full ? (uint32_t)(n < CAM_BC_ENCRYPT_LEN ? n : CAM_BC_ENCRYPT_LEN) : 0;
-		if (full && bc_doc_ext_binary(ext, sizeof ext, enc) < 0)
-			return -ENOBUFS;
-		struct bc_msg m = {
-		    .h = {.msg_id = msg_id,
-			  .channel = channel,
-			  .stream_type = stream_type,
-			  .msg_num = msg_num,
-			  .status = off + n >= len ? last_status : BC_STATUS_OK,
-			  .cls = BC_CLASS_REPLY},
-		    .ext = full ? ext : NULL,
-		    .ext_len = full ? strlen(ext) : 0,
-		    .payload = data + off,
-		    .payload_len = n,
-		    .encrypt_len = enc,
-		};
-		size_t l = 0;
-		int err = send_msg(s, &m, &s->cipher, &l);
-		if (err < 0)
-			return err;
-		wire += l;
-		off += n;
-		if (!n)
-			break;
-	}
+	struct cam_bc_chunks h = {.msg_id = msg_id,
+				  .msg_num = msg_num,
+				  .channel = channel,
+				  .stream_type = stream_type,
+				  .last_status = last_status};
+	struct send_ctx x = {.s = s};
+	int err = cam_bc_chunks_encode(&s->cipher, &h, data, len, send_chunk, &x);
+	if (err < 0 && !s->dead)
+		hang_up(s);
 	if (ret_wire)
-		*ret_wire = wire;
-	return 0;
+		*ret_wire = x.wire;
+	return err;
 }
 
 static void on_audio(const struct cam_audio_frame *f, void *arg)
@@ -220,7 +217,7 @@ static void on_frame(const struct cam_frame *f, void *arg)
 	 * is the presentation time too. */
 	size_t hl =
 	    bc_media_write_frame_header(hdr, f->keyframe, f->codec == KP_CODEC_H264 ? KP_CODEC_H264 : KP_CODEC_H265,
-					(uint32_t)f->len, (uint32_t)f->dts_us, f->keyframe ? (uint32_t)time(NULL) : 0);
+					(uint32_t)f->len, (uint32_t)f->dts_us, f->keyframe ? cam_utc_s() : 0);
 	size_t pad = bc_media_pad(f->len), total = hl + f->len + pad;
 	uint8_t *rec = malloc(total);
 	if (!rec) {
@@ -245,6 +242,21 @@ static void on_frame(const struct cam_frame *f, void *arg)
 		if (cam_audio_subscribe(s->cfg->audio, f->pts_us, on_audio, st, &st->asub) < 0)
 			hang_up(s);
 	}
+}
+
+/* Replay mode: one frame's messages, as on_frame would have written them. */
+static int on_replay_frame(void *arg, const uint8_t *data, size_t len)
+{
+	struct cam_bc_stream *st = arg;
+	struct cam_bc_session *s = st->s;
+	if (!st->active || s->dead || s->stalled)
+		return 0;
+	int err = write_raw(s, data, len);
+	if (err == 0) {
+		s->stats[st->index].frames_sent++;
+		s->stats[st->index].bytes_sent += len;
+	}
+	return err;
 }
 
 static void on_keepalive(uv_timer_t *t)
@@ -465,7 +477,14 @@ static void on_preview(struct cam_bc_session *s, const struct bc_header *h, cons
 		return;
 	*st = (struct cam_bc_stream){
 	    .s = s, .index = (unsigned)idx, .msg_num = h->msg_num, .handle = (uint32_t)handle, .channel = h->channel};
-	if (cam_source_subscribe(src, on_frame, st, &st->sub) < 0) {
+	struct cam_bc_chunks ch = {.msg_id = BC_MSG_PREVIEW,
+				   .msg_num = st->msg_num,
+				   .channel = st->channel,
+				   .stream_type = (uint8_t)st->index,
+				   .last_status = BC_STATUS_OK};
+	if (s->cfg->replay ? cam_replay_start(s->loop, src, &s->cipher, &ch, s->cfg->replay_epoch_us, on_replay_frame,
+					      st, &st->replay) < 0
+			   : cam_source_subscribe(src, on_frame, st, &st->sub) < 0) {
 		hang_up(s);
 		return;
 	}
