@@ -10,15 +10,17 @@ its libraries, every one of its threads runs under the seccomp filter (Seccomp: 
 too), and libnice's thread runs on a KP_RTC_THREAD_STACK stack with a guard page below it.
 Then a second server whose rtcd has no module next to it (--libexec-dir with a copy of
 keeppeek-rtcd alone): two well-formed offers are each refused with "unavailable" and a
-sentence, the failures are counted on /metrics, the log names the file, and rtcd keeps
-running (no restart, same pid)."""
+sentence, the failures are counted on /metrics, the log names the file, an MSE session
+(which needs no module) still streams, and rtcd keeps running (no restart, same pid)."""
 import asyncio
+import json
 import os
 import shutil
 import tempfile
 
 from kp_rtc import Signaling, Viewer, close_all  # noqa: I100 (re-executes in Debian's python3 for aiortc)
 from kp import BUILD, TestCamera, cameras, check, metric, proc_status, run, thread_stacks, wait_for
+from test_rtc_mse import collect
 from test_rtc_signaling import connect, offer
 
 CONFIG = """[keeppeek]
@@ -118,6 +120,10 @@ def missing_module(make):
             m = offer(ws, sid, stream="sub")
             check(m["type"] == "error" and m["code"] == "unavailable" and "session module" in m["message"],
                   f"offer {sid} without the module is refused with a sentence: {m}")
+        ws.send_text(json.dumps({"type": "mse", "sid": "mse1", "camera": "cam", "stream": "sub"}))
+        answer, pieces = collect(ws, "mse1", 4)
+        check(answer and answer["type"] == "mse" and pieces,
+              f"an MSE session, which needs no module, still streams ({answer}, {len(pieces)} pieces)")
         ws.close()
         check(metric(kp, admin, FAILURES) == 2, "both failed loads are counted")
         check(metric(kp, admin, LOADED) == 0, "the module is not loaded")
