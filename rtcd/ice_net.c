@@ -2,9 +2,13 @@
  * (getaddrinfo, getifaddrs), so that rtcd's core maps no libnice (ice_net.h). */
 #include "ice_net.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,27 +39,62 @@ static void resolve_stun(const char *stun, struct rtc_ice_net *n)
 		kp_info("ice: STUN server %s (%s:%u)", stun, n->stun_ip, n->stun_port);
 }
 
-/* The addresses libnice's nice_interfaces_get_local_ips(FALSE) lists (agent/interfaces.c:
- * IPv4 and IPv6 of interfaces that are up, loopback left out), link-local ones left out. */
+/* Interface name prefixes Debian's libnice ignores (its build's default
+ * ignored-network-interface-prefix: docker, veth, virbr, vnet; seen in libnice.so.10). */
+static const char *const ignored_prefix[] = {"docker", "veth", "virbr", "vnet"};
+
+static bool ignored(const struct ifaddrs *i)
+{
+	for (size_t k = 0; k < sizeof ignored_prefix / sizeof ignored_prefix[0]; k++)
+		if (strncmp(i->ifa_name, ignored_prefix[k], strlen(ignored_prefix[k])) == 0)
+			return true;
+	return !i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) ||
+	       (i->ifa_flags & (IFF_UP | IFF_RUNNING)) != (IFF_UP | IFF_RUNNING) || (i->ifa_flags & IFF_LOOPBACK);
+}
+
+/* 10/8, 172.16/12, 192.168/16, 169.254/16, fc00::/7, fe80::/10 (as libnice's
+ * nice_interfaces_is_private_ip). */
+static bool private_ip(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+		return a >> 24 == 10 || a >> 20 == 0xAC1 || a >> 16 == 0xC0A8 || a >> 16 == 0xA9FE;
+	}
+	const uint8_t *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+	return (b[0] & 0xFE) == 0xFC || (b[0] == 0xFE && (b[1] & 0xC0) == 0x80);
+}
+
+static bool listed(const struct rtc_ice_net *n, const char *ip)
+{
+	for (unsigned i = 0; i < n->nlocal; i++)
+		if (strcmp(n->local_ips[i], ip) == 0)
+			return true;
+	return false;
+}
+
+/* The addresses libnice's nice_interfaces_get_local_ips(FALSE) gives
+ * (agent/interfaces.c: interfaces up and running, not loopback, not of an ignored
+ * prefix; public addresses before private ones; no duplicates), link-local ones left
+ * out as before. */
 static void interface_ips(struct rtc_ice_net *n)
 {
 	struct ifaddrs *ifs = NULL;
 	if (getifaddrs(&ifs) < 0) {
-		kp_warn("ice: listing the interfaces failed: %m; host candidates on loopback only");
+		kp_warn("ice: listing the interfaces failed: %s; host candidates on loopback only", strerror(errno));
 		return;
 	}
-	for (struct ifaddrs *i = ifs; i && n->nlocal < RTC_ICE_MAX_LOCAL; i = i->ifa_next) {
-		if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
-			continue;
-		int af = i->ifa_addr->sa_family;
-		if (af != AF_INET && af != AF_INET6)
-			continue;
-		socklen_t len = af == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-		char ip[64];
-		if (getnameinfo(i->ifa_addr, len, ip, sizeof ip, NULL, 0, NI_NUMERICHOST) != 0 ||
-		    strncmp(ip, "fe80", 4) == 0)
-			continue;
-		snprintf(n->local_ips[n->nlocal++], sizeof n->local_ips[0], "%s", ip);
+	for (int want_private = 0; want_private < 2; want_private++) {
+		for (struct ifaddrs *i = ifs; i && n->nlocal < RTC_ICE_MAX_LOCAL; i = i->ifa_next) {
+			if (ignored(i) || private_ip(i->ifa_addr) != want_private)
+				continue;
+			socklen_t len = i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+									  : sizeof(struct sockaddr_in6);
+			char ip[64];
+			if (getnameinfo(i->ifa_addr, len, ip, sizeof ip, NULL, 0, NI_NUMERICHOST) != 0 ||
+			    strncmp(ip, "fe80", 4) == 0 || listed(n, ip))
+				continue;
+			snprintf(n->local_ips[n->nlocal++], sizeof n->local_ips[0], "%s", ip);
+		}
 	}
 	freeifaddrs(ifs);
 }
