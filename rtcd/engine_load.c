@@ -77,7 +77,7 @@ static const struct rtc_engine *load(void)
 	return m;
 }
 
-const struct rtc_engine *rtc_engine_get(const char **why)
+const struct rtc_engine *rtc_engine_get(void)
 {
 	if (rtc_eng)
 		return rtc_eng;
@@ -91,7 +91,6 @@ const struct rtc_engine *rtc_engine_get(const char **why)
 	if (r < 0) {
 		L.failures++;
 		kp_err("rtcd: %s", L.why);
-		*why = L.why;
 		return NULL;
 	}
 	kp_info("rtcd: loaded %s (ICE, DTLS, SRTP) in %llu ms", L.path, (unsigned long long)(kp_mono_ms() - t0));

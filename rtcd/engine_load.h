@@ -17,9 +17,9 @@ const char *rtc_engine_locate(void);
 /* After confinement: what the module is given when it is loaded (copied). */
 void rtc_engine_host_set(const struct rtc_engine_host *host);
 
-/* The engine, loaded and started on the first call: NULL, with *why a sentence for the
- * log and the browser, when it cannot be (the next call tries again). */
-const struct rtc_engine *rtc_engine_get(const char **why);
+/* The engine, loaded and started on the first call: NULL, with the reason logged and
+ * counted, when it cannot be (the next call tries again). */
+const struct rtc_engine *rtc_engine_get(void);
 
 /* The engine once loaded and started, else NULL. A session exists only after
  * rtc_engine_get succeeded, so session code calls through it without a check. */

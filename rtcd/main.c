@@ -4,13 +4,10 @@
  * engine_load.h), and routes frames: RtcSignal and TopicQuery from webd, AccessUnit and
  * AudioUnit from ingestd, MediaPiece from recorderd, TranscodeOutput and TranscodeEnded
  * from the transcoder. */
-#include <errno.h>
-#include <string.h>
-
+#include "ice_net.h"
 #include "kp_limits.h"
 #include "log.h"
 #include "rtcd.h"
-#include "ice_net.h"
 #include "sandbox.h"
 #include "transcoder_client.h"
 #include "worker.h"

@@ -353,8 +353,7 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 		free(offer);
 		return;
 	}
-	const char *why;
-	if (!rtc_engine_get(&why)) {
+	if (!rtc_engine_get()) {
 		free(offer);
 		rtc_signal_error(
 		    c, sid, "unavailable",
