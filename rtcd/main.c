@@ -1,16 +1,14 @@
 /* keeppeek-rtcd: WebRTC live view and stored playback. This file declares the worker
- * (peers, confinement, ceilings), starts DTLS, SRTP (with OpenSSL's primitives) and the
- * ICE thread before confinement, and routes frames: RtcSignal and TopicQuery from webd, AccessUnit and
+ * (peers, confinement, ceilings), finds the ICE addresses before confinement and hands
+ * them to the session engine (ICE, DTLS, SRTP: a module loaded at the first offer,
+ * engine_load.h), and routes frames: RtcSignal and TopicQuery from webd, AccessUnit and
  * AudioUnit from ingestd, MediaPiece from recorderd, TranscodeOutput and TranscodeEnded
  * from the transcoder. */
-#include <errno.h>
-#include <string.h>
-
+#include "ice_net.h"
 #include "kp_limits.h"
 #include "log.h"
 #include "rtcd.h"
 #include "sandbox.h"
-#include "srtp_crypto.h"
 #include "transcoder_client.h"
 #include "worker.h"
 
@@ -21,18 +19,10 @@ static void on_ice_event(const struct rtc_ice_event *ev)
 		rtc_session_on_ice(s, ev);
 }
 
+static struct rtc_ice_net ice_net;
+
 static int before_confine(struct kp_worker *w)
 {
-	if (srtp_init() != srtp_err_status_ok) {
-		kp_err("libsrtp2 initialisation failed");
-		return -EIO;
-	}
-	if (rtc_srtp_crypto_init() < 0) {
-		kp_err("libsrtp2: OpenSSL's AES-128-CM or HMAC-SHA1 failed its self-test or is missing");
-		return -EIO;
-	}
-	if (rtc_dtls_global_init(rtc_fingerprint) < 0)
-		return -EIO;
 	const kp_WorkerConfig *cfg = kp_worker_config(w);
 	struct rtc_ice_config ice = {
 	    .port_min = cfg->rtc_udp_port_min,
@@ -40,17 +30,19 @@ static int before_confine(struct kp_worker *w)
 	    .stun = cfg->rtc_stun_server,
 	    .addresses = cfg->rtc_addresses,
 	};
-	rtc_ice_prepare(&ice);
+	rtc_ice_net_prepare(&ice, &ice_net);
 	rtc_transcode_set_max(cfg->rtc_max_transcodes);
-	kp_info("DTLS certificate sha-256 %s", rtc_fingerprint);
 	return 0;
 }
 
-/* libnice's thread reads every browser datagram: it starts confined like the rest. */
+/* The session engine is loaded and started on the loop's thread at the first offer,
+ * long after confinement: libnice's thread is born confined like the rest. */
 static int confined(struct kp_worker *w)
 {
 	rtc_tx_init(w);
-	return rtc_ice_start(kp_worker_loop(w), on_ice_event);
+	rtc_engine_host_set(
+	    &(struct rtc_engine_host){.loop = kp_worker_loop(w), .on_ice_event = on_ice_event, .net = &ice_net});
+	return 0;
 }
 
 static void on_configured(struct kp_worker *w, uint32_t generation)
@@ -113,11 +105,10 @@ static void on_stop(struct kp_worker *w)
 	(void)w;
 	for (struct rtc_session *s = rtc_sessions_first(); s; s = rtc_sessions_first())
 		rtc_session_close(s, "rtcd is stopping", false);
-	rtc_ice_stop();
-	rtc_dtls_global_free();
+	rtc_engine_stop();
 }
 
-static const struct kp_worker_def rtcd = {
+static struct kp_worker_def rtcd = {
     .name = "rtcd",
     .self = kp_Peer_PEER_RTCD,
     .peers = {kp_Peer_PEER_INGESTD, kp_Peer_PEER_RECORDERD, kp_Peer_PEER_WEBD, kp_Peer_PEER_TRANSCODER},
@@ -127,7 +118,7 @@ static const struct kp_worker_def rtcd = {
     /* 1,024 cursors x up to 3 recording descriptors, plus one UDP socket per session and
      * host address exceed 4,096 in the worst case (test_rtc_cursors holds 2,673). */
     .rlimit_nofile = 8192,
-    .syscalls = KP_SYSCALLS_NET,
+    .syscalls = KP_SYSCALLS_NET | KP_SYSCALLS_LATE_LIBS,
     .on_before_confine = before_confine,
     .on_confined = confined,
     .on_configured = on_configured,
@@ -139,5 +130,6 @@ static const struct kp_worker_def rtcd = {
 
 int main(int argc, char **argv)
 {
+	rtcd.read_path = rtc_engine_locate();
 	return kp_worker_main(&rtcd, argc, argv);
 }

@@ -103,7 +103,12 @@ void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id)
 	counter(&t, "keeppeek_rtc_audio_transcode_dropped_total", "AAC frames not taken by a full transcoder queue.",
 		m->audio_transcode_dropped);
 	counter(&t, "keeppeek_rtc_ice_events_dropped_total", "Received datagrams dropped: ICE queue full.",
-		rtc_ice_events_dropped());
+		rtc_eng ? rtc_eng->ice_events_dropped() : 0);
+	gauge(&t, "keeppeek_rtc_session_module_loaded",
+	      "1 once the session module (ICE, DTLS, SRTP) is loaded: at the first WebRTC offer.", rtc_eng != NULL);
+	counter(&t, "keeppeek_rtc_session_module_failures_total",
+		"Offers refused because the session module could not be loaded or started.",
+		rtc_engine_load_failures());
 	unsigned streams;
 	size_t bytes;
 	rtc_live_stats(&streams, &bytes);

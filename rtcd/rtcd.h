@@ -4,13 +4,11 @@
 #ifndef KP_RTCD_H
 #define KP_RTCD_H
 
-#include <srtp2/srtp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
-#include "dtls.h"
-#include "ice.h"
+#include "engine_load.h"
 #include "json.h"
 #include "keeppeek.pb.h"
 #include "kp_limits.h"
@@ -54,7 +52,7 @@ struct pre_au;
 struct rtx_slot {
 	uint16_t seq;
 	uint16_t len; /* 0: empty */
-	uint8_t data[RTC_MTU + SRTP_MAX_TRAILER_LEN];
+	uint8_t data[RTC_MTU + RTC_SRTP_TRAILER_MAX];
 };
 
 enum rtc_mode { RTC_LIVE, RTC_PLAYBACK };
@@ -111,7 +109,7 @@ struct rtc_session {
 
 	struct rtc_ice *ice;
 	struct rtc_dtls *dtls;
-	srtp_t srtp_out, srtp_in;
+	struct rtc_srtp *srtp_out, *srtp_in;
 	struct rtp_packetizer *pk;
 	struct rtx_slot *rtx;
 
@@ -218,7 +216,6 @@ const char *rtc_conn_addr(const struct rtc_conn *c);
 /* Unlinks a session from its connection's list; rtc_session_close calls it, so a session
  * ended from any side (ICE, DTLS, timer, bye, page) is never reachable from its page. */
 void rtc_conn_forget(struct rtc_conn *c, struct rtc_session *s);
-extern char rtc_fingerprint[RTC_DTLS_FP_TEXT];
 
 /* ---- live.c ---- */
 struct live_stream;

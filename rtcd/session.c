@@ -136,14 +136,12 @@ void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
 	rtc_conn_forget(s->conn, s);
 	rtc_session_stop_source(s);
 	s->state = RTC_CLOSED;
-	rtc_ice_free(s->ice);
+	rtc_eng->ice_free(s->ice);
 	s->ice = NULL;
-	rtc_dtls_free(s->dtls);
+	rtc_eng->dtls_free(s->dtls);
 	s->dtls = NULL;
-	if (s->srtp_out)
-		srtp_dealloc(s->srtp_out);
-	if (s->srtp_in)
-		srtp_dealloc(s->srtp_in);
+	rtc_eng->srtp_free(s->srtp_out);
+	rtc_eng->srtp_free(s->srtp_in);
 	s->srtp_out = s->srtp_in = NULL;
 	free(s->pk);
 	free(s->rtx);
@@ -213,15 +211,14 @@ static int emit(void *arg, const uint8_t *pkt, size_t len)
 		return 0;
 	memcpy(slot->data, pkt, len);
 	int l = (int)len;
-	srtp_err_status_t e = srtp_protect(s->srtp_out, slot->data, &l);
-	if (e != srtp_err_status_ok) {
+	if (rtc_eng->srtp_protect(s->srtp_out, slot->data, &l) < 0) {
 		rtc_metrics.srtp_errors++;
 		slot->len = 0;
 		return 0;
 	}
 	slot->seq = seq;
 	slot->len = (uint16_t)l;
-	int r = rtc_ice_send(s->ice, slot->data, (size_t)l);
+	int r = rtc_eng->ice_send(s->ice, slot->data, (size_t)l);
 	if (r == -EAGAIN) {
 		s->need_keyframe = true;
 		rtc_metrics.keyframe_drops++;
@@ -424,27 +421,12 @@ int rtc_session_start_source(struct rtc_session *s)
 	return r < 0 ? r : start_audio(s);
 }
 
-static int srtp_session(srtp_t *ret, const uint8_t *key, const uint8_t *salt, bool outbound)
-{
-	uint8_t master[RTC_SRTP_KEY + RTC_SRTP_SALT];
-	memcpy(master, key, RTC_SRTP_KEY);
-	memcpy(master + RTC_SRTP_KEY, salt, RTC_SRTP_SALT);
-	srtp_policy_t p;
-	memset(&p, 0, sizeof p);
-	srtp_crypto_policy_set_rtp_default(&p.rtp);
-	srtp_crypto_policy_set_rtcp_default(&p.rtcp);
-	p.ssrc.type = outbound ? ssrc_any_outbound : ssrc_any_inbound;
-	p.key = master;
-	p.window_size = 1024;
-	p.allow_repeat_tx = 1;
-	return srtp_create(ret, &p) == srtp_err_status_ok ? 0 : -EIO;
-}
-
 static void secured(struct rtc_session *s)
 {
 	struct rtc_srtp_keys k;
-	if (rtc_dtls_srtp_keys(s->dtls, &k) < 0 || srtp_session(&s->srtp_out, k.local_key, k.local_salt, true) < 0 ||
-	    srtp_session(&s->srtp_in, k.remote_key, k.remote_salt, false) < 0) {
+	if (rtc_eng->dtls_srtp_keys(s->dtls, &k) < 0 ||
+	    !(s->srtp_out = rtc_eng->srtp_new(k.local_key, k.local_salt, true)) ||
+	    !(s->srtp_in = rtc_eng->srtp_new(k.remote_key, k.remote_salt, false))) {
 		rtc_metrics.srtp_errors++;
 		rtc_session_close(s, "setting up SRTP failed", true);
 		return;
@@ -469,7 +451,7 @@ static void secured(struct rtc_session *s)
 static void dtls_send(void *arg, const uint8_t *data, size_t len)
 {
 	struct rtc_session *s = arg;
-	if (!s->ice || rtc_ice_send(s->ice, data, len) == 0 || s->state >= RTC_STREAMING)
+	if (!s->ice || rtc_eng->ice_send(s->ice, data, len) == 0 || s->state >= RTC_STREAMING)
 		return;
 	/* No selected pair yet (a browser's ClientHello can arrive on a pair libnice has
 	 * not selected): kept until it has one. */
@@ -500,10 +482,10 @@ int rtc_session_setup(struct rtc_session *s, const struct sdp_media *m)
 	s->pk = malloc(sizeof *s->pk);
 	if (!s->pk || rtp_packetizer_init(s->pk, s->rtp_codec, s->pt, s->ssrc, (uint16_t)random32(), RTC_MTU) < 0)
 		return -ENOMEM;
-	s->dtls = rtc_dtls_new(m->fp_alg, m->fp, m->fp_len, dtls_send, s);
+	s->dtls = rtc_eng->dtls_new(m->fp_alg, m->fp, m->fp_len, dtls_send, s);
 	if (!s->dtls)
 		return -EINVAL;
-	s->ice = rtc_ice_new(s->key, m->ice_ufrag, m->ice_pwd);
+	s->ice = rtc_eng->ice_new(s->key, m->ice_ufrag, m->ice_pwd);
 	if (!s->ice)
 		return -EADDRNOTAVAIL;
 	return 0;
@@ -517,7 +499,7 @@ static void dtls_result(struct rtc_session *s, enum rtc_dtls_state st)
 		rtc_metrics.dtls_failures++;
 		char why[256];
 		snprintf(why, sizeof why, "secure connection failed: %s",
-			 rtc_dtls_error(s->dtls) ? rtc_dtls_error(s->dtls) : "DTLS error");
+			 rtc_eng->dtls_error(s->dtls) ? rtc_eng->dtls_error(s->dtls) : "DTLS error");
 		rtc_session_close(s, why, true);
 	} else if (st == RTC_DTLS_CLOSED) {
 		rtc_session_close(s, "the browser closed the connection", true);
@@ -529,8 +511,8 @@ static void answer(struct rtc_session *s)
 	char ufrag[257], pwd[257];
 	static char cands[RTC_ICE_MAX_LOCAL * 2][RTC_ICE_CANDIDATE_MAX];
 	unsigned n = 0;
-	if (rtc_ice_local(s->ice, ufrag, sizeof ufrag, pwd, sizeof pwd, cands, sizeof cands / sizeof cands[0], &n) <
-	    0) {
+	if (rtc_eng->ice_local(s->ice, ufrag, sizeof ufrag, pwd, sizeof pwd, cands, sizeof cands / sizeof cands[0],
+			       &n) < 0) {
 		rtc_session_close(s, "no local ICE candidate could be gathered", true);
 		return;
 	}
@@ -583,7 +565,7 @@ static void retransmit(struct rtc_session *s, uint16_t seq)
 	struct rtx_slot *slot = &s->rtx[seq % RTC_RTX_SLOTS];
 	if (slot->len == 0 || slot->seq != seq)
 		return;
-	if (rtc_ice_send(s->ice, slot->data, slot->len) == 0) {
+	if (rtc_eng->ice_send(s->ice, slot->data, slot->len) == 0) {
 		rtc_metrics.retransmits++;
 		rtc_metrics.packets_sent++;
 		rtc_metrics.bytes_sent += slot->len;
@@ -627,7 +609,7 @@ static void on_rtcp(struct rtc_session *s, const uint8_t *data, size_t len)
 		return;
 	memcpy(buf, data, len);
 	int l = (int)len;
-	if (srtp_unprotect_rtcp(s->srtp_in, buf, &l) != srtp_err_status_ok) {
+	if (rtc_eng->srtp_unprotect_rtcp(s->srtp_in, buf, &l) < 0) {
 		rtc_metrics.srtp_errors++;
 		return;
 	}
@@ -666,7 +648,7 @@ void rtc_session_on_ice(struct rtc_session *s, const struct rtc_ice_event *ev)
 		if (s->state < RTC_CONNECTING || s->state == RTC_CLOSED)
 			break;
 		if (rtc_dtls_is_dtls(ev->data, ev->len)) {
-			dtls_result(s, rtc_dtls_input(s->dtls, ev->data, ev->len));
+			dtls_result(s, rtc_eng->dtls_input(s->dtls, ev->data, ev->len));
 		} else if (ev->data[0] >= 128 && ev->data[0] <= 191 && rtcp_is_rtcp(ev->data, ev->len)) {
 			on_rtcp(s, ev->data, ev->len);
 		}
@@ -685,7 +667,7 @@ static uint64_t ntp_now(void)
 
 static void send_sr(struct rtc_session *s, uint64_t now, uint64_t ntp)
 {
-	uint8_t buf[128 + SRTP_MAX_TRAILER_LEN + 4];
+	uint8_t buf[128 + RTC_SRTP_TRAILER_MAX + 4];
 	struct rtcp_sr sr = {
 	    .ssrc = s->ssrc,
 	    .ntp = ntp,
@@ -697,11 +679,11 @@ static void send_sr(struct rtc_session *s, uint64_t now, uint64_t ntp)
 	int len = rtcp_write_sr(&sr, buf, 128);
 	if (len < 0)
 		return;
-	if (srtp_protect_rtcp(s->srtp_out, buf, &len) != srtp_err_status_ok) {
+	if (rtc_eng->srtp_protect_rtcp(s->srtp_out, buf, &len) < 0) {
 		rtc_metrics.srtp_errors++;
 		return;
 	}
-	rtc_ice_send(s->ice, buf, (size_t)len);
+	rtc_eng->ice_send(s->ice, buf, (size_t)len);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -712,8 +694,9 @@ static void on_tick(uv_timer_t *t)
 		rtc_session_close(s, "the browser did not connect within 30 s", true);
 		return;
 	}
-	if (s->dtls && s->state >= RTC_CONNECTING && s->state < RTC_STREAMING && rtc_dtls_timeout_ms(s->dtls) == 0) {
-		dtls_result(s, rtc_dtls_on_timeout(s->dtls));
+	if (s->dtls && s->state >= RTC_CONNECTING && s->state < RTC_STREAMING &&
+	    rtc_eng->dtls_timeout_ms(s->dtls) == 0) {
+		dtls_result(s, rtc_eng->dtls_on_timeout(s->dtls));
 		if (s->state == RTC_CLOSED)
 			return;
 	}

@@ -30,7 +30,7 @@ void rtc_session_send_audio(struct rtc_session *s, const struct rtc_audio_frame 
 		o->marker = true; /* the first packet of a talkspurt (RFC 7587 4.2) */
 	}
 	uint32_t ts = o->ts_base_rtp + (uint32_t)(a->pts - o->ts_base_pts);
-	uint8_t pkt[RTC_MTU + SRTP_MAX_TRAILER_LEN];
+	uint8_t pkt[RTC_MTU + RTC_SRTP_TRAILER_MAX];
 	pkt[0] = 0x80;
 	pkt[1] = (uint8_t)((o->marker ? 0x80 : 0) | o->pt);
 	pkt[2] = (uint8_t)(o->seq >> 8);
@@ -45,7 +45,7 @@ void rtc_session_send_audio(struct rtc_session *s, const struct rtc_audio_frame 
 	pkt[11] = (uint8_t)o->ssrc;
 	memcpy(pkt + RTP_HEADER_SIZE, a->data, a->len);
 	int l = (int)(RTP_HEADER_SIZE + a->len);
-	if (srtp_protect(s->srtp_out, pkt, &l) != srtp_err_status_ok) {
+	if (rtc_eng->srtp_protect(s->srtp_out, pkt, &l) < 0) {
 		rtc_metrics.srtp_errors++;
 		return;
 	}
@@ -53,7 +53,7 @@ void rtc_session_send_audio(struct rtc_session *s, const struct rtc_audio_frame 
 	o->marker = false;
 	o->last_ts = ts;
 	o->last_send_ms = kp_mono_ms();
-	if (rtc_ice_send(s->ice, pkt, (size_t)l) < 0)
+	if (rtc_eng->ice_send(s->ice, pkt, (size_t)l) < 0)
 		return; /* socket full: this frame is lost, the decoder conceals it */
 	o->packets++;
 	o->octets += (uint32_t)a->len;
@@ -72,7 +72,7 @@ void rtc_session_audio_sr(struct rtc_session *s, uint64_t now_ms, uint64_t ntp)
 	struct rtc_audio_out *o = &s->audio;
 	if (!o->packets)
 		return;
-	uint8_t buf[128 + SRTP_MAX_TRAILER_LEN + 4];
+	uint8_t buf[128 + RTC_SRTP_TRAILER_MAX + 4];
 	struct rtcp_sr sr = {
 	    .ssrc = o->ssrc,
 	    .ntp = ntp,
@@ -85,9 +85,9 @@ void rtc_session_audio_sr(struct rtc_session *s, uint64_t now_ms, uint64_t ntp)
 	int len = rtcp_write_sr(&sr, buf, 128);
 	if (len < 0)
 		return;
-	if (srtp_protect_rtcp(s->srtp_out, buf, &len) != srtp_err_status_ok) {
+	if (rtc_eng->srtp_protect_rtcp(s->srtp_out, buf, &len) < 0) {
 		rtc_metrics.srtp_errors++;
 		return;
 	}
-	rtc_ice_send(s->ice, buf, (size_t)len);
+	rtc_eng->ice_send(s->ice, buf, (size_t)len);
 }

@@ -25,7 +25,6 @@ struct rtc_conn {
 
 static struct rtc_conn *conns;
 static struct kp_worker *worker;
-char rtc_fingerprint[RTC_DTLS_FP_TEXT];
 
 struct kp_worker *rtc_worker(void)
 {
@@ -354,6 +353,13 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 		free(offer);
 		return;
 	}
+	if (!rtc_engine_get()) {
+		free(offer);
+		rtc_signal_error(
+		    c, sid, "unavailable",
+		    "The server cannot start WebRTC sessions: its session module did not load (see rtcd's log).");
+		return;
+	}
 	struct rtc_session *s = rtc_session_new(c, sid);
 	if (!s) {
 		free(offer);
@@ -398,7 +404,7 @@ static void on_offer(struct rtc_conn *c, const struct rtc_json *j, const char *s
 	}
 	for (unsigned i = 0; i < offer->ncandidates; i++)
 		if (offer->candidate_media[i] == tm)
-			rtc_ice_add_remote(s->ice, offer->candidates[i]);
+			rtc_eng->ice_add_remote(s->ice, offer->candidates[i]);
 	kp_info("session %s of %s (%s): %s %s stream %u", sid, c->principal, c->addr, playback ? "playback" : "live",
 		camera, stream);
 }
@@ -411,7 +417,7 @@ static void on_candidate(struct rtc_conn *c, struct rtc_session *s, const struct
 		return;
 	if (strncmp(cand, "a=", 2) == 0)
 		cand += 2;
-	if (rtc_ice_add_remote(s->ice, cand) < 0)
+	if (rtc_eng->ice_add_remote(s->ice, cand) < 0)
 		kp_debug("session %s: remote candidate not usable: %.80s", s->sid, cand);
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """rss-idle: RSS and PSS of every KeepPeek process of the idle demo, and where rtcd's goes.
 
-    python3 perf/rss-idle/run.py --build build --base-build BASE [--rounds 2] [--settle 10]
+    python3 perf/rss-idle/run.py --build build --base-build BASE [--rounds 2] [--settle 10] [--sessions 10]
 
 For each round, the baseline build and then the new one: `keeppeekd --demo` (one Baichuan
 and one RTSP test camera, both streaming, no viewer) with its data in a fresh temporary
@@ -12,7 +12,12 @@ come from libnice, OpenSSL and libsrtp2, each with its own dependency tree). Fig
 nearest-rank p50/p95 per process over all samples of a build. Checks (work really done):
 keeppeekd and its four workers present in every sample with the same pids (no restart),
 and the demo's recordings grew on disk during the sampling window (the cameras were
-streaming into ingestd and recorderd). Reports: BUILD/perf/rss-idle.{json,md}; exit 1
+streaming into ingestd and recorderd). With --sessions N, after those samples the same
+demo serves N WebRTC live sessions one after the other (Debian's python3-aiortc, as in
+test/integration/kp_rtc.py; each until a frame is decoded, then closed), and after
+--settle s more rtcd is sampled again (10 samples, smaps_rollup and families): rtcd idle
+after sessions came and went (the new build keeps its session module loaded, decision
+0024); each session must decode a frame. Reports: BUILD/perf/rss-idle.{json,md}; exit 1
 when a check fails. Method: docs/perf/METHODOLOGY.md."""
 import argparse
 import os
@@ -39,6 +44,7 @@ FAMILIES = [
      ("libgupnp", "libgssdp", "libsoup", "libxml2", "libicu", "libstdc++", "libgcc_s", "libsqlite3", "libpsl",
       "libnghttp2", "libbrotli", "libkrb5", "libk5crypto", "libgssapi", "libcom_err", "libkeyutils",
       "libresolv", "liblzma", "libz.")),
+    ("rtcd's session module", ("keeppeek-rtcd-session",)),
     ("libnice, GLib, GObject, GIO", ("libnice", "libglib", "libgobject", "libgio", "libgmodule", "libpcre2",
                                      "libmount", "libblkid", "libselinux")),
     ("libc, libm, ld.so, libuv, libseccomp", ("libc.", "libm.", "ld-linux", "libuv", "libseccomp")),
@@ -66,6 +72,8 @@ def family(path):
     if path == "" or path.startswith("["):
         return "anonymous mappings (thread stacks, malloc arenas, mmap'd buffers)"
     base = os.path.basename(path)
+    if base.startswith("keeppeek-rtcd-session"):
+        return "rtcd's session module"
     if base.startswith("keeppeek-"):
         return "the rtcd executable"
     for name, prefixes in FAMILIES:
@@ -144,6 +152,8 @@ def one_demo(keeppeekd, label, rnd, a, out, failures):
         ing = pids1.get("keeppeek-ingest")
         if ing:
             out["ingestd_shared_objects"].append(smaps_by_family(ing)[1])
+        if a.sessions and rtcd:
+            after_sessions(keeppeekd, d, port, rtcd, label, rnd, a, out, failures)
     finally:
         p.terminate()
         try:
@@ -154,6 +164,46 @@ def one_demo(keeppeekd, label, rnd, a, out, failures):
         log.close()
 
 
+def after_sessions(keeppeekd, d, port, rtcd, label, rnd, a, out, failures):
+    """a.sessions live sessions one after the other on the demo's Baichuan camera, then
+    rtcd sampled again after a.settle s."""
+    import asyncio
+    import types
+    from kp_rtc import Signaling, Viewer, close_all  # Debian's python3 (main() re-executed in it)
+    ctl = os.path.join(os.path.dirname(os.path.dirname(keeppeekd)), "supervisor", "keeppeekctl")
+    r = subprocess.run([ctl, "-s", os.path.join(d, "data", "run", "control.sock"), "token", "create", "--name",
+                        f"rss-idle-{rnd}", "--role", "viewer"], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        failures.append(f"{label} round {rnd}: token create: {r.stderr.strip()}")
+        return
+    k = types.SimpleNamespace(web_port=port)
+
+    async def sessions():
+        done = 0
+        for i in range(a.sessions):
+            sig = Signaling(k, r.stdout.strip(), asyncio.get_running_loop())
+            try:
+                v = Viewer(sig, f"s{i}", "demo-baichuan")
+                await v.open()
+                done += await v.playing()
+            finally:
+                await close_all()
+        return done
+    played = asyncio.run(sessions())
+    if played != a.sessions:
+        failures.append(f"{label} round {rnd}: {played} of {a.sessions} sessions decoded a frame")
+    time.sleep(a.settle)
+    for _ in range(a.samples):
+        m = smaps_rollup(rtcd)
+        if m:
+            out["samples"].setdefault(f"keeppeek-rtcd after {a.sessions} sessions", []).append(m)
+        time.sleep(0.5)
+    fam, nso = smaps_by_family(rtcd)
+    out["rtcd_families_after"].append(fam)
+    out["rtcd_shared_objects_after"].append(nso)
+    out["rtcd_threads_after"].append(threads(rtcd))
+
+
 def summarize(out):
     procs = {}
     for name, ss in out.pop("samples").items():
@@ -161,14 +211,16 @@ def summarize(out):
     out["processes"] = procs
     tot = {}
     for k in ("Rss", "Pss"):
-        tot[k] = sum(v[k]["p50"] for n, v in procs.items() if not n.startswith("keeppeek-test"))
+        tot[k] = sum(v[k]["p50"] for n, v in procs.items() if not n.startswith(("keeppeek-test", "keeppeek-rtcd after")))
     out["total_p50_sum"] = tot
-    fams = {}
-    for f in out["rtcd_families"]:
-        for n, v in f.items():
-            fams.setdefault(n, []).append(v)
-    out["rtcd_by_family_p50"] = {n: {k: pc.nearest_rank([x[k] for x in vs], 50) for k in ("Rss", "Pss", "Anonymous")}
-                                 for n, vs in fams.items()}
+    for key in ("rtcd_families", "rtcd_families_after"):
+        fams = {}
+        for f in out[key]:
+            for n, v in f.items():
+                fams.setdefault(n, []).append(v)
+        out[key.replace("families", "by_family_p50")] = {
+            n: {k: pc.nearest_rank([x[k] for x in vs], 50) for k in ("Rss", "Pss", "Anonymous")}
+            for n, vs in fams.items()}
 
 
 def mib(v):
@@ -192,11 +244,14 @@ def markdown(r):
     out.append("| **keeppeekd + workers** | " + " | ".join(
         f"**{mib(b['total_p50_sum']['Rss'])}** | **{mib(b['total_p50_sum']['Pss'])}**" for b in r["builds"].values()) + " |")
     for label, b in r["builds"].items():
-        out += ["", f"rtcd by mapping family, {label} (p50 over rounds; {b['rtcd_shared_objects']} shared objects, "
-                f"{b['rtcd_threads']} threads):", "", "| family | RSS KiB | PSS KiB | anonymous KiB |",
-                "| --- | ---: | ---: | ---: |"]
-        for n, v in sorted(b["rtcd_by_family_p50"].items(), key=lambda kv: -kv[1]["Rss"]):
-            out.append(f"| {n} | {v['Rss'] // 1024:,} | {v['Pss'] // 1024:,} | {v['Anonymous'] // 1024:,} |")
+        for suffix, when in (("", "idle"), ("_after", f"after {r['sessions']} sessions came and went")):
+            if not b.get("rtcd_by_family_p50" + suffix):
+                continue
+            out += ["", f"rtcd by mapping family, {label}, {when} (p50 over rounds; "
+                    f"{b['rtcd_shared_objects' + suffix]} shared objects, {b['rtcd_threads' + suffix]} threads):", "",
+                    "| family | RSS KiB | PSS KiB | anonymous KiB |", "| --- | ---: | ---: | ---: |"]
+            for n, v in sorted(b["rtcd_by_family_p50" + suffix].items(), key=lambda kv: -kv[1]["Rss"]):
+                out.append(f"| {n} | {v['Rss'] // 1024:,} | {v['Pss'] // 1024:,} | {v['Anonymous'] // 1024:,} |")
     out += ["", "Result: " + ("PASS" if not r["failures"] else "FAIL: " + "; ".join(r["failures"]))]
     return "\n".join(out) + "\n"
 
@@ -209,15 +264,24 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--samples", type=int, default=10)
     ap.add_argument("--settle", type=float, default=10.0)
+    ap.add_argument("--sessions", type=int, default=0, help="WebRTC sessions, one after the other, after the idle "
+                    "samples; then rtcd is sampled again")
     a = ap.parse_args()
     a.build, a.base_build = os.path.abspath(a.build), os.path.abspath(a.base_build)
+    if a.sessions:
+        os.environ["KP_BUILD_ROOT"] = a.build
+        sys.path.insert(0, os.path.join(os.path.abspath(a.source), "test", "integration"))
+        import kp_rtc  # noqa: F401,E402  (re-executes this runner in Debian's python3 when aiortc is not here)
     r = {"benchmark": "rss-idle", "machine": pc.machine(), "revision": pc.git_revision(a.source),
-         "rounds": a.rounds, "samples": a.samples, "settle": a.settle, "failures": [], "builds": {},
+         "rounds": a.rounds, "samples": a.samples, "settle": a.settle, "sessions": a.sessions, "failures": [],
+         "builds": {},
          "load_before": pc.loadavg()}
     for rnd in range(1, a.rounds + 1):
         for label, b in (("base", a.base_build), ("new", a.build)):
             out = r["builds"].setdefault(label, {"samples": {}, "rtcd_families": [], "rtcd_shared_objects": [],
                                                  "rtcd_threads": [], "ingestd_shared_objects": [],
+                                                 "rtcd_families_after": [], "rtcd_shared_objects_after": [],
+                                                 "rtcd_threads_after": [],
                                                  "recorded_bytes_in_window": []})
             one_demo(os.path.join(b, "supervisor", "keeppeekd"), label, rnd, a, out, r["failures"])
     r["load_after"] = pc.loadavg()

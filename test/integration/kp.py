@@ -61,6 +61,28 @@ def proc_status(pid):
     return out
 
 
+def thread_stacks(pid):
+    """{tid: (stack mapping size, guard page below it)} for every thread blocked in a
+    system call (the stack pointer is the second to last field of .../syscall)."""
+    maps = []
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            a, b = (int(x, 16) for x in line.split()[0].split("-"))
+            maps.append((a, b, line.split()[1], line.rstrip()))
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+            fields = f.read().split()
+        if len(fields) < 3:  # "running": no stack pointer to read
+            continue
+        sp = int(fields[-2], 16)
+        for i, (a, b, perms, line) in enumerate(maps):
+            if a <= sp < b:
+                guard = i > 0 and maps[i - 1][1] == a and maps[i - 1][2] == "---p"
+                out[int(tid)] = (b - a, guard, "[stack]" in line)
+    return out
+
+
 def alive(pid):
     st = proc_status(pid)
     return st is not None and not st.get("State", "").startswith("Z")

@@ -32,18 +32,20 @@ struct rtc_ice_event {
 
 typedef void (*rtc_ice_event_cb)(const struct rtc_ice_event *ev);
 
-struct rtc_ice_config {
+/* Where agents gather: ports, the STUN server's address and the host candidates'
+ * addresses, found before confinement by rtcd's core (name service and netlink, which
+ * the sandbox does not allow later; rtcd/ice_net.c). */
+struct rtc_ice_net {
 	unsigned port_min, port_max; /* 0: any */
-	const char *stun;            /* "HOST[:PORT]" or empty */
-	const char *addresses;       /* "IP,IP,..." host candidates; empty: every interface */
+	char stun_ip[64];            /* numeric, or empty: no STUN server */
+	unsigned stun_port;
+	char local_ips[RTC_ICE_MAX_LOCAL][64];
+	unsigned nlocal;
 };
 
-/* Before confinement: resolves the STUN server and lists the interfaces (name service
- * and netlink, which the sandbox does not allow later). */
-void rtc_ice_prepare(const struct rtc_ice_config *cfg);
-/* After confinement: starts the GLib thread, so that it is born confined. Events are
- * delivered on loop's thread. 0 or a negative errno. */
-int rtc_ice_start(uv_loop_t *loop, rtc_ice_event_cb cb);
+/* Starts the GLib thread from the (confined) loop thread, so that it is born confined.
+ * Events are delivered on loop's thread. 0 or a negative errno. */
+int rtc_ice_start(uv_loop_t *loop, rtc_ice_event_cb cb, const struct rtc_ice_net *net);
 void rtc_ice_stop(void);
 
 struct rtc_ice;

@@ -4,8 +4,6 @@
 
 #include <agent.h>
 #include <errno.h>
-#include <interfaces.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,11 +30,7 @@ static struct {
 	struct rtc_ice_event *head, *tail;
 	size_t items, bytes;
 	uint64_t dropped;
-	unsigned port_min, port_max;
-	char stun_ip[64];
-	unsigned stun_port;
-	char local_ips[RTC_ICE_MAX_LOCAL][64];
-	unsigned nlocal;
+	struct rtc_ice_net net;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void push(enum rtc_ice_event_kind kind, uint64_t key, const void *data, size_t len)
@@ -139,72 +133,10 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-static void resolve_stun(const char *stun)
-{
-	char host[256];
-	unsigned port = 3478;
-	snprintf(host, sizeof host, "%s", stun);
-	char *colon = strrchr(host, ':');
-	if (colon && !strchr(colon + 1, ']') && strchr(host, ':') == colon) {
-		*colon = '\0';
-		port = (unsigned)strtoul(colon + 1, NULL, 10);
-	}
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_DGRAM}, *res = NULL;
-	int r = getaddrinfo(host, NULL, &hints, &res);
-	if (r != 0 || !res) {
-		kp_warn("ice: STUN server %s not resolved (%s); only host candidates", host, gai_strerror(r));
-		return;
-	}
-	if (getnameinfo(res->ai_addr, res->ai_addrlen, g.stun_ip, sizeof g.stun_ip, NULL, 0, NI_NUMERICHOST) != 0)
-		g.stun_ip[0] = '\0';
-	freeaddrinfo(res);
-	g.stun_port = port ? port : 3478;
-	if (g.stun_ip[0])
-		kp_info("ice: STUN server %s (%s:%u)", stun, g.stun_ip, g.stun_port);
-}
-
-/* [rtc] addresses when set (validated by the configuration parser), else loopback and
- * every interface address except link-local ones. */
-static void list_interfaces(const char *addresses)
-{
-	if (addresses && addresses[0]) {
-		char copy[512];
-		snprintf(copy, sizeof copy, "%s", addresses);
-		char *save = NULL;
-		for (char *ip = strtok_r(copy, ", ", &save); ip && g.nlocal < RTC_ICE_MAX_LOCAL;
-		     ip = strtok_r(NULL, ", ", &save))
-			snprintf(g.local_ips[g.nlocal++], sizeof g.local_ips[0], "%s", ip);
-	} else {
-		snprintf(g.local_ips[g.nlocal++], sizeof g.local_ips[0], "127.0.0.1");
-		GList *ips = nice_interfaces_get_local_ips(FALSE);
-		for (GList *l = ips; l; l = l->next) {
-			const char *ip = l->data;
-			if (g.nlocal < RTC_ICE_MAX_LOCAL && strncmp(ip, "fe80", 4) != 0)
-				snprintf(g.local_ips[g.nlocal++], sizeof g.local_ips[0], "%s", ip);
-			g_free(l->data);
-		}
-		g_list_free(ips);
-	}
-	char list[RTC_ICE_MAX_LOCAL * 66] = "";
-	for (unsigned i = 0; i < g.nlocal; i++) {
-		strcat(list, i ? ", " : "");
-		strcat(list, g.local_ips[i]);
-	}
-	kp_info("ice: host candidates on %s, UDP ports %u-%u", list, g.port_min, g.port_max);
-}
-
-void rtc_ice_prepare(const struct rtc_ice_config *cfg)
-{
-	g.port_min = cfg->port_min;
-	g.port_max = cfg->port_max;
-	if (cfg->stun && cfg->stun[0])
-		resolve_stun(cfg->stun);
-	list_interfaces(cfg->addresses);
-}
-
-int rtc_ice_start(uv_loop_t *loop, rtc_ice_event_cb cb)
+int rtc_ice_start(uv_loop_t *loop, rtc_ice_event_cb cb, const struct rtc_ice_net *net)
 {
 	g.cb = cb;
+	g.net = *net;
 	int r = uv_async_init(loop, &g.async, on_async);
 	if (r < 0) {
 		kp_err("ice: uv_async_init failed: %s", uv_strerror(r));
@@ -260,12 +192,12 @@ struct rtc_ice *rtc_ice_new(uint64_t key, const char *remote_ufrag, const char *
 	/* RFC 7675: a browser that went away without a bye fails the agent within ~30 s. */
 	if (g_object_class_find_property(G_OBJECT_GET_CLASS(ice->agent), "consent-freshness"))
 		g_object_set(ice->agent, "consent-freshness", TRUE, NULL);
-	if (g.stun_ip[0])
-		g_object_set(ice->agent, "stun-server", g.stun_ip, "stun-server-port", g.stun_port, NULL);
-	for (unsigned i = 0; i < g.nlocal; i++) {
+	if (g.net.stun_ip[0])
+		g_object_set(ice->agent, "stun-server", g.net.stun_ip, "stun-server-port", g.net.stun_port, NULL);
+	for (unsigned i = 0; i < g.net.nlocal; i++) {
 		NiceAddress a;
 		nice_address_init(&a);
-		if (nice_address_set_from_string(&a, g.local_ips[i]))
+		if (nice_address_set_from_string(&a, g.net.local_ips[i]))
 			nice_agent_add_local_address(ice->agent, &a);
 	}
 	gpointer data = (gpointer)(uintptr_t)key;
@@ -275,13 +207,14 @@ struct rtc_ice *rtc_ice_new(uint64_t key, const char *remote_ufrag, const char *
 	ice->stream = nice_agent_add_stream(ice->agent, 1);
 	if (ice->stream == 0)
 		goto fail;
-	if (g.port_min && g.port_max >= g.port_min)
-		nice_agent_set_port_range(ice->agent, ice->stream, 1, g.port_min, g.port_max);
+	if (g.net.port_min && g.net.port_max >= g.net.port_min)
+		nice_agent_set_port_range(ice->agent, ice->stream, 1, g.net.port_min, g.net.port_max);
 	if (!nice_agent_set_remote_credentials(ice->agent, ice->stream, remote_ufrag, remote_pwd))
 		goto fail;
 	nice_agent_attach_recv(ice->agent, ice->stream, 1, g.ctx, on_recv, data);
 	if (!nice_agent_gather_candidates(ice->agent, ice->stream)) {
-		kp_warn("ice: gathering candidates failed (UDP ports %u-%u exhausted?)", g.port_min, g.port_max);
+		kp_warn("ice: gathering candidates failed (UDP ports %u-%u exhausted?)", g.net.port_min,
+			g.net.port_max);
 		goto fail;
 	}
 	return ice;
