@@ -323,15 +323,17 @@ class TestCamera:
         self.log.close()
 
 
-def free_port_run(n):
-    """A base port with n consecutive free TCP ports on loopback (held while checked)."""
+def free_port_run(n, kind=socket.SOCK_STREAM):
+    """A base port with n consecutive free ports (TCP, or UDP with kind=SOCK_DGRAM) on
+    loopback, held while checked; even, so that RTP/RTCP pairs start on it. Tests run
+    four at once: a fixed range in one would meet another's sockets."""
     rnd = random.Random()
     for _ in range(200):
-        base = rnd.randrange(20000, 60000 - n)
+        base = rnd.randrange(20000, 60000 - n) & ~1
         held = []
         try:
             for p in range(base, base + n):
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s = socket.socket(socket.AF_INET, kind)
                 held.append(s)
                 s.bind(("127.0.0.1", p))
             return base

@@ -10,11 +10,12 @@ reconnect, and the new rtcd answers again."""
 import json
 import os
 import signal
+import socket
 import tempfile
 import time
 
 import kp_ws
-from kp import TestCamera, cameras, check, metric, run, wait_for
+from kp import TestCamera, cameras, check, free_port_run, metric, run, wait_for
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -22,7 +23,7 @@ run_dir = {dir}/run
 [web]
 listen = 127.0.0.1:{port}
 [rtc]
-udp_ports = 41000-41999
+udp_ports = UDP_PORTS
 """
 
 FP = ":".join(["AB"] * 32)
@@ -64,7 +65,8 @@ def test(make):
     work = tempfile.mkdtemp(prefix="kp-rtc-")
     cam = TestCamera(work, "cam", "h264", "rtsp")
     try:
-        kp = make(config=CONFIG + f'[camera "cam"]\nurl = {cam.url()}\nsub_url = {cam.sub_url()}\n')
+        lo = free_port_run(1000, socket.SOCK_DGRAM)  # 128 sessions; tests run four at once
+        kp = make(config=CONFIG.replace("UDP_PORTS", f"{lo}-{lo + 999}") + f'[camera "cam"]\nurl = {cam.url()}\nsub_url = {cam.sub_url()}\n')
         kp.wait_running()
         check(wait_for(lambda: (c := cameras(kp)) and c["cam"]["streams"][0]["state"] == "streaming", 20),
               "camera streaming")

@@ -5,10 +5,11 @@ also over UDP (transport = udp: GStreamer's server sends to our client_port pair
 its server_port pair, RFC 2326 12.39), and recorderd receives the frames; a wrong
 password gives auth-failed."""
 import os
+import socket
 import subprocess
 import time
 
-from kp import FIXTURES, cameras, check, free_port, run, wait_for
+from kp import FIXTURES, cameras, check, free_port, free_port_run, run, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = """[keeppeek]
@@ -51,7 +52,9 @@ def test(make):
         for codec, port in ports.items():
             config += f'[camera "gst-{codec}"]\nurl = rtsp://viewer:gst-pw@127.0.0.1:{port}/stream\n'
         config += f'[camera "gst-udp"]\nurl = rtsp://viewer:gst-pw@127.0.0.1:{ports["h264"]}/stream\n'
-        config += "transport = udp\nrtp_ports = 41000-41099\n"
+        lo = free_port_run(100, socket.SOCK_DGRAM)
+        hi = lo + 99
+        config += f"transport = udp\nrtp_ports = {lo}-{hi}\n"
         config += f'[camera "gst-wrong"]\nurl = rtsp://viewer:nope@127.0.0.1:{ports["h264"]}/stream\n'
         kp = make(config=config)
         kp.wait_running()
@@ -69,9 +72,9 @@ def test(make):
         for name, want in (("gst-h264", "tcp"), ("gst-h265", "tcp"), ("gst-udp", "udp")):
             got = c[name]["streams"][0]["transport"]
             check(got == want, f"{name}: RTP over {got!r}, expected {want}")
-        bound = udp_ports_bound(41000, 41099)
+        bound = udp_ports_bound(lo, hi)
         check(len(bound) == 2 and bound[0] % 2 == 0 and bound[1] == bound[0] + 1,
-              f"gst-udp: ingestd receives RTP and RTCP on an even/odd pair of rtp_ports 41000-41099: {bound}")
+              f"gst-udp: ingestd receives RTP and RTCP on an even/odd pair of rtp_ports {lo}-{hi}: {bound}")
         time.sleep(4.0)
         c = cameras(kp)
         u = c["gst-udp"]["streams"][0]

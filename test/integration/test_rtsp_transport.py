@@ -11,11 +11,12 @@ and ingestd's one-unit hold); every recording decodes with `ffmpeg -v error`."""
 import glob
 import os
 import re
+import socket
 import subprocess
 import tempfile
 import time
 
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import TestCamera, cameras, check, free_port_run, run, wait_for
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -52,7 +53,8 @@ def test(make):
         config = CONFIG
         for name, cam in cams.items():
             config += f'[camera "{name}"]\nurl = {cam.url()}\ntransport = {CAMERAS[name][0]}\n'
-        config += f"sub_url = {cams['udp-reorder'].sub_url()}\nrtp_ports = 41500-41509\n"  # the last camera
+        lo = free_port_run(10, socket.SOCK_DGRAM)
+        config += f"sub_url = {cams['udp-reorder'].sub_url()}\nrtp_ports = {lo}-{lo + 9}\n"  # the last camera
         config += f'[camera "udp-silent"]\nurl = {silent.url()}\ntransport = udp\n'
         kp = make(config=config)
         kp.wait_running()
@@ -83,8 +85,8 @@ def test(make):
               f"udp-silent: fails with 'no media within 5 s of PLAY': {s or cameras(kp)['udp-silent']}")
         with open(cams["udp-reorder"].log_path) as f:
             ports = [tuple(map(int, m)) for m in re.findall(r"RTP over UDP to client ports (\d+)-(\d+)", f.read())]
-        check(len(set(ports)) == 2 and all(41500 <= a < b <= 41509 and a % 2 == 0 and b == a + 1 for a, b in ports),
-              f"udp-reorder: main and sub each on an even/odd pair within rtp_ports 41500-41509: {ports}")
+        check(len(set(ports)) == 2 and all(lo <= a < b <= lo + 9 and a % 2 == 0 and b == a + 1 for a, b in ports),
+              f"udp-reorder: main and sub each on an even/odd pair within rtp_ports {lo}-{lo + 9}: {ports}")
         time.sleep(6.0)
         sent = {name: cam.pause() for name, cam in cams.items()}
 
