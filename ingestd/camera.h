@@ -72,6 +72,7 @@ struct ing_transport_report {
 	uint64_t rtp_lost_packets;  /* RTP packets missing from the sequence */
 	uint64_t loss_dropped;      /* access units dropped for a missing packet, up to a keyframe */
 	uint64_t truncated_dropped; /* access units dropped because the connection ended in them */
+	uint64_t overrun_dropped;   /* access units dropped up to a keyframe: the loop fell behind */
 };
 
 /* Where a driver reports, set by the core when it starts the driver; ctx goes back on

@@ -39,7 +39,7 @@ struct ing_stream {
 	uint64_t frames, bytes;
 	uint64_t send_rejected;
 	char transport[8]; /* RTSP: "tcp", "udp", "" */
-	uint64_t rtp_lost_packets, loss_dropped, truncated_dropped;
+	uint64_t rtp_lost_packets, loss_dropped, truncated_dropped, overrun_dropped;
 	bool rtcd_wait_keyframe; /* rtcd's queue overflowed: skip to the next keyframe */
 	uint64_t fps_frames;
 	uint64_t fps_ms;
@@ -135,6 +135,7 @@ static void report(struct ing_camera *cam, unsigned s)
 	m->rtp_lost_packets = st->rtp_lost_packets;
 	m->loss_dropped = st->loss_dropped;
 	m->truncated_dropped = st->truncated_dropped;
+	m->overrun_dropped = st->overrun_dropped;
 	kp_worker_send_supervisor(table.w, &env);
 }
 
@@ -184,6 +185,7 @@ static void stream_transport(void *ctx, enum kp_stream_index s, const struct ing
 	st->rtp_lost_packets += r->rtp_lost_packets;
 	st->loss_dropped += r->loss_dropped;
 	st->truncated_dropped += r->truncated_dropped;
+	st->overrun_dropped += r->overrun_dropped;
 	report(cam, s);
 }
 

@@ -159,10 +159,12 @@ void cameras_render(const struct supervisor *s, bool json, struct kp_out *o)
 			kp_out_json_string(o, st->last_error);
 			kp_out_put(o,
 				   ",\"retries\":%u,\"retry_at_ms\":%lld,\"retry_in_ms\":%lld,\"transport\":\"%s\","
-				   "\"rtp_lost_packets\":%llu,\"loss_dropped\":%llu,\"truncated_dropped\":%llu}",
+				   "\"rtp_lost_packets\":%llu,\"loss_dropped\":%llu,\"truncated_dropped\":%llu,"
+				   "\"overrun_dropped\":%llu}",
 				   (unsigned)st->retries, (long long)st->retry_at_ms, (long long)retry_in_ms(st, now),
 				   st->transport, (unsigned long long)st->rtp_lost_packets,
-				   (unsigned long long)st->loss_dropped, (unsigned long long)st->truncated_dropped);
+				   (unsigned long long)st->loss_dropped, (unsigned long long)st->truncated_dropped,
+				   (unsigned long long)st->overrun_dropped);
 		}
 		if (json)
 			kp_out_put(o, "]}");

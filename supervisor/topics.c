@@ -201,6 +201,8 @@ static void stream_metrics(struct supervisor *s, struct kp_out *o)
 	     "Access units ingestd dropped for a missing RTP packet, up to the next keyframe."},
 	    {"keeppeek_stream_truncated_dropped_total", "counter",
 	     "Access units ingestd dropped because the RTSP connection ended in them."},
+	    {"keeppeek_stream_overrun_dropped_total", "counter",
+	     "Access units ingestd dropped up to a keyframe because its loop fell behind the RTSP reader."},
 	};
 	for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
 		family(o, fams[k].name, fams[k].type, fams[k].help);
@@ -244,8 +246,11 @@ static void stream_metrics(struct supervisor *s, struct kp_out *o)
 			case 11:
 				v = r->state.loss_dropped;
 				break;
-			default:
+			case 12:
 				v = r->state.truncated_dropped;
+				break;
+			default:
+				v = r->state.overrun_dropped;
 				break;
 			}
 			kp_out_put(o, "%s{camera=\"", fams[k].name);

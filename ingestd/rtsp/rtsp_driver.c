@@ -756,6 +756,10 @@ static void on_async(uv_async_t *h)
 			kp_warn("camera %s: %s stream: loop behind, %llu access units dropped up to a keyframe",
 				drv->name, s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub",
 				(unsigned long long)(dropped - s->dropped_logged));
+			if (drv->sink->transport)
+				drv->sink->transport(
+				    drv->sink->ctx, s->index,
+				    &(struct ing_transport_report){.overrun_dropped = dropped - s->dropped_logged});
 			s->dropped_logged = dropped;
 		}
 		if (repaired != s->repaired_logged && (!s->repaired_logged || repaired - s->repaired_logged >= 1000)) {

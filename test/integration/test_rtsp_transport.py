@@ -96,7 +96,8 @@ def test(make):
                 for i, st in enumerate(STREAMS.get(name, ("main",))):
                     s = cc[name]["streams"][i]
                     slack = 1 if name == "udp-reorder" else 0
-                    if s["recorded_frames"] < sent[name]["rtsp"][st]["frames_sent"] - HELD - s["loss_dropped"] - slack:
+                    if s["recorded_frames"] < (sent[name]["rtsp"][st]["frames_sent"] - HELD - s["loss_dropped"]
+                                               - s["overrun_dropped"] - slack):
                         return None
             return cc
         final = wait_for(settled, 8.0, 0.2) or cameras(kp)
@@ -106,9 +107,12 @@ def test(make):
             check(want > 100, f"{name}/{st}: the camera sent {want} frames")
             # udp-reorder: the camera may still hold the last frame's packet for its swap.
             slack = 1 if name == "udp-reorder" else 0
-            check(0 <= want - HELD - s["loss_dropped"] - s["recorded_frames"] <= slack and s["recorded_gaps"] == 0,
+            # A loaded machine may leave ingestd's loop behind the RTSP reader: those
+            # drops are counted (overrun_dropped), and nothing else may go missing.
+            dropped = s["loss_dropped"] + s["overrun_dropped"]
+            check(0 <= want - HELD - dropped - s["recorded_frames"] <= slack and s["recorded_gaps"] == 0,
                   f"{name}/{st}: recorderd received {s['recorded_frames']} of {want} frames ({HELD} held, "
-                  f"{s['loss_dropped']} dropped for loss)")
+                  f"{s['loss_dropped']} dropped for loss, {s['overrun_dropped']} with ingestd behind)")
             check(s["reconnects"] == 0, f"{name}/{st}: no reconnects ({s['reconnects']})")
             # Swapping the first two packets loses the first: libavformat takes the first
             # packet it receives as the start of the sequence; its frame and those up to
