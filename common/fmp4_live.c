@@ -64,8 +64,6 @@ int fmp4_live_init(struct fmp4_live *l, enum kp_codec codec, const uint8_t *au, 
 	if (r < 0)
 		return r;
 	l->codec = codec;
-	l->seq = 0;
-	l->next_dts = 0;
 	return 0;
 }
 

@@ -24,10 +24,13 @@ struct fmp4_live {
 	char codecs[FMP4_LIVE_CODECS_MAX]; /* of the init segment: avc1.PPCCLL, hev1.P.C.TL.B... */
 };
 
-/* Starts l at a keyframe (Annex-B, its parameter sets in front), writes the init
- * segment (FMP4_INIT_MAX bytes suffice) and fills l->codecs from the avcC/hvcC record
- * it holds. -EINVAL when the access unit is not a keyframe with its parameter sets,
- * -EBADMSG when it does not split or the SPS does not parse. */
+/* Starts l (zeroed before the first call) at a keyframe (Annex-B, its parameter sets in
+ * front), writes the init segment (FMP4_INIT_MAX bytes suffice) and fills l->codecs from
+ * the avcC/hvcC record it holds. A later init segment for the same viewer (after a
+ * dropped piece) keeps the timeline: its fragments go on where the last one ended, so
+ * the browser's SourceBuffer does not get a second time 0. -EINVAL when the access
+ * unit is not a keyframe with its parameter sets, -EBADMSG when it does not split or
+ * the SPS does not parse. */
 int fmp4_live_init(struct fmp4_live *l, enum kp_codec codec, const uint8_t *au, size_t len, uint32_t width,
 		   uint32_t height, uint8_t *out, size_t cap, size_t *ret_len);
 

@@ -27,7 +27,7 @@ static void test_init_and_fragments(void)
 {
 	static uint8_t init[FMP4_INIT_MAX], frag[32768];
 	size_t len;
-	struct fmp4_live l;
+	struct fmp4_live l = {0};
 	CHECK_EQ(fmp4_live_init(&l, KP_CODEC_H264, p_au, sizeof p_au, 640, 480, init, sizeof init, &len), -EINVAL);
 	CHECK_EQ(fmp4_live_init(&l, KP_CODEC_H264, idr_au, sizeof idr_au, 640, 480, init, sizeof init, &len), 0);
 	CHECK_STR_EQ(l.codecs, "avc1.42c01e");
@@ -65,6 +65,12 @@ static void test_init_and_fragments(void)
 	CHECK_EQ(f.samples[0].cts, 7200);
 	CHECK(!f.samples[0].keyframe);
 	CHECK_EQ(fmp4_live_frag(&l, p_au, sizeof p_au, false, 3600, 0, 0, frag, 40, &len), -ENOSPC);
+	/* A new init segment (a piece was dropped) keeps the viewer's timeline. */
+	CHECK_EQ(fmp4_live_init(&l, KP_CODEC_H264, idr_au, sizeof idr_au, 640, 480, init, sizeof init, &len), 0);
+	CHECK_EQ(fmp4_live_frag(&l, idr_au, sizeof idr_au, true, 3600, 0, 0, frag, sizeof frag, &len), 0);
+	CHECK_EQ(fmp4_read_frag(&in, frag, len, &f), 0);
+	CHECK_EQ(f.seq, 3);
+	CHECK_EQ(f.base_time, 3000 + 3600);
 	const uint8_t junk[] = {1, 2, 3};
 	CHECK_EQ(fmp4_live_frag(&l, junk, sizeof junk, false, 3600, 0, 0, frag, sizeof frag, &len), -EBADMSG);
 }
@@ -155,7 +161,7 @@ static void check_bframes(const char *name, enum kp_codec codec, const char *wan
 	FILE *f = fdopen(fd, "wb");
 	static uint8_t buf[4 * 1024 * 1024];
 	size_t len;
-	struct fmp4_live l;
+	struct fmp4_live l = {0};
 	CHECK(aus[0].key);
 	CHECK_EQ(fmp4_live_init(&l, codec, aus[0].data, aus[0].len, 640, 360, buf, sizeof buf, &len), 0);
 	CHECK_STR_EQ(l.codecs, want_codecs);
