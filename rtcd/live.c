@@ -127,6 +127,7 @@ void rtc_live_on_au(const kp_AccessUnit *m, const uint8_t *data, size_t len)
 	    .codec = m->codec,
 	    .keyframe = m->keyframe,
 	    .pts_90k = m->pts_90k,
+	    .dts_90k = m->dts_90k,
 	    .wall_ms = m->wall_us / 1000,
 	    .width = m->width,
 	    .height = m->height,

@@ -21,6 +21,7 @@ struct rtc_au {
 	kp_Codec codec;
 	bool keyframe;
 	int64_t pts_90k; /* presentation time on the source's 90 kHz clock */
+	int64_t dts_90k; /* decode time (live and transcoded units; the MSE timeline), <= pts_90k */
 	int64_t wall_ms; /* wall-clock time of the frame (Unix ms) */
 	uint32_t width, height;
 };

@@ -83,6 +83,12 @@ void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id)
 	counter(&t, "keeppeek_rtc_mse_drops_total",
 		"Pieces the webd link did not take: the MSE session skipped to the next keyframe.",
 		rtc_mse_metrics.drops);
+	counter(&t, "keeppeek_rtc_mse_transcoded_total",
+		"MSE fallback sessions sent as the transcoder's H.264: H.265 the browser's MSE cannot play.",
+		rtc_mse_metrics.transcoded);
+	counter(&t, "keeppeek_rtc_mse_codec_refused_total",
+		"MSE fallback requests refused: H.265 the browser's MSE cannot play and no H.264 to send instead.",
+		rtc_mse_metrics.codec_refused);
 	counter(&t, "keeppeek_rtc_ice_failures_total", "Sessions closed because ICE failed.", m->ice_failures);
 	counter(&t, "keeppeek_rtc_dtls_failures_total", "Sessions closed because DTLS failed.", m->dtls_failures);
 	counter(&t, "keeppeek_rtc_srtp_errors_total", "SRTP protect/unprotect failures.", m->srtp_errors);

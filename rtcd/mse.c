@@ -2,16 +2,21 @@
  * connect asks on its signaling WebSocket for {"type":"mse"}; rtcd then sends that
  * camera stream's live access units as fragmented MP4 (common/fmp4_live.c: an init
  * segment, then one fragment per access unit, each held until the next gives its
- * duration) to webd as RtcMedia pieces, which webd forwards as binary WebSocket
- * messages. A session starts at the GOP cache's keyframe. A piece the webd link cannot
- * take is dropped and the session skips to the next keyframe, counted; nothing queues
- * here. Runs on the worker's loop thread like the rest of rtcd. */
+ * duration; decode order, B-frames with their composition offsets) to webd as RtcMedia
+ * pieces, which webd forwards as binary WebSocket messages. The answer, with the MIME
+ * type of the init segment's record, goes out just before the init segment. A session
+ * starts at the GOP cache's keyframe; an H.265 stream the browser cannot play goes as
+ * the camera's H.264 sub stream or else as the transcoder's H.264 (transcode.c). A
+ * piece the webd link cannot take is dropped and the session skips to the next
+ * keyframe, counted; nothing queues here. Runs on the worker's loop thread like the
+ * rest of rtcd. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fmp4_live.h"
+#include "kp_checked.h"
 #include "kp_time.h"
 #include "log.h"
 #include "rtcd.h"
@@ -23,14 +28,18 @@ struct rtc_mse {
 	char sid[RTC_SID_MAX + 1];
 	char camera[KP_CAMERA_NAME_MAX + 1];
 	unsigned stream;
-	kp_Codec codec; /* of the init segment sent; NONE: none yet */
+	const char *fallback;                /* "sub-h264", "transcode" or NULL */
+	struct rtc_transcode *tx;            /* the H.265 -> H.264 job this session watches, or NULL */
+	kp_Codec codec;                      /* of the init segment sent; NONE: none yet */
+	char answered[FMP4_LIVE_CODECS_MAX]; /* the codecs of the answer sent ("": none yet) */
 	bool need_keyframe;
 	struct fmp4_live fl;
 	uint8_t *held; /* the access unit waiting for the next one's time */
 	size_t held_len, held_cap;
 	bool held_key;
-	int64_t held_pts, held_wall_ms;
+	int64_t held_pts, held_dts, held_wall_ms;
 	uint32_t last_duration;
+	uint64_t bad_cto;
 };
 
 struct rtc_mse_metrics rtc_mse_metrics;
@@ -85,12 +94,27 @@ static size_t put_header(const struct rtc_mse *m)
 	return 1 + n;
 }
 
-static void send_held(struct rtc_mse *m, int64_t next_pts)
+/* PTS - DTS of the held access unit; one the fragment cannot carry is shown at its
+ * decode time, as recorderd does (ingestd keeps 0 <= PTS - DTS). */
+static int32_t held_cto(struct rtc_mse *m)
+{
+	int64_t cto;
+	if (kp_sub_i64(m->held_pts, m->held_dts, &cto) == 0 && cto >= 0 && cto <= FMP4_LIVE_CTO_MAX)
+		return (int32_t)cto;
+	if (m->bad_cto++ % 1000 == 0)
+		kp_warn("mse: %s stream %u for %s: a frame's PTS lies %s its DTS (%llu such frames): shown at its DTS",
+			m->camera, m->stream, m->sid, m->held_pts < m->held_dts ? "before" : "more than 10 s after",
+			(unsigned long long)m->bad_cto);
+	return 0;
+}
+
+static void send_held(struct rtc_mse *m, int64_t next_dts)
 {
 	if (!m->held_len)
 		return;
-	int64_t d = next_pts - m->held_pts;
-	uint32_t dur = d > 0 && d <= 10 * 90000 ? (uint32_t)d : (m->last_duration ? m->last_duration : 3000);
+	int64_t d;
+	bool ok = kp_sub_i64(next_dts, m->held_dts, &d) == 0 && d > 0 && d <= 10 * 90000;
+	uint32_t dur = ok ? (uint32_t)d : (m->last_duration ? m->last_duration : 3000);
 	m->last_duration = dur;
 	if (!reserve(1 + RTC_SID_MAX + fmp4_live_frag_cap(m->held_len))) {
 		m->held_len = 0;
@@ -98,8 +122,8 @@ static void send_held(struct rtc_mse *m, int64_t next_pts)
 		return;
 	}
 	size_t hdr = put_header(m), len;
-	int r = fmp4_live_frag(&m->fl, m->held, m->held_len, m->held_key, dur, m->held_wall_ms * 1000, piece + hdr,
-			       piece_cap - hdr, &len);
+	int r = fmp4_live_frag(&m->fl, m->held, m->held_len, m->held_key, dur, held_cto(m), m->held_wall_ms * 1000,
+			       piece + hdr, piece_cap - hdr, &len);
 	bool key = m->held_key;
 	m->held_len = 0;
 	if (r < 0) {
@@ -109,6 +133,36 @@ static void send_held(struct rtc_mse *m, int64_t next_pts)
 		return;
 	}
 	send_piece(m, len, key);
+}
+
+/* {"type":"mse", mime, codec, stream[, fallback]}: the MIME type of the init segment
+ * that follows (its codecs from the avcC/hvcC record it holds). Sent before the first
+ * init segment and again when a new one has other codecs. */
+static int send_answer(struct rtc_mse *m, kp_Codec codec)
+{
+	char buf[512], mime[40 + FMP4_LIVE_CODECS_MAX];
+	struct json_w w;
+	rtc_msg_begin(&w, buf, sizeof buf, "mse", m->sid);
+	jw_key(&w, "mime");
+	snprintf(mime, sizeof mime, "video/mp4; codecs=\"%s\"", m->fl.codecs);
+	jw_str(&w, mime);
+	jw_key(&w, "codec");
+	jw_str(&w, codec == kp_Codec_CODEC_H265 ? "h265" : "h264");
+	jw_key(&w, "stream");
+	jw_str(&w, m->stream ? "sub" : "main");
+	if (m->fallback) {
+		jw_key(&w, "fallback");
+		jw_str(&w, m->fallback);
+	}
+	int r = rtc_msg_send(m->conn, &w);
+	if (r < 0) {
+		kp_info("mse: %s stream %u for %s: the answer was not sent (%s); trying at the next keyframe",
+			m->camera, m->stream, m->sid, strerror(-r));
+		m->need_keyframe = true;
+		return r;
+	}
+	snprintf(m->answered, sizeof m->answered, "%s", m->fl.codecs);
+	return 0;
 }
 
 static void on_au(struct rtc_mse *m, const struct rtc_au *au)
@@ -127,12 +181,14 @@ static void on_au(struct rtc_mse *m, const struct rtc_au *au)
 			return;
 		size_t hdr = put_header(m), len;
 		int r = fmp4_live_init(&m->fl, (enum kp_codec)au->codec, au->data, au->len, au->width, au->height,
-				       au->pts_90k, piece + hdr, piece_cap - hdr, &len);
+				       piece + hdr, piece_cap - hdr, &len);
 		if (r < 0) {
 			kp_warn("mse: %s stream %u: no init segment from its keyframe: %s", m->camera, m->stream,
 				strerror(-r));
 			return;
 		}
+		if (strcmp(m->answered, m->fl.codecs) != 0 && send_answer(m, au->codec) < 0)
+			return;
 		m->codec = au->codec;
 		m->need_keyframe = false;
 		send_piece(m, len, true);
@@ -141,7 +197,7 @@ static void on_au(struct rtc_mse *m, const struct rtc_au *au)
 			return;
 		}
 	}
-	send_held(m, au->pts_90k);
+	send_held(m, au->dts_90k);
 	if (au->keyframe)
 		m->need_keyframe = false;
 	if (m->need_keyframe)
@@ -159,13 +215,14 @@ static void on_au(struct rtc_mse *m, const struct rtc_au *au)
 	m->held_len = au->len;
 	m->held_key = au->keyframe;
 	m->held_pts = au->pts_90k;
+	m->held_dts = au->dts_90k;
 	m->held_wall_ms = au->wall_ms;
 }
 
 void rtc_mse_on_au(const char *camera, unsigned stream, const struct rtc_au *au)
 {
 	for (struct rtc_mse *m = all; m; m = m->next)
-		if (m->stream == stream && strcmp(m->camera, camera) == 0)
+		if (!m->tx && m->stream == stream && strcmp(m->camera, camera) == 0)
 			on_au(m, au);
 }
 
@@ -192,19 +249,50 @@ static void mse_free(struct rtc_mse *m)
 	}
 	nall--;
 	rtc_mse_metrics.sessions = nall;
+	rtc_transcode_release(m->tx, m);
 	free(m->held);
 	free(m);
 }
 
-/* H.264: avc1.PPCCLL from the SPS; H.265: the Main profile's string (browsers check the
- * codec family and then read the hvcC record). */
-static void codec_string(kp_Codec codec, const char *camera, unsigned stream, char *out, size_t cap)
+static void tx_lost(void *arg, int err, const char *reason)
 {
-	uint32_t pli = codec == kp_Codec_CODEC_H264 ? rtc_live_profile_level_id(camera, stream) : 0;
-	if (codec == kp_Codec_CODEC_H265)
-		snprintf(out, cap, "hev1.1.6.L120.90");
-	else
-		snprintf(out, cap, "avc1.%06x", pli ? (unsigned)pli : 0x42e01fu);
+	struct rtc_mse *m = arg;
+	(void)err;
+	kp_notice("mse: %s stream %u for %s: the H.265 to H.264 conversion ended: %s", m->camera, m->stream, m->sid,
+		  reason);
+	rtc_signal_error(m->conn, m->sid, "transcode_lost",
+			 "The H.265 to H.264 conversion for this video stopped; ask again to retry.");
+	mse_free(m);
+}
+
+/* The stream this session sends when the camera's is H.265 and the browser's MSE cannot
+ * play it: the camera's H.264 sub stream, else the transcoder's H.264 (m->tx). 0, or
+ * -1 after an error naming the sid. */
+static int not_h265(struct rtc_mse *m, struct rtc_conn *c)
+{
+	if (rtc_live_codec(m->camera, 1) == kp_Codec_CODEC_H264) {
+		m->stream = 1;
+		m->fallback = "sub-h264";
+		return 0;
+	}
+	m->tx = rtc_transcode_acquire(m->camera, m->stream, cache_cb, tx_lost, m);
+	if (!m->tx) {
+		bool busy = errno == EBUSY;
+		rtc_mse_metrics.codec_refused++;
+		kp_notice("mse: %s stream %u for %s: H.265 that this browser cannot play through MSE, no H.264 sub "
+			  "stream, and no conversion: %s",
+			  m->camera, m->stream, m->sid, strerror(errno));
+		rtc_signal_error(c, m->sid, busy ? "transcode_busy" : "codec",
+				 busy
+				     ? "This camera sends H.265, which this browser cannot play through MSE, and every "
+				       "H.265 to H.264 conversion slot is in use; try again later."
+				     : "This camera sends H.265, which this browser cannot play through MSE, and the "
+				       "H.265 to H.264 conversion could not start.");
+		return -1;
+	}
+	m->fallback = "transcode";
+	rtc_mse_metrics.transcoded++;
+	return 0;
 }
 
 void rtc_mse_open(struct rtc_conn *c, const char *sid, const char *camera, unsigned stream, bool h265)
@@ -226,22 +314,9 @@ void rtc_mse_open(struct rtc_conn *c, const char *sid, const char *camera, unsig
 		    "Too many fallback videos: at most 16 per page and 256 on this server. Close one and retry.");
 		return;
 	}
-	const char *fallback = NULL;
 	kp_Codec codec = rtc_live_codec(camera, stream);
-	if (codec == kp_Codec_CODEC_H265 && !h265 && rtc_live_codec(camera, 1) == kp_Codec_CODEC_H264) {
-		stream = 1;
-		codec = kp_Codec_CODEC_H264;
-		fallback = "sub-h264";
-	}
 	if (codec == kp_Codec_CODEC_NONE) {
 		rtc_signal_error(c, sid, "not_found", "No live video from this camera stream yet.");
-		return;
-	}
-	if (codec == kp_Codec_CODEC_H265 && !h265) {
-		rtc_signal_error(
-		    c, sid, "codec",
-		    "This camera sends H.265, which this browser cannot play through MSE, and has no H.264 "
-		    "sub stream.");
 		return;
 	}
 	struct rtc_mse *m = calloc(1, sizeof *m);
@@ -254,23 +329,7 @@ void rtc_mse_open(struct rtc_conn *c, const char *sid, const char *camera, unsig
 	snprintf(m->sid, sizeof m->sid, "%s", sid);
 	snprintf(m->camera, sizeof m->camera, "%s", camera);
 	m->stream = stream;
-	char buf[512], cs[40];
-	codec_string(codec, camera, stream, cs, sizeof cs);
-	struct json_w w;
-	rtc_msg_begin(&w, buf, sizeof buf, "mse", sid);
-	jw_key(&w, "mime");
-	char mime[80];
-	snprintf(mime, sizeof mime, "video/mp4; codecs=\"%s\"", cs);
-	jw_str(&w, mime);
-	jw_key(&w, "codec");
-	jw_str(&w, codec == kp_Codec_CODEC_H265 ? "h265" : "h264");
-	jw_key(&w, "stream");
-	jw_str(&w, stream ? "sub" : "main");
-	if (fallback) {
-		jw_key(&w, "fallback");
-		jw_str(&w, fallback);
-	}
-	if (rtc_msg_send(c, &w) < 0) {
+	if (codec == kp_Codec_CODEC_H265 && !h265 && not_h265(m, c) < 0) {
 		free(m);
 		return;
 	}
@@ -279,9 +338,10 @@ void rtc_mse_open(struct rtc_conn *c, const char *sid, const char *camera, unsig
 	nall++;
 	rtc_mse_metrics.sessions = nall;
 	rtc_mse_metrics.opened++;
-	kp_info("mse: %s (%s) watches %s stream %u through MSE as %s", rtc_conn_principal(c), rtc_conn_addr(c), camera,
-		stream, sid);
-	rtc_live_cache_walk(camera, stream, cache_cb, m);
+	kp_info("mse: %s (%s) watches %s stream %u through MSE as %s%s%s", rtc_conn_principal(c), rtc_conn_addr(c),
+		camera, m->stream, sid, m->fallback ? ", " : "", m->fallback ? m->fallback : "");
+	if (!m->tx)
+		rtc_live_cache_walk(camera, m->stream, cache_cb, m);
 }
 
 bool rtc_mse_close(struct rtc_conn *c, const char *sid)

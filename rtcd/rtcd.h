@@ -242,12 +242,15 @@ void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id);
 
 struct rtc_mse_metrics {
 	uint64_t sessions, opened, pieces, bytes, drops;
+	uint64_t transcoded;    /* sessions sent as the transcoder's H.264 (H.265 the browser cannot play) */
+	uint64_t codec_refused; /* H.265 the browser cannot play, no H.264 to send instead */
 };
 extern struct rtc_mse_metrics rtc_mse_metrics;
 
-/* {"type":"mse"} for sid: answers {"type":"mse", mime, codec, stream[, fallback]} and
- * starts sending fMP4 pieces from the GOP cache's keyframe; h265: the browser's MSE
- * plays H.265 (else an H.265 main stream falls back to an H.264 sub stream). */
+/* {"type":"mse"} for sid: starts sending fMP4 pieces from the GOP cache's keyframe, the
+ * answer {"type":"mse", mime, codec, stream[, fallback]} just before the init segment;
+ * h265: the browser's MSE plays H.265 (else an H.265 stream goes as the camera's H.264
+ * sub stream or as the transcoder's H.264, or is refused with an error). */
 void rtc_mse_open(struct rtc_conn *c, const char *sid, const char *camera, unsigned stream, bool h265);
 /* true when sid was an MSE session of c (now ended). */
 bool rtc_mse_close(struct rtc_conn *c, const char *sid);

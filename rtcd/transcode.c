@@ -77,6 +77,7 @@ static void on_out(void *arg, const struct rtc_tx_frame *f)
 	    .codec = kp_Codec_CODEC_H264,
 	    .keyframe = f->keyframe,
 	    .pts_90k = f->pts,
+	    .dts_90k = f->pts, /* the encoder makes no B-frames (transcoder/video.c) */
 	    .wall_ms = f->wall_ms,
 	    .width = f->width,
 	    .height = f->height,

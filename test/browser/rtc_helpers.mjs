@@ -25,7 +25,7 @@ function freePort() {
 // keeppeek-test-camera serving RTSP with main.CODEC and sub.CODEC fixtures (or a fixture
 // file named in full, such as 'bframes.h264.ts'), and with audio (a fixture file name,
 // such as 'audio.opus') a sound track on its main stream.
-async function startCamera(dir, name, main, sub, audio) {
+export async function startCamera(dir, name, main, sub, audio) {
 	const port = await freePort();
 	const fx = join(BUILD_ROOT, 'test', 'fixtures');
 	const file = (kind, v) => join(fx, v.includes('.') ? v : `${kind}.${v}`);

@@ -5,12 +5,15 @@
 // tile falls back by itself a few seconds after the answer to fragmented MP4 over the
 // signaling WebSocket into Media Source Extensions, plays (time advances, frames
 // decoded) and says so ("MSE fallback"); rtcd counts MSE sessions and bytes and no
-// WebRTC session ever streamed. Screenshot.
-import { mkdtempSync } from 'node:fs';
+// WebRTC session ever streamed. A camera that sends H.265 only plays too: as H.265 when
+// this Chromium's MSE takes the answer's hev1 type, else as the transcoder's H.264, and
+// its tile says "Transcoded to H.264" (counted). Screenshot.
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminToken, atExit, check, CHROMIUM, DESKTOP, guard, launch, login, shoot, startKeeppeek, waitFor, waitStreaming } from './helpers.mjs';
 import { outer, wrapper } from './netns_fwd.mjs';
+import { startCamera } from './rtc_helpers.mjs';
 
 async function metric(s, name) {
 	const r = await fetch(s.kp.url + '/metrics', { headers: { Authorization: `Bearer ${s.token}` } });
@@ -19,7 +22,13 @@ async function metric(s, name) {
 }
 
 export default async function () {
-	const kp = await startKeeppeek();
+	const kp = await startKeeppeek({
+		config: async (dir, port) => {
+			chmodSync(dir, 0o755); // workers drop to an unprivileged user when started as root
+			return `[keeppeek]\ndata_dir = ${dir}/data\nrun_dir = ${dir}/run\n[web]\nlisten = 127.0.0.1:${port}\n` +
+				(await startCamera(dir, 'cam', 'h264', 'h264')) + (await startCamera(dir, 'h265-only', 'h265', 'h265'));
+		},
+	});
 	const port = Number(new URL(kp.url).port);
 	const dir = mkdtempSync(join(tmpdir(), 'kp-netns-'));
 	const sock = join(dir, 'web.sock');
@@ -29,12 +38,12 @@ export default async function () {
 	const s = { kp, token: await adminToken(kp), page: await browser.newPage(DESKTOP) };
 	s.guard = guard(s.page, 'desktop');
 	await login(s.page, kp);
-	const cams = await waitStreaming(s.kp, s.token, 2);
+	await waitStreaming(s.kp, s.token, 2);
 	const { page } = s;
 	const t0 = Date.now();
 	await page.goto(s.kp.url + '/');
 	await page.waitForSelector('.tile', { timeout: 15000 });
-	const cam = cams[0].name || (await page.$eval('.tile', (t) => t.dataset.camera));
+	const cam = 'cam';
 	const sel = `.tile[data-camera="${cam}"]`;
 	await page.evaluate((q) => {
 		const m = document.querySelector(q + ' .msg');
@@ -72,6 +81,27 @@ export default async function () {
 	check(await metric(s, 'keeppeek_rtc_mse_sessions') >= 1, 'rtcd counts the MSE sessions');
 	check(await metric(s, 'keeppeek_rtc_mse_bytes_total') > 100000, 'rtcd counts MSE bytes');
 	check(await metric(s, 'keeppeek_rtc_sessions_state{state="streaming"}') === 0, 'no WebRTC session reached streaming: ICE really failed');
+
+	const hsel = '.tile[data-camera="h265-only"]';
+	const hevcMse = await page.evaluate(() => MediaSource.isTypeSupported('video/mp4; codecs="hev1.1.6.L120.90"'));
+	await waitFor(() => page.evaluate((q) => {
+		const t = document.querySelector(q);
+		const v = t && t.querySelector('video');
+		return t.dataset.transport === 'mse' && v.readyState >= 2 && v.videoWidth > 0 && v.currentTime > 0;
+	}, hsel), 40000, 'the H.265-only camera plays over MSE').catch(async (err) => {
+		const said = await page.$eval(hsel, (t) => `${t.querySelector('.badge').textContent} ${t.querySelector('.msg').textContent} ${t.querySelector('.badge.fallback').textContent}`);
+		console.error(kp.log().split('\n').filter((l) => /rtcd|webd|transcoder/.test(l)).slice(-40).join('\n'));
+		throw new Error(`${err.message} (the tile says: ${said})`);
+	});
+	const hbadge = await page.$eval(`${hsel} .badge.fallback`, (b) => (b.hidden ? '' : b.textContent));
+	const hinfo = await page.textContent(`${hsel} .info`);
+	if (hevcMse) {
+		check(/H\.?265/i.test(hinfo), `this Chromium's MSE plays H.265: the tile plays it as is ("${hinfo}")`);
+	} else {
+		check(/Transcoded to H\.264/.test(hbadge), `this Chromium's MSE lacks H.265: the tile says it plays the transcoder's H.264 ("${hbadge}")`);
+		check(await metric(s, 'keeppeek_rtc_mse_transcoded_total') >= 1, 'rtcd counts the transcoded MSE session');
+	}
+	console.log(`     this Chromium's MSE ${hevcMse ? 'plays' : 'does not play'} hev1; the H.265-only tile: "${hbadge}", "${hinfo}"`);
 	await shoot(page, 'live-mse-fallback');
 	s.guard.assertClean('live page on the MSE fallback');
 }

@@ -8,7 +8,14 @@ the sid; the 17th MSE session on one WebSocket is refused ("admission"); bye sto
 pieces; rtcd's and webd's metrics count sessions, bytes and pieces. A browser that reads
 nothing for 8 s loses pieces in webd (counted) while another WebSocket's MSE session
 keeps its frame rate, and what the slow one then reads of a session decodes without
-error and resumes after each gap at a keyframe. No worker restarts."""
+error and resumes after each gap at a keyframe. The MIME type of every answer names the
+codecs of the record in the init segment (RFC 6381, ISO/IEC 14496-15 annex E), whose
+profile and level are those ffprobe reads from the stream. Cameras with B-frames (the
+bframes fixtures: x264, 2; x265, 3) are sent in decode order with their composition
+offsets: strictly increasing DTS, the source's PTS - DTS, and ffmpeg shows the frames in
+strictly increasing PTS without a message. An H.265-only camera goes to an H.264-only
+MSE as the transcoder's H.264 ("transcode", counted); past [rtc] max_transcodes the
+next one is refused with transcode_busy, counted. No worker restarts."""
 import json
 import os
 import subprocess
@@ -23,7 +30,11 @@ data_dir = {dir}/data
 run_dir = {dir}/run
 [web]
 listen = 127.0.0.1:{port}
+[rtc]
+max_transcodes = 1
 """
+HEVC_PROFILES = {1: "Main", 2: "Main 10"}
+AVC_PROFILES = {66: ("Baseline", "Constrained Baseline"), 77: ("Main",), 100: ("High",)}
 
 
 def collect(ws, sid, seconds):
@@ -54,7 +65,7 @@ def collect(ws, sid, seconds):
 
 def probe(path):
     out = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
-                          "stream=codec_name,width,height,nb_read_frames", "-of", "json", path],
+                          "stream=codec_name,width,height,nb_read_frames,profile,level", "-of", "json", path],
                          capture_output=True, text=True, timeout=60)
     check(out.returncode == 0 and not out.stderr.strip(), f"ffprobe reads {path} without error: {out.stderr[-400:]}")
     return json.loads(out.stdout)["streams"][0]
@@ -64,6 +75,61 @@ def decodes(path):
     out = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-f", "null", "-"], capture_output=True, text=True,
                          timeout=60)
     check(out.returncode == 0 and not out.stderr.strip(), f"ffmpeg decodes {path} without error: {out.stderr[-400:]}")
+
+
+def record_codecs(init):
+    """The codecs parameter the sample entry's avcC/hvcC record in init says (RFC 6381;
+    ISO/IEC 14496-15 E.3 for hev1), read here without our C code."""
+    i = init.find(b"avcC")
+    if i >= 0:
+        return "avc1.%02x%02x%02x" % tuple(init[i + 5:i + 8])
+    i = init.find(b"hvcC")
+    check(i >= 0 and init.find(b"hev1") >= 0, "the init segment has an avcC or an hev1 sample entry with hvcC")
+    c = init[i + 4:i + 4 + 13]
+    flags = int.from_bytes(c[2:6], "big")
+    rev = int(format(flags, "032b")[::-1], 2)
+    cons = list(c[6:12])
+    while cons and cons[-1] == 0:
+        cons.pop()
+    s = "hev1.%s%d.%X.%s%d" % (["", "A", "B", "C"][c[1] >> 6], c[1] & 0x1F, rev, "H" if c[1] & 0x20 else "L", c[12])
+    return s + "".join(".%X" % b for b in cons)
+
+
+def check_codecs(sid, answer, init, st):
+    """The answer's MIME type against the init segment's record and ffprobe's profile and level."""
+    codecs = answer["mime"].split('codecs="')[1].rstrip('"')
+    check(codecs == record_codecs(init), f"{sid}: the MIME type names the init segment's record "
+          f"({codecs}, record {record_codecs(init)})")
+    if codecs.startswith("avc1."):
+        prof, level = int(codecs[5:7], 16), int(codecs[9:11], 16)
+        check(st.get("profile") in AVC_PROFILES.get(prof, ()) and level == st.get("level"),
+              f"{sid}: {codecs} is the stream's profile and level (ffprobe: {st.get('profile')}, {st.get('level')})")
+    else:
+        parts = codecs.split(".")
+        prof, level = int(parts[1].lstrip("ABC")), int(parts[3][1:])
+        check(HEVC_PROFILES.get(prof) == st.get("profile") and level == st.get("level"),
+              f"{sid}: {codecs} is the stream's profile and level (ffprobe: {st.get('profile')}, {st.get('level')})")
+
+
+def check_bframes(path):
+    """Decode order with composition offsets: DTS strictly increasing and not negative,
+    some PTS != DTS, frames out of the decoder in strictly increasing PTS, no message."""
+    r = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "packet=pts,dts",
+                        "-of", "csv=p=0", path], capture_output=True, text=True, timeout=60)
+    pk = [tuple(int(x) for x in line.split(",")[:2]) for line in r.stdout.split()]
+    dts = [d for _, d in pk]
+    check(r.returncode == 0 and not r.stderr.strip() and len(pk) > 20, f"{path}: packets ({r.stderr[:300]!r})")
+    check(min(dts) >= 0 and all(b > a for a, b in zip(dts, dts[1:])),
+          f"{path}: DTS strictly increasing, none negative ({dts[:12]})")
+    check(sum(p != d for p, d in pk) > len(pk) // 2, f"{path}: composition offsets are sent ({pk[:8]})")
+    r = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "frame=pts",
+                        "-of", "csv=p=0", path], capture_output=True, text=True, timeout=60)
+    pts = [int(x.split(",")[0]) for x in r.stdout.split()]
+    check(len(pts) >= len(pk) - 3 and all(b > a for a, b in zip(pts, pts[1:])),
+          f"{path}: {len(pts)} frames shown in strictly increasing PTS ({pts[:12]})")
+    r = subprocess.run(["ffmpeg", "-nostdin", "-v", "warning", "-i", path, "-f", "null", "-"], capture_output=True,
+                       text=True, timeout=60)
+    check(r.returncode == 0 and not r.stderr.strip(), f"{path}: decodes without a message ({r.stderr[-400:]!r})")
 
 
 def drain(ws):
@@ -97,6 +163,8 @@ def check_stream(work, ws, sid, codec, seconds=3.0, **req):
     check(answer["mime"].startswith('video/mp4; codecs="' + ("avc1." if codec == "h264" else "hev1.")),
           f"{sid}: a MIME type MediaSource.isTypeSupported understands ({answer['mime']})")
     check(len(pieces) > 20, f"{sid}: more than 20 pieces in {seconds} s ({len(pieces)})")
+    if len(pieces) < 2:
+        return answer, pieces
     check(pieces[0][4:8] == b"ftyp", f"{sid}: the first piece is an init segment ({pieces[0][:16]!r})")
     check(all(p[4:8] == b"prft" for p in pieces[1:]), f"{sid}: every later piece is a fragment")
     path = os.path.join(work, sid + ".mp4")
@@ -107,19 +175,26 @@ def check_stream(work, ws, sid, codec, seconds=3.0, **req):
     frames = int(st["nb_read_frames"])
     check(frames >= len(pieces) - 1 - 2, f"{sid}: a frame per fragment ({frames} frames, {len(pieces) - 1} fragments)")
     decodes(path)
-    return answer, pieces
+    check_codecs(sid, answer, pieces[0], st)
+    return answer, pieces, path
 
 
 def test(make):
     work = tempfile.mkdtemp(prefix="kp-mse-")
     cam = TestCamera(work, "cam", "h264", "rtsp")
     hevc = TestCamera(work, "hevc", "h265", "rtsp", main="main.h265", sub="sub.h264")
+    # Main streams only: B-frames (H.264 and H.265), and H.265 without an H.264 sub stream.
+    only = {"bf264": TestCamera(work, "bf264", "h264", "rtsp", main="bframes.h264.ts"),
+            "bf265": TestCamera(work, "bf265", "h265", "rtsp", main="bframes.h265.ts"),
+            "h265only": TestCamera(work, "h265only", "h265", "rtsp", main="main.h265")}
     try:
         kp = make(config=CONFIG + f'[camera "cam"]\nurl = {cam.url()}\nsub_url = {cam.sub_url()}\n'
-                  f'[camera "hevc"]\nurl = {hevc.url()}\nsub_url = {hevc.sub_url()}\n')
+                  f'[camera "hevc"]\nurl = {hevc.url()}\nsub_url = {hevc.sub_url()}\n'
+                  + "".join(f'[camera "{n}"]\nurl = {c.url()}\nstreams = main\n' for n, c in only.items()))
         kp.wait_running()
         check(wait_for(lambda: (c := cameras(kp)) and all(
-            c[n]["streams"][i]["state"] == "streaming" for n in ("cam", "hevc") for i in (0, 1)), 30),
+            c[n]["streams"][i]["state"] == "streaming" for n in ("cam", "hevc") for i in (0, 1)) and all(
+            c[n]["streams"][0]["state"] == "streaming" for n in only), 30),
             "cameras streaming")
         admin, viewer = kp.token("admin"), kp.token("viewer")
         ws = kp_ws.connect("127.0.0.1", kp.web_port, "/api/v1/rtc", {"Authorization": "Bearer " + viewer})
@@ -137,12 +212,29 @@ def test(make):
         check(not late, f"no piece after bye ({len(late)})")
         check(metric(kp, admin, "keeppeek_rtc_mse_sessions") == 0, "the session ended with bye")
 
-        a, _ = check_stream(work, ws, "h1", "h264", camera="hevc", stream="main", codecs="h264")
+        a, _, _ = check_stream(work, ws, "h1", "h264", camera="hevc", stream="main", codecs="h264")
         check(a.get("fallback") == "sub-h264" and a["stream"] == "sub", f"H.265 to an H.264-only MSE: the sub ({a})")
         ws.send_text(json.dumps({"type": "bye", "sid": "h1"}))
-        a, _ = check_stream(work, ws, "h2", "h265", camera="hevc", stream="main", codecs="h264,h265")
+        a, _, _ = check_stream(work, ws, "h2", "h265", camera="hevc", stream="main", codecs="h264,h265")
         check("fallback" not in a, f"H.265 to an MSE that plays it: as is ({a})")
         ws.send_text(json.dumps({"type": "bye", "sid": "h2"}))
+
+        for n, codec, codecs in (("bf264", "h264", "h264"), ("bf265", "h265", "h264,h265")):
+            _, _, path = check_stream(work, ws, n, codec, camera=n, stream="main", codecs=codecs)
+            ws.send_text(json.dumps({"type": "bye", "sid": n}))
+            check_bframes(path)
+
+        # H.265 only, to an H.264-only MSE: the transcoder's H.264 (it starts on demand).
+        a, _, _ = check_stream(work, ws, "t1", "h264", seconds=8.0, camera="h265only", stream="main",
+                               codecs="h264")
+        check(a.get("fallback") == "transcode" and a["stream"] == "main", f"H.265 only: transcoded ({a})")
+        check(metric(kp, admin, "keeppeek_rtc_mse_transcoded_total") == 1, "rtcd counts the transcoded session")
+        ws.send_text(json.dumps({"type": "mse", "sid": "t2", "camera": "bf265", "stream": "main", "codecs": "h264"}))
+        a, _ = collect(ws, "t2", 3)
+        check(a and a["type"] == "error" and a["code"] == "transcode_busy" and "H.265" in a["message"],
+              f"past max_transcodes: transcode_busy for its sid, saying why ({a})")
+        check(metric(kp, admin, "keeppeek_rtc_mse_codec_refused_total") == 1, "rtcd counts the refusal")
+        ws.send_text(json.dumps({"type": "bye", "sid": "t1"}))
 
         # A slow browser: four main streams on a WebSocket that reads nothing for 8 s.
         slow = kp_ws.connect("127.0.0.1", kp.web_port, "/api/v1/rtc", {"Authorization": "Bearer " + viewer})
@@ -186,6 +278,8 @@ def test(make):
     finally:
         cam.kill()
         hevc.kill()
+        for c in only.values():
+            c.kill()
 
 
 if __name__ == "__main__":

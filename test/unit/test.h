@@ -35,6 +35,16 @@ static int test_failures;
 		}                                                                                                      \
 	} while (0)
 
+#define CHECK_STR_EQ(a, b)                                                                                             \
+	do {                                                                                                           \
+		const char *sa_ = (a), *sb_ = (b);                                                                     \
+		if (strcmp(sa_, sb_) != 0) {                                                                           \
+			fprintf(stderr, "%s:%d: CHECK_STR_EQ failed: %s == \"%s\", %s == \"%s\"\n", __FILE__,          \
+				__LINE__, #a, sa_, #b, sb_);                                                           \
+			test_failures++;                                                                               \
+		}                                                                                                      \
+	} while (0)
+
 #define RUN(fn)                                                                                                        \
 	do {                                                                                                           \
 		int before_ = test_failures;                                                                           \

@@ -15,9 +15,10 @@ const MSE_QUEUE_BYTES = 64 * 1024 * 1024; // waiting for the SourceBuffer: more 
 const H265_MIME = 'video/mp4; codecs="hev1.1.6.L120.90"';
 let seq = 0;
 let mseUntil = 0;
+let mseNoH265 = false; // an answer's H.265 MIME type was refused: ask for H.264 from then on
 
 const mseAvailable = () => typeof MediaSource !== 'undefined';
-const mseCodecs = () => (MediaSource.isTypeSupported(H265_MIME) ? 'h264,h265' : 'h264');
+const mseCodecs = () => (!mseNoH265 && MediaSource.isTypeSupported(H265_MIME) ? 'h264,h265' : 'h264');
 
 class Signaling {
 	constructor() {
@@ -198,11 +199,19 @@ export class RtcView {
 		signaling.send({ type: 'mse', sid: this.sid, camera: this.opts.camera, stream: this.opts.stream, codecs: mseCodecs() });
 	}
 
-	// {"type":"mse"}: the MIME type of the pieces that follow.
+	// {"type":"mse"}: the MIME type of the pieces that follow (again when the camera
+	// changed codec: the view starts over). An H.265 type the browser refuses (its
+	// profile or level) is asked again as H.264 (sub stream or transcoded).
 	mseOpen(m) {
 		const mse = this.mse;
+		if (mse && this.answered) {
+			this.retry(`the camera changed its codec (${m.mime})`);
+			return;
+		}
 		if (!mse || !MediaSource.isTypeSupported(m.mime)) {
-			this.retry(`this browser cannot play ${m.mime} through MSE`, 15000);
+			const again = m.codec === 'h265' && !mseNoH265;
+			mseNoH265 ||= m.codec === 'h265';
+			this.retry(`this browser cannot play ${m.mime} through MSE`, again ? 0 : 15000);
 			return;
 		}
 		this.answered = true;
