@@ -1,6 +1,6 @@
 /* The transcoder's ceilings on concurrent jobs, one past each (keeppeek-transcoder(8)
  * LIMITS, "Jobs"): KP_TRANSCODE_AUDIO_JOBS AAC -> Opus jobs open, the next refused with
- * -EBUSY and a reason, and room again once one closes; TX_PICTURE_JOBS picture jobs, the
+ * -EBUSY and a reason, and room again once one closes; KP_TRANSCODE_PICTURE_JOBS picture jobs, the
  * next refused, and every picture job accepted gives its JPEG and ends on its own, after
  * which the refused one is taken. Real jobs of transcoder/job.c on this test's loop. */
 #include <errno.h>
@@ -130,25 +130,27 @@ static void test_picture_jobs(void)
 				.name = "picture",
 				.width = TX_PICTURE_THUMB_WIDTH,
 				.codec = TX_PICTURE_H264};
-	for (unsigned i = 0; i < TX_PICTURE_JOBS; i++) {
+	for (unsigned i = 0; i < KP_TRANSCODE_PICTURE_JOBS; i++) {
 		p.job = 10 + i;
 		CHECK_EQ(tx_job_open(&p, why, sizeof why), 0);
 	}
-	p.job = 10 + TX_PICTURE_JOBS;
+	p.job = 10 + KP_TRANSCODE_PICTURE_JOBS;
 	CHECK_EQ(tx_job_open(&p, why, sizeof why), -EBUSY);
 	char want[64];
-	snprintf(want, sizeof want, "%u picture jobs run", TX_PICTURE_JOBS);
+	snprintf(want, sizeof want, "%u picture jobs run", KP_TRANSCODE_PICTURE_JOBS);
 	CHECK_STR_CONTAINS(why, want);
 	/* Every job accepted makes its picture and ends; then the one refused is taken. */
 	unsigned j0 = jpegs, e0 = ended_ok;
-	for (unsigned i = 0; i < TX_PICTURE_JOBS; i++)
+	for (unsigned i = 0; i < KP_TRANSCODE_PICTURE_JOBS; i++)
 		tx_job_input(kp_Peer_PEER_RECORDERD, 10 + i, kf, len, 0, 1700000000000, true, false);
-	SPIN_UNTIL(ended_ok == e0 + TX_PICTURE_JOBS && tx_jobs_running(kp_TranscodeKind_TRANSCODE_PICTURE) == 0);
-	CHECK_EQ(jpegs, j0 + TX_PICTURE_JOBS);
+	SPIN_UNTIL(ended_ok == e0 + KP_TRANSCODE_PICTURE_JOBS &&
+		   tx_jobs_running(kp_TranscodeKind_TRANSCODE_PICTURE) == 0);
+	CHECK_EQ(jpegs, j0 + KP_TRANSCODE_PICTURE_JOBS);
 	CHECK_EQ(tx_job_open(&p, why, sizeof why), 0);
 	tx_job_input(kp_Peer_PEER_RECORDERD, p.job, kf, len, 0, 1700000000000, true, false);
-	SPIN_UNTIL(ended_ok == e0 + TX_PICTURE_JOBS + 1 && tx_jobs_running(kp_TranscodeKind_TRANSCODE_PICTURE) == 0);
-	CHECK_EQ(jpegs, j0 + TX_PICTURE_JOBS + 1);
+	SPIN_UNTIL(ended_ok == e0 + KP_TRANSCODE_PICTURE_JOBS + 1 &&
+		   tx_jobs_running(kp_TranscodeKind_TRANSCODE_PICTURE) == 0);
+	CHECK_EQ(jpegs, j0 + KP_TRANSCODE_PICTURE_JOBS + 1);
 	CHECK_EQ(ended_err, 0);
 	free(kf);
 }
