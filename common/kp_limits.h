@@ -34,9 +34,11 @@
 #define KP_RTC_CURSORS_PER_SERVER  1024
 #define KP_RTC_THREAD_STACK        (4 * KP_MIB)
 /* The transcoder (decision 0014): concurrent AAC -> Opus jobs (video jobs: [rtc]
- * max_transcodes), its address-space ceiling, its nice level, and how long rtcd waits
- * for it to start before the jobs waiting for it fail. */
+ * max_transcodes) and picture jobs (recorderd's, decision 0021: recorderd sends no more
+ * at once and keeps the rest waiting), its address-space ceiling, its nice level, and
+ * how long rtcd waits for it to start before the jobs waiting for it fail. */
 #define KP_TRANSCODE_AUDIO_JOBS       64
+#define KP_TRANSCODE_PICTURE_JOBS     2
 #define KP_TRANSCODER_AS              (1536ull * KP_MIB)
 #define KP_TRANSCODER_NICE            10
 #define KP_TRANSCODER_START_MS        10000

@@ -12,6 +12,7 @@
 #include "catalog_keys.h"
 #include "h26x.h"
 #include "keyframe.h"
+#include "kp_limits.h"
 #include "kp_time.h"
 #include "log.h"
 #include "picture_cache.h"
@@ -21,6 +22,7 @@
 
 struct pending {
 	int used, sent;
+	int hold; /* not sent before the next tick (the transcoder or the link refused it) */
 	uint32_t job;
 	kp_Peer from;
 	uint32_t query_id;
@@ -43,6 +45,9 @@ static struct {
 	int timer_on, link_up;
 	uint32_t next_job, demand;
 	struct pending p[REC_PICTURE_PENDING];
+	/* Jobs the transcoder holds (0: none), from their open to their TranscodeEnded or
+	 * our close: it runs KP_TRANSCODE_PICTURE_JOBS at once and refuses more. */
+	uint32_t in_tx[KP_TRANSCODE_PICTURE_JOBS];
 	struct rec_pcache cache;
 	uint64_t made, hits, failed, timeouts, busy;
 } P = {.cache = {.cap = REC_PICTURE_CACHE_BYTES}};
@@ -76,15 +81,44 @@ static void demand(void)
 		P.demand = n;
 }
 
+static void send_next(void);
+
 static void done(struct pending *p)
 {
 	free(p->keyframe);
 	memset(p, 0, sizeof *p);
 	demand();
+	send_next();
 }
 
+/* The transcoder is to drop job (its picture is no longer wanted). */
+static void close_job(uint32_t job)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_transcode_close_tag;
+	env.msg.transcode_close.job = job;
+	int r = kp_worker_send_peer(P.w, kp_Peer_PEER_TRANSCODER, &env, NULL, 0);
+	if (r < 0 && r != -ENOTCONN)
+		kp_warn("closing picture job %u in the transcoder failed: %s", (unsigned)job, strerror(-r));
+}
+
+/* The transcoder no longer holds job: its slot is free. */
+static void left_tx(uint32_t job)
+{
+	for (unsigned i = 0; i < KP_TRANSCODE_PICTURE_JOBS; i++)
+		if (P.in_tx[i] == job)
+			P.in_tx[i] = 0;
+}
+
+/* Sends p's job and keyframe when the transcoder has a free slot. */
 static void send_job(struct pending *p)
 {
+	uint32_t *slot = NULL;
+	for (unsigned i = 0; i < KP_TRANSCODE_PICTURE_JOBS && !slot; i++)
+		if (!P.in_tx[i])
+			slot = &P.in_tx[i];
+	if (!slot)
+		return;
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = kp_Envelope_transcode_open_tag;
 	kp_TranscodeOpen *o = &env.msg.transcode_open;
@@ -100,12 +134,35 @@ static void send_job(struct pending *p)
 		env.msg.transcode_input.job = p->job;
 		env.msg.transcode_input.keyframe = true;
 		r = kp_worker_send_peer(P.w, kp_Peer_PEER_TRANSCODER, &env, p->keyframe, p->len);
+		if (r < 0)
+			close_job(p->job); /* no job waits there without its keyframe */
 	}
-	if (r < 0)
-		kp_warn("picture of %s: sending its keyframe to the transcoder failed: %s; retried at relink", p->name,
-			strerror(-r));
-	else
-		p->sent = 1;
+	if (r < 0) {
+		kp_warn("picture of %s: sending its keyframe to the transcoder failed: %s; tried again in a second",
+			p->name, strerror(-r));
+		p->hold = 1;
+		return;
+	}
+	p->sent = 1;
+	*slot = p->job;
+}
+
+/* Sends waiting jobs, oldest first, while the transcoder has room for them. */
+static void send_next(void)
+{
+	while (P.link_up) {
+		struct pending *next = NULL;
+		for (unsigned i = 0; i < REC_PICTURE_PENDING; i++) {
+			struct pending *p = &P.p[i];
+			if (p->used && !p->sent && !p->hold && (!next || p->job - next->job > UINT32_MAX / 2))
+				next = p;
+		}
+		if (!next)
+			return;
+		send_job(next);
+		if (!next->sent)
+			return; /* no room, or the link is full: tried again later */
+	}
 }
 
 static void on_tick(uv_timer_t *t)
@@ -117,9 +174,14 @@ static void on_tick(uv_timer_t *t)
 		struct pending *p = &P.p[i];
 		if (!p->used)
 			continue;
+		p->hold = 0;
 		if (now < p->deadline_ms) {
 			left++;
 			continue;
+		}
+		if (p->sent) {
+			close_job(p->job);
+			left_tx(p->job);
 		}
 		P.timeouts++;
 		kp_warn("picture of %s: the transcoder did not answer within %d ms", p->name, REC_PICTURE_WAIT_MS);
@@ -131,6 +193,7 @@ static void on_tick(uv_timer_t *t)
 		uv_timer_stop(&P.timer);
 		P.timer_on = 0;
 	}
+	send_next();
 }
 
 static struct pending *free_slot(kp_Peer from, uint32_t query_id)
@@ -167,8 +230,7 @@ static void start(struct pending *p, int data_dirfd, const struct rec_keyframe *
 	p->len = k->length;
 	p->deadline_ms = (int64_t)kp_mono_ms() + REC_PICTURE_WAIT_MS;
 	demand();
-	if (P.link_up)
-		send_job(p);
+	send_next();
 	if (!P.timer_on) {
 		if (!P.timer.data) {
 			uv_timer_init(kp_worker_loop(P.w), &P.timer);
@@ -316,9 +378,20 @@ void rec_picture_frame(struct kp_ipc_frame *f)
 		done(p);
 	} else if (env->which_msg == kp_Envelope_transcode_ended_tag) {
 		const kp_TranscodeEnded *e = &env->msg.transcode_ended;
+		left_tx(e->job);
 		struct pending *p = by_job(e->job);
-		if (!p)
-			return; /* its picture came first */
+		if (!p) {
+			send_next(); /* its picture came first; its slot is free now */
+			return;
+		}
+		if (e->error == EBUSY) {
+			/* The transcoder still ran jobs of a link that was lost: sent again at the
+			 * next tick, within the request's deadline. */
+			p->sent = 0;
+			p->hold = 1;
+			send_next();
+			return;
+		}
 		P.failed++;
 		kp_warn("picture of %s: the transcoder made none: %s", p->name, e->reason);
 		rec_reply_error(p->from, p->query_id, kp_CatalogResult_CATALOG_FAILED, "picture_failed",
@@ -332,12 +405,10 @@ void rec_picture_link(kp_Peer peer, int up)
 	if (peer != kp_Peer_PEER_TRANSCODER)
 		return;
 	P.link_up = up;
+	memset(P.in_tx, 0, sizeof P.in_tx); /* the transcoder drops a lost link's jobs */
 	for (unsigned i = 0; i < REC_PICTURE_PENDING; i++)
-		if (P.p[i].used) {
-			P.p[i].sent = 0; /* a lost link lost the job: sent again when it is back */
-			if (up)
-				send_job(&P.p[i]);
-		}
+		P.p[i].sent = 0; /* a lost link lost the job: sent again when it is back */
+	send_next();
 }
 
 /* Whether the catalog still has what k is a picture of (an error keeps it). */
@@ -408,6 +479,9 @@ void rec_picture_metrics(struct jbuf *b)
 	    "keeppeek_recorderd_pictures_total{result=\"decode_failed\"} %llu\n"
 	    "keeppeek_recorderd_pictures_total{result=\"timeout\"} %llu\n"
 	    "keeppeek_recorderd_pictures_total{result=\"busy\"} %llu\n"
+	    "# HELP keeppeek_recorderd_pictures_waiting Pictures waiting for the transcoder (at most %d).\n"
+	    "# TYPE keeppeek_recorderd_pictures_waiting gauge\n"
+	    "keeppeek_recorderd_pictures_waiting %u\n"
 	    "# HELP keeppeek_recorderd_picture_cache_bytes Bytes of thumbnails in the cache (at most %d).\n"
 	    "# TYPE keeppeek_recorderd_picture_cache_bytes gauge\n"
 	    "keeppeek_recorderd_picture_cache_bytes %zu\n"
@@ -422,6 +496,7 @@ void rec_picture_metrics(struct jbuf *b)
 	    "# TYPE keeppeek_recorderd_picture_cache_purged_total counter\n"
 	    "keeppeek_recorderd_picture_cache_purged_total %llu\n",
 	    (unsigned long long)P.made, (unsigned long long)P.hits, (unsigned long long)P.failed,
-	    (unsigned long long)P.timeouts, (unsigned long long)P.busy, REC_PICTURE_CACHE_BYTES, P.cache.bytes,
-	    P.cache.entries, (unsigned long long)P.cache.evicted, (unsigned long long)P.cache.purged);
+	    (unsigned long long)P.timeouts, (unsigned long long)P.busy, REC_PICTURE_PENDING, waiting(),
+	    REC_PICTURE_CACHE_BYTES, P.cache.bytes, P.cache.entries, (unsigned long long)P.cache.evicted,
+	    (unsigned long long)P.cache.purged);
 }

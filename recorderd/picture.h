@@ -6,7 +6,9 @@
  * recorderd's TranscoderDemand is above 0) and the JPEG answers webd's EventGet or
  * PictureQuery. Thumbnails are kept in a cache in memory (picture_cache.c), least
  * recently used first out, bounded by REC_PICTURE_CACHE_BYTES, swept of the pictures
- * of what retention or a delete removed; snapshots are made for each request. A picture
+ * of what retention or a delete removed; snapshots are made for each request. At most
+ * KP_TRANSCODE_PICTURE_JOBS jobs are in the transcoder at once (it refuses more), the
+ * rest wait here, oldest first, up to REC_PICTURE_PENDING in all. A picture
  * not made (the keyframe did not decode, the transcoder did not answer within
  * REC_PICTURE_WAIT_MS) is an error answer and a count, never more. Loop thread only,
  * but rec_picture_removed. */

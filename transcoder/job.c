@@ -325,7 +325,7 @@ int tx_job_open(const struct tx_job_open *o, char *why, size_t whylen)
 		snprintf(why, whylen, "job %u is already open", (unsigned)o->job);
 		return -EEXIST;
 	}
-	unsigned max = video ? max_video : pic ? TX_PICTURE_JOBS : max_audio;
+	unsigned max = video ? max_video : pic ? KP_TRANSCODE_PICTURE_JOBS : max_audio;
 	const char *what = video ? "video" : pic ? "picture" : "audio";
 	if (tx_jobs_running(o->kind) >= max) {
 		snprintf(why, whylen, "%u %s jobs run, the most allowed", max, what);

@@ -18,7 +18,6 @@
 #define TX_IN_MAX       32                 /* frames waiting for a job's thread */
 #define TX_IN_BYTES_MAX (16 * 1024 * 1024) /* and their bytes */
 #define TX_OUT_MAX      32                 /* encoded frames waiting for the loop */
-#define TX_PICTURE_JOBS 2                  /* concurrent picture jobs */
 
 struct tx_frame {
 	kp_Peer peer;
@@ -53,7 +52,7 @@ struct tx_job_open {
 };
 
 void tx_jobs_init(uv_loop_t *loop, const struct tx_job_hooks *hooks);
-/* Ceilings on concurrent jobs of each kind (pictures: TX_PICTURE_JOBS). */
+/* Ceilings on concurrent jobs of each kind (pictures: KP_TRANSCODE_PICTURE_JOBS). */
 void tx_jobs_set_max(unsigned video, unsigned audio);
 /* 0, or -EEXIST (the id is in use), -EBUSY (past the ceiling of its kind, a sentence in
  * why), -EINVAL, -ENOMEM, or a thread's error. */

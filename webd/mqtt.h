@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "keeppeek.pb.h"
+#include "kp_limits.h"
 
 struct mqc_conf {
 	char host[256];
@@ -32,6 +33,10 @@ struct mqc_metrics {
 };
 
 /* ---- the connection (mqtt_client.c) ---- */
+#define MQC_QUEUE_ITEMS  256           /* event messages waiting for the broker */
+#define MQC_QUEUE_BYTES  (8 * KP_MIB)  /* and their bytes */
+#define MQC_RETAIN_BYTES (64 * KP_MIB) /* all retained values together (snapshots) */
+
 void mqc_init(uv_loop_t *loop);
 /* Connects (again) when c differs from the running configuration; no host: off. */
 int mqc_configure(const struct mqc_conf *c);

@@ -27,16 +27,13 @@
 #include "log.h"
 #include "mqtt.h"
 
-#define MQC_QUEUE_ITEMS  256
-#define MQC_QUEUE_BYTES  (8 * KP_MIB)
-#define MQC_RETAIN_BYTES (64 * KP_MIB) /* all retained values together (snapshots) */
-#define MQC_INFLIGHT     16
-#define MQC_BACKOFF_MS   1000
-#define MQC_BACKOFF_MAX  30000
-#define MQC_KEEPALIVE_S  30
-#define MQC_MISC_MS      1000
-#define MQC_CONNECT_MS   10000 /* no CONNACK this long after connect(2): try again */
-#define MQC_ADDRS        4     /* addresses of the broker's name tried before waiting */
+#define MQC_INFLIGHT    16
+#define MQC_BACKOFF_MS  1000
+#define MQC_BACKOFF_MAX 30000
+#define MQC_KEEPALIVE_S 30
+#define MQC_MISC_MS     1000
+#define MQC_CONNECT_MS  10000 /* no CONNACK this long after connect(2): try again */
+#define MQC_ADDRS       4     /* addresses of the broker's name tried before waiting */
 
 struct slot {
 	struct slot *next;

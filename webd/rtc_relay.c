@@ -21,14 +21,6 @@
 #include "log.h"
 #include "webd.h"
 
-/* Messages queued towards one browser: answers, states every 500 ms per session, and
- * MSE pieces, which may fill the queue only up to their own smaller bound so that text
- * always has room (RELAY_QUEUE_BYTES - RELAY_MSE_BYTES). */
-#define RELAY_QUEUE_ITEMS 256
-#define RELAY_QUEUE_BYTES (6 * KP_MIB)
-#define RELAY_MSE_ITEMS   192
-#define RELAY_MSE_BYTES   (4 * KP_MIB)
-
 struct webd_mse_metrics webd_mse_metrics;
 
 struct relay_ws {

@@ -11,6 +11,7 @@
 
 #include "http.h"
 #include "keeppeek.pb.h"
+#include "kp_limits.h"
 #include "worker.h"
 
 /* What webd's modules share: the worker, for IPC and its loop. */
@@ -91,6 +92,13 @@ void webd_integrations_metrics(char *buf, size_t len);
 void webd_live_on_event(struct kp_ipc_frame *f);                 /* EventCommitted from recorderd */
 void webd_rtc_on_signal(struct webd *d, struct kp_ipc_frame *f); /* RtcSignal from rtcd */
 void webd_rtc_on_media(struct kp_ipc_frame *f);                  /* RtcMedia from rtcd (MSE) */
+/* Messages queued towards one browser: answers, states every 500 ms per session, and
+ * MSE pieces, which may fill the queue only up to their own smaller bound so that text
+ * always has room (RELAY_QUEUE_BYTES - RELAY_MSE_BYTES). */
+#define RELAY_QUEUE_ITEMS 256
+#define RELAY_QUEUE_BYTES (6 * KP_MIB)
+#define RELAY_MSE_ITEMS   192
+#define RELAY_MSE_BYTES   (4 * KP_MIB)
 /* MSE pieces forwarded to browsers and dropped (slow WebSocket: to the next keyframe). */
 struct webd_mse_metrics {
 	uint64_t pieces, bytes, dropped;

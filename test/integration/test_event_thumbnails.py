@@ -9,6 +9,10 @@ size:
 - 1,000 thumbnail requests in a row over the camera's events are all 200, each picture is
   made once (keeppeek_recorderd_pictures_total{result="made"}) and served from the cache
   after, which stays within its bound (keeppeek_recorderd_picture_cache_bytes);
+- recorderd's ceiling of pictures waiting for the transcoder, one past it: with the
+  transcoder stopped (SIGSTOP), 16 snapshot requests wait (keeppeek_recorderd_pictures_waiting),
+  the 17th is a 503 "busy" at once and counted; once the transcoder goes on, each of the
+  16 is its 1920-px JPEG (recorderd hands the transcoder two at a time, the most it takes);
 - an event without a recorded keyframe (published before any recording) is a 404;
 - a keyframe that does not decode (its NAL payloads overwritten in the recording file,
   lengths and NAL headers kept) makes /snapshot a 500 "picture_failed", counted, with no
@@ -18,8 +22,10 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 from kp import TestCamera, cameras, check, run, wait_for
@@ -31,6 +37,7 @@ run_dir = {dir}/run
 listen = 127.0.0.1:{port}
 """
 CACHE_BOUND = 8 << 20  # REC_PICTURE_CACHE_BYTES
+PENDING = 16  # REC_PICTURE_PENDING
 
 
 def metric(text, name):
@@ -141,6 +148,42 @@ def test(make):
         check(cached == 1000 - (len(ids) - 1), f"the rest served from the cache ({cached})")
         check(size is not None and 0 < size <= CACHE_BOUND, f"the cache within its bound ({size})")
         check(metric(text, 'keeppeek_recorderd_pictures_total{result="decode_failed"}') == 0, "no decode failed")
+
+        # One past the pictures that may wait: the transcoder runs (this snapshot keeps it
+        # from lingering out) and is stopped while the requests come.
+        s, _, b = get(f"/api/v1/events/{e['id']}/snapshot")
+        check(s == 200, f"a snapshot starts the transcoder ({s})")
+        tx = kp.status()["transcoder"]["pid"]
+        check(tx > 0, "the transcoder runs")
+        answers = [None] * PENDING
+
+        def ask(i):
+            answers[i] = get(f"/api/v1/events/{e['id']}/snapshot")
+
+        def waiting():
+            return metric(get("/metrics")[2].decode(), "keeppeek_recorderd_pictures_waiting")
+
+        os.kill(tx, signal.SIGSTOP)
+        try:
+            askers = [threading.Thread(target=ask, args=(i,)) for i in range(PENDING)]
+            for t in askers:
+                t.start()
+            check(wait_for(lambda: waiting() == PENDING, 10.0, 0.05), f"{PENDING} pictures wait ({waiting()})")
+            s, _, b = get(f"/api/v1/events/{e['id']}/snapshot")
+            check(s == 503 and json.loads(b).get("code") == "busy", f"the {PENDING + 1}th: 503 busy ({s} {b[:200]!r})")
+        finally:
+            os.kill(tx, signal.SIGCONT)
+        for t in askers:
+            t.join(40)
+        good = [a for a in answers if a and a[0] == 200 and a[2][:2] == b"\xff\xd8"]
+        check(len(good) == PENDING, f"each of the {PENDING} waiting is its JPEG "
+              f"({[a[0] if a else None for a in answers]}, {[a[2][:80] for a in answers if a and a[0] != 200][:2]})")
+        text = get("/metrics")[2].decode()
+        check(metric(text, 'keeppeek_recorderd_pictures_total{result="busy"}') == 1, "the one refused is counted")
+        check(metric(text, 'keeppeek_recorderd_pictures_total{result="decode_failed"}') == 0, "none failed")
+        check(metric(text, "keeppeek_recorderd_pictures_waiting") == 0, "none waits")
+        refused = [line for line in kp.log_text().splitlines() if "picture jobs run" in line]
+        check(not refused, f"recorderd gave the transcoder no more than it takes at once ({refused[:2]})")
 
         old = int(time.time() * 1000) - 3600000
         s, _, b = kp.http("POST", "/api/v1/events", headers=dict(auth, **{"Content-Type": "application/json"}),

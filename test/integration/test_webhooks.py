@@ -8,7 +8,10 @@
 - the label filter: a "car" event reaches neither "signed" nor its receiver, but does
   reach "all" (no filter, no secret: no signature header);
 - "down" (a port nobody listens on, cameras = front): tried 5 times (1 + 2 + 4 + 8 s
-  apart), then dropped and counted; the others are not held up by it."""
+  apart), then dropped and counted; the others are not held up by it;
+- one past the 64 deliveries that wait per webhook (webhook.c WH_QUEUE): while "down"
+  retries, 64 wait, the 65th pushes out the oldest waiting (not the one being tried),
+  counted; once a receiver listens on its port, every delivery kept arrives, in order."""
 import hashlib
 import hmac
 import json
@@ -20,6 +23,7 @@ import kp_events as E
 from kp import check, free_port, metric, run, wait_for
 
 SECRET = "s3cr3t-hook-key"
+WH_QUEUE = 64  # webhook.c
 
 CONFIG_HOOKS = """
 [webhook "signed"]
@@ -35,7 +39,7 @@ cameras = front
 
 
 class Receiver:
-    def __init__(self, fail_first):
+    def __init__(self, fail_first, port=0):
         self.requests = []
         self.seen = set()
         self.lock = threading.Lock()
@@ -57,7 +61,7 @@ class Receiver:
             def log_message(self, *a):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), H)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -123,6 +127,30 @@ def test(make):
         check(m(down_failures) >= 5, "down: 5 failures for wh-1")
         check(m('keeppeek_webd_webhook_up{webhook="down"}') == 0, "down: not up")
         check(m('keeppeek_webd_webhook_queue_depth{webhook="down"}') == 1, "down: wh-car waits its turn")
+
+        # One past its queue while wh-car is being retried: up to WH_QUEUE wait, then the
+        # oldest waiting goes.
+        depth = 'keeppeek_webd_webhook_queue_depth{webhook="down"}'
+        dropped = 'keeppeek_webd_webhook_dropped_total{webhook="down"}'
+        for i in range(WH_QUEUE - 1):
+            st, _, _ = E.publish_json(kp, tok, E.event(f"wq-{i}", 1, labels=[("car", 0.5)]))
+            check(st == 200, f"wq-{i} published ({st})")
+        check(m(depth) == WH_QUEUE and m(dropped) == 1, f"down: {WH_QUEUE} wait, none more dropped "
+              f"({m(depth)}, {m(dropped)})")
+        st, _, _ = E.publish_json(kp, tok, E.event(f"wq-{WH_QUEUE - 1}", 1, labels=[("car", 0.5)]))
+        check(st == 200 and m(depth) == WH_QUEUE and m(dropped) == 2,
+              f"down: the {WH_QUEUE + 1}th pushes out the oldest waiting, counted ({m(depth)}, {m(dropped)})")
+        late = Receiver(False, port=down_port)
+        try:
+            last = f"wq-{WH_QUEUE - 1}"
+            check(wait_for(lambda: late.of(last), 30.0, 0.1), "down: the deliveries kept arrive once it listens")
+            with late.lock:
+                got = [r[2].get("X-KeepPeek-Event") for r in late.requests]
+            kept = [g for g in got if g.startswith("wq-")]
+            check(kept == [f"wq-{i}" for i in range(1, WH_QUEUE)],
+                  f"down: every delivery kept, in order, the oldest waiting not ({kept[:3]}... {len(kept)})")
+        finally:
+            late.stop()
     finally:
         signed.stop()
         every.stop()

@@ -403,6 +403,25 @@ static void test_key_table(void)
 	CHECK(kp_config_render(&cfg, again, sizeof again) == n);
 }
 
+/* At most KP_CONF_MAX_ERRORS errors are reported for one file: as many bad lines are
+ * each reported with their line, one more is not (the file is refused either way). */
+static void test_error_ceiling(void)
+{
+	static char text[8192];
+	for (unsigned n = KP_CONF_MAX_ERRORS; n <= KP_CONF_MAX_ERRORS + 1; n++) {
+		size_t used = (size_t)snprintf(text, sizeof text, "[keeppeek]\n");
+		for (unsigned i = 0; i < n; i++)
+			used += (size_t)snprintf(text + used, sizeof text - used, "bogus%u = 1\n", i);
+		CHECK_EQ(load(text), -EINVAL);
+		CHECK_EQ(errs.count, KP_CONF_MAX_ERRORS);
+		char want[32];
+		snprintf(want, sizeof want, "t.conf:%u:", KP_CONF_MAX_ERRORS + 1); /* the last one reported */
+		CHECK_STR_CONTAINS(errs.text, want);
+		snprintf(want, sizeof want, "t.conf:%u:", KP_CONF_MAX_ERRORS + 2);
+		CHECK(strstr(errs.text, want) == NULL);
+	}
+}
+
 /* labels: up to 8 words of 1 to 32 characters a-z 0-9 _ -; one past each is refused. */
 static void test_labels(void)
 {
@@ -529,6 +548,7 @@ int main(void)
 	RUN(test_url_authority);
 	RUN(test_key_table);
 	RUN(test_labels);
+	RUN(test_error_ceiling);
 	RUN(test_integrations);
 	return TEST_EXIT();
 }

@@ -9,8 +9,10 @@
  * source's channels, 20 ms apart in pts, wall clock following the input's; libavcodec's
  * own opus decoder (not libopus, which encoded them) decodes each to 960 samples; the
  * decoded duration is the source's within 60 ms and the tone's frequency is the source's
- * (zero crossings); rtcd asked keeppeekd for the transcoder (TranscoderDemand 2, then
- * 0 after the close) and the transcoder exits cleanly on Shutdown. */
+ * (zero crossings); rtcd asked keeppeekd for the transcoder (TranscoderDemand, then
+ * 0 after the close) and the transcoder exits cleanly on Shutdown. Once everything came
+ * back, the child fills rtcd's ceiling of KP_TRANSCODE_AUDIO_JOBS audio jobs: the one
+ * past it is refused (EBUSY, counted), and closing makes room again. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libavcodec/avcodec.h>
@@ -109,6 +111,33 @@ static void on_lost(void *arg, int err, const char *reason)
 
 /* Feeds one frame of each source every 10 ms (faster than real time, slower than the
  * transcoder), then waits for the last packets and closes both jobs. */
+/* rtcd's ceiling on open audio jobs, one past it: refused with EBUSY and counted; the
+ * jobs open stay, and those closed make room again. */
+static void audio_ceiling(void)
+{
+	static struct rtc_tx_job *extra[KP_TRANSCODE_AUDIO_JOBS];
+	for (unsigned i = 2; i < KP_TRANSCODE_AUDIO_JOBS; i++) {
+		extra[i] = rtc_tx_open_audio("extra", src[0].fmt.rate, src[0].fmt.channels, src[0].fmt.config,
+					     src[0].fmt.config_len, on_opus, on_lost, &src[0]);
+		CHECK(extra[i] != NULL);
+	}
+	struct rtc_tx_stats st;
+	rtc_tx_stats(&st);
+	CHECK_EQ(st.jobs_audio, KP_TRANSCODE_AUDIO_JOBS);
+	CHECK_EQ(st.refused, 0);
+	errno = 0;
+	CHECK(rtc_tx_open_audio("past", src[0].fmt.rate, src[0].fmt.channels, src[0].fmt.config, src[0].fmt.config_len,
+				on_opus, on_lost, &src[0]) == NULL);
+	CHECK_EQ(errno, EBUSY);
+	rtc_tx_stats(&st);
+	CHECK_EQ(st.jobs_audio, KP_TRANSCODE_AUDIO_JOBS);
+	CHECK_EQ(st.refused, 1);
+	for (unsigned i = 2; i < KP_TRANSCODE_AUDIO_JOBS; i++)
+		rtc_tx_close(extra[i]);
+	rtc_tx_stats(&st);
+	CHECK_EQ(st.jobs_audio, 2);
+}
+
 static void feed(uv_timer_t *t)
 {
 	static unsigned idle;
@@ -139,6 +168,7 @@ static void feed(uv_timer_t *t)
 	if (++idle < 50) /* 500 ms without a packet: the last came */
 		return;
 	uv_timer_stop(t);
+	audio_ceiling();
 	rtc_tx_close(jobs[0]);
 	rtc_tx_close(jobs[1]);
 	fprintf(stderr, "child: fed %u and %u frames, got %u and %u packets\n", fed[0], fed[1], got[0], got[1]);
@@ -368,7 +398,7 @@ static void test_audio(void)
 	uv_run(loop, UV_RUN_DEFAULT);
 	CHECK(WIFEXITED(rtcd_status) && WEXITSTATUS(rtcd_status) == 0);
 	CHECK(WIFEXITED(tx_status) && WEXITSTATUS(tx_status) == 0);
-	CHECK_EQ(demand_max, 2);
+	CHECK_EQ(demand_max, KP_TRANSCODE_AUDIO_JOBS); /* the extra jobs, open for a moment */
 	CHECK_EQ(demand_last, 0);
 	/* The packets, in the pipe (made large enough for all of them). */
 	static uint8_t buf[1 << 20];

@@ -1012,6 +1012,72 @@ static void test_websocket_write_now(void)
 	cli_close(&c);
 }
 
+/* A route's send queue (web_ws_send's max_items and max_bytes, keeppeek-webd(8)
+ * websocket_queue): with the client not reading, messages queue up to the bound in
+ * items and the one past it is refused (-ENOBUFS, counted); the same in bytes, the
+ * message that fills the bound exactly accepted; and every message accepted arrives
+ * whole and in order once the client reads. */
+static void test_websocket_queue_bound(void)
+{
+	struct cli c;
+	struct resp r;
+	static char payload[65536], want[60000];
+	static size_t sizes[512];
+	size_t len, bytes;
+	unsigned items, sent = 0, opened = app.ws_opened;
+	ws_upgrade(&c, "/ws", &r);
+	CHECK_EQ(r.status, 101);
+	resp_free(&r);
+	settle(&app.ws_opened, opened + 1);
+	struct web_ws *ws = app.last_ws;
+	/* Fill the socket until messages wait in the queue. */
+	for (items = 0; items == 0 && sent < 400; sent++) {
+		memset(want, 'a' + sent % 26, sizeof want);
+		memcpy(want, &sent, sizeof sent);
+		CHECK_EQ(web_ws_send(ws, true, want, sizeof want, 1024, 64u * 1024 * 1024), 0);
+		sizes[sent] = sizeof want;
+		web_ws_queue_depth(ws, &items, &bytes);
+	}
+	CHECK(items > 0);
+	/* Items: up to the bound, then one past it. */
+	const unsigned max_items = items + 5;
+	uint64_t refused = web_counters.limit_rejections[WEB_LIMIT_WS_QUEUE];
+	for (; items < max_items; sent++) {
+		memset(want, 'a' + sent % 26, sizeof want);
+		memcpy(want, &sent, sizeof sent);
+		CHECK_EQ(web_ws_send(ws, true, want, 100, max_items, 64u * 1024 * 1024), 0);
+		sizes[sent] = 100;
+		web_ws_queue_depth(ws, &items, &bytes);
+	}
+	CHECK_EQ(items, max_items);
+	CHECK_EQ(web_ws_send(ws, true, "past", 4, max_items, 64u * 1024 * 1024), -ENOBUFS);
+	CHECK_EQ(web_counters.limit_rejections[WEB_LIMIT_WS_QUEUE], refused + 1);
+	/* Bytes: a message that fills the bound exactly, then one byte past it. */
+	web_ws_queue_depth(ws, &items, &bytes);
+	const size_t max_bytes = bytes + 1000;
+	memset(want, 'a' + sent % 26, sizeof want);
+	memcpy(want, &sent, sizeof sent);
+	CHECK_EQ(web_ws_send(ws, true, want, 1000, 1024, max_bytes), 0);
+	sizes[sent++] = 1000;
+	CHECK_EQ(web_ws_send(ws, true, "x", 1, 1024, max_bytes), -ENOBUFS);
+	CHECK_EQ(web_counters.limit_rejections[WEB_LIMIT_WS_QUEUE], refused + 2);
+	/* Nothing accepted is lost, nothing refused arrives. */
+	for (unsigned i = 0; i < sent; i++) {
+		memset(want, 'a' + i % 26, sizeof want);
+		memcpy(want, &i, sizeof i);
+		CHECK_EQ(ws_read(&c, payload, sizeof payload, &len), 2);
+		CHECK(len == sizes[i] && !memcmp(payload, want, len));
+	}
+	uint64_t until = kp_mono_ms() + WAIT_MS;
+	do {
+		pump();
+		web_ws_queue_depth(ws, &items, &bytes);
+	} while (items && kp_mono_ms() < until);
+	CHECK_EQ(items, 0u);
+	CHECK_EQ(c.len, 0);
+	cli_close(&c);
+}
+
 int main(void)
 {
 	kp_log_init("test_webd_http_server");
@@ -1028,6 +1094,7 @@ int main(void)
 	RUN(test_body_streaming);
 	RUN(test_websocket);
 	RUN(test_websocket_write_now);
+	RUN(test_websocket_queue_bound);
 	RUN(test_close);
 	RUN(test_tls);
 	uv_close((uv_handle_t *)&app.later_timer, NULL);
