@@ -12,6 +12,7 @@
 
 #include "kp_time.h"
 #include "log.h"
+#include "self_path.h"
 
 static struct {
 	char dir[4096];
@@ -22,20 +23,13 @@ static struct {
 
 const char *ing_libav_locate(void)
 {
-	ssize_t n = readlink("/proc/self/exe", L.dir, sizeof L.dir - 1);
-	if (n <= 0) {
+	int r = kp_self_dir(L.dir, sizeof L.dir);
+	if (r < 0) {
 		kp_warn("ingestd: /proc/self/exe: %s; the FFmpeg module (RTSP, audio conversion) cannot be found",
-			n < 0 ? strerror(errno) : "empty");
+			strerror(-r));
 		L.dir[0] = '\0';
 		return NULL;
 	}
-	L.dir[n] = '\0';
-	char *slash = strrchr(L.dir, '/');
-	if (!slash) {
-		L.dir[0] = '\0';
-		return NULL;
-	}
-	*slash = '\0';
 	snprintf(L.path, sizeof L.path, "%s/%s", L.dir, ING_LIBAV_MODULE_FILE);
 	return L.dir;
 }

@@ -11,6 +11,7 @@
 
 #include "kp_time.h"
 #include "log.h"
+#include "self_path.h"
 
 const struct rtc_engine *rtc_eng;
 char rtc_fingerprint[RTC_DTLS_FP_TEXT];
@@ -27,20 +28,12 @@ static struct {
 
 const char *rtc_engine_locate(void)
 {
-	ssize_t n = readlink("/proc/self/exe", L.dir, sizeof L.dir - 1);
-	if (n <= 0) {
-		kp_warn("rtcd: /proc/self/exe: %s; the session module (ICE, DTLS, SRTP) cannot be found",
-			n < 0 ? strerror(errno) : "empty");
+	int r = kp_self_dir(L.dir, sizeof L.dir);
+	if (r < 0) {
+		kp_warn("rtcd: /proc/self/exe: %s; the session module (ICE, DTLS, SRTP) cannot be found", strerror(-r));
 		L.dir[0] = '\0';
 		return NULL;
 	}
-	L.dir[n] = '\0';
-	char *slash = strrchr(L.dir, '/');
-	if (!slash) {
-		L.dir[0] = '\0';
-		return NULL;
-	}
-	*slash = '\0';
 	snprintf(L.path, sizeof L.path, "%s/%s", L.dir, RTC_ENGINE_FILE);
 	return L.dir;
 }

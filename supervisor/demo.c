@@ -14,6 +14,7 @@
 
 #include "kp_build_config.h"
 #include "log.h"
+#include "self_path.h"
 #include "supervisor.h"
 
 #define DEMO_CAMERAS 2
@@ -51,10 +52,8 @@ static int free_port(int type, uint16_t *ret)
 static bool in_build_tree(void)
 {
 	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0)
+	if (kp_self_path(self, sizeof self) < 0)
 		return false;
-	self[n] = '\0';
 	return KP_BUILD_TREE_RUNS && !strncmp(self, KP_BUILD_ROOT "/", strlen(KP_BUILD_ROOT) + 1);
 }
 

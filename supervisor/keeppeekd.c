@@ -20,6 +20,7 @@
 #include "auth.h"
 #include "kp_build_config.h"
 #include "log.h"
+#include "self_path.h"
 #include "supervisor.h"
 
 static void usage(FILE *f)
@@ -158,9 +159,8 @@ static void www_dir(struct supervisor *s)
 	struct stat st;
 	const char *tree = KP_SOURCE_ROOT "/www";
 	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	bool in_tree = KP_BUILD_TREE_RUNS && n > 0 &&
-		       (self[n] = '\0', !strncmp(self, KP_BUILD_ROOT "/", strlen(KP_BUILD_ROOT) + 1));
+	bool in_tree = KP_BUILD_TREE_RUNS && kp_self_path(self, sizeof self) == 0 &&
+		       !strncmp(self, KP_BUILD_ROOT "/", strlen(KP_BUILD_ROOT) + 1);
 	snprintf(s->www_dir, sizeof s->www_dir, "%s", in_tree && stat(tree, &st) == 0 ? tree : KP_WWWDIR);
 }
 

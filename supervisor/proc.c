@@ -17,6 +17,7 @@
 #include "kp_limits.h"
 #include "kp_time.h"
 #include "log.h"
+#include "self_path.h"
 #include "proc_spawn.h"
 #include "supervisor.h"
 
@@ -47,14 +48,8 @@ const char *proc_state_name(enum proc_state st)
 static int built_tree(char *dir, size_t len)
 {
 	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0)
+	if (kp_self_dir(self, sizeof self) < 0)
 		return 0;
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	if (!slash)
-		return 0;
-	*slash = '\0';
 	snprintf(dir, len, "%s", self);
 	return KP_BUILD_TREE_RUNS && strcmp(self, KP_BUILD_ROOT "/supervisor") == 0;
 }
