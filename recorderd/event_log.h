@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "catalog_events.h"
 #include "keeppeek.pb.h"
 #include "kp_limits.h"
 
@@ -112,13 +113,25 @@ int rec_evlog_each_after(int data_dirfd, uint64_t after,
 /* The revisions the log holds a record of that no tombstone ends (keeppeekctl check),
  * read while compaction may move records on: segments made during the read are read
  * too (event_log_index.c). */
+struct rec_evlog_key {
+	char id[CAT_EVENT_ID_MAX + 1];
+	uint32_t revision;
+	int64_t committed_ms;
+	uint64_t seg, off; /* where it was written: segment and offset (seg 0: a .ev file) */
+	int tombstone;
+};
 struct rec_evlog_index {
 	struct rec_evlog_key *k;
-	size_t n;
+	size_t n, cap;
 };
 int rec_evlog_index_load(int data_dirfd, struct rec_evlog_index *ret);
 int rec_evlog_index_has(const struct rec_evlog_index *x, const char *id, uint32_t revision, int64_t committed_ms);
 void rec_evlog_index_free(struct rec_evlog_index *x);
+/* The parts, also for rebuild (which adds the old .ev files' records as seg 0): one more
+ * key; then sorted by revision and commit in the order written, keeping of each the last
+ * item written when it is a record (a tombstone ends it). */
+int rec_evlog_index_add(struct rec_evlog_index *x, const kp_EventRecord *ev, uint64_t seg, uint64_t off, int tombstone);
+void rec_evlog_index_settle(struct rec_evlog_index *x);
 
 /* The item at off of segment seq (a rebuild reads each record it keeps again). */
 int rec_evlog_read_item(int data_dirfd, uint64_t seq, uint64_t off, kp_EventRecord *ev);

@@ -8,39 +8,29 @@
 
 #include "catalog_events.h"
 
-struct rec_evlog_key {
-	char id[CAT_EVENT_ID_MAX + 1];
-	uint32_t revision;
-	int64_t committed_ms;
-	uint64_t seg, off;
-	int tombstone;
-};
-
-struct loader {
-	struct rec_evlog_index *x;
-	size_t cap;
-};
-
-static int add(void *arg, uint64_t seq, const struct rec_evlog_item *item, const kp_EventRecord *ev)
+int rec_evlog_index_add(struct rec_evlog_index *x, const kp_EventRecord *ev, uint64_t seg, uint64_t off, int tombstone)
 {
-	struct loader *ld = arg;
-	struct rec_evlog_index *x = ld->x;
-	if (x->n == ld->cap) {
-		size_t cap = ld->cap ? ld->cap * 2 : 1024;
-		void *p = realloc(x->k, cap * sizeof *x->k);
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 1024;
+		void *p = reallocarray(x->k, cap, sizeof *x->k);
 		if (!p)
 			return -ENOMEM;
 		x->k = p;
-		ld->cap = cap;
+		x->cap = cap;
 	}
 	struct rec_evlog_key *k = &x->k[x->n++];
 	snprintf(k->id, sizeof k->id, "%s", ev->event_id);
 	k->revision = ev->revision;
 	k->committed_ms = ev->committed_ms;
-	k->seg = seq;
-	k->off = item->off;
-	k->tombstone = item->kind == REC_EVLOG_TOMBSTONE;
+	k->seg = seg;
+	k->off = off;
+	k->tombstone = tombstone;
 	return 0;
+}
+
+static int add(void *arg, uint64_t seq, const struct rec_evlog_item *item, const kp_EventRecord *ev)
+{
+	return rec_evlog_index_add(arg, ev, seq, item->off, item->kind == REC_EVLOG_TOMBSTONE);
 }
 
 static int cmp_key(const struct rec_evlog_key *x, const char *id, uint32_t rev, int64_t ms)
@@ -67,29 +57,31 @@ static int by_written(const void *a, const void *b)
 int rec_evlog_index_load(int data_dirfd, struct rec_evlog_index *ret)
 {
 	*ret = (struct rec_evlog_index){0};
-	struct loader ld = {.x = ret};
 	struct rec_evlog_scan sc;
 	uint64_t after = 0;
 	int r;
 	/* Compaction appends what it keeps to a newer segment before it removes the old one. */
-	while ((r = rec_evlog_each_after(data_dirfd, after, add, &ld, &sc)) == 0 && sc.last > after)
+	while ((r = rec_evlog_each_after(data_dirfd, after, add, ret, &sc)) == 0 && sc.last > after)
 		after = sc.last;
 	if (r < 0) {
 		rec_evlog_index_free(ret);
 		return r;
 	}
-	if (ret->n)
-		qsort(ret->k, ret->n, sizeof *ret->k, by_written);
-	/* Of each revision of each commit, the last item: live when it is a record. */
-	size_t kept = 0;
-	for (size_t i = 0; i < ret->n; i++) {
-		int last = i + 1 == ret->n ||
-			   cmp_key(&ret->k[i + 1], ret->k[i].id, ret->k[i].revision, ret->k[i].committed_ms);
-		if (last && !ret->k[i].tombstone)
-			ret->k[kept++] = ret->k[i];
-	}
-	ret->n = kept;
+	rec_evlog_index_settle(ret);
 	return 0;
+}
+
+void rec_evlog_index_settle(struct rec_evlog_index *x)
+{
+	if (x->n)
+		qsort(x->k, x->n, sizeof *x->k, by_written);
+	size_t kept = 0;
+	for (size_t i = 0; i < x->n; i++) {
+		int last = i + 1 == x->n || cmp_key(&x->k[i + 1], x->k[i].id, x->k[i].revision, x->k[i].committed_ms);
+		if (last && !x->k[i].tombstone)
+			x->k[kept++] = x->k[i];
+	}
+	x->n = kept;
 }
 
 int rec_evlog_index_has(const struct rec_evlog_index *x, const char *id, uint32_t revision, int64_t committed_ms)

@@ -380,20 +380,8 @@ static int rebuild_recordings(struct cat *cat, int dirfd, struct rec_rebuild_res
 
 /* ---- events ---- */
 
-/* A record or a tombstone, from a .ev file (seg 0) or the event log (segment seg,
- * offset off); (seg, off) is the order in which they were written, .ev files first. */
-struct record_entry {
-	char id[CAT_EVENT_ID_MAX + 1];
-	uint32_t revision;
-	int64_t committed_ms;
-	uint64_t seg, off;
-	int tombstone;
-};
-
-struct record_list {
-	struct record_entry *e;
-	size_t n, cap;
-};
+/* The records and tombstones of the .ev files (seg 0) and the event log, as the log's
+ * index keeps them (struct rec_evlog_key, event_log_index.c). */
 
 /* Parses "<id>-<rev><suffix>"; 0 when name is not that. */
 static int parse_name(const char *name, const char *suffix, char id[CAT_EVENT_ID_MAX + 1], uint32_t *ret_rev)
@@ -419,35 +407,14 @@ static int parse_name(const char *name, const char *suffix, char id[CAT_EVENT_ID
 	return 1;
 }
 
-static int add_record(struct record_list *l, const kp_EventRecord *ev, uint64_t seg, uint64_t off, int tombstone)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 1024;
-		void *p = realloc(l->e, cap * sizeof *l->e);
-		if (!p)
-			return -ENOMEM;
-		l->e = p;
-		l->cap = cap;
-	}
-	struct record_entry *e = &l->e[l->n++];
-	snprintf(e->id, sizeof e->id, "%s", ev->event_id);
-	e->revision = ev->revision;
-	e->committed_ms = ev->committed_ms;
-	e->seg = seg;
-	e->off = off;
-	e->tombstone = tombstone;
-	return 0;
-}
-
-/* Whether (id, rev) has a sound record in l (sorted by id, then revision, newest first). */
-static int has_record(const struct record_list *l, const char *id, uint32_t rev)
+static int has_record(const struct rec_evlog_index *l, const char *id, uint32_t rev)
 {
 	size_t lo = 0, hi = l->n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		int c = strcmp(l->e[mid].id, id);
+		int c = strcmp(l->k[mid].id, id);
 		if (!c)
-			c = l->e[mid].revision > rev ? -1 : l->e[mid].revision < rev ? 1 : 0;
+			c = l->k[mid].revision > rev ? -1 : l->k[mid].revision < rev ? 1 : 0;
 		if (!c)
 			return 1;
 		if (c < 0)
@@ -460,7 +427,7 @@ static int has_record(const struct record_list *l, const char *id, uint32_t rev)
 
 static int by_id_newest(const void *a, const void *b)
 {
-	const struct record_entry *x = a, *y = b;
+	const struct rec_evlog_key *x = a, *y = b;
 	int c = strcmp(x->id, y->id);
 	if (c)
 		return c;
@@ -469,25 +436,9 @@ static int by_id_newest(const void *a, const void *b)
 	return x->committed_ms > y->committed_ms ? -1 : x->committed_ms < y->committed_ms;
 }
 
-/* The same revision of the same commit together, in the order written. */
-static int by_written(const void *a, const void *b)
-{
-	const struct record_entry *x = a, *y = b;
-	int c = strcmp(x->id, y->id);
-	if (c)
-		return c;
-	if (x->revision != y->revision)
-		return x->revision < y->revision ? -1 : 1;
-	if (x->committed_ms != y->committed_ms)
-		return x->committed_ms < y->committed_ms ? -1 : 1;
-	if (x->seg != y->seg)
-		return x->seg < y->seg ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
 static int by_commit(const void *a, const void *b)
 {
-	const struct record_entry *x = a, *y = b;
+	const struct rec_evlog_key *x = a, *y = b;
 	if (x->committed_ms != y->committed_ms)
 		return x->committed_ms < y->committed_ms ? -1 : 1;
 	return strcmp(x->id, y->id);
@@ -495,7 +446,7 @@ static int by_commit(const void *a, const void *b)
 
 /* One pass over events/<hh>/: with jpegs 0 the records (damaged ones set aside), with
  * jpegs 1 the JPEGs that no sound record names (set aside). */
-static int scan_events(int dirfd, struct record_list *l, int jpegs, struct rec_rebuild_result *res)
+static int scan_events(int dirfd, struct rec_evlog_index *l, int jpegs, struct rec_rebuild_result *res)
 {
 	int top = openat(dirfd, "events", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (top < 0)
@@ -559,7 +510,7 @@ static int scan_events(int dirfd, struct record_list *l, int jpegs, struct rec_r
 				continue;
 			}
 			res->records++;
-			r = add_record(l, &ev, 0, 0, 0);
+			r = rec_evlog_index_add(l, &ev, 0, 0, 0);
 		}
 		free(names);
 	}
@@ -567,7 +518,7 @@ static int scan_events(int dirfd, struct record_list *l, int jpegs, struct rec_r
 	return r;
 }
 
-static int store_event(struct cat_txn *t, int dirfd, const struct record_entry *e, struct rec_rebuild_result *res)
+static int store_event(struct cat_txn *t, int dirfd, const struct rec_evlog_key *e, struct rec_rebuild_result *res)
 {
 	static kp_EventRecord ev;
 	char path[CAT_PATH_MAX];
@@ -610,7 +561,7 @@ static int store_event(struct cat_txn *t, int dirfd, const struct record_entry *
 }
 
 struct log_scan {
-	struct record_list *l;
+	struct rec_evlog_index *l;
 	struct rec_rebuild_result *res;
 };
 
@@ -629,33 +580,12 @@ static int add_logged(void *arg, uint64_t seq, const struct rec_evlog_item *item
 		ls->res->tombstones++;
 	else
 		ls->res->records++;
-	return add_record(ls->l, ev, seq, item->off, tomb);
-}
-
-/* Keeps, of each revision of each commit, the last record written when no tombstone
- * follows it (l sorted by_written); drops the tombstones. Returns how many are kept. */
-static size_t live_records(struct record_entry *e, size_t n)
-{
-	size_t kept = 0;
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		while (j < n && !strcmp(e[j].id, e[i].id) && e[j].revision == e[i].revision &&
-		       e[j].committed_ms == e[i].committed_ms)
-			j++;
-		/* [i, j): one revision of one commit, in the order written. */
-		size_t last = n;
-		for (size_t k = i; k < j; k++)
-			last = e[k].tombstone ? n : k;
-		if (last < n)
-			e[kept++] = e[last];
-		i = j;
-	}
-	return kept;
+	return rec_evlog_index_add(ls->l, ev, seq, item->off, tomb);
 }
 
 static int rebuild_events(struct cat *cat, int dirfd, struct rec_rebuild_result *res)
 {
-	struct record_list l = {0};
+	struct rec_evlog_index l = {0};
 	int r = scan_events(dirfd, &l, 0, res);
 	struct rec_evlog_scan sc;
 	struct log_scan ls = {.l = &l, .res = res};
@@ -667,48 +597,48 @@ static int rebuild_events(struct cat *cat, int dirfd, struct rec_rebuild_result 
 		res->log_bytes_ignored = sc.bytes_ignored;
 	}
 	/* The JPEGs that no record names go aside (every record counts, ended or not). */
-	struct record_list recs = {0};
+	struct rec_evlog_index recs = {0};
 	for (size_t i = 0; r == 0 && i < l.n; i++)
-		recs.n += !l.e[i].tombstone;
-	if (r == 0 && recs.n && !(recs.e = malloc(recs.n * sizeof *recs.e)))
+		recs.n += !l.k[i].tombstone;
+	if (r == 0 && recs.n && !(recs.k = malloc(recs.n * sizeof *recs.k)))
 		r = -ENOMEM;
 	for (size_t i = 0, k = 0; r == 0 && i < l.n; i++)
-		if (!l.e[i].tombstone)
-			recs.e[k++] = l.e[i];
+		if (!l.k[i].tombstone)
+			recs.k[k++] = l.k[i];
 	if (r == 0 && recs.n)
-		qsort(recs.e, recs.n, sizeof *recs.e, by_id_newest);
+		qsort(recs.k, recs.n, sizeof *recs.k, by_id_newest);
 	if (r == 0)
 		r = scan_events(dirfd, &recs, 1, res);
-	free(recs.e);
+	free(recs.k);
 	/* What is still stored: the last record of each revision no tombstone follows. */
 	size_t kept = 0;
 	if (r == 0 && l.n) {
-		qsort(l.e, l.n, sizeof *l.e, by_written);
-		kept = live_records(l.e, l.n);
-		qsort(l.e, kept, sizeof *l.e, by_id_newest);
+		rec_evlog_index_settle(&l);
+		kept = l.n;
+		qsort(l.k, kept, sizeof *l.k, by_id_newest);
 	}
 	/* The newest revision of each id, then in commit order (which gave the old seqs). */
 	size_t n = kept;
 	kept = 0;
 	for (size_t i = 0; r == 0 && i < n; i++)
-		if (!kept || strcmp(l.e[kept - 1].id, l.e[i].id))
-			l.e[kept++] = l.e[i];
+		if (!kept || strcmp(l.k[kept - 1].id, l.k[i].id))
+			l.k[kept++] = l.k[i];
 	if (r == 0 && kept)
-		qsort(l.e, kept, sizeof *l.e, by_commit);
+		qsort(l.k, kept, sizeof *l.k, by_commit);
 	for (size_t i = 0; r == 0 && i < kept; i += EVENT_BATCH) {
 		struct cat_txn *t;
 		r = cat_begin(cat, 1, &t);
 		for (size_t j = i; r == 0 && j < kept && j < i + EVENT_BATCH; j++) {
-			r = store_event(t, dirfd, &l.e[j], res);
+			r = store_event(t, dirfd, &l.k[j], res);
 			if (r < 0)
-				kp_err("rebuild: event %s revision %u: %s", l.e[j].id, l.e[j].revision, strerror(-r));
+				kp_err("rebuild: event %s revision %u: %s", l.k[j].id, l.k[j].revision, strerror(-r));
 		}
 		if (r == 0)
 			r = cat_commit(t);
 		else if (t)
 			cat_abort(t);
 	}
-	free(l.e);
+	free(l.k);
 	if (r == 0) {
 		struct cat_txn *t;
 		r = cat_begin(cat, 1, &t);
