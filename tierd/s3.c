@@ -257,6 +257,17 @@ static size_t on_read(char *buf, size_t size, size_t nmemb, void *ud)
 	return take;
 }
 
+/* libcurl rewinds a body to send it again on a new connection when a kept-alive one was
+ * closed under it (a gateway restarted). */
+static int on_seek(void *ud, curl_off_t offset, int origin)
+{
+	struct req *r = ud;
+	if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > r->body_len)
+		return CURL_SEEKFUNC_FAIL;
+	r->body_off = (size_t)offset;
+	return CURL_SEEKFUNC_OK;
+}
+
 static int add_header(struct curl_slist **list, const char *name, const char *value)
 {
 	char line[1024];
@@ -387,6 +398,8 @@ static int perform(struct s3_client *c, struct req *r, struct s3_result *res)
 		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
 		curl_easy_setopt(e, CURLOPT_READDATA, r);
+		curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
 		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
 	} else if (strcmp(r->method, "POST") == 0) {
 		curl_easy_setopt(e, CURLOPT_POST, 1L);
@@ -691,5 +704,30 @@ int s3_mpu_list(struct s3_client *c, const char *key, const char *upload_id, str
 		marker = next;
 	}
 	*ret_n = total;
+	return 0;
+}
+
+int s3_mpu_completed(struct s3_client *c, const char *key, const struct s3_part *parts, size_t n,
+		     char etag[S3_ETAG_MAX], struct s3_result *res)
+{
+	char want[S3_ETAG_MAX], got[S3_ETAG_MAX];
+	uint64_t size, total = 0;
+	int ret = s3_multipart_etag(parts, n, want);
+	if (ret < 0) {
+		memset(res, 0, sizeof(*res));
+		why(res, "a part's ETag is not an MD5");
+		return ret;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (__builtin_add_overflow(total, parts[i].size, &total))
+			return -ERANGE;
+	if ((ret = s3_head(c, key, &size, got, res)) < 0)
+		return ret;
+	if (strcmp(got, want) != 0 || size != total) {
+		why(res, "the object there has ETag %s and %" PRIu64 " bytes, the upload would make %s and %" PRIu64,
+		    got, size, want, total);
+		return -EBADMSG;
+	}
+	memcpy(etag, got, S3_ETAG_MAX);
 	return 0;
 }

@@ -80,6 +80,14 @@ int s3_mpu_abort(struct s3_client *c, const char *key, const char *upload_id, st
 int s3_mpu_list(struct s3_client *c, const char *key, const char *upload_id, struct s3_part *parts, size_t cap,
 		size_t *ret_n, struct s3_result *res);
 
+/* Whether the object at key is the completion of an upload of these parts (HEAD, its
+ * ETag the parts' multipart ETag): 0 when it is, -ENOENT when there is no object, -EBADMSG
+ * when another object is there. For a resume that finds its upload gone (NoSuchUpload,
+ * or 404 NoSuchKey from Ceph RGW): a completion whose answer never came may have
+ * completed (seen with Ceph 18 after an OSD restart). */
+int s3_mpu_completed(struct s3_client *c, const char *key, const struct s3_part *parts, size_t n,
+		     char etag[S3_ETAG_MAX], struct s3_result *res);
+
 /* Lower-case hex MD5: the ETag S3 gives an object or part sent in one piece. */
 void s3_md5_hex(const void *data, size_t len, char out[33]);
 
