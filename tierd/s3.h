@@ -40,7 +40,8 @@ struct s3_result {
 
 struct s3_client;
 
-/* -EINVAL for a missing or malformed field (endpoint not http(s)://host[:port]). */
+/* -EINVAL for a missing or malformed field (endpoint not http(s)://host[:port]). The
+ * first call initialises libcurl (curl_global_init): make it before starting threads. */
 int s3_client_new(const struct s3_conf *conf, struct s3_client **ret);
 void s3_client_free(struct s3_client *c);
 

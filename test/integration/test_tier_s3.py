@@ -37,6 +37,9 @@ def last(out):
 
 
 def main():
+    # The daemons run in sessions of their own: a SIGTERM (meson's timeout) must still
+    # reach the `with` that stops them.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM: stopping the Ceph daemons"))
     missing = ceph_rgw.missing()
     if missing:
         fail(f"Ceph programs missing: {', '.join(missing)} (scripts/install-deps installs them)")
