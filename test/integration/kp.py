@@ -127,7 +127,6 @@ class Keeppeek:
         """Workers that restarted without the test asking: from keeppeekd's own log lines
         ("NAME (restart N) ...", "NAME ...; restarting as asked" and a crash while stopping,
         "NAME stopped: killed by signal ..."), which outlive the supervisor."""
-        import re
         seen = {}
         for m in re.finditer(r"keeppeekd\[\d+\]: \w+: (\w+) (\(restart \d+\) .*|.*; restarting as asked|stopped: killed by signal (?!15 ).*)$",
                              self.log_text(), re.M):
