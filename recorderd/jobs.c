@@ -17,9 +17,10 @@
 
 #include "catalog_events.h"
 #include "catalog_keys.h"
-#include "event_log.h"
 #include "catalog_records.h"
+#include "event_log.h"
 #include "keyframe.h"
+#include "kp_io.h"
 #include "kp_time.h"
 #include "log.h"
 
@@ -70,20 +71,6 @@ static void fail(struct rec_job *j, kp_CatalogResult result, const char *code, c
 	va_end(ap);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int rec_fsync_dir(int data_dirfd, const char *dir)
 {
 	int fd = openat(data_dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -120,7 +107,7 @@ static int write_jpeg(int data_dirfd, const struct rec_job *j, const char *path,
 	int fd = openat(data_dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -errno;
-	r = write_all(fd, j->jpeg, j->jpeg_len);
+	r = kp_write_all(fd, j->jpeg, j->jpeg_len);
 	if (r < 0) {
 		close(fd);
 		unlinkat(data_dirfd, path, 0);
