@@ -673,14 +673,15 @@ int s3_mpu_list(struct s3_client *c, const char *key, const char *upload_id, str
 	size_t total = 0;
 	uint32_t marker = 0;
 	for (;;) {
-		char mk[12], *xml;
+		char mk[12], max[12], *xml;
 		size_t n;
 		int truncated, ret;
 		uint32_t next;
 		snprintf(mk, sizeof(mk), "%" PRIu32, marker);
+		snprintf(max, sizeof(max), "%u", S3_LIST_PARTS_PAGE);
 		struct req r = {.method = "GET",
 				.key = key,
-				.params = {{"uploadId", upload_id}, {"part-number-marker", mk}, {"max-parts", "1000"}},
+				.params = {{"uploadId", upload_id}, {"part-number-marker", mk}, {"max-parts", max}},
 				.n_params = 3};
 		if ((ret = perform_xml(c, &r, res, &xml)) < 0)
 			return ret;
