@@ -186,6 +186,48 @@ static void relay_cb(void *arg, struct kp_ipc_frame *f)
 		free(st);
 }
 
+/* Questions to recorderd asked in one loop iteration (the requests of every connection
+ * that became readable) leave together: the link is corked at the first and uncorked by
+ * a check handle after the iteration's I/O callbacks, so that they take a few sendmsg
+ * calls and recorderd a few wake-ups instead of one each. */
+static struct {
+	uv_check_t check;
+	struct kp_worker *worker;
+	bool open, corked;
+} batch;
+
+static void uncork(uv_check_t *h)
+{
+	uv_check_stop(h);
+	batch.corked = false;
+	kp_worker_cork_peer(batch.worker, kp_Peer_PEER_RECORDERD, 0);
+}
+
+static void cork(struct kp_worker *w)
+{
+	if (batch.corked)
+		return;
+	if (!batch.open) {
+		if (uv_check_init(kp_worker_loop(w), &batch.check) < 0)
+			return; /* sent one by one */
+		batch.open = true;
+	}
+	if (uv_check_start(&batch.check, uncork) < 0)
+		return;
+	batch.worker = w;
+	batch.corked = true;
+	kp_worker_cork_peer(w, kp_Peer_PEER_RECORDERD, 1);
+}
+
+void webd_relay_close(void)
+{
+	if (batch.corked)
+		uncork(&batch.check);
+	if (batch.open)
+		uv_close((uv_handle_t *)&batch.check, NULL);
+	batch.open = false;
+}
+
 uint32_t webd_relay_send_msg(struct web_req *r, const struct kp_frame_msg *m, uint32_t *id_field, const void *tail,
 			     size_t len, webd_answer_cb cb, void *arg)
 {
@@ -196,6 +238,7 @@ uint32_t webd_relay_send_msg(struct web_req *r, const struct kp_frame_msg *m, ui
 	}
 	*id_field = id;
 	struct webd *d = web_req_app(r);
+	cork(d->worker);
 	int rc = kp_worker_send_peer_msg(d->worker, kp_Peer_PEER_RECORDERD, m, tail, len);
 	if (rc < 0) {
 		webd_answer_cancel(id);

@@ -28,6 +28,9 @@ uint32_t webd_relay_send(struct web_req *r, kp_Envelope *env, uint32_t *id_field
 uint32_t webd_relay_send_msg(struct web_req *r, const struct kp_frame_msg *m, uint32_t *id_field, const void *tail,
 			     size_t len, webd_answer_cb cb, void *arg);
 
+/* Sends what is still corked and releases the batching handle (webd stopping). */
+void webd_relay_close(void);
+
 /* The HTTP status of a CatalogResult (502 for one this webd does not know). */
 int webd_catalog_status(kp_CatalogResult result);
 /* Answers r with the error of a CatalogReply that is not CATALOG_OK. */
