@@ -93,17 +93,18 @@ static void finish(struct rec_job *j)
 	} else if (j->kind == REC_JOB_EVENT) {
 		/* Only its ack member is set: the record's union is sized for its largest kind. */
 		static kp_CatalogRecord ack;
-		struct catrec_buf b;
+		static struct catrec_buf b; /* its memory kept from one acknowledgement to the next */
 		ack.which_rec = kp_CatalogRecord_ack_tag;
 		ack.rec.ack = (kp_CatalogAck){.revision = j->ev.revision, .committed_ms = j->ev.committed_ms};
 		memcpy(ack.rec.ack.event_id, j->ev.event_id, sizeof ack.rec.ack.event_id);
-		catrec_init(&b, 256);
+		if (!b.max)
+			catrec_init(&b, 256);
+		catrec_reset(&b);
 		if (catrec_add(&b, &ack) < 0)
 			rec_reply_error(j->asker, j->query_id, kp_CatalogResult_CATALOG_FAILED, "encode_failed",
 					"the acknowledgement did not fit");
 		else
 			rec_reply_records(j->asker, j->query_id, &b);
-		catrec_free(&b);
 	} else {
 		rec_reply(j->asker, j->query_id, kp_CatalogBody_CATALOG_BODY_RECORDS, j->body, j->body_len);
 	}
