@@ -6,6 +6,7 @@
  * (MQTT, webhooks), camera states to integrations.c, WebRTC signaling to rtc_relay.c. */
 #include "kp_limits.h"
 #include "log.h"
+#include "relay.h"
 #include "sandbox.h"
 #include "webd.h"
 #include "worker.h"
@@ -130,6 +131,7 @@ static void on_stop(struct kp_worker *w)
 	web_server_close();
 	webd_live_stop();
 	webd_integrations_close();
+	webd_relay_close();
 	webd_answers_close();
 }
 
