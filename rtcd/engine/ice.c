@@ -5,7 +5,6 @@
 #include <agent.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/udp.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 
 #include "kp_limits.h"
 #include "log.h"
+#include "send_msgs.h"
 
 struct rtc_ice {
 	NiceAgent *agent;
@@ -358,51 +358,6 @@ static unsigned send_nice(struct rtc_ice *ice, const struct rtc_ice_pkt *pkts, u
 	return i;
 }
 
-/* Messages for pkts: one per datagram, or with gso one per run of equal-sized datagrams
- * (the last of a run may be shorter, udp(7) UDP_SEGMENT). end[m]: the datagrams up to
- * message m. Returns the number of messages. */
-static unsigned build_msgs(struct rtc_ice *ice, const struct rtc_ice_pkt *pkts, unsigned n, bool gso, struct mmsghdr *m,
-			   struct iovec *iov, char (*cm)[CMSG_SPACE(sizeof(uint16_t))], unsigned *end)
-{
-	unsigned nm = 0;
-	for (unsigned i = 0; i < n; i++) {
-		iov[i].iov_base = (void *)pkts[i].data;
-		iov[i].iov_len = pkts[i].len;
-	}
-	for (unsigned i = 0; i < n;) {
-		unsigned j = i + 1;
-		size_t total = pkts[i].len;
-		if (gso) {
-			while (j < n && pkts[j].len <= pkts[i].len && total + pkts[j].len <= RTC_ICE_GSO_BYTES) {
-				total += pkts[j].len;
-				j++;
-				if (pkts[j - 1].len < pkts[i].len)
-					break; /* a shorter one ends the run */
-			}
-		}
-		struct msghdr *h = &m[nm].msg_hdr;
-		memset(h, 0, sizeof *h);
-		h->msg_name = &ice->peer;
-		h->msg_namelen = ice->peer_len;
-		h->msg_iov = &iov[i];
-		h->msg_iovlen = j - i;
-		if (j - i > 1) {
-			memset(cm[nm], 0, sizeof cm[nm]);
-			h->msg_control = cm[nm];
-			h->msg_controllen = sizeof cm[nm];
-			struct cmsghdr *c = CMSG_FIRSTHDR(h);
-			c->cmsg_level = SOL_UDP;
-			c->cmsg_type = UDP_SEGMENT;
-			c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-			uint16_t seg = (uint16_t)pkts[i].len;
-			memcpy(CMSG_DATA(c), &seg, sizeof seg);
-		}
-		end[nm++] = j;
-		i = j;
-	}
-	return nm;
-}
-
 unsigned rtc_ice_send_batch(struct rtc_ice *ice, const struct rtc_ice_pkt *pkts, unsigned n, int *ret_err)
 {
 	*ret_err = 0;
@@ -414,9 +369,10 @@ unsigned rtc_ice_send_batch(struct rtc_ice *ice, const struct rtc_ice_pkt *pkts,
 	} else {
 		struct mmsghdr m[RTC_ICE_BATCH_MAX];
 		struct iovec iov[RTC_ICE_BATCH_MAX];
-		char cm[RTC_ICE_BATCH_MAX][CMSG_SPACE(sizeof(uint16_t))];
+		char cm[RTC_ICE_BATCH_MAX][RTC_SEND_CMSG];
 		unsigned end[RTC_ICE_BATCH_MAX];
-		unsigned nm = build_msgs(ice, pkts, n, g.mode == RTC_SEND_GSO, m, iov, cm, end);
+		unsigned nm =
+		    rtc_send_msgs(pkts, n, g.mode == RTC_SEND_GSO, &ice->peer, ice->peer_len, m, iov, cm, end);
 		unsigned done = 0; /* messages */
 		sent = 0;
 		while (done < nm) {
@@ -431,8 +387,8 @@ unsigned rtc_ice_send_batch(struct rtc_ice *ice, const struct rtc_ice_pkt *pkts,
 					strerror(errno));
 				g.mode = RTC_SEND_MMSG;
 				g.st.gso_off++;
-				nm = done + build_msgs(ice, pkts + sent, n - sent, false, m + done, iov + sent,
-						       cm + done, end + done);
+				nm = done + rtc_send_msgs(pkts + sent, n - sent, false, &ice->peer, ice->peer_len,
+							  m + done, iov + sent, cm + done, end + done);
 				for (unsigned k = done; k < nm; k++)
 					end[k] += sent;
 				continue;
