@@ -135,11 +135,14 @@ void rtc_live_on_au(const kp_AccessUnit *m, const uint8_t *data, size_t len)
 	cache_add(ls, &au);
 	if (m->codec == kp_Codec_CODEC_H265)
 		rtc_transcode_feed(m->camera, m->stream, &au);
+	/* Packetized once, at the first viewer that sends it, for all of them. */
+	static struct rtc_plan plan;
+	rtc_plan_reset(&plan);
 	struct rtc_session *s = ls->subs;
 	while (s) {
 		struct rtc_session *n = s->live_next;
 		if (!s->replaying)
-			rtc_session_send_au(s, &au, false);
+			rtc_session_send_au(s, &au, false, &plan);
 		s = n;
 	}
 	rtc_mse_on_au(ls->camera, ls->stream, &au);
@@ -215,7 +218,7 @@ static void replay_step(struct rtc_session *s, size_t budget)
 			return;
 		if (c->seq == ls->head->seq)
 			s->need_keyframe = false;
-		rtc_session_send_au(s, &c->au, true);
+		rtc_session_send_au(s, &c->au, true, NULL);
 		s->replay_next = c->seq + 1;
 		sent += c->au.len;
 		if (s->need_keyframe || s->state != RTC_STREAMING) {

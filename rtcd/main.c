@@ -4,6 +4,9 @@
  * engine_load.h), and routes frames: RtcSignal and TopicQuery from webd, AccessUnit and
  * AudioUnit from ingestd, MediaPiece from recorderd, TranscodeOutput and TranscodeEnded
  * from the transcoder. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "ice_net.h"
 #include "kp_limits.h"
 #include "log.h"
@@ -20,6 +23,28 @@ static void on_ice_event(const struct rtc_ice_event *ev)
 }
 
 static struct rtc_ice_net ice_net;
+static enum rtc_send_mode send_mode = RTC_SEND_GSO;
+
+/* KEEPPEEK_RTC_SEND: how media batches go out (keeppeek-rtcd(8), decision 0031); for
+ * tests and measurements, the default is the fastest measured. */
+static void read_send_mode(void)
+{
+	static const char *const names[] = {[RTC_SEND_GSO] = "gso", [RTC_SEND_MMSG] = "mmsg", [RTC_SEND_NICE] = "nice"};
+	const char *v = getenv("KEEPPEEK_RTC_SEND");
+	if (!v || !*v)
+		return;
+	for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if (strcmp(v, names[i]) == 0) {
+			send_mode = (enum rtc_send_mode)i;
+			kp_notice("KEEPPEEK_RTC_SEND=%s: media is sent %s", v,
+				  i == RTC_SEND_NICE   ? "with nice_agent_send, one datagram at a time"
+				  : i == RTC_SEND_MMSG ? "with sendmmsg, without UDP GSO"
+						       : "with sendmmsg and UDP GSO");
+			return;
+		}
+	}
+	kp_warn("KEEPPEEK_RTC_SEND=%s is not gso, mmsg or nice; using %s", v, names[send_mode]);
+}
 
 static int before_confine(struct kp_worker *w)
 {
@@ -31,6 +56,7 @@ static int before_confine(struct kp_worker *w)
 	    .addresses = cfg->rtc_addresses,
 	};
 	rtc_ice_net_prepare(&ice, &ice_net);
+	read_send_mode();
 	rtc_transcode_set_max(cfg->rtc_max_transcodes);
 	return 0;
 }
@@ -40,8 +66,8 @@ static int before_confine(struct kp_worker *w)
 static int confined(struct kp_worker *w)
 {
 	rtc_tx_init(w);
-	rtc_engine_host_set(
-	    &(struct rtc_engine_host){.loop = kp_worker_loop(w), .on_ice_event = on_ice_event, .net = &ice_net});
+	rtc_engine_host_set(&(struct rtc_engine_host){
+	    .loop = kp_worker_loop(w), .on_ice_event = on_ice_event, .net = &ice_net, .send_mode = send_mode});
 	return 0;
 }
 

@@ -110,6 +110,30 @@ void rtc_metrics_answer(struct kp_worker *w, kp_Peer to, uint32_t id)
 		m->audio_transcode_dropped);
 	counter(&t, "keeppeek_rtc_ice_events_dropped_total", "Received datagrams dropped: ICE queue full.",
 		rtc_eng ? rtc_eng->ice_events_dropped() : 0);
+	struct rtc_ice_send_stats st = {0};
+	if (rtc_eng)
+		rtc_eng->ice_send_stats(&st);
+	counter(&t, "keeppeek_rtc_send_batched_total",
+		"Datagrams sent with sendmmsg straight on the selected pair's UDP socket.", st.batched);
+	counter(&t, "keeppeek_rtc_send_unbatched_total",
+		"Datagrams sent one at a time with nice_agent_send (DTLS, RTCP, retransmissions, audio, and the "
+		"media of a pair without a UDP socket of its own).",
+		st.unbatched);
+	counter(&t, "keeppeek_rtc_send_syscalls_total", "sendmmsg calls for media batches.", st.syscalls);
+	counter(&t, "keeppeek_rtc_send_gso_messages_total",
+		"sendmmsg messages carrying several datagrams with UDP GSO (UDP_SEGMENT).", st.gso_messages);
+	rtc_text_add(&t,
+		     "# HELP keeppeek_rtc_send_errors_total Media batch sends the socket refused.\n"
+		     "# TYPE keeppeek_rtc_send_errors_total counter\n"
+		     "keeppeek_rtc_send_errors_total{reason=\"full\"} %llu\n"
+		     "keeppeek_rtc_send_errors_total{reason=\"other\"} %llu\n",
+		     (unsigned long long)st.err_full, (unsigned long long)st.err_other);
+	counter(&t, "keeppeek_rtc_send_dropped_total",
+		"Datagrams of a media batch not sent after the socket refused one (the viewer waits for the "
+		"next keyframe).",
+		st.dropped);
+	counter(&t, "keeppeek_rtc_send_gso_off_total", "Times the kernel refused UDP GSO and rtcd stopped using it.",
+		st.gso_off);
 	gauge(&t, "keeppeek_rtc_session_module_loaded",
 	      "1 once the session module (ICE, DTLS, SRTP) is loaded: at the first WebRTC offer.", rtc_eng != NULL);
 	counter(&t, "keeppeek_rtc_session_module_failures_total",

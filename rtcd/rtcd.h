@@ -14,6 +14,7 @@
 #include "kp_limits.h"
 #include "media.h"
 #include "rtp_h26x.h"
+#include "rtp_plan.h"
 #include "sdp.h"
 
 #define RTC_MTU             1200
@@ -110,7 +111,7 @@ struct rtc_session {
 	struct rtc_ice *ice;
 	struct rtc_dtls *dtls;
 	struct rtc_srtp *srtp_out, *srtp_in;
-	struct rtp_packetizer *pk;
+	uint16_t seq; /* of the next video packet */
 	struct rtx_slot *rtx;
 
 	/* Source. */
@@ -155,8 +156,10 @@ int rtc_session_setup(struct rtc_session *s, const struct sdp_media *m);
 void rtc_session_close(struct rtc_session *s, const char *reason, bool tell);
 void rtc_session_on_ice(struct rtc_session *s, const struct rtc_ice_event *ev);
 struct rtc_session *rtc_session_by_key(uint64_t key);
-/* Sends one access unit; compress: stamp it right after the previous one (GOP replay). */
-void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress);
+/* Sends one access unit; compress: stamp it right after the previous one (GOP replay).
+ * plan: the access unit packetized for every viewer of it (made here at first use;
+ * rtc_plan_reset it for the next one), or NULL: packetized for this session alone. */
+void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress, struct rtc_plan *plan);
 void rtc_session_au_cb(void *arg, const struct rtc_au *au);
 /* The session's transcode was lost (rtc_transcode_lost_cb): an error naming its sid, and
  * the session closes (the client may offer again). */

@@ -143,7 +143,6 @@ void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
 	rtc_eng->srtp_free(s->srtp_out);
 	rtc_eng->srtp_free(s->srtp_in);
 	s->srtp_out = s->srtp_in = NULL;
-	free(s->pk);
 	free(s->rtx);
 	free(s->offer);
 	free(s->keycache);
@@ -151,7 +150,6 @@ void rtc_session_close(struct rtc_session *s, const char *reason, bool tell)
 	s->dtls_pending = NULL;
 	s->ndtls_pending = 0;
 	pre_clear(s);
-	s->pk = NULL;
 	s->rtx = NULL;
 	s->offer = NULL;
 	s->keycache = NULL;
@@ -202,33 +200,60 @@ void rtc_session_send_state(struct rtc_session *s)
 	s->last_state_ms = kp_mono_ms();
 }
 
-static int emit(void *arg, const uint8_t *pkt, size_t len)
+/* Sends n protected packets of s (in its retransmission ring); plen: their payload
+ * bytes. false when the socket refused some: the rest of the access unit is dropped and
+ * the session waits for the next keyframe. */
+static bool flush(struct rtc_session *s, const struct rtc_ice_pkt *batch, const uint16_t *plen, unsigned n)
 {
-	struct rtc_session *s = arg;
-	uint16_t seq = (uint16_t)(pkt[2] << 8 | pkt[3]);
-	struct rtx_slot *slot = &s->rtx[seq % RTC_RTX_SLOTS];
-	if (len > RTC_MTU)
-		return 0;
-	memcpy(slot->data, pkt, len);
-	int l = (int)len;
-	if (rtc_eng->srtp_protect(s->srtp_out, slot->data, &l) < 0) {
-		rtc_metrics.srtp_errors++;
+	int err = 0;
+	unsigned sent = n ? rtc_eng->ice_send_batch(s->ice, batch, n, &err) : 0;
+	for (unsigned i = 0; i < sent; i++) {
+		s->packets++;
+		s->octets += plen[i];
+		rtc_metrics.bytes_sent += batch[i].len;
+	}
+	rtc_metrics.packets_sent += sent;
+	if (sent == n)
+		return true;
+	s->need_keyframe = true;
+	rtc_metrics.keyframe_drops++;
+	return false;
+}
+
+/* The plan's packets with s's header, each protected in its slot of the retransmission
+ * ring, sent RTC_ICE_BATCH_MAX at a time. */
+static void send_plan(struct rtc_session *s, const struct rtc_plan *plan, uint32_t ts)
+{
+	struct rtc_ice_pkt batch[RTC_ICE_BATCH_MAX];
+	uint16_t plen[RTC_ICE_BATCH_MAX];
+	unsigned nb = 0;
+	for (unsigned i = 0; i < plan->n; i++) {
+		const struct rtc_plan_pkt *pp = &plan->pkts[i];
+		uint16_t seq = s->seq++;
+		struct rtx_slot *slot = &s->rtx[seq % RTC_RTX_SLOTS];
+		struct rtp_header h = {
+		    .marker = pp->marker, .payload_type = s->pt, .seq = seq, .timestamp = ts, .ssrc = s->ssrc};
+		size_t hl;
 		slot->len = 0;
-		return 0;
+		if (rtp_header_write(&h, slot->data, sizeof slot->data, &hl) < 0 || hl + pp->len > RTC_MTU)
+			continue;
+		memcpy(slot->data + hl, plan->buf + pp->off, pp->len);
+		int l = (int)(hl + pp->len);
+		if (rtc_eng->srtp_protect(s->srtp_out, slot->data, &l) < 0) {
+			rtc_metrics.srtp_errors++;
+			continue;
+		}
+		slot->seq = seq;
+		slot->len = (uint16_t)l;
+		batch[nb] = (struct rtc_ice_pkt){.data = slot->data, .len = (size_t)l};
+		plen[nb++] = pp->len;
+		if (nb == RTC_ICE_BATCH_MAX) {
+			if (!flush(s, batch, plen, nb))
+				return;
+			nb = 0;
+		}
 	}
-	slot->seq = seq;
-	slot->len = (uint16_t)l;
-	int r = rtc_eng->ice_send(s->ice, slot->data, (size_t)l);
-	if (r == -EAGAIN) {
-		s->need_keyframe = true;
-		rtc_metrics.keyframe_drops++;
-		return 1;
-	}
-	s->packets++;
-	s->octets += (uint32_t)(len - RTP_HEADER_SIZE);
-	rtc_metrics.packets_sent++;
-	rtc_metrics.bytes_sent += (uint64_t)l;
-	return 0;
+	flush(s, batch, plen, nb);
 }
 
 static void keep_keyframe(struct rtc_session *s, const struct rtc_au *au)
@@ -287,12 +312,13 @@ static void pre_keep(struct rtc_session *s, const struct rtc_au *au)
 static void pre_flush(struct rtc_session *s)
 {
 	for (struct pre_au *p = s->pre; p && s->state == RTC_STREAMING; p = p->next)
-		rtc_session_send_au(s, &p->au, true);
+		rtc_session_send_au(s, &p->au, true, NULL);
 	pre_clear(s);
 }
 
-void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress)
+void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool compress, struct rtc_plan *plan)
 {
+	static struct rtc_plan own; /* for a caller without a plan of its own */
 	kp_Codec want = s->rtp_codec == KP_CODEC_H265 ? kp_Codec_CODEC_H265 : kp_Codec_CODEC_H264;
 	if (au->codec != want)
 		return;
@@ -324,14 +350,20 @@ void rtc_session_send_au(struct rtc_session *s, const struct rtc_au *au, bool co
 		s->cst.position_ms = au->wall_ms;
 	if (!s->live && au->keyframe)
 		keep_keyframe(s, au);
-	int r = rtp_packetize(s->pk, au->data, au->len, ts, emit, s);
+	if (!plan) {
+		plan = &own;
+		rtc_plan_reset(plan);
+	}
+	int r = rtc_plan_make(plan, s->rtp_codec, au->data, au->len, RTC_MTU);
 	if (r < 0 && r != -ENODATA)
 		kp_warn("session %s: packetizing a %zu-byte access unit failed: %s", s->sid, au->len, strerror(-r));
+	if (r == 0)
+		send_plan(s, plan, ts);
 }
 
 void rtc_session_au_cb(void *arg, const struct rtc_au *au)
 {
-	rtc_session_send_au(arg, au, false);
+	rtc_session_send_au(arg, au, false, NULL);
 }
 
 void rtc_session_transcode_lost(void *arg, int err, const char *reason)
@@ -479,9 +511,7 @@ static void resend_dtls_pending(struct rtc_session *s)
 
 int rtc_session_setup(struct rtc_session *s, const struct sdp_media *m)
 {
-	s->pk = malloc(sizeof *s->pk);
-	if (!s->pk || rtp_packetizer_init(s->pk, s->rtp_codec, s->pt, s->ssrc, (uint16_t)random32(), RTC_MTU) < 0)
-		return -ENOMEM;
+	s->seq = (uint16_t)random32();
 	s->dtls = rtc_eng->dtls_new(m->fp_alg, m->fp, m->fp_len, dtls_send, s);
 	if (!s->dtls)
 		return -EINVAL;
@@ -594,7 +624,7 @@ static void keyframe_request(struct rtc_session *s)
 		};
 		uint8_t *keep = s->keycache;
 		s->keycache = NULL; /* not re-copied onto itself */
-		rtc_session_send_au(s, &au, true);
+		rtc_session_send_au(s, &au, true, NULL);
 		free(s->keycache);
 		s->keycache = keep;
 	}
@@ -635,6 +665,7 @@ void rtc_session_on_ice(struct rtc_session *s, const struct rtc_ice_event *ev)
 			answer(s);
 		break;
 	case RTC_ICE_CONNECTED:
+		rtc_eng->ice_on_connected(s->ice, ev);
 		if (s->state == RTC_CONNECTING)
 			s->state = RTC_SECURING;
 		if (s->state == RTC_SECURING && s->ndtls_pending)

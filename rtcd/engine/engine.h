@@ -19,7 +19,7 @@
 #include "srtp_session.h"
 
 #define RTC_ENGINE_FILE   "keeppeek-rtcd-session.so"
-#define RTC_ENGINE_ABI    1
+#define RTC_ENGINE_ABI    2
 #define RTC_ENGINE_SYMBOL "rtc_engine_module"
 
 /* What the core gives the module once, at start. */
@@ -27,6 +27,7 @@ struct rtc_engine_host {
 	uv_loop_t *loop;               /* the worker's loop: ICE events are delivered on its thread */
 	rtc_ice_event_cb on_ice_event; /* each ICE event, on the loop's thread */
 	const struct rtc_ice_net *net; /* ports, STUN server, host candidates' addresses */
+	enum rtc_send_mode send_mode;  /* how media batches go out (KEEPPEEK_RTC_SEND) */
 };
 
 /* What the module exports, under the one name RTC_ENGINE_SYMBOL. */
@@ -43,6 +44,9 @@ struct rtc_engine {
 			 char cands[][RTC_ICE_CANDIDATE_MAX], unsigned max, unsigned *ret_n);
 	int (*ice_add_remote)(struct rtc_ice *ice, const char *candidate);
 	int (*ice_send)(struct rtc_ice *ice, const uint8_t *data, size_t len);
+	unsigned (*ice_send_batch)(struct rtc_ice *ice, const struct rtc_ice_pkt *pkts, unsigned n, int *ret_err);
+	void (*ice_on_connected)(struct rtc_ice *ice, const struct rtc_ice_event *ev);
+	void (*ice_send_stats)(struct rtc_ice_send_stats *ret);
 	void (*ice_free)(struct rtc_ice *ice);
 	uint64_t (*ice_events_dropped)(void);
 

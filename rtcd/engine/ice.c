@@ -4,19 +4,37 @@
 
 #include <agent.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "kp_limits.h"
 #include "log.h"
+#include "send_msgs.h"
 
 struct rtc_ice {
 	NiceAgent *agent;
 	guint stream;
 	uint64_t key;
+	/* The selected pair's UDP socket (a reference) and remote address, for
+	 * rtc_ice_send_batch; NULL: none (no pair yet, relayed or TCP): nice_agent_send. The
+	 * descriptor lives as long as the stream: libnice closes it in remove_stream. */
+	GSocket *sock;
+	int fd;
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	bool warned;
+};
+
+/* What new-selected-pair-full tells the loop thread (the data of its event). */
+struct ice_pair {
+	bool udp; /* a host or server-reflexive UDP candidate: its socket may be written */
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
 };
 
 static struct {
@@ -31,6 +49,8 @@ static struct {
 	size_t items, bytes;
 	uint64_t dropped;
 	struct rtc_ice_net net;
+	enum rtc_send_mode mode;
+	struct rtc_ice_send_stats st; /* loop thread only */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void push(enum rtc_ice_event_kind kind, uint64_t key, const void *data, size_t len)
@@ -112,16 +132,23 @@ static void on_state(NiceAgent *agent, guint stream, guint comp, guint state, gp
 }
 
 /* libnice selected a pair: from now on nice_agent_send sends (a DTLS flight that could
- * not go out before is sent again at once, session.c). */
+ * not go out before is sent again at once, session.c), and the pair's remote address
+ * goes with the event for rtc_ice_send_batch (libnice hands copies of the candidates). */
 static void on_selected(NiceAgent *agent, guint stream, guint comp, NiceCandidate *local, NiceCandidate *remote,
 			gpointer data)
 {
 	(void)agent;
 	(void)stream;
 	(void)comp;
-	(void)local;
-	(void)remote;
-	push(RTC_ICE_CONNECTED, (uint64_t)(uintptr_t)data, NULL, 0);
+	struct ice_pair p;
+	memset(&p, 0, sizeof p);
+	p.udp = local->type != NICE_CANDIDATE_TYPE_RELAYED && local->transport == NICE_CANDIDATE_TRANSPORT_UDP &&
+		remote->transport == NICE_CANDIDATE_TRANSPORT_UDP;
+	nice_address_copy_to_sockaddr(&remote->addr, (struct sockaddr *)&p.peer);
+	p.peer_len = p.peer.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	if (p.peer.ss_family != AF_INET && p.peer.ss_family != AF_INET6)
+		p.udp = false;
+	push(RTC_ICE_CONNECTED, (uint64_t)(uintptr_t)data, &p, sizeof p);
 }
 
 static void *thread_main(void *arg)
@@ -133,10 +160,11 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-int rtc_ice_start(uv_loop_t *loop, rtc_ice_event_cb cb, const struct rtc_ice_net *net)
+int rtc_ice_start(uv_loop_t *loop, rtc_ice_event_cb cb, const struct rtc_ice_net *net, enum rtc_send_mode mode)
 {
 	g.cb = cb;
 	g.net = *net;
+	g.mode = mode;
 	int r = uv_async_init(loop, &g.async, on_async);
 	if (r < 0) {
 		kp_err("ice: uv_async_init failed: %s", uv_strerror(r));
@@ -180,6 +208,7 @@ struct rtc_ice *rtc_ice_new(uint64_t key, const char *remote_ufrag, const char *
 	if (!ice)
 		return NULL;
 	ice->key = key;
+	ice->fd = -1;
 	ice->agent = nice_agent_new_full(g.ctx, NICE_COMPATIBILITY_RFC5245, NICE_AGENT_OPTION_ICE_TRICKLE);
 	if (!ice->agent) {
 		free(ice);
@@ -275,7 +304,119 @@ int rtc_ice_add_remote(struct rtc_ice *ice, const char *candidate)
 int rtc_ice_send(struct rtc_ice *ice, const uint8_t *data, size_t len)
 {
 	gint r = nice_agent_send(ice->agent, ice->stream, 1, (guint)len, (const gchar *)data);
-	return r == (gint)len ? 0 : -EAGAIN; /* socket full, or no selected pair yet */
+	if (r != (gint)len)
+		return -EAGAIN; /* socket full, or no selected pair yet */
+	g.st.unbatched++;
+	return 0;
+}
+
+static void drop_socket(struct rtc_ice *ice)
+{
+	if (ice->sock)
+		g_object_unref(ice->sock);
+	ice->sock = NULL;
+	ice->fd = -1;
+}
+
+void rtc_ice_on_connected(struct rtc_ice *ice, const struct rtc_ice_event *ev)
+{
+	if (ev->kind != RTC_ICE_CONNECTED || ev->len != sizeof(struct ice_pair))
+		return; /* a component state change: the pair's event carries the address */
+	struct ice_pair p;
+	memcpy(&p, ev->data, sizeof p);
+	drop_socket(ice);
+	if (!p.udp || g.mode == RTC_SEND_NICE)
+		return;
+	GSocket *gs = nice_agent_get_selected_socket(ice->agent, ice->stream, 1);
+	if (!gs)
+		return; /* relayed or TCP after all, or the pair went away meanwhile */
+	GSocketFamily fam = g_socket_get_family(gs);
+	if ((fam == G_SOCKET_FAMILY_IPV4 && p.peer.ss_family != AF_INET) ||
+	    (fam == G_SOCKET_FAMILY_IPV6 && p.peer.ss_family != AF_INET6) ||
+	    (fam != G_SOCKET_FAMILY_IPV4 && fam != G_SOCKET_FAMILY_IPV6)) {
+		g_object_unref(gs); /* another pair was selected since: its own event follows */
+		return;
+	}
+	ice->sock = gs;
+	ice->fd = g_socket_get_fd(gs);
+	ice->peer = p.peer;
+	ice->peer_len = p.peer_len;
+}
+
+static unsigned send_nice(struct rtc_ice *ice, const struct rtc_ice_pkt *pkts, unsigned n, int *ret_err)
+{
+	unsigned i;
+	for (i = 0; i < n; i++) {
+		gint r = nice_agent_send(ice->agent, ice->stream, 1, (guint)pkts[i].len, (const gchar *)pkts[i].data);
+		if (r != (gint)pkts[i].len) {
+			*ret_err = EAGAIN; /* libnice says no more than that */
+			g.st.err_full++;
+			break;
+		}
+	}
+	g.st.unbatched += i;
+	return i;
+}
+
+unsigned rtc_ice_send_batch(struct rtc_ice *ice, const struct rtc_ice_pkt *pkts, unsigned n, int *ret_err)
+{
+	*ret_err = 0;
+	if (n > RTC_ICE_BATCH_MAX)
+		n = RTC_ICE_BATCH_MAX;
+	unsigned sent;
+	if (!ice->sock || g.mode == RTC_SEND_NICE) {
+		sent = send_nice(ice, pkts, n, ret_err);
+	} else {
+		struct mmsghdr m[RTC_ICE_BATCH_MAX];
+		struct iovec iov[RTC_ICE_BATCH_MAX];
+		char cm[RTC_ICE_BATCH_MAX][RTC_SEND_CMSG];
+		unsigned end[RTC_ICE_BATCH_MAX];
+		unsigned nm =
+		    rtc_send_msgs(pkts, n, g.mode == RTC_SEND_GSO, &ice->peer, ice->peer_len, m, iov, cm, end);
+		unsigned done = 0; /* messages */
+		sent = 0;
+		while (done < nm) {
+			int r = sendmmsg(ice->fd, m + done, nm - done, MSG_DONTWAIT);
+			g.st.syscalls++;
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0 && g.mode == RTC_SEND_GSO && m[done].msg_hdr.msg_iovlen > 1 &&
+			    (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP)) {
+				/* The kernel or the device cannot segment: one datagram per message from now on. */
+				kp_warn("ice: UDP GSO refused (%s); sending one datagram per message from now on",
+					strerror(errno));
+				g.mode = RTC_SEND_MMSG;
+				g.st.gso_off++;
+				nm = done + rtc_send_msgs(pkts + sent, n - sent, false, &ice->peer, ice->peer_len,
+							  m + done, iov + sent, cm + done, end + done);
+				for (unsigned k = done; k < nm; k++)
+					end[k] += sent;
+				continue;
+			}
+			if (r < 0) {
+				*ret_err = errno;
+				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+					g.st.err_full++;
+				} else {
+					g.st.err_other++;
+					if (!ice->warned)
+						kp_warn("ice: sendmmsg of %u datagrams failed: %s", n - sent,
+							strerror(errno));
+					ice->warned = true;
+				}
+				break;
+			}
+			for (unsigned k = done; k < done + (unsigned)r; k++)
+				if (m[k].msg_hdr.msg_iovlen > 1)
+					g.st.gso_messages++;
+			done += (unsigned)r;
+			sent = end[done - 1];
+		}
+		g.st.batched += sent;
+	}
+	if (sent < n)
+		g.st.dropped += n - sent;
+	return sent;
 }
 
 static gboolean free_in_thread(gpointer data)
@@ -289,6 +430,7 @@ void rtc_ice_free(struct rtc_ice *ice)
 {
 	if (!ice)
 		return;
+	drop_socket(ice);
 	if (ice->stream)
 		nice_agent_attach_recv(ice->agent, ice->stream, 1, g.ctx, NULL, NULL);
 	g_signal_handlers_disconnect_matched(ice->agent, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
@@ -306,4 +448,9 @@ uint64_t rtc_ice_events_dropped(void)
 	uint64_t d = g.dropped;
 	pthread_mutex_unlock(&g.lock);
 	return d;
+}
+
+void rtc_ice_send_stats(struct rtc_ice_send_stats *ret)
+{
+	*ret = g.st;
 }

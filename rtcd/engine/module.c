@@ -12,7 +12,7 @@ static int start(const struct rtc_engine_host *host, char fp[RTC_DTLS_FP_TEXT])
 {
 	if (rtc_srtp_global_init() < 0 || rtc_dtls_global_init(fp) < 0)
 		return -EIO;
-	int r = rtc_ice_start(host->loop, host->on_ice_event, host->net);
+	int r = rtc_ice_start(host->loop, host->on_ice_event, host->net, host->send_mode);
 	if (r < 0) {
 		rtc_dtls_global_free();
 		return r;
@@ -39,6 +39,9 @@ __attribute__((visibility("default"))) const struct rtc_engine rtc_engine_module
     .ice_local = rtc_ice_local,
     .ice_add_remote = rtc_ice_add_remote,
     .ice_send = rtc_ice_send,
+    .ice_send_batch = rtc_ice_send_batch,
+    .ice_on_connected = rtc_ice_on_connected,
+    .ice_send_stats = rtc_ice_send_stats,
     .ice_free = rtc_ice_free,
     .ice_events_dropped = rtc_ice_events_dropped,
     .dtls_new = rtc_dtls_new,
