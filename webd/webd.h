@@ -32,6 +32,7 @@ extern const struct web_route webd_auth_routes[];   /* login, logout, session (a
 extern const struct web_route webd_data_routes[];   /* events, coverage, export, delete */
 extern const struct web_route webd_config_routes[]; /* configuration (routes_config.c) */
 extern const struct web_route webd_users_routes[];  /* users and API tokens (routes_users.c) */
+extern const struct web_route webd_hub_routes[];    /* a hub's merged views (routes_hub.c) */
 extern const struct web_ws_route webd_ws_routes[];  /* live and rtc, in enum webd_ws order */
 enum webd_ws { WEBD_WS_LIVE, WEBD_WS_RTC };
 
