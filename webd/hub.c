@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hub_fetch.h"
+#include "hub_ws.h"
 #include "json.h"
 #include "kp_time.h"
 #include "log.h"
@@ -37,6 +38,16 @@ static const char *const state_names[] = {"unknown", "up", "down", "refused", "b
 void webd_hub_init(uv_loop_t *loop)
 {
 	hub_fetch_init(loop);
+	hub_ws_init(loop);
+}
+
+struct hub_ws *webd_hub_link_open(unsigned i, const struct hub_ws_ops *ops, void *arg, char *why, size_t why_len)
+{
+	if (i >= webd_hub_nsites() || !H.s[i].conf.token[0]) {
+		snprintf(why, why_len, "no such site, or no usable token");
+		return NULL;
+	}
+	return hub_ws_open(&H.s[i].conf, &H.s[i].inflight, H.timeout_ms, ops, arg, why, why_len);
 }
 
 void webd_hub_configure(const kp_WorkerConfig *cfg)

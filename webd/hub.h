@@ -54,6 +54,14 @@ void hub_fan_start(struct web_req *r, size_t max_bytes, int (*path)(unsigned i, 
 /* The route's verdict on site i's answer: it was read (ok) or not (the answer could not
  * be read: state bad answer). Sets the site's state and counts it. */
 void hub_site_verdict(unsigned i, const struct hub_answer *a, bool ok);
+/* A signaling link to site i (hub_ws.h) under its timeout and in-flight bound. */
+struct hub_ws_ops;
+struct hub_ws *webd_hub_link_open(unsigned i, const struct hub_ws_ops *ops, void *arg, char *why, size_t why_len);
+/* struct webd's rtc_divert and rtc_divert_end (hub_rtc.c). */
+struct web_ws;
+bool webd_hub_rtc_message(struct web_ws *ws, void **state, const uint8_t *data, size_t len);
+void webd_hub_rtc_end(void *state);
+
 /* {"name","state","error","latency_ms","checked_ms"} of site i, written to w. */
 struct json_w;
 void hub_site_json(unsigned i, struct json_w *w);

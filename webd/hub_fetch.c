@@ -24,6 +24,7 @@ struct hub_get {
 	size_t len, cap, max;
 	bool too_large;
 	uint64_t started_ms;
+	hub_conn_cb conn_cb; /* a connection only (hub_conn_start) */
 };
 
 struct sock {
@@ -140,6 +141,24 @@ static void check_done(void)
 		if (!g)
 			continue;
 		CURLcode res = msg->data.result;
+		if (g->conn_cb) {
+			curl_socket_t fd = CURL_SOCKET_BAD;
+			if (res == CURLE_OK)
+				K->easy_getinfo(g->easy, CURLINFO_ACTIVESOCKET, &fd);
+			CURL *e = g->easy;
+			if (res == CURLE_OK && fd != CURL_SOCKET_BAD) {
+				K->easy_setopt(e, CURLOPT_PRIVATE, NULL);
+				g->easy = NULL; /* the caller's now: hub_conn_close */
+				g->conn_cb(g->arg, (struct hub_conn *)e, (int)fd, NULL);
+			} else {
+				g->conn_cb(g->arg, NULL, -1,
+					   res == CURLE_OPERATION_TIMEDOUT ? "timed out"
+					   : res != CURLE_OK               ? K->easy_strerror(res)
+									   : "no socket");
+			}
+			get_free(g);
+			continue;
+		}
 		long status = 0;
 		K->easy_getinfo(g->easy, CURLINFO_RESPONSE_CODE, &status);
 		uint64_t now = kp_mono_ms();
@@ -283,6 +302,81 @@ struct hub_get *hub_get_start(const kp_HubSite *site, unsigned *inflight, const 
 	g->inflight = inflight;
 	(*inflight)++;
 	return g;
+}
+
+struct hub_get *hub_conn_start(const kp_HubSite *site, unsigned *inflight, unsigned timeout_ms, hub_conn_cb cb,
+			       void *arg, char *why, size_t why_len)
+{
+	if (!F.timer_open) {
+		snprintf(why, why_len, "no request timer");
+		return NULL;
+	}
+	if (!lib_up(why, why_len))
+		return NULL;
+	if (*inflight >= HUB_SITE_INFLIGHT) {
+		snprintf(why, why_len, "%d requests already wait for this site", HUB_SITE_INFLIGHT);
+		return NULL;
+	}
+	struct hub_get *g = calloc(1, sizeof *g);
+	CURL *e = g ? K->easy_init() : NULL;
+	if (!e) {
+		snprintf(why, why_len, "out of memory");
+		free(g);
+		return NULL;
+	}
+	g->easy = e;
+	g->conn_cb = cb;
+	g->arg = arg;
+	g->started_ms = kp_mono_ms();
+	K->easy_setopt(e, CURLOPT_URL, site->url);
+	K->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	K->easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
+	K->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+	K->easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	K->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	K->easy_setopt(e, CURLOPT_PRIVATE, (char *)g);
+	if (site->ca_pem.size) {
+		struct curl_blob blob = {
+		    .data = (void *)site->ca_pem.bytes, .len = site->ca_pem.size, .flags = CURL_BLOB_COPY};
+		K->easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+	}
+	CURLMcode mc = K->multi_add_handle(F.multi, e);
+	if (mc != CURLM_OK) {
+		snprintf(why, why_len, "cannot start a connection: %s", K->multi_strerror(mc));
+		K->easy_cleanup(e);
+		g->easy = NULL;
+		get_free(g);
+		return NULL;
+	}
+	g->inflight = inflight;
+	(*inflight)++;
+	return g;
+}
+
+ssize_t hub_conn_send(struct hub_conn *c, const void *p, size_t n)
+{
+	size_t done = 0;
+	CURLcode r = K->easy_send((CURL *)c, p, n, &done);
+	if (r == CURLE_AGAIN)
+		return -EAGAIN;
+	return r == CURLE_OK ? (ssize_t)done : -EIO;
+}
+
+ssize_t hub_conn_recv(struct hub_conn *c, void *p, size_t n)
+{
+	size_t done = 0;
+	CURLcode r = K->easy_recv((CURL *)c, p, n, &done);
+	if (r == CURLE_AGAIN)
+		return -EAGAIN;
+	return r == CURLE_OK ? (ssize_t)done : -EIO;
+}
+
+void hub_conn_close(struct hub_conn *c)
+{
+	if (!c)
+		return;
+	K->multi_remove_handle(F.multi, (CURL *)c);
+	K->easy_cleanup((CURL *)c);
 }
 
 void hub_get_cancel(struct hub_get *g)

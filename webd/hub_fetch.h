@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <uv.h>
 
 #include "keeppeek.pb.h"
@@ -28,6 +29,19 @@ struct hub_get *hub_get_start(const kp_HubSite *site, unsigned *inflight, const 
 			      size_t max_bytes, hub_get_cb cb, void *arg, char *why, size_t why_len);
 /* The request ends now; its callback is not called. */
 void hub_get_cancel(struct hub_get *g);
+
+/* A connection to the site alone (TCP, and TLS for https, checked against the site's
+ * CA), for hub_ws.c to speak its WebSocket on: cb gets the connection (conn, and its
+ * socket) or why not. The connection is the caller's from then on: hub_conn_send and
+ * hub_conn_recv move bytes (-EAGAIN when the socket is not ready), hub_conn_close ends
+ * it. hub_get_cancel before cb ends the attempt. */
+struct hub_conn;
+typedef void (*hub_conn_cb)(void *arg, struct hub_conn *conn, int fd, const char *why);
+struct hub_get *hub_conn_start(const kp_HubSite *site, unsigned *inflight, unsigned timeout_ms, hub_conn_cb cb,
+			       void *arg, char *why, size_t why_len);
+ssize_t hub_conn_send(struct hub_conn *c, const void *p, size_t n);
+ssize_t hub_conn_recv(struct hub_conn *c, void *p, size_t n);
+void hub_conn_close(struct hub_conn *c);
 void hub_fetch_close(void);
 
 #endif

@@ -126,6 +126,27 @@ int hub_copy_value(const struct json_doc *d, int t, struct json_w *w)
 	return copy_at(d, t, w, 0);
 }
 
+int hub_copy_with(const struct json_doc *d, int o, const char *member, const char *value, struct json_w *w)
+{
+	const struct json_tok *k = &d->toks[o];
+	if (k->type != JSON_OBJECT)
+		return -EINVAL;
+	jw_obj(w);
+	for (uint32_t i = 0, c = (uint32_t)o + 1; i < k->size; i++) {
+		static char key[256];
+		if (json_get_str(d, (int)c, key, sizeof key) < 0)
+			return -EINVAL;
+		jw_key(w, key);
+		if (!strcmp(key, member))
+			jw_str(w, value);
+		else if (copy_at(d, (int)c + 1, w, 1) < 0)
+			return -EINVAL;
+		c = d->toks[c + 1].next;
+	}
+	jw_obj_end(w);
+	return 0;
+}
+
 /* The camera name of member "name" (or key) of object o into buf, checked. */
 static int camera_of(const struct json_doc *d, int o, const char *key, char *buf, size_t cap)
 {

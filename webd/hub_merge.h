@@ -41,6 +41,10 @@ int hub_split_camera(const char *full, char *site, size_t site_cap, char *camera
  * 64 KiB. */
 int hub_copy_value(const struct json_doc *d, int t, struct json_w *w);
 
+/* Object o written again with member's value (when present) replaced by the string
+ * value: 0, or -EINVAL when o is not an object or a value cannot be copied. */
+int hub_copy_with(const struct json_doc *d, int o, const char *member, const char *value, struct json_w *w);
+
 /* {"cameras":[{"name":CAM,...}]} of a site: each camera written to w (inside the
  * caller's array) with "name":"SITE/CAM", "site":SITE, "site_camera":CAM and its other
  * members copied. *count: how many. -EINVAL when the answer is not that shape, a name

@@ -23,7 +23,7 @@ static const struct web_server_def server_def = {
 };
 
 /* The context the modules are handed (through the core, or as an argument). */
-static struct webd webd_ctx;
+static struct webd webd_ctx = {.rtc_divert = webd_hub_rtc_message, .rtc_divert_end = webd_hub_rtc_end};
 
 /* With keeppeekd's listening sockets, webd accepts once its link to recorderd is up (a
  * request that needs recorderd is then never answered 503 for a link not yet made),

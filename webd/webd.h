@@ -14,9 +14,13 @@
 #include "kp_limits.h"
 #include "worker.h"
 
-/* What webd's modules share: the worker, for IPC and its loop. */
+/* What webd's modules share: the worker, for IPC and its loop; and a hub's routing of
+ * site cameras' signaling (hub_rtc.c), which rtc_relay.c asks first about each
+ * browser message (true: taken) and tells when the WebSocket ends (NULL: none). */
 struct webd {
 	struct kp_worker *worker;
+	bool (*rtc_divert)(struct web_ws *ws, void **state, const uint8_t *data, size_t len);
+	void (*rtc_divert_end)(void *state);
 };
 
 /* Route flags of the application (the core passes them to webd_auth_check). */

@@ -13,7 +13,12 @@ plus a third site "stall" whose port accepts connections and never answers.
   site; an event's thumbnail comes through the hub;
 - the site tokens never appear in an answer; without credentials 401; a webd without
   [hub] answers 404 not_hub;
-- west killed: the hub still answers with east's cameras and west "down" (connection
+- signaling on the hub's /api/v1/rtc: offers for east/front and west/front each get
+  their site's answer (its loopback candidate: media flows from the site) and a state
+  naming SITE/CAMERA; an unknown site is "not_found" from the hub, an unknown camera
+  "not_found" from the site;
+- west killed: its session on the page gets "error" (unavailable, naming west) and
+  "closed", east's goes on; the hub still answers with east's cameras and west "down" (connection
   refused) at once, stall after its timeout; failures are counted per site in /metrics;
 - no worker of any of the three restarted."""
 import json
@@ -23,13 +28,18 @@ import threading
 import time
 
 import kp_events as E
-from kp import TestCamera, cameras, check, metric, run, wait_for
+import kp_ws
+from kp import TestCamera, cameras, check, free_port_run, metric, run, wait_for
+from test_rtc_signaling import offer_sdp
 
 SITE_CONFIG = """[keeppeek]
 data_dir = {dir}/data
 run_dir = {dir}/run
 [web]
 listen = 127.0.0.1:{port}
+[rtc]
+addresses = 127.0.0.1
+udp_ports = %d-%d
 [camera "front"]
 url = %s
 """
@@ -91,7 +101,8 @@ def stalled_listener():
 
 def start_site(make, work, name):
     cam = TestCamera(work, f"{name}-cam", "h264", "baichuan", "aes")
-    k = make(config=SITE_CONFIG % cam.url())
+    lo = free_port_run(64, socket.SOCK_DGRAM)
+    k = make(config=SITE_CONFIG % (lo, lo + 63, cam.url()))
     k.wait_running()
 
     def streaming():
@@ -215,8 +226,52 @@ def run_checks(east, west, hub, htok, tokens, publishers):
     check(st == 200 and h.get("content-type") == "image/jpeg" and body[:2] == b"\xff\xd8",
           f"an event's thumbnail through the hub ({st})")
 
-    # West dies: east still answers, west says why, stall after its timeout.
+    # Signaling through the hub: each offer goes to the camera's site, whose answer
+    # carries the site's own candidates; the site's messages name the camera SITE/CAMERA.
+    ws = kp_ws.connect("127.0.0.1", hub.web_port, "/api/v1/rtc", {"Authorization": "Bearer " + htok})
+    for sid, cam in (("a", "east/front"), ("b", "west/front")):
+        ws.send_text(json.dumps({"type": "offer", "sid": sid, "sdp": offer_sdp(), "camera": cam, "stream": "main",
+                                 "mode": "live"}))
+    got = {}
+    deadline = time.monotonic() + 15
+    while len([k for k in got if k[1] in ("answer", "state")]) < 4 and time.monotonic() < deadline:
+        kind, data = ws.recv(timeout=max(0.1, deadline - time.monotonic()))
+        check(kind == "text", f"signaling is text ({kind})")
+        m = json.loads(data)
+        got[(m.get("sid"), m["type"])] = m
+    for sid, cam in (("a", "east/front"), ("b", "west/front")):
+        ans = got.get((sid, "answer"))
+        check(ans and "a=setup:passive" in ans["sdp"] and " 127.0.0.1 " in ans["sdp"],
+              f"{sid}: the site's answer with its loopback candidate: {ans and ans['sdp'][:80]!r}")
+        st = got.get((sid, "state"))
+        check(st and st["camera"] == cam, f"{sid}: state names {cam}: {st}")
+    ws.send_text(json.dumps({"type": "offer", "sid": "c", "sdp": offer_sdp(), "camera": "nosuch/front"}))
+    m = json.loads(ws.recv(timeout=10)[1])
+    check(m["type"] == "error" and m["sid"] == "c" and m["code"] == "not_found", f"unknown site: {m}")
+    ws.send_text(json.dumps({"type": "offer", "sid": "d", "sdp": offer_sdp(), "camera": "east/nosuch"}))
+    deadline = time.monotonic() + 10
+    while True:
+        m = json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic()))[1])
+        if m.get("sid") == "d":
+            break
+    check(m["type"] == "error" and m["code"] == "not_found", f"the site's own error comes back: {m}")
+
+    # West dies: east still answers, west says why, stall after its timeout; the page's
+    # session on west is told so.
     west.stop()
+    deadline = time.monotonic() + 15
+    seen = set()
+    while ("b", "closed") not in seen and time.monotonic() < deadline:
+        kind, data = ws.recv(timeout=max(0.1, deadline - time.monotonic()))
+        if kind != "text":
+            break
+        m = json.loads(data)
+        seen.add((m.get("sid"), m["type"]))
+        if m.get("sid") == "b" and m["type"] == "error":
+            check(m["code"] == "unavailable" and "west" in m["message"], f"west's session told why: {m}")
+    check(("b", "error") in seen and ("b", "closed") in seen, f"west's session ended with a reason: {seen}")
+    check(("a", "closed") not in seen, "east's session goes on")
+    ws.close()
     t0 = time.monotonic()
     ans = get_json(hub, htok, "/api/v1/hub/cameras")
     took = time.monotonic() - t0
