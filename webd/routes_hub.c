@@ -1,7 +1,8 @@
 /* The hub's routes (docs/decisions/0033, keeppeek-api(7)): /api/v1/hub/sites, cameras,
  * coverage and events, each answered from every site at once (hub.c) and merged
- * (hub_merge.c), with every site's state in "sites"; and an event's pictures from the
- * site that holds it. A webd that is not a hub answers them 404 "not_hub". */
+ * (hub_merge.c), with every site's state in "sites"; and an event's pictures, and a
+ * site camera's timeline preview, from the site that holds them. A webd that is not a hub answers them 404 "not_hub".
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,14 +53,16 @@ static char *answer_buf(size_t cap)
 
 /* ---- sites ---- */
 
+/* Any server answers this one: {"hub": false, "sites": []} when it is not a hub, so
+ * that a page asks without an error first. */
 static void route_sites(struct web_req *r)
 {
-	if (!hub_or_404(r))
-		return;
 	char buf[8192];
 	struct json_w w;
 	jw_init(&w, buf, sizeof buf);
 	jw_obj(&w);
+	jw_key(&w, "hub");
+	jw_bool(&w, webd_hub_enabled());
 	reply_json(r, &w);
 }
 
@@ -432,11 +435,46 @@ static void route_event_picture(struct web_req *r)
 	hub_fan_start(r, HUB_PICTURE_BYTES, picture_path, &c, sizeof c, picture_done);
 }
 
+/* ---- a site camera's timeline preview: /api/v1/hub/cameras/SITE/CAM/thumbnail?t=MS ---- */
+
+static void route_camera_picture(struct web_req *r)
+{
+	if (!hub_or_404(r))
+		return;
+	static const char prefix[] = "/api/v1/hub/cameras/";
+	const char *rest = web_req_path(r) + sizeof prefix - 1;
+	char site[KP_SITE_NAME_MAX + 1], cam[KP_CAMERA_NAME_MAX + 1];
+	const char *s1 = strchr(rest, '/');
+	const char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+	if (!s1 || !s2 || strcmp(s2, "/thumbnail") || s1 - rest > KP_SITE_NAME_MAX ||
+	    s2 - s1 - 1 > KP_CAMERA_NAME_MAX) {
+		web_reply_error(r, 404, "not_found", "cameras/SITE/CAMERA/thumbnail?t=MS");
+		return;
+	}
+	snprintf(site, sizeof site, "%.*s", (int)(s1 - rest), rest);
+	snprintf(cam, sizeof cam, "%.*s", (int)(s2 - s1 - 1), s1 + 1);
+	int64_t t;
+	int32_t stream = -1;
+	struct picture_ctx c = {.site = webd_hub_site_find(site)};
+	if (c.site < 0 || !hub_camera_name_ok(cam)) {
+		web_reply_error(r, 404, "not_found", "no such site camera");
+		return;
+	}
+	if (webd_param_ms(r, "t", true, &t) < 0 || webd_param_stream(r, "stream", false, &stream) < 0)
+		return;
+	snprintf(c.path, sizeof c.path, "/api/v1/cameras/%s/thumbnail?t=%lld%s", cam, (long long)t,
+		 stream < 0    ? ""
+		 : stream == 0 ? "&stream=main"
+			       : "&stream=sub");
+	hub_fan_start(r, HUB_PICTURE_BYTES, picture_path, &c, sizeof c, picture_done);
+}
+
 const struct web_route webd_hub_routes[] = {
     {WEB_GET | WEB_HEAD, "/api/v1/hub/sites", 0, 0, route_sites},
     {WEB_GET | WEB_HEAD, "/api/v1/hub/cameras", 0, 0, route_cameras},
     {WEB_GET | WEB_HEAD, "/api/v1/hub/coverage", 0, 0, route_coverage},
     {WEB_GET | WEB_HEAD, "/api/v1/hub/events", 0, 0, route_events},
     {WEB_GET | WEB_HEAD, "/api/v1/hub/events/", WEB_PREFIX, 0, route_event_picture},
+    {WEB_GET | WEB_HEAD, "/api/v1/hub/cameras/", WEB_PREFIX, 0, route_camera_picture},
     {0, NULL, 0, 0, NULL},
 };

@@ -142,6 +142,10 @@ def run_checks(east, west, hub, htok, tokens, publishers):
     check(st == 401, f"hub cameras without credentials: 401 (got {st})")
     st, body = get(east, tokens["east"], "/api/v1/hub/cameras")
     check(st == 404 and json.loads(body)["code"] == "not_hub", f"a site is not a hub: 404 not_hub ({st} {body!r})")
+    a = get_json(east, tokens["east"], "/api/v1/hub/sites")
+    check(a == {"hub": False, "sites": []}, f"any server answers hub/sites: {a}")
+    a = get_json(hub, htok, "/api/v1/hub/sites")
+    check(a["hub"] is True and [x["name"] for x in a["sites"]] == ["east", "west", "stall"], f"the hub's sites: {a}")
 
     # Cameras, merged; the stalled site answers nothing within the timeout.
     t0 = time.monotonic()
