@@ -4,11 +4,12 @@
 // tiles play live WebRTC video at once (media from each site straight to the browser:
 // the answers' candidates are the sites'), with a line per site saying it is up; the
 // timeline of a site camera draws its recorded ranges from the hub's coverage and plays
-// stored video from it. Then west stops: the site line says it is unreachable and
+// stored video from it; an event published to a site is found by the events page's
+// search of every camera, with its thumbnail through the hub. Then west stops: the site line says it is unreachable and
 // east keeps playing.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { check, launch, login, guard, startKeeppeek, startTestCamera, waitFor, DESKTOP, shoot } from './helpers.mjs';
+import { check, launch, login, guard, publishEvent, startKeeppeek, startTestCamera, waitFor, DESKTOP, shoot } from './helpers.mjs';
 
 // A run of UDP ports for one site's rtcd, away from the default range.
 const udpBase = () => 20000 + 100 * Math.floor(Math.random() * 350);
@@ -100,6 +101,18 @@ export default async function () {
 		return x && x.readyState >= 2 && x.videoWidth > 0 && x.currentTime > 0;
 	}), 30000, 'stored video of east/front plays through the hub');
 	await shoot(page, 'hub-timeline');
+
+	// An event of a site: found by the hub's search, its thumbnail fetched through the hub.
+	const pub = (await east.kp.ctl(['token', 'create', '--name', 'pub', '--role', 'publisher'])).trim();
+	const now = Date.now();
+	await publishEvent(east.kp, pub, page, { id: 'hub-ev-1', revision: 1, camera: 'front', stream: 'main', start_ms: now - 5000, end_ms: now - 4000, labels: [{ name: 'person', score: 0.9 }] });
+	await page.goto(hub.url + '/events.html');
+	await page.waitForSelector('.ev-item[data-id="hub-ev-1"]', { timeout: 20000 });
+	check((await page.textContent('.ev-item[data-id="hub-ev-1"]')).includes('east/front'), 'the event names east/front');
+	await waitFor(() => page.evaluate(() => {
+		const img = document.querySelector('.ev-item[data-id="hub-ev-1"] img.ev-thumb');
+		return img && img.complete && img.naturalWidth > 0;
+	}), 20000, 'its thumbnail comes through the hub');
 
 	// West stops: the page says so and east goes on.
 	await page.goto(hub.url + '/');

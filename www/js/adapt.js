@@ -67,9 +67,12 @@ export async function event(id) {
 	return normalizeEvent(await get(`/api/v1/events/${encodeURIComponent(id)}`));
 }
 
-// One page of a search: {events, cursor} (cursor '' at the end).
+// One page of a search: {events, cursor} (cursor '' at the end). On a hub a search of
+// every camera is the sites' merged search; the hub's own cameras' events are searched
+// by choosing one of them.
 export async function events({ camera, from, to, label, q, limit, cursor }) {
-	const j = await get((remote(camera) ? '/api/v1/hub/events' : '/api/v1/events') + query({ camera, from, to, label, q, limit, cursor }));
+	const hub = remote(camera) || (!camera && await hubMode());
+	const j = await get((hub ? '/api/v1/hub/events' : '/api/v1/events') + query({ camera, from, to, label, q, limit, cursor }));
 	return { events: j.events.map(normalizeEvent), cursor: j.next_cursor || '' };
 }
 
