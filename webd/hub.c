@@ -212,7 +212,8 @@ void hub_fan_start(struct web_req *r, size_t max_bytes, int (*path)(unsigned i, 
 	}
 	f->req = web_req_id(r);
 	f->done = done;
-	memcpy(f->ctx, ctx, ctx_len);
+	if (ctx_len)
+		memcpy(f->ctx, ctx, ctx_len);
 	f->pending = 1; /* held until every site is started */
 	for (unsigned i = 0; i < webd_hub_nsites(); i++) {
 		char p[1536];
