@@ -201,8 +201,9 @@ static void on_answer(void *arg, long status, const char *why, const char *body,
 		fan_finish(fan);
 }
 
-void hub_fan_start(struct web_req *r, size_t max_bytes, int (*path)(unsigned i, char *buf, size_t cap, const void *ctx),
-		   const void *ctx, size_t ctx_len, void (*done)(struct web_req *r, struct hub_fan *f))
+void hub_fan_start(struct web_req *r, size_t max_bytes, unsigned min_timeout_ms,
+		   int (*path)(unsigned i, char *buf, size_t cap, const void *ctx), const void *ctx, size_t ctx_len,
+		   void (*done)(struct web_req *r, struct hub_fan *f))
 {
 	struct hub_fan *f = ctx_len <= HUB_FAN_CTX ? calloc(1, sizeof *f) : NULL;
 	if (!f) {
@@ -230,8 +231,9 @@ void hub_fan_start(struct web_req *r, size_t max_bytes, int (*path)(unsigned i, 
 		}
 		*slot = (struct fan_slot){f, i};
 		f->pending++;
-		f->gets[i] = hub_get_start(&H.s[i].conf, &H.s[i].inflight, p, H.timeout_ms, max_bytes, on_answer, slot,
-					   why, sizeof why);
+		unsigned timeout = H.timeout_ms > min_timeout_ms ? H.timeout_ms : min_timeout_ms;
+		f->gets[i] = hub_get_start(&H.s[i].conf, &H.s[i].inflight, p, timeout, max_bytes, on_answer, slot, why,
+					   sizeof why);
 		if (!f->gets[i]) {
 			f->pending--;
 			free(slot);

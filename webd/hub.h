@@ -46,11 +46,13 @@ struct hub_fan {
 	unsigned char ctx[HUB_FAN_CTX]; /* the route's parameters */
 };
 /* For each site i: path(i, buf, cap, ctx) writes the site's path and query and returns 1
- * to ask it, 0 to leave it out. Each answer is bounded by max_bytes. done runs once,
+ * to ask it, 0 to leave it out. Each answer is bounded by max_bytes and given [hub]
+ * timeout_ms, or min_timeout_ms when that is longer. done runs once,
  * when every site asked has answered (or at once when none was asked), with the request
  * still open; it answers it. ctx (ctx_len <= HUB_FAN_CTX bytes) is copied into the fan. */
-void hub_fan_start(struct web_req *r, size_t max_bytes, int (*path)(unsigned i, char *buf, size_t cap, const void *ctx),
-		   const void *ctx, size_t ctx_len, void (*done)(struct web_req *r, struct hub_fan *f));
+void hub_fan_start(struct web_req *r, size_t max_bytes, unsigned min_timeout_ms,
+		   int (*path)(unsigned i, char *buf, size_t cap, const void *ctx), const void *ctx, size_t ctx_len,
+		   void (*done)(struct web_req *r, struct hub_fan *f));
 /* The route's verdict on site i's answer: it was read (ok) or not (the answer could not
  * be read: state bad answer). Sets the site's state and counts it. */
 void hub_site_verdict(unsigned i, const struct hub_answer *a, bool ok);

@@ -20,6 +20,9 @@
 #define HUB_LIST_BYTES    (1 * KP_MIB) /* cameras, coverage */
 #define HUB_EVENTS_BYTES  (4 * KP_MIB) /* a page of up to 500 events */
 #define HUB_PICTURE_BYTES (8 * KP_MIB) /* an event's JPEG */
+/* A picture the site may have to make first (its transcoder, started on demand, decodes
+ * a keyframe): at least this long, whatever [hub] timeout_ms says. */
+#define HUB_PICTURE_TIMEOUT_MS 10000
 
 static bool hub_or_404(struct web_req *r)
 {
@@ -114,7 +117,7 @@ static void cameras_done(struct web_req *r, struct hub_fan *f)
 static void route_cameras(struct web_req *r)
 {
 	if (hub_or_404(r))
-		hub_fan_start(r, HUB_LIST_BYTES, cameras_path, NULL, 0, cameras_done);
+		hub_fan_start(r, HUB_LIST_BYTES, 0, cameras_path, NULL, 0, cameras_done);
 }
 
 /* ---- coverage ---- */
@@ -209,7 +212,7 @@ static void route_coverage(struct web_req *r)
 		web_reply_error(r, 404, "not_found", "camera is SITE/CAMERA of a configured site");
 		return;
 	}
-	hub_fan_start(r, HUB_LIST_BYTES, coverage_path, &c, sizeof c, coverage_done);
+	hub_fan_start(r, HUB_LIST_BYTES, 0, coverage_path, &c, sizeof c, coverage_done);
 }
 
 /* ---- events ---- */
@@ -368,7 +371,7 @@ static void route_events(struct web_req *r)
 	for (unsigned i = 0; cursor[0] && i < webd_hub_nsites(); i++)
 		if (!hub_cursor_place(&c.cur, webd_hub_site_name(i), false))
 			hub_cursor_place(&c.cur, webd_hub_site_name(i), true)->done = true;
-	hub_fan_start(r, HUB_EVENTS_BYTES, events_path, &c, sizeof c, events_done);
+	hub_fan_start(r, HUB_EVENTS_BYTES, 0, events_path, &c, sizeof c, events_done);
 }
 
 /* ---- an event's pictures: /api/v1/hub/events/SITE/ID/(thumbnail|snapshot) ---- */
@@ -396,11 +399,12 @@ static void picture_done(struct web_req *r, struct hub_fan *f)
 		hub_site_verdict((unsigned)c->site, a, true);
 	if (a->body && a->status == 200)
 		web_reply(r, 200, "image/jpeg", a->body, a->len, "Cache-Control: private, max-age=60\r\n");
-	else if (!a->why && a->status == 404)
-		web_reply_error(r, 404, "not_found", "the site has no picture for this event");
+	else if (!a->why && a->status >= 400 && a->status <= 599)
+		web_reply_error(r, (int)a->status, "site_error", "site %s answered HTTP %ld",
+				webd_hub_site_name((unsigned)c->site), a->status);
 	else
 		web_reply_error(r, 502, "site_unavailable", "site %s: %s", webd_hub_site_name((unsigned)c->site),
-				a->why ? a->why : "it answered with an error");
+				a->why ? a->why : "it answered without a picture");
 }
 
 static void route_event_picture(struct web_req *r)
@@ -432,7 +436,7 @@ static void route_event_picture(struct web_req *r)
 		return;
 	}
 	snprintf(c.path, sizeof c.path, "/api/v1/events/%s/%s", enc + 3, part);
-	hub_fan_start(r, HUB_PICTURE_BYTES, picture_path, &c, sizeof c, picture_done);
+	hub_fan_start(r, HUB_PICTURE_BYTES, HUB_PICTURE_TIMEOUT_MS, picture_path, &c, sizeof c, picture_done);
 }
 
 /* ---- a site camera's timeline preview: /api/v1/hub/cameras/SITE/CAM/thumbnail?t=MS ---- */
@@ -466,7 +470,7 @@ static void route_camera_picture(struct web_req *r)
 		 stream < 0    ? ""
 		 : stream == 0 ? "&stream=main"
 			       : "&stream=sub");
-	hub_fan_start(r, HUB_PICTURE_BYTES, picture_path, &c, sizeof c, picture_done);
+	hub_fan_start(r, HUB_PICTURE_BYTES, HUB_PICTURE_TIMEOUT_MS, picture_path, &c, sizeof c, picture_done);
 }
 
 const struct web_route webd_hub_routes[] = {
