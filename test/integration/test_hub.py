@@ -20,7 +20,11 @@ plus a third site "stall" whose port accepts connections and never answers.
 - west killed: its session on the page gets "error" (unavailable, naming west) and
   "closed", east's goes on; the hub still answers with east's cameras and west "down" (connection
   refused) at once, stall after its timeout; failures are counted per site in /metrics;
-- no worker of any of the three restarted."""
+- one past the ceilings, on a second hub over a site of the test's own and the stalled
+  port: a camera list of exactly 1 MiB is read, one byte more is "answer too large"; 32
+  requests wait for the stalled site and the 33rd is refused for it at once, the other
+  site answering; limit 501 is 400;
+- no worker of any of the hubs and sites restarted."""
 import json
 import os
 import socket
@@ -64,6 +68,84 @@ token = file:%s
 """
 
 TIMEOUT_MS = 1500
+
+HUB2_CONFIG = """[keeppeek]
+data_dir = {dir}/data
+run_dir = {dir}/run
+[web]
+listen = 127.0.0.1:{port}
+[hub]
+enabled = yes
+timeout_ms = 3000
+[site "big"]
+url = http://127.0.0.1:%d
+token = file:%s
+[site "stall"]
+url = http://127.0.0.1:%d
+token = file:%s
+"""
+HUB_LIST_BYTES = 1 << 20  # webd/routes_hub.c
+HUB_SITE_INFLIGHT = 32  # webd/hub_fetch.h
+
+
+class BigSite:
+    """A site whose camera list is exactly `size` bytes: one camera, padded with spaces."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        self.size = HUB_LIST_BYTES
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_GET(self):
+                head = b'{"cameras":[{"name":"yard","state":"streaming","streams":[]}]'
+                body = head + b" " * (outer.size - len(head) - 1) + b"}"
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+
+def ceilings(make, tok_file, stall):
+    """One past the bounds of a site's answer and of the requests waiting for one site."""
+    big = BigSite()
+    hub = make(config=HUB2_CONFIG % (big.port, tok_file, stall.getsockname()[1], tok_file))
+    hub.wait_running()
+    htok = hub.token("viewer")
+    a = get_json(hub, htok, "/api/v1/hub/cameras")
+    check([c["name"] for c in a["cameras"]] == ["big/yard"] and sites_of(a)["big"]["state"] == "up",
+          f"an answer of exactly {HUB_LIST_BYTES} bytes is read: {sites_of(a)['big']}")
+    big.size = HUB_LIST_BYTES + 1
+    a = get_json(hub, htok, "/api/v1/hub/cameras")
+    s = sites_of(a)["big"]
+    check(not a["cameras"] and s["state"] == "down" and s["error"] == "answer too large",
+          f"one byte more ends the request: {s}")
+    big.size = HUB_LIST_BYTES
+    # HUB_SITE_INFLIGHT requests wait for the stalled site; one more is refused at once.
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(HUB_SITE_INFLIGHT) as pool:
+        waiting = [pool.submit(get, hub, htok, "/api/v1/hub/cameras") for _ in range(HUB_SITE_INFLIGHT)]
+        check(wait_for(lambda: metric(hub, htok, 'keeppeek_webd_hub_site_inflight{site="stall"}') ==
+                       HUB_SITE_INFLIGHT, 2.5, 0.05), f"{HUB_SITE_INFLIGHT} requests wait for the stalled site")
+        t0 = time.monotonic()
+        a = get_json(hub, htok, "/api/v1/hub/cameras")
+        took = time.monotonic() - t0
+        s = sites_of(a)["stall"]
+        check(s["state"] == "down" and "cannot ask the site now" in s["error"] and took < 2.5,
+              f"one more is refused at once ({took:.2f} s): {s}")
+        check([c["name"] for c in a["cameras"]] == ["big/yard"], "the other site answers it")
+        check(all(w.result()[0] == 200 for w in waiting), "the waiting requests are answered after the timeout")
+    st, body = get(hub, htok, "/api/v1/hub/events?limit=501")
+    check(st == 400, f"limit 501: 400 ({st})")
+    check(get(hub, htok, "/api/v1/hub/events?limit=500")[0] == 200, "limit 500: 200")
+    big.srv.shutdown()
 
 
 def get(k, tok, path, timeout=20):
@@ -130,6 +212,7 @@ def test(make):
     htok = hub.token("viewer")
     try:
         run_checks(east, west, hub, htok, tokens, publishers)
+        ceilings(make, east_tok, stall)
     finally:
         stall.close()
         east_cam.kill()
