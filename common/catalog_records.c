@@ -20,6 +20,12 @@ void catrec_free(struct catrec_buf *b)
 	memset(b, 0, sizeof *b);
 }
 
+void catrec_reset(struct catrec_buf *b)
+{
+	b->len = 0;
+	b->failed = 0;
+}
+
 #define LEN_MAX 5 /* a varint of a record's length (< 2^32) */
 
 int catrec_add(struct catrec_buf *b, const kp_CatalogRecord *rec)

@@ -18,6 +18,8 @@ struct catrec_buf {
 
 void catrec_init(struct catrec_buf *b, size_t max);
 void catrec_free(struct catrec_buf *b);
+/* Empties b (no records, no failure) and keeps its memory for the next records. */
+void catrec_reset(struct catrec_buf *b);
 /* Appends rec: 0, or -E2BIG (past the ceiling), -ENOMEM, -EINVAL (does not encode);
  * any failure is sticky. */
 int catrec_add(struct catrec_buf *b, const kp_CatalogRecord *rec);

@@ -12,6 +12,7 @@
 #define RECV_CHUNK       (64 * 1024)
 #define FDQ_MAX          (KP_IPC_MAX_FDS * 4)
 #define READS_PER_WAKEUP 16
+#define FLUSH_IOV        64
 
 struct out_item {
 	struct out_item *next;
@@ -34,6 +35,7 @@ struct kp_ipc {
 	int failed;
 	int destroyed;
 	int polling_write;
+	int corked; /* sends queue; kp_ipc_uncork writes them */
 
 	enum read_state state;
 	uint8_t head[KP_FRAME_HEAD_MAX];
@@ -224,16 +226,26 @@ static int read_some(struct kp_ipc *c)
 	return consume(c, c->rbuf, (size_t)n);
 }
 
+/* The queue's frames go out several per sendmsg (up to FLUSH_IOV): a frame that
+ * carries descriptors starts a call of its own, since they travel with its first byte. */
 static int flush(struct kp_ipc *c)
 {
+	if (c->corked)
+		return 0;
 	while (c->out_head) {
 		struct out_item *it = c->out_head;
 		union {
 			struct cmsghdr align;
 			char buf[CMSG_SPACE(sizeof(int) * KP_IPC_MAX_FDS)];
 		} ctl;
-		struct iovec iov = {.iov_base = it->buf + it->off, .iov_len = it->len - it->off};
-		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+		struct iovec iov[FLUSH_IOV];
+		int niov = 0;
+		for (struct out_item *o = it; o && niov < FLUSH_IOV; o = o->next) {
+			if (o != it && o->nfds > 0)
+				break;
+			iov[niov++] = (struct iovec){.iov_base = o->buf + o->off, .iov_len = o->len - o->off};
+		}
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
 		if (it->off == 0 && it->nfds > 0) {
 			memset(&ctl, 0, sizeof ctl);
 			msg.msg_control = ctl.buf;
@@ -256,17 +268,24 @@ static int flush(struct kp_ipc *c)
 				close(it->fds[i]);
 			it->nfds = 0;
 		}
-		it->off += (size_t)n;
-		if (it->off < it->len)
-			continue;
-		c->out_head = it->next;
-		if (!c->out_head)
-			c->out_tail = NULL;
-		c->stats.queue_items--;
-		c->stats.queue_bytes -= it->len;
-		c->stats.frames_out++;
-		free(it->buf);
-		free(it);
+		size_t sent = (size_t)n;
+		while (sent) {
+			it = c->out_head;
+			size_t left = it->len - it->off;
+			if (sent < left) {
+				it->off += sent;
+				break;
+			}
+			sent -= left;
+			c->out_head = it->next;
+			if (!c->out_head)
+				c->out_tail = NULL;
+			c->stats.queue_items--;
+			c->stats.queue_bytes -= it->len;
+			c->stats.frames_out++;
+			free(it->buf);
+			free(it);
+		}
 	}
 	return 0;
 }
@@ -306,11 +325,24 @@ static void on_poll(uv_poll_t *h, int status, int events)
 
 static void update_poll(struct kp_ipc *c)
 {
-	int want_write = c->out_head != NULL;
+	int want_write = c->out_head != NULL && !c->corked;
 	if (c->polling_write == want_write && uv_is_active((uv_handle_t *)&c->poll))
 		return;
 	c->polling_write = want_write;
 	uv_poll_start(&c->poll, UV_READABLE | UV_DISCONNECT | (want_write ? UV_WRITABLE : 0), on_poll);
+}
+
+void kp_ipc_cork(struct kp_ipc *c)
+{
+	c->corked = 1;
+}
+
+void kp_ipc_uncork(struct kp_ipc *c)
+{
+	c->corked = 0;
+	if (c->failed || c->destroyed || flush(c) < 0)
+		return;
+	update_poll(c);
 }
 
 int kp_ipc_open(uv_loop_t *loop, int fd, const struct kp_ipc_limits *lim, kp_ipc_frame_cb on_frame,
@@ -340,19 +372,25 @@ int kp_ipc_open(uv_loop_t *loop, int fd, const struct kp_ipc_limits *lim, kp_ipc
 	return 0;
 }
 
-int kp_ipc_send(struct kp_ipc *c, const kp_Envelope *env_in, const void *tail, size_t tail_len, const int *fds,
+int kp_ipc_send(struct kp_ipc *c, const kp_Envelope *env, const void *tail, size_t tail_len, const int *fds,
 		unsigned nfds)
+{
+	struct kp_frame_msg m;
+	if (kp_frame_msg_of(env, &m) < 0)
+		return -EINVAL;
+	return kp_ipc_send_msg(c, &m, tail, tail_len, fds, nfds);
+}
+
+int kp_ipc_send_msg(struct kp_ipc *c, const struct kp_frame_msg *m, const void *tail, size_t tail_len, const int *fds,
+		    unsigned nfds)
 {
 	if (c->failed || c->destroyed)
 		return -EPIPE;
 	if (nfds > KP_IPC_MAX_FDS || tail_len > UINT32_MAX)
 		return -EINVAL;
-	kp_Envelope env = *env_in;
-	env.tail_len = (uint32_t)tail_len;
-	env.fd_count = nfds;
 	uint8_t head[KP_FRAME_HEAD_MAX];
 	size_t head_len;
-	int r = kp_frame_encode(&env, head, sizeof head, &head_len);
+	int r = kp_frame_encode_msg(m, (uint32_t)tail_len, nfds, head, sizeof head, &head_len);
 	if (r < 0)
 		return r;
 	size_t len = head_len + tail_len;

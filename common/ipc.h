@@ -49,6 +49,16 @@ int kp_ipc_open(uv_loop_t *loop, int fd, const struct kp_ipc_limits *lim, kp_ipc
  * -ENOBUFS when the queue is at its ceiling, -EPIPE when the link has failed. */
 int kp_ipc_send(struct kp_ipc *c, const kp_Envelope *env, const void *tail, size_t tail_len, const int *fds,
 		unsigned nfds);
+/* The same for one message named without an envelope (ipc_frame.h): what the hot paths
+ * use, so that no kp_Envelope is built, cleared or copied per frame. */
+int kp_ipc_send_msg(struct kp_ipc *c, const struct kp_frame_msg *m, const void *tail, size_t tail_len, const int *fds,
+		    unsigned nfds);
+
+/* Between kp_ipc_cork and kp_ipc_uncork, frames are queued (within the same ceilings)
+ * but not written; uncork writes them, several frames per sendmsg. For a caller that
+ * sends many frames in one go (recorderd answering a commit pass). */
+void kp_ipc_cork(struct kp_ipc *c);
+void kp_ipc_uncork(struct kp_ipc *c);
 
 /* Closes the socket and frees the link once libuv has released it. Accepts NULL. */
 void kp_ipc_destroy(struct kp_ipc *c);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include <pb_common.h>
 #include <pb_decode.h>
 #include <pb_encode.h>
 
@@ -152,9 +153,11 @@ static int fds_match(const kp_Envelope *env)
 int kp_frame_decode(const uint8_t *buf, size_t len, kp_Peer from, kp_Peer to, size_t max_tail, kp_Envelope *ret_env,
 		    const char **ret_reason)
 {
-	kp_Envelope env = kp_Envelope_init_zero;
+	/* pb_decode sets the envelope's fields to their defaults itself and clears the one
+	 * member of the oneof it decodes: no clearing or copying of the whole union here. */
+	kp_Envelope *env = ret_env;
 	pb_istream_t in = pb_istream_from_buffer(buf, len);
-	if (!pb_decode(&in, kp_Envelope_fields, &env)) {
+	if (!pb_decode(&in, kp_Envelope_fields, env)) {
 		*ret_reason = "envelope does not decode";
 		return -EBADMSG;
 	}
@@ -162,22 +165,21 @@ int kp_frame_decode(const uint8_t *buf, size_t len, kp_Peer from, kp_Peer to, si
 		*ret_reason = "envelope length does not match its contents";
 		return -EBADMSG;
 	}
-	if (env.which_msg == 0) {
+	if (env->which_msg == 0) {
 		*ret_reason = "envelope carries no message";
 		return -EBADMSG;
 	}
-	int r = kp_ipc_allowed(env.which_msg, from, to, ret_reason);
+	int r = kp_ipc_allowed(env->which_msg, from, to, ret_reason);
 	if (r < 0)
 		return r;
-	if (env.tail_len > max_tail) {
+	if (env->tail_len > max_tail) {
 		*ret_reason = "raw tail exceeds the link ceiling";
 		return -EMSGSIZE;
 	}
-	if (!fds_match(&env)) {
+	if (!fds_match(env)) {
 		*ret_reason = "descriptor count does not match the message kind";
 		return -EBADMSG;
 	}
-	*ret_env = env;
 	return 0;
 }
 
@@ -190,6 +192,42 @@ int kp_frame_encode(const kp_Envelope *env, uint8_t *buf, size_t cap, size_t *re
 		return -EINVAL;
 	size_t n = out.bytes_written;
 	if (n == 0 || n > kp_Envelope_size)
+		return -EINVAL;
+	buf[0] = (uint8_t)n;
+	buf[1] = (uint8_t)(n >> 8);
+	buf[2] = (uint8_t)(n >> 16);
+	buf[3] = (uint8_t)(n >> 24);
+	*ret_len = n + 4;
+	return 0;
+}
+
+int kp_frame_msg_of(const kp_Envelope *env, struct kp_frame_msg *ret)
+{
+	pb_field_iter_t it;
+	if (!env->which_msg || !pb_field_iter_begin_const(&it, kp_Envelope_fields, env) ||
+	    !pb_field_iter_find(&it, env->which_msg) || PB_LTYPE(it.type) != PB_LTYPE_SUBMESSAGE)
+		return -EINVAL;
+	*ret = (struct kp_frame_msg){.which = env->which_msg, .fields = it.submsg_desc, .msg = it.pData};
+	return 0;
+}
+
+/* Field by field what pb_encode writes for an Envelope: tail_len (1) and fd_count (2)
+ * when not 0 (proto3), then the oneof's message. */
+int kp_frame_encode_msg(const struct kp_frame_msg *m, uint32_t tail_len, uint32_t fd_count, uint8_t *buf, size_t cap,
+			size_t *ret_len)
+{
+	if (cap < 4 || !m->which)
+		return -ENOSPC;
+	pb_ostream_t out = pb_ostream_from_buffer(buf + 4, cap - 4);
+	if ((tail_len &&
+	     !(pb_encode_tag(&out, PB_WT_VARINT, kp_Envelope_tail_len_tag) && pb_encode_varint(&out, tail_len))) ||
+	    (fd_count &&
+	     !(pb_encode_tag(&out, PB_WT_VARINT, kp_Envelope_fd_count_tag) && pb_encode_varint(&out, fd_count))) ||
+	    !pb_encode_tag(&out, PB_WT_STRING, m->which) ||
+	    !(m->body ? pb_encode_string(&out, m->body, m->body_len) : pb_encode_submessage(&out, m->fields, m->msg)))
+		return -EINVAL;
+	size_t n = out.bytes_written;
+	if (n > kp_Envelope_size)
 		return -EINVAL;
 	buf[0] = (uint8_t)n;
 	buf[1] = (uint8_t)(n >> 8);

@@ -165,6 +165,25 @@ int kp_worker_send_peer(struct kp_worker *w, kp_Peer to, const kp_Envelope *env,
 	return kp_ipc_send(l->ipc, env, tail, len, NULL, 0);
 }
 
+int kp_worker_send_peer_msg(struct kp_worker *w, kp_Peer to, const struct kp_frame_msg *m, const void *tail, size_t len)
+{
+	struct peer_link *l = link_for(w, to);
+	if (!l || !l->ipc)
+		return -ENOTCONN;
+	return kp_ipc_send_msg(l->ipc, m, tail, len, NULL, 0);
+}
+
+void kp_worker_cork_peer(struct kp_worker *w, kp_Peer to, int corked)
+{
+	struct peer_link *l = link_for(w, to);
+	if (!l || !l->ipc)
+		return;
+	if (corked)
+		kp_ipc_cork(l->ipc);
+	else
+		kp_ipc_uncork(l->ipc);
+}
+
 int kp_worker_send_peer_fds(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len,
 			    const int *fds, unsigned nfds)
 {

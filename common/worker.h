@@ -63,6 +63,11 @@ const kp_WorkerConfig *kp_worker_config(const struct kp_worker *w);
 unsigned kp_worker_config_fds(const struct kp_worker *w, const int **ret);
 /* 0, -ENOTCONN when the link to that peer is down, or kp_ipc_send's errors. */
 int kp_worker_send_peer(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len);
+/* The same for one message named without an envelope (kp_frame_msg, ipc_frame.h). */
+int kp_worker_send_peer_msg(struct kp_worker *w, kp_Peer to, const struct kp_frame_msg *m, const void *tail,
+			    size_t len);
+/* kp_ipc_cork / kp_ipc_uncork of the link to a peer (nothing when it is down). */
+void kp_worker_cork_peer(struct kp_worker *w, kp_Peer to, int corked);
 /* The same with descriptors (SCM_RIGHTS; duplicated, the caller keeps its own). */
 int kp_worker_send_peer_fds(struct kp_worker *w, kp_Peer to, const kp_Envelope *env, const void *tail, size_t len,
 			    const int *fds, unsigned nfds);

@@ -92,6 +92,16 @@ static int next_seq(struct cat_txn *t, uint64_t *ret)
 int cat_event_put(struct cat_txn *t, uint32_t camera_id, const kp_EventRecord *ev, uint32_t jpeg_len,
 		  const struct cat_event_link *links, unsigned nlinks, struct cat_event_row *ret_old)
 {
+	const uint8_t *pb;
+	size_t n;
+	return cat_event_put_pb(t, camera_id, ev, jpeg_len, links, nlinks, ret_old, &pb, &n);
+}
+
+int cat_event_put_pb(struct cat_txn *t, uint32_t camera_id, const kp_EventRecord *ev, uint32_t jpeg_len,
+		     const struct cat_event_link *links, unsigned nlinks, struct cat_event_row *ret_old,
+		     const uint8_t **ret_pb, size_t *ret_pb_len)
+{
+	static _Thread_local uint8_t buf[ROW_MAX];
 	if (!id_ok(ev->event_id) || !ev->revision)
 		return -EINVAL;
 	static kp_EventRecord old;
@@ -109,9 +119,6 @@ int cat_event_put(struct cat_txn *t, uint32_t camera_id, const kp_EventRecord *e
 		return r;
 	if (ret_old)
 		*ret_old = row;
-	uint8_t *buf = malloc(ROW_MAX);
-	if (!buf)
-		return -ENOMEM;
 	struct cat_event_row nr = {.revision = ev->revision,
 				   .camera_id = camera_id,
 				   .start_ms = ev->start_ms,
@@ -124,7 +131,8 @@ int cat_event_put(struct cat_txn *t, uint32_t camera_id, const kp_EventRecord *e
 	memcpy(buf, &nr, sizeof nr);
 	if (r == 0)
 		r = cat_db_put(t, DB_EVENTS, ev->event_id, strlen(ev->event_id), buf, sizeof nr + nr.pb_len);
-	free(buf);
+	*ret_pb = buf + sizeof nr;
+	*ret_pb_len = nr.pb_len;
 	uint8_t k[CAT_KEY_EVENT_BY_CAM];
 	cat_key_event_by_time(k, nr.start_ms, nr.seq);
 	if (r == 0)

@@ -38,6 +38,12 @@ int cat_event_revision(struct cat_txn *t, const char *id, uint32_t *ret);
  * the replaced row (revision 0 when there was none). */
 int cat_event_put(struct cat_txn *t, uint32_t camera_id, const kp_EventRecord *ev, uint32_t jpeg_len,
 		  const struct cat_event_link *links, unsigned nlinks, struct cat_event_row *ret_old);
+/* The same, and *ret_pb, *ret_pb_len: ev as the row stores it (nanopb), valid until this
+ * thread's next cat_event_put, so that the event log and the fan-out need not encode it
+ * again. */
+int cat_event_put_pb(struct cat_txn *t, uint32_t camera_id, const kp_EventRecord *ev, uint32_t jpeg_len,
+		     const struct cat_event_link *links, unsigned nlinks, struct cat_event_row *ret_old,
+		     const uint8_t **ret_pb, size_t *ret_pb_len);
 /* ev may be NULL. -ENOENT when unknown. */
 int cat_event_get(struct cat_txn *t, const char *id, struct cat_event_row *ret, kp_EventRecord *ev);
 /* Removes the event with every key that names it; ret_old gets its row. -ENOENT. */

@@ -223,6 +223,22 @@ int rec_evlog_add(struct rec_evlog *l, enum rec_evlog_kind kind, const kp_EventR
 	return 0;
 }
 
+int rec_evlog_add_pb(struct rec_evlog *l, enum rec_evlog_kind kind, const uint8_t *pb, size_t n)
+{
+	int r = room(l, REC_EVLOG_ITEM_MAX);
+	size_t len;
+	if (r == 0)
+		r = rec_evlog_encode_pb(kind, pb, n, l->buf + l->len, l->cap - l->len, &len);
+	if (r < 0)
+		return r;
+	l->len += len;
+	if (kind == REC_EVLOG_RECORD)
+		l->nrec++;
+	else
+		l->ntomb++;
+	return 0;
+}
+
 int rec_evlog_add_raw(struct rec_evlog *l, const uint8_t *item, size_t len)
 {
 	if (len < REC_EVLOG_ITEM_HEADER || len > REC_EVLOG_ITEM_MAX)

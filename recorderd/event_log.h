@@ -46,6 +46,10 @@ int rec_evlog_check_header(const uint8_t *buf, size_t len, uint64_t *ret_seq);
 /* One item: a record (ev as stored) or a tombstone (ev's event_id, revision and
  * committed_ms only). -ENOSPC when cap is short. */
 int rec_evlog_encode(enum rec_evlog_kind kind, const kp_EventRecord *ev, uint8_t *out, size_t cap, size_t *ret_len);
+/* The same for a record already encoded (pb, n bytes: kp_EventRecord as nanopb writes
+ * it, at most kp_EventRecord_size): the item rec_evlog_encode gives for it. */
+int rec_evlog_encode_pb(enum rec_evlog_kind kind, const uint8_t *pb, size_t n, uint8_t *out, size_t cap,
+			size_t *ret_len);
 
 struct rec_evlog_item {
 	enum rec_evlog_kind kind;
@@ -72,6 +76,8 @@ void rec_evlog_free(struct rec_evlog *l);
  * cap, what is staged is written and synced first and the segment sealed (the items
  * staged after go to a new one). */
 int rec_evlog_add(struct rec_evlog *l, enum rec_evlog_kind kind, const kp_EventRecord *ev);
+/* A record already encoded (rec_evlog_encode_pb). */
+int rec_evlog_add_pb(struct rec_evlog *l, enum rec_evlog_kind kind, const uint8_t *pb, size_t n);
 /* An item as read from another segment (compaction): buf holds it whole. */
 int rec_evlog_add_raw(struct rec_evlog *l, const uint8_t *item, size_t len);
 /* Writes what is staged (one write) and fdatasyncs it; a new segment's directory entry

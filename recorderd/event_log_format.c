@@ -73,6 +73,16 @@ static uint32_t item_crc(const uint8_t *item, const uint8_t *payload, size_t n)
 	return rec_crc32_update(rec_crc32(item, 8), payload, n);
 }
 
+/* The item's header around the n payload bytes at out + REC_EVLOG_ITEM_HEADER. */
+static void frame(enum rec_evlog_kind kind, uint8_t *out, size_t n, size_t *ret_len)
+{
+	put_le32(out, (uint32_t)n);
+	out[4] = (uint8_t)kind;
+	out[5] = out[6] = out[7] = 0;
+	put_le32(out + 8, item_crc(out, out + REC_EVLOG_ITEM_HEADER, n));
+	*ret_len = REC_EVLOG_ITEM_HEADER + n;
+}
+
 int rec_evlog_encode(enum rec_evlog_kind kind, const kp_EventRecord *ev, uint8_t *out, size_t cap, size_t *ret_len)
 {
 	if (cap < REC_EVLOG_ITEM_HEADER || (kind != REC_EVLOG_RECORD && kind != REC_EVLOG_TOMBSTONE))
@@ -89,11 +99,21 @@ int rec_evlog_encode(enum rec_evlog_kind kind, const kp_EventRecord *ev, uint8_t
 	pb_ostream_t o = pb_ostream_from_buffer(out + REC_EVLOG_ITEM_HEADER, cap - REC_EVLOG_ITEM_HEADER);
 	if (!pb_encode(&o, kp_EventRecord_fields, what))
 		return o.bytes_written == o.max_size ? -ENOSPC : -EINVAL;
-	put_le32(out, (uint32_t)o.bytes_written);
-	out[4] = (uint8_t)kind;
-	out[5] = out[6] = out[7] = 0;
-	put_le32(out + 8, item_crc(out, out + REC_EVLOG_ITEM_HEADER, o.bytes_written));
-	*ret_len = REC_EVLOG_ITEM_HEADER + o.bytes_written;
+	frame(kind, out, o.bytes_written, ret_len);
+	return 0;
+}
+
+int rec_evlog_encode_pb(enum rec_evlog_kind kind, const uint8_t *pb, size_t n, uint8_t *out, size_t cap,
+			size_t *ret_len)
+{
+	if (kind != REC_EVLOG_RECORD && kind != REC_EVLOG_TOMBSTONE)
+		return -EINVAL;
+	if (n > kp_EventRecord_size)
+		return -EINVAL;
+	if (cap < REC_EVLOG_ITEM_HEADER || cap - REC_EVLOG_ITEM_HEADER < n)
+		return -ENOSPC;
+	memcpy(out + REC_EVLOG_ITEM_HEADER, pb, n);
+	frame(kind, out, n, ret_len);
 	return 0;
 }
 

@@ -50,15 +50,23 @@ static void reject(kp_Peer to, uint32_t id, kp_CatalogResult result, const char 
 	rec_reply_error(to, id, result, code, "%s", why);
 }
 
+/* The EventCommitted is sent as the message itself (kp_frame_msg), without an envelope
+ * to clear and copy, from the record's bytes encoded once at commit. */
 static void fan_out(const struct rec_job *j)
 {
-	kp_Envelope env = kp_Envelope_init_zero;
-	env.which_msg = kp_Envelope_event_committed_tag;
-	env.msg.event_committed.has_event = true;
-	env.msg.event_committed.event = j->ev;
-	memcpy(env.msg.event_committed.keyframes, j->keyframes, sizeof j->keyframes);
-	env.msg.event_committed.keyframes_count = j->nkeyframes;
-	int r = kp_worker_send_peer(E.w, kp_Peer_PEER_WEBD, &env, j->jpeg, j->jpeg ? j->jpeg_len : 0);
+	static uint8_t body[kp_EventCommitted_size];
+	static kp_EventCommitted ec;
+	struct kp_frame_msg m = {.which = kp_Envelope_event_committed_tag, .body = body};
+	if (rec_job_committed_encode(j, body, sizeof body, &m.body_len) < 0) {
+		/* Its bytes were not kept (no memory then): encoded from the record. */
+		ec.has_event = true;
+		ec.event = j->ev;
+		memcpy(ec.keyframes, j->keyframes, sizeof j->keyframes);
+		ec.keyframes_count = j->nkeyframes;
+		m = (struct kp_frame_msg){
+		    .which = kp_Envelope_event_committed_tag, .fields = kp_EventCommitted_fields, .msg = &ec};
+	}
+	int r = kp_worker_send_peer_msg(E.w, kp_Peer_PEER_WEBD, &m, j->jpeg, j->jpeg ? j->jpeg_len : 0);
 	if (r < 0)
 		E.fanout_lost++;
 }
@@ -83,17 +91,20 @@ static void finish(struct rec_job *j)
 	if (j->state != REC_JOB_DONE) {
 		rec_reply_error(j->asker, j->query_id, j->result, j->code, "%s", j->why);
 	} else if (j->kind == REC_JOB_EVENT) {
-		struct catrec_buf b;
-		kp_CatalogRecord ack = {.which_rec = kp_CatalogRecord_ack_tag,
-					.rec.ack = {.revision = j->ev.revision, .committed_ms = j->ev.committed_ms}};
+		/* Only its ack member is set: the record's union is sized for its largest kind. */
+		static kp_CatalogRecord ack;
+		static struct catrec_buf b; /* its memory kept from one acknowledgement to the next */
+		ack.which_rec = kp_CatalogRecord_ack_tag;
+		ack.rec.ack = (kp_CatalogAck){.revision = j->ev.revision, .committed_ms = j->ev.committed_ms};
 		memcpy(ack.rec.ack.event_id, j->ev.event_id, sizeof ack.rec.ack.event_id);
-		catrec_init(&b, 256);
+		if (!b.max)
+			catrec_init(&b, 256);
+		catrec_reset(&b);
 		if (catrec_add(&b, &ack) < 0)
 			rec_reply_error(j->asker, j->query_id, kp_CatalogResult_CATALOG_FAILED, "encode_failed",
 					"the acknowledgement did not fit");
 		else
 			rec_reply_records(j->asker, j->query_id, &b);
-		catrec_free(&b);
 	} else {
 		rec_reply(j->asker, j->query_id, kp_CatalogBody_CATALOG_BODY_RECORDS, j->body, j->body_len);
 	}
@@ -103,12 +114,15 @@ static void on_done(uv_async_t *h)
 {
 	(void)h;
 	struct rec_job *j = rec_commit_take_done(E.commit), *n;
+	/* The answers and fan-outs of a pass leave in a few sendmsg calls, not two each. */
+	kp_worker_cork_peer(E.w, kp_Peer_PEER_WEBD, 1);
 	for (; j; j = n) {
 		n = j->next;
 		if (E.open)
 			finish(j);
 		rec_job_free(j);
 	}
+	kp_worker_cork_peer(E.w, kp_Peer_PEER_WEBD, 0);
 }
 
 static void wake(void *arg)
@@ -350,6 +364,10 @@ void rec_event_delete(kp_Peer from, const kp_DeleteRequest *d)
 		return;
 	}
 	struct rec_job *j = calloc(1, sizeof *j);
+	if (j && !(j->del = malloc(sizeof *j->del))) {
+		free(j);
+		j = NULL;
+	}
 	if (!j) {
 		rec_reply_error(from, d->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "busy",
 				"recorderd is out of memory");
@@ -358,7 +376,7 @@ void rec_event_delete(kp_Peer from, const kp_DeleteRequest *d)
 	j->kind = REC_JOB_DELETE;
 	j->asker = from;
 	j->query_id = d->id;
-	j->del = *d;
+	*j->del = *d;
 	kp_info("delete asked by %s: %u recordings, %u events", d->principal[0] ? d->principal : "(unnamed)",
 		(unsigned)d->recordings_count, (unsigned)d->events_count);
 	push(j);

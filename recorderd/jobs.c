@@ -15,11 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pb_encode.h>
+
 #include "catalog_events.h"
 #include "catalog_keys.h"
-#include "event_log.h"
 #include "catalog_records.h"
+#include "event_log.h"
 #include "keyframe.h"
+#include "kp_io.h"
 #include "kp_time.h"
 #include "log.h"
 
@@ -54,7 +57,25 @@ void rec_job_free(struct rec_job *j)
 		return;
 	free(j->jpeg);
 	free(j->body);
+	free(j->del);
+	free(j->pb);
 	free(j);
+}
+
+int rec_job_committed_encode(const struct rec_job *j, uint8_t *out, size_t cap, size_t *ret_len)
+{
+	if (!j->pb)
+		return -ENOENT;
+	pb_ostream_t o = pb_ostream_from_buffer(out, cap);
+	bool ok =
+	    pb_encode_tag(&o, PB_WT_STRING, kp_EventCommitted_event_tag) && pb_encode_string(&o, j->pb, j->pb_len);
+	for (pb_size_t i = 0; ok && i < j->nkeyframes; i++)
+		ok = pb_encode_tag(&o, PB_WT_STRING, kp_EventCommitted_keyframes_tag) &&
+		     pb_encode_submessage(&o, kp_EventKeyframe_fields, &j->keyframes[i]);
+	if (!ok)
+		return -ENOSPC;
+	*ret_len = o.bytes_written;
+	return 0;
 }
 
 static void fail(struct rec_job *j, kp_CatalogResult result, const char *code, const char *fmt, ...)
@@ -68,20 +89,6 @@ static void fail(struct rec_job *j, kp_CatalogResult result, const char *code, c
 	va_start(ap, fmt);
 	vsnprintf(j->why, sizeof j->why, fmt, ap);
 	va_end(ap);
-}
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }
 
 int rec_fsync_dir(int data_dirfd, const char *dir)
@@ -120,7 +127,7 @@ static int write_jpeg(int data_dirfd, const struct rec_job *j, const char *path,
 	int fd = openat(data_dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -errno;
-	r = write_all(fd, j->jpeg, j->jpeg_len);
+	r = kp_write_all(fd, j->jpeg, j->jpeg_len);
 	if (r < 0) {
 		close(fd);
 		unlinkat(data_dirfd, path, 0);
@@ -205,7 +212,9 @@ static int run_event(struct cat_txn *t, struct rec_evlog *log, struct rec_job *j
 			return r;
 	}
 	struct cat_event_row old;
-	int r = cat_event_put(t, j->camera_id, &j->ev, (uint32_t)j->jpeg_len, links, n, &old);
+	const uint8_t *pb;
+	size_t pb_len;
+	int r = cat_event_put_pb(t, j->camera_id, &j->ev, (uint32_t)j->jpeg_len, links, n, &old, &pb, &pb_len);
 	if (r == -EEXIST) {
 		fail(j, kp_CatalogResult_CATALOG_CONFLICT, "revision_conflict",
 		     "event %s already has this or a higher revision", j->ev.event_id);
@@ -213,8 +222,15 @@ static int run_event(struct cat_txn *t, struct rec_evlog *log, struct rec_job *j
 	}
 	if (r < 0)
 		return r;
-	/* Its record, and the end of the one it replaces: what a rebuild restores. */
-	r = rec_evlog_add(log, REC_EVLOG_RECORD, &j->ev);
+	/* Its record, and the end of the one it replaces: what a rebuild restores. The
+	 * record's bytes are the row's (encoded once), kept for the fan-out too. */
+	r = rec_evlog_add_pb(log, REC_EVLOG_RECORD, pb, pb_len);
+	free(j->pb);
+	j->pb = malloc(pb_len ? pb_len : 1);
+	if (j->pb) {
+		memcpy(j->pb, pb, pb_len);
+		j->pb_len = pb_len;
+	}
 	if (r == 0 && old.revision)
 		r = tombstone(log, j->ev.event_id, &old);
 	if (r < 0)
@@ -239,14 +255,14 @@ static int run_event(struct cat_txn *t, struct rec_evlog *log, struct rec_job *j
 
 static int run_delete(struct cat_txn *t, struct rec_evlog *log, struct rec_job *j, struct unlink_list *gone)
 {
-	const kp_DeleteRequest *d = &j->del;
+	const kp_DeleteRequest *d = j->del;
 	kp_CatalogRecord *rec = calloc(1, sizeof *rec);
 	if (!rec)
 		return -ENOMEM;
 	rec->which_rec = kp_CatalogRecord_deleted_tag;
 	kp_DeleteResult *res = &rec->rec.deleted;
-	_Static_assert(sizeof res->missing_recordings == sizeof d->recordings, "every recording fits");
-	_Static_assert(sizeof res->missing_events == sizeof d->events, "every event fits");
+	_Static_assert(sizeof res->missing_recordings == sizeof j->del->recordings, "every recording fits");
+	_Static_assert(sizeof res->missing_events == sizeof j->del->events, "every event fits");
 	int r = 0;
 	for (pb_size_t i = 0; i < d->recordings_count && r == 0; i++) {
 		struct cat_recording c;
@@ -442,7 +458,7 @@ static void restore_log(struct cat *cat, struct rec_evlog *log, struct rec_job *
 	size_t nrec = 0, nids = 0;
 	for (struct rec_job *j = list; j; j = j->next) {
 		nrec += j->kind == REC_JOB_EVENT && j->wrote;
-		nids += j->kind == REC_JOB_EVENT ? 1 : j->del.events_count;
+		nids += j->kind == REC_JOB_EVENT ? 1 : j->del->events_count;
 	}
 	const kp_EventRecord **ended = calloc(nrec ? nrec : 1, sizeof *ended);
 	char(*ids)[CAT_EVENT_ID_MAX + 1] = calloc(nids ? nids : 1, sizeof *ids);
@@ -461,8 +477,8 @@ static void restore_log(struct cat *cat, struct rec_evlog *log, struct rec_job *
 			snprintf(ids[b++], sizeof ids[0], "%s", j->ev.event_id);
 			continue;
 		}
-		for (pb_size_t i = 0; i < j->del.events_count; i++)
-			snprintf(ids[b++], sizeof ids[0], "%s", j->del.events[i]);
+		for (pb_size_t i = 0; i < j->del->events_count; i++)
+			snprintf(ids[b++], sizeof ids[0], "%s", j->del->events[i]);
 	}
 	rec_evlog_restore(log, cat, ended, a, (const char(*)[CAT_EVENT_ID_MAX + 1]) ids, b);
 	free(ended);

@@ -31,9 +31,12 @@ struct rec_job {
 	size_t jpeg_len;
 	kp_EventKeyframe keyframes[2]; /* the links stored with it, set by the commit thread */
 	pb_size_t nkeyframes;
+	uint8_t *pb; /* ev as stored (nanopb), malloc'ed by the commit thread; NULL: not kept */
+	size_t pb_len;
 
-	/* REC_JOB_DELETE */
-	kp_DeleteRequest del;
+	/* REC_JOB_DELETE: malloc'ed (a DeleteRequest holds up to 128 ids: a job of each
+	 * publication would otherwise carry, and clear, its room) */
+	kp_DeleteRequest *del;
 
 	/* the result, set by the commit thread */
 	int wrote;                /* its JPEG (if any) is on disk: it went into the transaction */
@@ -70,5 +73,9 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_evlog *log, struct
 int rec_evlog_restore(struct rec_evlog *log, struct cat *cat, const kp_EventRecord *const *ended, size_t nended,
 		      const char (*ids)[CAT_EVENT_ID_MAX + 1], size_t nids);
 void rec_job_free(struct rec_job *j);
+/* A committed event's EventCommitted (its record and keyframe links) as nanopb encodes
+ * it, from the record's bytes kept at commit (j->pb) without encoding the record
+ * again; -ENOENT when they were not kept, -ENOSPC when cap is short. */
+int rec_job_committed_encode(const struct rec_job *j, uint8_t *out, size_t cap, size_t *ret_len);
 
 #endif

@@ -21,13 +21,15 @@ uint64_t rec_reply_lost(void)
 	return lost;
 }
 
-static int send_piece(kp_Peer to, kp_Envelope *env, const uint8_t *p, size_t n)
+/* A CatalogReply is sent as the message itself (kp_frame_msg): no envelope, whose union
+ * is sized for the largest message, to clear and copy per answer. */
+static int send_piece(kp_Peer to, const kp_CatalogReply *q, const uint8_t *p, size_t n)
 {
-	int r = kp_worker_send_peer(W, to, env, p, n);
+	struct kp_frame_msg m = {.which = kp_Envelope_catalog_reply_tag, .fields = kp_CatalogReply_fields, .msg = q};
+	int r = kp_worker_send_peer_msg(W, to, &m, p, n);
 	if (r < 0) {
 		lost++;
-		kp_warn("answer %u to %s lost: %s", (unsigned)env->msg.catalog_reply.id, kp_peer_name(to),
-			strerror(-r));
+		kp_warn("answer %u to %s lost: %s", (unsigned)q->id, kp_peer_name(to), strerror(-r));
 	}
 	return r;
 }
@@ -40,15 +42,13 @@ static int send_body(kp_Peer to, uint32_t id, kp_CatalogBody kind, const uint8_t
 		size_t n = kind == kp_CatalogBody_CATALOG_BODY_RECORDS ? catrec_piece(body, len, off, REC_QUERY_PIECE)
 			   : len - off < REC_QUERY_PIECE               ? len - off
 								       : REC_QUERY_PIECE;
-		kp_Envelope env = kp_Envelope_init_zero;
-		env.which_msg = kp_Envelope_catalog_reply_tag;
-		kp_CatalogReply *q = &env.msg.catalog_reply;
-		q->id = id;
-		q->done = off + n == len;
-		q->body = kind;
+		kp_CatalogReply q = kp_CatalogReply_init_zero;
+		q.id = id;
+		q.done = off + n == len;
+		q.body = kind;
 		if (off == 0)
-			q->total_len = len;
-		int r = send_piece(to, &env, body + off, n);
+			q.total_len = len;
+		int r = send_piece(to, &q, body + off, n);
 		if (r < 0)
 			return r;
 		off += n;
@@ -65,16 +65,14 @@ int rec_reply_span(kp_Peer to, uint32_t id, const uint8_t *jpeg, size_t len, int
 {
 	if (len > REC_QUERY_PIECE)
 		return -EMSGSIZE;
-	kp_Envelope env = kp_Envelope_init_zero;
-	env.which_msg = kp_Envelope_catalog_reply_tag;
-	kp_CatalogReply *q = &env.msg.catalog_reply;
-	q->id = id;
-	q->done = true;
-	q->body = kp_CatalogBody_CATALOG_BODY_JPEG;
-	q->total_len = len;
-	q->span_from_ms = from_ms;
-	q->span_to_ms = to_ms;
-	return send_piece(to, &env, jpeg, len);
+	kp_CatalogReply q = kp_CatalogReply_init_zero;
+	q.id = id;
+	q.done = true;
+	q.body = kp_CatalogBody_CATALOG_BODY_JPEG;
+	q.total_len = len;
+	q.span_from_ms = from_ms;
+	q.span_to_ms = to_ms;
+	return send_piece(to, &q, jpeg, len);
 }
 
 int rec_reply_records(kp_Peer to, uint32_t id, const struct catrec_buf *b)
@@ -93,16 +91,14 @@ int rec_reply_envelope(kp_Peer to, const kp_Envelope *env, const int *fds, unsig
 
 int rec_reply_error(kp_Peer to, uint32_t id, kp_CatalogResult result, const char *code, const char *fmt, ...)
 {
-	kp_Envelope env = kp_Envelope_init_zero;
-	env.which_msg = kp_Envelope_catalog_reply_tag;
-	kp_CatalogReply *q = &env.msg.catalog_reply;
-	q->id = id;
-	q->done = true;
-	q->result = result;
-	snprintf(q->error_code, sizeof q->error_code, "%s", code);
+	kp_CatalogReply q = kp_CatalogReply_init_zero;
+	q.id = id;
+	q.done = true;
+	q.result = result;
+	snprintf(q.error_code, sizeof q.error_code, "%s", code);
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(q->why, sizeof q->why, fmt, ap);
+	vsnprintf(q.why, sizeof q.why, fmt, ap);
 	va_end(ap);
-	return send_piece(to, &env, NULL, 0);
+	return send_piece(to, &q, NULL, 0);
 }

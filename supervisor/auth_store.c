@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 
 #include "auth_store.h"
+#include "kp_io.h"
 
 #define FILE_MAX (256 * 1024)
 
@@ -243,20 +244,6 @@ int auth_store_open(struct auth_store *st, const char *data_dir, char *err, size
 	return r;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Replaces name with text: a temporary file, fsync, rename over, fsync the directory. */
 static int replace_file(const struct auth_store *st, const char *name, const char *text, size_t len)
 {
@@ -268,7 +255,7 @@ static int replace_file(const struct auth_store *st, const char *name, const cha
 	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int r = fd < 0 ? -errno : 0;
 	if (r == 0)
-		r = write_all(fd, text, len);
+		r = kp_write_all(fd, text, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (fd >= 0 && close(fd) < 0 && r == 0)

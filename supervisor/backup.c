@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "kp_build_config.h"
+#include "kp_io.h"
 #include "kp_time.h"
 #include "log.h"
 #include "supervisor.h"
@@ -82,20 +83,6 @@ static int new_file(struct backup *b, int dirfd, const char *name, const char *s
 	return r < 0 ? r : fd;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Copies the file at path (absent: nothing) into fd and syncs it; *ret_entries counts the
  * lines that are neither empty nor comments. */
 static int copy_file(struct backup *b, const char *path, int fd, unsigned *ret_entries)
@@ -128,7 +115,7 @@ static int copy_file(struct backup *b, const char *path, int fd, unsigned *ret_e
 	}
 	close(in);
 	if (r == 0)
-		r = write_all(fd, buf, got);
+		r = kp_write_all(fd, buf, got);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	unsigned entries = 0;

@@ -36,7 +36,8 @@ struct control {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct control_client clients[KP_CONTROL_MAX_CLIENTS];
 	uint64_t next_serial;
-	unsigned refused;
+	uint64_t refused_busy;   /* all KP_CONTROL_MAX_CLIENTS slots taken */
+	uint64_t refused_worker; /* a worker's process or uid (or credentials unreadable) */
 };
 
 static int reply(struct kp_ipc *c, int code, const void *out, size_t len)
@@ -122,7 +123,7 @@ static void on_accept(uv_poll_t *h, int status, int events)
 		}
 		struct ucred cred;
 		if (from_worker(ctl->s, fd, &cred)) {
-			ctl->refused++;
+			ctl->refused_worker++;
 			close(fd);
 			continue;
 		}
@@ -131,7 +132,7 @@ static void on_accept(uv_poll_t *h, int status, int events)
 			if (!ctl->clients[i].ipc)
 				slot = &ctl->clients[i];
 		if (!slot) {
-			ctl->refused++;
+			ctl->refused_busy++;
 			kp_warn("control socket: refusing a client: %d already connected", KP_CONTROL_MAX_CLIENTS);
 			close(fd);
 			continue;
@@ -146,6 +147,12 @@ static void on_accept(uv_poll_t *h, int status, int events)
 			close(fd);
 		}
 	}
+}
+
+void control_refused(const struct supervisor *s, uint64_t *ret_busy, uint64_t *ret_worker)
+{
+	*ret_busy = s->control ? s->control->refused_busy : 0;
+	*ret_worker = s->control ? s->control->refused_worker : 0;
 }
 
 int control_answer(struct supervisor *s, uint64_t ticket, int code, const void *out, size_t len)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "kp_io.h"
 #include "kp_limits.h"
 
 /* Room for the kind, the target or name, and the fields. */
@@ -23,20 +24,6 @@ static int usage(void)
 			"       keeppeekctl camera add NAME URL [--set KEY=VALUE...] [-o FILE]\n"
 			"       keeppeekctl camera remove NAME [-o FILE]\n");
 	return 2;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }
 
 /* Sends the plan in a descriptor (a file, or a memfd for a plan applied at once). */
@@ -91,7 +78,7 @@ static int make_plan(const char *sock, char **args, int nargs, const char *out, 
 	print_diff(text, len);
 	int fd = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
 		     : memfd_create("keeppeek-plan", MFD_CLOEXEC);
-	if (fd < 0 || write_all(fd, text, len) < 0) {
+	if (fd < 0 || kp_write_all(fd, text, len) < 0) {
 		fprintf(stderr, "keeppeekctl: writing the plan to %s failed: %s\n", out ? out : "memory",
 			strerror(errno));
 		if (fd >= 0)

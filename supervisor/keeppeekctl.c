@@ -94,11 +94,13 @@ static int read_full(int fd, void *buf, size_t len)
 	return 0;
 }
 
-static int write_full(int fd, const void *buf, size_t len)
+/* send(2) without SIGPIPE: keeppeekd may close a connection at once (all its control
+ * slots taken), and keeppeekctl must say so instead of dying silently. */
+static int send_full(int fd, const void *buf, size_t len)
 {
 	size_t put = 0;
 	while (put < len) {
-		ssize_t n = write(fd, (const char *)buf + put, len - put);
+		ssize_t n = send(fd, (const char *)buf + put, len - put, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -112,7 +114,7 @@ static int write_full(int fd, const void *buf, size_t len)
 static int send_request(int sock, const uint8_t *buf, size_t len, int fd)
 {
 	if (fd < 0)
-		return write_full(sock, buf, len);
+		return send_full(sock, buf, len);
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -132,7 +134,7 @@ static int send_request(int sock, const uint8_t *buf, size_t len, int fd)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	return write_full(sock, buf + n, len - (size_t)n);
+	return send_full(sock, buf + n, len - (size_t)n);
 }
 
 int ctl_exchange(const char *sock, const char *command, char **args, int nargs, bool json, bool quiet_connect,
@@ -201,7 +203,12 @@ int ctl_exchange_fd(const char *sock, const char *command, char **args, int narg
 	}
 	close(fd);
 	if (r < 0) {
-		if (r != -EBADMSG && r != -EMSGSIZE && r != -EPERM)
+		if (r == -EPIPE || r == -ECONNRESET)
+			fprintf(stderr,
+				"keeppeekctl: keeppeekd closed the connection on %s before answering (it serves at "
+				"most %d keeppeekctl connections at once; its log says why)\n",
+				sock, KP_CONTROL_MAX_CLIENTS);
+		else if (r != -EBADMSG && r != -EMSGSIZE && r != -EPERM)
 			fprintf(stderr, "keeppeekctl: talking to %s failed: %s\n", sock, strerror(-r));
 		free(text);
 		return 1;

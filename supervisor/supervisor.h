@@ -313,6 +313,8 @@ typedef int (*control_run_fn)(struct supervisor *s, const kp_ControlRequest *req
 /* control.c: the socket; each request goes to run. */
 int control_open(struct supervisor *s, const char *path, control_run_fn run, char *err, size_t errlen);
 void control_close(struct supervisor *s);
+/* Clients the control socket turned away: all slots taken, or a worker's credentials. */
+void control_refused(const struct supervisor *s, uint64_t *ret_busy, uint64_t *ret_worker);
 /* The later answer to the request that got CONTROL_PENDING with this ticket; -ENOENT
  * when that client has gone. */
 int control_answer(struct supervisor *s, uint64_t ticket, int code, const void *out, size_t len);

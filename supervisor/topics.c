@@ -116,6 +116,15 @@ static void worker_metrics(struct supervisor *s, struct kp_out *o)
 			   "keeppeek_catalog_schema_version{of=\"catalog\"} %llu\n"
 			   "keeppeek_catalog_schema_version{of=\"recorderd\"} %u\n",
 			   (unsigned long long)s->catalog.schema_version, (unsigned)s->catalog.supported_version);
+	uint64_t busy, worker;
+	control_refused(s, &busy, &worker);
+	family(o, "keeppeek_control_refused_total", "counter",
+	       "keeppeekctl connections the control socket closed at once: every slot taken (busy), or a worker's "
+	       "credentials (worker).");
+	kp_out_put(o,
+		   "keeppeek_control_refused_total{reason=\"busy\"} %llu\n"
+		   "keeppeek_control_refused_total{reason=\"worker\"} %llu\n",
+		   (unsigned long long)busy, (unsigned long long)worker);
 	family(o, "keeppeek_worker_rss_bytes", "gauge", "Resident set size (VmRSS) of each process.");
 	kp_out_put(o, "keeppeek_worker_rss_bytes{worker=\"keeppeekd\"} %llu\n",
 		   (unsigned long long)rss_bytes(getpid()));

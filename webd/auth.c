@@ -6,6 +6,7 @@
  * /api/v1/login, POST /api/v1/logout and GET /api/v1/session. Password hashes and the
  * slowing of repeated failures live in the supervisor (docs/auth.md). */
 #include <errno.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -37,7 +38,18 @@ static void key_of(kp_AuthKind kind, const char *secret, uint8_t out[SHA256_DIGE
 	size_t n = strnlen(secret, 256);
 	buf[0] = (unsigned char)kind;
 	memcpy(buf + 1, secret, n);
-	SHA256(buf, n + 1, out);
+	/* The digest fetched once and one context reused: SHA256() looks the algorithm up
+	 * in OpenSSL's provider tables on every call, a cost per request. */
+	static EVP_MD *md;
+	static EVP_MD_CTX *ctx;
+	if (!md)
+		md = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+	if (md && !ctx)
+		ctx = EVP_MD_CTX_new();
+	unsigned len = 0;
+	if (!ctx || !EVP_DigestInit_ex2(ctx, md, NULL) || !EVP_DigestUpdate(ctx, buf, n + 1) ||
+	    !EVP_DigestFinal_ex(ctx, out, &len) || len != SHA256_DIGEST_LENGTH)
+		SHA256(buf, n + 1, out);
 	explicit_bzero(buf, sizeof buf);
 }
 

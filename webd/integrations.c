@@ -26,7 +26,8 @@ void webd_integrations_configure(const kp_WorkerConfig *cfg)
 void webd_integrations_on_event(struct kp_ipc_frame *f)
 {
 	const kp_EventCommitted *ec = &f->env->msg.event_committed;
-	if (!ec->has_event)
+	/* No JSON to render when neither MQTT nor a webhook takes this event. */
+	if (!ec->has_event || (!webd_mqtt_wants_events() && !webd_webhooks_want(&ec->event)))
 		return;
 	static char json[KP_EVENT_JSON_MAX];
 	struct json_w w;

@@ -7,6 +7,7 @@
 #include "hub.h"
 #include "kp_limits.h"
 #include "log.h"
+#include "relay.h"
 #include "sandbox.h"
 #include "webd.h"
 #include "worker.h"
@@ -134,6 +135,7 @@ static void on_stop(struct kp_worker *w)
 	webd_live_stop();
 	webd_integrations_close();
 	webd_hub_close();
+	webd_relay_close();
 	webd_answers_close();
 }
 

@@ -59,6 +59,9 @@ void webd_mqtt_configure(const kp_WorkerConfig *cfg);
  * its JPEG, if any. */
 void webd_mqtt_on_event(const kp_EventRecord *e, const char *json, size_t json_len, const uint8_t *jpeg,
 			size_t jpeg_len);
+/* Whether webd_mqtt_on_event does anything (MQTT configured): else the event's JSON need
+ * not be rendered for it. */
+bool webd_mqtt_wants_events(void);
 void webd_mqtt_on_states(const kp_CameraStates *cs);
 void webd_mqtt_close(void);
 void webd_mqtt_metrics(char *buf, size_t len);

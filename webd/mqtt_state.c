@@ -306,6 +306,11 @@ static struct active *active_slot(const char *id)
 	return soonest;
 }
 
+bool webd_mqtt_wants_events(void)
+{
+	return S.on;
+}
+
 void webd_mqtt_on_event(const kp_EventRecord *e, const char *json, size_t json_len, const uint8_t *jpeg,
 			size_t jpeg_len)
 {

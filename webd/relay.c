@@ -186,8 +186,50 @@ static void relay_cb(void *arg, struct kp_ipc_frame *f)
 		free(st);
 }
 
-uint32_t webd_relay_send(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const void *tail, size_t len,
-			 webd_answer_cb cb, void *arg)
+/* Questions to recorderd asked in one loop iteration (the requests of every connection
+ * that became readable) leave together: the link is corked at the first and uncorked by
+ * a check handle after the iteration's I/O callbacks, so that they take a few sendmsg
+ * calls and recorderd a few wake-ups instead of one each. */
+static struct {
+	uv_check_t check;
+	struct kp_worker *worker;
+	bool open, corked;
+} batch;
+
+static void uncork(uv_check_t *h)
+{
+	uv_check_stop(h);
+	batch.corked = false;
+	kp_worker_cork_peer(batch.worker, kp_Peer_PEER_RECORDERD, 0);
+}
+
+static void cork(struct kp_worker *w)
+{
+	if (batch.corked)
+		return;
+	if (!batch.open) {
+		if (uv_check_init(kp_worker_loop(w), &batch.check) < 0)
+			return; /* sent one by one */
+		batch.open = true;
+	}
+	if (uv_check_start(&batch.check, uncork) < 0)
+		return;
+	batch.worker = w;
+	batch.corked = true;
+	kp_worker_cork_peer(w, kp_Peer_PEER_RECORDERD, 1);
+}
+
+void webd_relay_close(void)
+{
+	if (batch.corked)
+		uncork(&batch.check);
+	if (batch.open)
+		uv_close((uv_handle_t *)&batch.check, NULL);
+	batch.open = false;
+}
+
+uint32_t webd_relay_send_msg(struct web_req *r, const struct kp_frame_msg *m, uint32_t *id_field, const void *tail,
+			     size_t len, webd_answer_cb cb, void *arg)
 {
 	uint32_t id = webd_answer_expect(kp_Peer_PEER_RECORDERD, cb, arg);
 	if (id == 0) {
@@ -196,7 +238,8 @@ uint32_t webd_relay_send(struct web_req *r, kp_Envelope *env, uint32_t *id_field
 	}
 	*id_field = id;
 	struct webd *d = web_req_app(r);
-	int rc = kp_worker_send_peer(d->worker, kp_Peer_PEER_RECORDERD, env, tail, len);
+	cork(d->worker);
+	int rc = kp_worker_send_peer_msg(d->worker, kp_Peer_PEER_RECORDERD, m, tail, len);
 	if (rc < 0) {
 		webd_answer_cancel(id);
 		kp_warn("relay: cannot send a question to recorderd: %s", strerror(-rc));
@@ -204,6 +247,18 @@ uint32_t webd_relay_send(struct web_req *r, kp_Envelope *env, uint32_t *id_field
 		return 0;
 	}
 	return id;
+}
+
+uint32_t webd_relay_send(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const void *tail, size_t len,
+			 webd_answer_cb cb, void *arg)
+{
+	struct kp_frame_msg m;
+	if (kp_frame_msg_of(env, &m) < 0) {
+		kp_err("relay: message %u is not one an envelope can carry", (unsigned)env->which_msg);
+		web_reply_error(r, 500, "internal", "cannot encode the question to recorderd");
+		return 0;
+	}
+	return webd_relay_send_msg(r, &m, id_field, tail, len, cb, arg);
 }
 
 void webd_relay(struct web_req *r, kp_Envelope *env, uint32_t *id_field, enum catj_kind kind, const char *extra_headers)

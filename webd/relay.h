@@ -24,6 +24,12 @@ void webd_relay(struct web_req *r, kp_Envelope *env, uint32_t *id_field, enum ca
  * returns the id, or 0 with r answered (503). */
 uint32_t webd_relay_send(struct web_req *r, kp_Envelope *env, uint32_t *id_field, const void *tail, size_t len,
 			 webd_answer_cb cb, void *arg);
+/* The same for one message named without an envelope (kp_frame_msg; id_field is in it). */
+uint32_t webd_relay_send_msg(struct web_req *r, const struct kp_frame_msg *m, uint32_t *id_field, const void *tail,
+			     size_t len, webd_answer_cb cb, void *arg);
+
+/* Sends what is still corked and releases the batching handle (webd stopping). */
+void webd_relay_close(void);
 
 /* The HTTP status of a CatalogResult (502 for one this webd does not know). */
 int webd_catalog_status(kp_CatalogResult result);

@@ -122,7 +122,7 @@ void webd_route_events_publish(struct web_req *r)
 {
 	static uint8_t *jpeg_buf;
 	static struct webd_publish p;
-	static kp_Envelope env;
+	static kp_EventPublish pub; /* the message itself: no envelope to clear and copy */
 	const char *ct = web_req_header(r, "content-type");
 	enum body_kind kind;
 	if (ct && ct_is(ct, "application/json"))
@@ -172,11 +172,11 @@ void webd_route_events_publish(struct web_req *r)
 	st->req = web_req_id(r);
 	const char *accept = web_req_header(r, "accept");
 	st->proto_answer = kind == BODY_PROTO && !(accept && strstr(accept, "application/json"));
-	memset(&env, 0, sizeof(env));
-	env.which_msg = kp_Envelope_event_publish_tag;
-	env.msg.event_publish.has_event = true;
-	env.msg.event_publish.event = p.ev;
-	if (webd_relay_send(r, &env, &env.msg.event_publish.id, p.jpeg, p.jpeg_len, publish_cb, st) == 0)
+	pub.id = 0;
+	pub.has_event = true;
+	pub.event = p.ev;
+	struct kp_frame_msg m = {.which = kp_Envelope_event_publish_tag, .fields = kp_EventPublish_fields, .msg = &pub};
+	if (webd_relay_send_msg(r, &m, &pub.id, p.jpeg, p.jpeg_len, publish_cb, st) == 0)
 		free(st);
 }
 

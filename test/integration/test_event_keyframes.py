@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import time
 
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import TestCamera, check, run, wait_for, wait_streaming
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -28,8 +28,7 @@ def test(make):
     try:
         kp = make(config=CONFIG + f'[camera "front"]\nurl = {cam.url()}\n')
         kp.wait_running()
-        check(wait_for(lambda: (c := cameras(kp)) and all(s["state"] == "streaming" for s in c["front"]["streams"]),
-                       10.0, 0.1), "camera streams")
+        wait_streaming(kp, "front", timeout=10.0)
         auth = {"Authorization": "Bearer " + kp.token()}
 
         def events():

@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import TestCamera, check, metric_in, run, wait_for, wait_streaming
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -38,11 +38,6 @@ listen = 127.0.0.1:{port}
 """
 CACHE_BOUND = 8 << 20  # REC_PICTURE_CACHE_BYTES
 PENDING = 16  # REC_PICTURE_PENDING
-
-
-def metric(text, name):
-    m = re.search(r"^" + re.escape(name) + r" (\d+)$", text, re.M)
-    return int(m.group(1)) if m else None
 
 
 def nals(annexb):
@@ -79,12 +74,10 @@ def test(make):
     try:
         kp = make(config=CONFIG + f'[camera "front"]\nurl = {cam.url()}\n')
         kp.wait_running()
-        check(wait_for(lambda: (c := cameras(kp)) and all(s["state"] == "streaming" for s in c["front"]["streams"]),
-                       10.0, 0.1), "camera streams")
+        wait_streaming(kp, "front", timeout=10.0)
         auth = {"Authorization": "Bearer " + kp.token()}
 
-        def get(path):
-            return kp.http("GET", path, headers=auth, timeout=30)
+        get = kp.get
 
         def linked():
             s, _, b = get("/api/v1/events?camera=front&limit=100")
@@ -140,14 +133,14 @@ def test(make):
         check(bad == 0, f"1,000 thumbnail requests answer a JPEG ({bad} did not)")
         s, _, b = get("/metrics")
         text = b.decode()
-        made = metric(text, 'keeppeek_recorderd_pictures_total{result="made"}')
-        cached = metric(text, 'keeppeek_recorderd_pictures_total{result="cached"}')
-        size = metric(text, "keeppeek_recorderd_picture_cache_bytes")
+        made = metric_in(text, 'keeppeek_recorderd_pictures_total{result="made"}')
+        cached = metric_in(text, 'keeppeek_recorderd_pictures_total{result="cached"}')
+        size = metric_in(text, "keeppeek_recorderd_picture_cache_bytes")
         print(f"made {made}, from the cache {cached}, cache {size} bytes")
         check(made == len(ids) + 1, f"each picture made once: {len(ids)} thumbnails and one snapshot ({made})")
         check(cached == 1000 - (len(ids) - 1), f"the rest served from the cache ({cached})")
         check(size is not None and 0 < size <= CACHE_BOUND, f"the cache within its bound ({size})")
-        check(metric(text, 'keeppeek_recorderd_pictures_total{result="decode_failed"}') == 0, "no decode failed")
+        check(metric_in(text, 'keeppeek_recorderd_pictures_total{result="decode_failed"}') == 0, "no decode failed")
 
         # One past the pictures that may wait: the transcoder runs (this snapshot keeps it
         # from lingering out) and is stopped while the requests come.
@@ -161,7 +154,7 @@ def test(make):
             answers[i] = get(f"/api/v1/events/{e['id']}/snapshot")
 
         def waiting():
-            return metric(get("/metrics")[2].decode(), "keeppeek_recorderd_pictures_waiting")
+            return metric_in(get("/metrics")[2].decode(), "keeppeek_recorderd_pictures_waiting")
 
         os.kill(tx, signal.SIGSTOP)
         try:
@@ -179,9 +172,9 @@ def test(make):
         check(len(good) == PENDING, f"each of the {PENDING} waiting is its JPEG "
               f"({[a[0] if a else None for a in answers]}, {[a[2][:80] for a in answers if a and a[0] != 200][:2]})")
         text = get("/metrics")[2].decode()
-        check(metric(text, 'keeppeek_recorderd_pictures_total{result="busy"}') == 1, "the one refused is counted")
-        check(metric(text, 'keeppeek_recorderd_pictures_total{result="decode_failed"}') == 0, "none failed")
-        check(metric(text, "keeppeek_recorderd_pictures_waiting") == 0, "none waits")
+        check(metric_in(text, 'keeppeek_recorderd_pictures_total{result="busy"}') == 1, "the one refused is counted")
+        check(metric_in(text, 'keeppeek_recorderd_pictures_total{result="decode_failed"}') == 0, "none failed")
+        check(metric_in(text, "keeppeek_recorderd_pictures_waiting") == 0, "none waits")
         refused = [line for line in kp.log_text().splitlines() if "picture jobs run" in line]
         check(not refused, f"recorderd gave the transcoder no more than it takes at once ({refused[:2]})")
 
@@ -199,7 +192,7 @@ def test(make):
         check(s == 500 and json.loads(b).get("code") == "picture_failed",
               f"a keyframe that does not decode: 500 picture_failed ({s} {b[:200]!r})")
         s, _, b = get("/metrics")
-        check(metric(b.decode(), 'keeppeek_recorderd_pictures_total{result="decode_failed"}') == 1,
+        check(metric_in(b.decode(), 'keeppeek_recorderd_pictures_total{result="decode_failed"}') == 1,
               "the failure is counted")
         s, _, b = get(f"/api/v1/events/{e['id']}/thumbnail")
         check(s == 200 and b[:2] == b"\xff\xd8", "the (cached) thumbnail still answers; recorderd and the transcoder go on")

@@ -28,7 +28,7 @@ import threading
 import time
 
 import kp_events as E
-from kp import TestCamera, cameras, check, free_port, run, wait_for
+from kp import TestCamera, cameras, check, free_port, run, wait_for, wait_streaming
 
 QUEUE = 256  # mqtt_client.c MQC_QUEUE_ITEMS
 QOS = 0  # test_mqtt_qos1.py runs the same with 1
@@ -147,8 +147,7 @@ def test(make):
         camera = f'[camera "{E.CAMERA}"]\nurl = {cam.url()}\n'
         kp = make(config=base + camera)
         kp.wait_running()
-        check(wait_for(lambda: (c := cameras(kp)) and all(s["state"] == "streaming" for s in c[E.CAMERA]["streams"]),
-                       15.0, 0.1), "camera streaming")
+        wait_streaming(kp, E.CAMERA, timeout=15.0)
         tok = kp.token("admin")
         kp._tok = tok
         P = "kp/nvr"

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from kp import FIXTURES, TestCamera, cameras, check, run, wait_for
+from kp import FIXTURES, TestCamera, check, run, wait_for, wait_streaming
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -35,12 +35,10 @@ def test(make):
     try:
         kp = make(config=CONFIG + f'[camera "front"]\nurl = {cam.url()}\nrollover_secs = 60\n')
         kp.wait_running()
-        check(wait_for(lambda: (c := cameras(kp)) and all(s["state"] == "streaming" for s in c["front"]["streams"]),
-                       10.0, 0.1), "camera streams")
+        wait_streaming(kp, "front", timeout=10.0)
         auth = {"Authorization": "Bearer " + kp.token()}
 
-        def get(path):
-            return kp.http("GET", path, headers=auth)
+        get = kp.get
 
         def publish(ev):
             return kp.http("POST", "/api/v1/events", body=json.dumps(ev),

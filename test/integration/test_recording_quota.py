@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import TestCamera, check, run, wait_streaming
 
 QUOTA = 5_000_000
 CONFIG = """[keeppeek]
@@ -47,8 +47,7 @@ def test(make):
     try:
         kp = make(config=CONFIG + f'[camera "quota-cam"]\nurl = {cam.url()}\nrollover_secs = 3\n')
         kp.wait_running()
-        check(wait_for(lambda: (c := cameras(kp)) and all(s["state"] == "streaming" for s in c["quota-cam"]["streams"]),
-                       10.0, 0.1), "both streams streaming")
+        wait_streaming(kp, "quota-cam", timeout=10.0)
         seen, peak, peak_at, largest = {}, 0, None, {}
         end = time.monotonic() + 40.0
         next_check = end - 30.0

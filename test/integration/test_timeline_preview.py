@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import TestCamera, check, metric_in, run, wait_for, wait_streaming
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -27,11 +27,6 @@ run_dir = {dir}/run
 listen = 127.0.0.1:{port}
 """
 CACHE_BOUND = 8 << 20  # REC_PICTURE_CACHE_BYTES
-
-
-def metric(text, name):
-    m = re.search(r"^" + re.escape(name) + r" (\d+)$", text, re.M)
-    return int(m.group(1)) if m else None
 
 
 def psnr_at_keyframe(get, work, jpeg, stream, kms):
@@ -63,12 +58,10 @@ def test(make):
     try:
         kp = make(config=CONFIG + f'[camera "front"]\nurl = {cam.url()}\nrollover_secs = 8\n')
         kp.wait_running()
-        check(wait_for(lambda: (c := cameras(kp)) and all(s["state"] == "streaming" for s in c["front"]["streams"]),
-                       10.0, 0.1), "camera streams")
+        wait_streaming(kp, "front", timeout=10.0)
         auth = {"Authorization": "Bearer " + kp.token()}
 
-        def get(path):
-            return kp.http("GET", path, headers=auth, timeout=30)
+        get = kp.get
 
         def recordings(stream):
             s, _, b = get(f"/api/v1/recordings?camera=front&stream={stream}&from=0&to={int(time.time() * 1000) + 60000}")
@@ -102,12 +95,12 @@ def test(make):
         psnr_at_keyframe(get, work, jpeg, "sub", kms)
 
         text = metrics()
-        made = metric(text, 'keeppeek_recorderd_pictures_total{result="made"}')
+        made = metric_in(text, 'keeppeek_recorderd_pictures_total{result="made"}')
         s, h2, again = get(f"/api/v1/cameras/front/thumbnail?t={until - 1}")
         check(s == 200 and again == jpeg and int(h2.get("keyframe-time", "0")) == kms,
               "another time of the same GOP answers the same picture")
         text = metrics()
-        check(metric(text, 'keeppeek_recorderd_pictures_total{result="made"}') == made,
+        check(metric_in(text, 'keeppeek_recorderd_pictures_total{result="made"}') == made,
               "from the cache: not made again")
 
         s, h, main = get(f"/api/v1/cameras/front/thumbnail?t={t}&stream=main")
@@ -139,9 +132,9 @@ def test(make):
             kfs.add(h.get("keyframe-time"))
         took = time.monotonic() - t0
         text = metrics()
-        made_after = metric(text, 'keeppeek_recorderd_pictures_total{result="made"}')
-        size = metric(text, "keeppeek_recorderd_picture_cache_bytes")
-        entries = metric(text, "keeppeek_recorderd_picture_cache_entries")
+        made_after = metric_in(text, 'keeppeek_recorderd_pictures_total{result="made"}')
+        size = metric_in(text, "keeppeek_recorderd_picture_cache_bytes")
+        entries = metric_in(text, "keeppeek_recorderd_picture_cache_entries")
         print(f"1,000 previews over {t_to - t_from} ms ({len(kfs)} keyframes) in {took:.1f} s; "
               f"made {made_after - made - 1}, cache {entries} entries, {size} bytes")
         check(bad == 0, f"1,000 preview requests answer a JPEG ({bad} did not)")
@@ -162,18 +155,18 @@ def test(make):
             s, _, b = get(f"/api/v1/cameras/front/thumbnail?t={x}")
             check(s == 200, f"preview at {x} in recording {rec['id']} ({s})")
         text = metrics()
-        before = metric(text, "keeppeek_recorderd_picture_cache_entries")
-        purged = metric(text, "keeppeek_recorderd_picture_cache_purged_total")
+        before = metric_in(text, "keeppeek_recorderd_picture_cache_entries")
+        purged = metric_in(text, "keeppeek_recorderd_picture_cache_purged_total")
         body = json.dumps({"recordings": [rec["id"]], "events": [evs[0]["id"]]})
         s, _, b = kp.http("POST", "/delete", body=body, headers=dict(auth, **{"Content-Type": "application/json"}))
         res = json.loads(b) if s == 200 else {}
         check(s == 200 and res.get("deleted_recordings") == 1 and res.get("deleted_events") == 1,
               f"the recording and the event are deleted ({s} {b[:300]!r})")
-        check(wait_for(lambda: (metric(metrics(), "keeppeek_recorderd_picture_cache_purged_total") or 0) > purged,
+        check(wait_for(lambda: (metric_in(metrics(), "keeppeek_recorderd_picture_cache_purged_total") or 0) > purged,
                        5.0, 0.05), "the cache is swept after the delete")
         text = metrics()
-        after = metric(text, "keeppeek_recorderd_picture_cache_entries")
-        gone = metric(text, "keeppeek_recorderd_picture_cache_purged_total") - purged
+        after = metric_in(text, "keeppeek_recorderd_picture_cache_entries")
+        gone = metric_in(text, "keeppeek_recorderd_picture_cache_purged_total") - purged
         print(f"delete of recording {rec['id']} and event {evs[0]['id']}: cache {before} -> {after} entries, "
               f"{gone} purged")
         check(gone >= 2 and after == before - gone, f"their pictures left the cache ({before} -> {after}, {gone})")

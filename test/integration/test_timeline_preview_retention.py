@@ -7,11 +7,10 @@ once (keeppeek_recorderd_picture_cache_entries back to 0, each counted in
 keeppeek_recorderd_picture_cache_purged_total), not by LRU order, and their times
 answer 404 no_recording."""
 import json
-import re
 import tempfile
 import time
 
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import TestCamera, check, metric_in, run, wait_for, wait_streaming
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -23,23 +22,15 @@ max_disk_gb = 0.005
 """
 
 
-def metric(text, name):
-    m = re.search(r"^" + re.escape(name) + r" (\d+)$", text, re.M)
-    return int(m.group(1)) if m else None
-
-
 def test(make):
     work = tempfile.mkdtemp(prefix="kp-tlret-")
     cam = TestCamera(work, "front", "h264", "baichuan", "aes")
     try:
         kp = make(config=CONFIG + f'[camera "front"]\nurl = {cam.url()}\nrollover_secs = 3\n')
         kp.wait_running()
-        check(wait_for(lambda: (c := cameras(kp)) and all(s["state"] == "streaming" for s in c["front"]["streams"]),
-                       10.0, 0.1), "camera streams")
-        auth = {"Authorization": "Bearer " + kp.token()}
+        wait_streaming(kp, "front", timeout=10.0)
 
-        def get(path):
-            return kp.http("GET", path, headers=auth, timeout=30)
+        get = kp.get
 
         def sub_recordings():
             s, _, b = get(f"/api/v1/recordings?camera=front&stream=sub&from=0&to={int(time.time() * 1000) + 60000}")
@@ -50,8 +41,8 @@ def test(make):
         def entries():
             s, _, b = get("/metrics")
             text = b.decode()
-            return (metric(text, "keeppeek_recorderd_picture_cache_entries"),
-                    metric(text, "keeppeek_recorderd_picture_cache_purged_total"))
+            return (metric_in(text, "keeppeek_recorderd_picture_cache_entries"),
+                    metric_in(text, "keeppeek_recorderd_picture_cache_purged_total"))
 
         check(wait_for(lambda: len([r for r in sub_recordings() if not r["open"]]) >= 2, 30.0, 0.2),
               "two closed sub recordings")

@@ -300,6 +300,16 @@ static void test_ack_delete(void)
 			      .rec.ack = {.event_id = "det-1", .revision = 3, .committed_ms = 1764461234567}};
 	add(&a);
 	check_json(CATJ_ACK, "{\"id\":\"det-1\",\"revision\":3,\"committed_ms\":1764461234567}");
+	/* Reset (recorderd's one buffer for every acknowledgement): empty, memory kept. */
+	const uint8_t *mem = B.p;
+	size_t one = B.len;
+	catrec_reset(&B);
+	CHECK_EQ(B.len, 0);
+	a.rec.ack.revision = 4;
+	add(&a);
+	CHECK_EQ(B.len, one);
+	CHECK(B.p == mem);
+	check_json(CATJ_ACK, "{\"id\":\"det-1\",\"revision\":4,\"committed_ms\":1764461234567}");
 	catrec_free(&B);
 
 	catrec_init(&B, 1 << 20);
@@ -362,6 +372,9 @@ static void test_refused(void)
 	CHECK_EQ(B.failed, -E2BIG);
 	kp_CatalogRecord small = {.which_rec = kp_CatalogRecord_recordings_end_tag};
 	CHECK_EQ(catrec_add(&B, &small), -E2BIG); /* sticky */
+	catrec_reset(&B);                         /* until reset */
+	CHECK_EQ(B.failed, 0);
+	CHECK_EQ(catrec_add(&B, &small), 0);
 	catrec_free(&B);
 }
 

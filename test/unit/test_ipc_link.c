@@ -1,6 +1,8 @@
 /* Unit tests for the libuv IPC link over a real socketpair: frames with tails and passed
- * descriptors arrive intact, the send queue refuses frames past its ceilings, and a
- * malformed or truncated stream closes the link once with a precise reason. */
+ * descriptors arrive intact, a corked link holds its frames until uncorked and then
+ * delivers them in order (several per sendmsg, descriptors with their own frame), the
+ * send queue refuses frames past its ceilings, and a malformed or truncated stream
+ * closes the link once with a precise reason. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -15,6 +17,8 @@ struct rx {
 	int tail_ok;
 	int fd_ok;
 	int errors;
+	uint64_t next_seq; /* HealthRequest seq expected next */
+	int out_of_order;
 	char reason[160];
 	struct kp_ipc *ipc;
 };
@@ -25,6 +29,8 @@ static void on_frame(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg)
 	(void)c;
 	rx->frames++;
 	rx->tail_bytes += f->tail_len;
+	if (f->env->which_msg == kp_Envelope_health_request_tag && f->env->msg.health_request.seq != rx->next_seq++)
+		rx->out_of_order++;
 	if (f->tail_len) {
 		int ok = 1;
 		for (size_t i = 0; i < f->tail_len; i++)
@@ -133,6 +139,64 @@ static void test_frames_tails_fds(void)
 	CHECK_EQ(uv_loop_close(&loop), 0);
 }
 
+/* Corked: nothing leaves; uncorked: all of it, in order, the descriptors with the frames
+ * that carry them (each such frame starts its own sendmsg). */
+static void test_cork(void)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	int sv[2];
+	pair(sv);
+	struct kp_ipc_limits from_sup = peer, roomy = peer;
+	from_sup.from = kp_Peer_PEER_SUPERVISOR;
+	roomy.queue_items = 256; /* a corked link's frames count against its ceilings */
+	struct rx a = {0}, b = {0};
+	CHECK_EQ(kp_ipc_open(&loop, sv[0], &roomy, on_frame, on_error, &a, &a.ipc), 0);
+	CHECK_EQ(kp_ipc_open(&loop, sv[1], &from_sup, on_frame, on_error, &b, &b.ipc), 0);
+	char path[] = "/tmp/kp-ipc-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	unlink(path);
+	CHECK_EQ(write(fd, "hello", 5), 5);
+	kp_Envelope ln = kp_Envelope_init_zero;
+	ln.which_msg = kp_Envelope_link_new_tag;
+	kp_HealthRequest hr = kp_HealthRequest_init_zero;
+	struct kp_frame_msg m = {
+	    .which = kp_Envelope_health_request_tag, .fields = kp_HealthRequest_fields, .msg = &hr};
+	enum { N = 150 };
+	kp_ipc_cork(a.ipc);
+	for (int i = 0, seq = 0; i < N; i++) {
+		if (i == 0 || i == 70 || i == N - 1) {
+			CHECK_EQ(kp_ipc_send(a.ipc, &ln, NULL, 0, &fd, 1), 0);
+			continue;
+		}
+		hr.seq = (uint64_t)seq++;
+		CHECK_EQ(kp_ipc_send_msg(a.ipc, &m, NULL, 0, NULL, 0), 0);
+	}
+	run_for(&loop, 50);
+	CHECK_EQ(b.frames, 0);
+	struct kp_ipc_stats st;
+	kp_ipc_get_stats(a.ipc, &st);
+	CHECK_EQ(st.queue_items, N);
+	CHECK_EQ(st.frames_out, 0);
+	kp_ipc_uncork(a.ipc);
+	for (int i = 0; i < 100 && b.frames < N; i++)
+		run_for(&loop, 20);
+	CHECK_EQ(b.frames, N);
+	CHECK_EQ(b.fd_ok, 3);
+	CHECK_EQ(b.next_seq, N - 3);
+	CHECK_EQ(b.out_of_order, 0);
+	CHECK_EQ(b.errors, 0);
+	kp_ipc_get_stats(a.ipc, &st);
+	CHECK_EQ(st.queue_items, 0);
+	CHECK_EQ(st.frames_out, N);
+	close(fd);
+	kp_ipc_destroy(a.ipc);
+	kp_ipc_destroy(b.ipc);
+	run_for(&loop, 10);
+	CHECK_EQ(uv_loop_close(&loop), 0);
+}
+
 static void test_queue_ceilings(void)
 {
 	uv_loop_t loop;
@@ -223,6 +287,7 @@ static void test_malformed_streams(void)
 int main(void)
 {
 	RUN(test_frames_tails_fds);
+	RUN(test_cork);
 	RUN(test_queue_ceilings);
 	RUN(test_malformed_streams);
 	return TEST_EXIT();

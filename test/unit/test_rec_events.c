@@ -5,6 +5,7 @@
  * recorded fixture, input checks (ids, times, JPEG headers, cursors) and thumbnails. */
 #include <errno.h>
 #include <lmdb.h>
+#include <pb_encode.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,6 +391,25 @@ static struct rec_job *job(uint32_t cam, const kp_EventRecord *e, const uint8_t 
 	return j;
 }
 
+/* The fan-out's EventCommitted from the bytes kept at commit is the one nanopb encodes
+ * from the record and its links. */
+static void same_committed(const struct rec_job *j)
+{
+	static uint8_t a[kp_EventCommitted_size], b[kp_EventCommitted_size];
+	static kp_EventCommitted ec;
+	ec = (kp_EventCommitted)kp_EventCommitted_init_zero;
+	ec.has_event = true;
+	ec.event = j->ev;
+	memcpy(ec.keyframes, j->keyframes, sizeof j->keyframes);
+	ec.keyframes_count = j->nkeyframes;
+	pb_ostream_t o = pb_ostream_from_buffer(a, sizeof a);
+	CHECK(pb_encode(&o, kp_EventCommitted_fields, &ec));
+	size_t n = 0;
+	CHECK_EQ(rec_job_committed_encode(j, b, sizeof b, &n), 0);
+	CHECK_EQ(n, o.bytes_written);
+	CHECK(n == o.bytes_written && !memcmp(a, b, n));
+}
+
 static int exists(struct rec_setup *rs, const char *path)
 {
 	struct stat st;
@@ -466,6 +486,7 @@ static void test_jobs_batch(void)
 		CHECK(!exists(&rs, path)); /* no file per event */
 		rec_event_jpeg_path(j->ev.event_id, 1, path, sizeof path);
 		CHECK_EQ(exists(&rs, path), j->jpeg != NULL);
+		same_committed(j);
 		stored++;
 	}
 	cat_abort(t);
@@ -508,6 +529,14 @@ static void test_jobs_and_links(void)
 	CHECK_EQ(a->next->next->result, kp_CatalogResult_CATALOG_CONFLICT);
 	CHECK(!strcmp(a->next->next->code, "revision_conflict"));
 	CHECK(a->next->ev.committed_ms > 0);
+	CHECK_EQ(a->next->nkeyframes, 2);
+	same_committed(a);
+	same_committed(a->next);
+	{
+		uint8_t none[16];
+		size_t nlen;
+		CHECK_EQ(rec_job_committed_encode(a->next->next, none, sizeof none, &nlen), -ENOENT); /* not stored */
+	}
 	char p1[CAT_PATH_MAX], p2[CAT_PATH_MAX];
 	rec_event_jpeg_path("pub.1", 1, p1, sizeof p1);
 	rec_event_jpeg_path("pub.1", 2, p2, sizeof p2);
@@ -595,12 +624,13 @@ static void test_jobs_and_links(void)
 	cat_abort(t);
 	a = calloc(1, sizeof *a);
 	a->kind = REC_JOB_DELETE;
-	a->del.recordings[0] = 1;
-	a->del.recordings[1] = 999;
-	a->del.recordings_count = 2;
-	snprintf(a->del.events[0], sizeof a->del.events[0], "pub.1");
-	snprintf(a->del.events[1], sizeof a->del.events[1], "nope");
-	a->del.events_count = 2;
+	a->del = calloc(1, sizeof *a->del);
+	a->del->recordings[0] = 1;
+	a->del->recordings[1] = 999;
+	a->del->recordings_count = 2;
+	snprintf(a->del->events[0], sizeof a->del->events[0], "pub.1");
+	snprintf(a->del->events[1], sizeof a->del->events[1], "nope");
+	a->del->events_count = 2;
 	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
 	CHECK_EQ(a->state, REC_JOB_DONE);
 	CHECK(a->body != NULL);

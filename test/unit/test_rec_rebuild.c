@@ -116,8 +116,9 @@ static void delete_event(struct rec_setup *rs, const char *id)
 {
 	struct rec_job *j = calloc(1, sizeof *j);
 	j->kind = REC_JOB_DELETE;
-	snprintf(j->del.events[0], sizeof j->del.events[0], "%s", id);
-	j->del.events_count = 1;
+	j->del = calloc(1, sizeof *j->del);
+	snprintf(j->del->events[0], sizeof j->del->events[0], "%s", id);
+	j->del->events_count = 1;
 	rec_jobs_run(rs->cat, rs->dirfd, rs->log, j);
 	CHECK_EQ(j->state, REC_JOB_DONE);
 	rec_job_free(j);

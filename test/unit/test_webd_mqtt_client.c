@@ -1,7 +1,7 @@
 /* webd/mqtt_client.c's bounds, one past each (keeppeek-webd(8) LIMITS, mqtt): event
- * messages wait up to MQC_MQC_QUEUE_ITEMS messages and MQC_MQC_QUEUE_BYTES, the one past pushes
+ * messages wait up to MQC_QUEUE_ITEMS messages and MQC_QUEUE_BYTES, the one past pushes
  * out the oldest, counted as dropped, and a message larger than the whole queue is
- * dropped alone; retained values take up to MQC_MQC_RETAIN_BYTES together, the value that
+ * dropped alone; retained values take up to MQC_RETAIN_BYTES together, the value that
  * would pass it is refused (-ENOSPC), counted, and the value before it kept. Filled while
  * nothing is connected, then Debian's mosquitto (started here on a loopback port) and a
  * subscriber of this file receive exactly what was kept: every retained value's last

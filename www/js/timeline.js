@@ -279,8 +279,19 @@ export function createTimeline(root, opts) {
 		onViewChange({ from, to });
 	}
 
+	// Without an anchor (buttons, keys) a zoom keeps in place what the user is looking at:
+	// the playhead when it is in view, else the newest recorded moment in view (on today's
+	// day, "now"), else the middle.
+	function zoomAnchor() {
+		const inView = (ms) => ms !== null && ms >= from && ms <= to;
+		if (inView(playhead))
+			return playhead;
+		const newest = segs.length ? Math.min(segs.reduce((m, r) => Math.max(m, r[1]), from), to) : null;
+		return inView(newest) && newest > from ? newest : (from + to) / 2;
+	}
+
 	function zoom(factor, anchor, gesture = false) {
-		const a = anchor ?? (playhead !== null && playhead >= from && playhead <= to ? playhead : (from + to) / 2);
+		const a = anchor ?? zoomAnchor();
 		const span = Math.min(Math.max((to - from) * factor, minSpan), dayEnd - dayStart);
 		const r = (a - from) / (to - from);
 		setView(a - r * span, a - r * span + span, gesture);
@@ -350,7 +361,8 @@ export function createTimeline(root, opts) {
 		const p = axis(e);
 		pointers.set(e.pointerId, p);
 		if (gesture.kind === 'playhead') {
-			playhead = Math.min(Math.max(msAt(p), dayStart), dayEnd);
+			gesture.at = Math.min(Math.max(msAt(p), dayStart), dayEnd);
+			playhead = gesture.at;
 			follow = false;
 			placePlayhead();
 			hover(px(playhead));
@@ -377,7 +389,7 @@ export function createTimeline(root, opts) {
 		gesture = pointers.size ? { kind: 'pinch-end' } : null;
 		if (g.kind === 'playhead') {
 			unhover();
-			seek(playhead);
+			seek(g.at ?? playhead);
 		} else if (g.kind === 'press' && e.type === 'pointerup') {
 			activate(g.target, axis(e));
 		}
@@ -498,6 +510,10 @@ export function createTimeline(root, opts) {
 		// From playback state messages: moves the playhead, ends the seeking state, keeps
 		// the playhead in view while following.
 		setPlayhead(ms, { seeking: s = false } = {}) {
+			// While a finger or the mouse holds the handle, the user places it: a state
+			// arriving meanwhile describes the old position and must not move it.
+			if (gesture && gesture.kind === 'playhead')
+				return;
 			playhead = ms;
 			seeking = s;
 			if (follow && !gesture && (ms < from || ms > to)) {
