@@ -31,6 +31,7 @@ struct parse_ctx {
 	uint64_t cam_seen; /* keys set in the current camera or webhook section */
 	int cur_camera;
 	int cur_webhook;
+	int cur_site;
 };
 
 static void add_error(struct parse_ctx *p, unsigned line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -172,7 +173,7 @@ static int expand(struct parse_ctx *p, const char *in, struct kp_conf_str *out)
 /* Whether keys of section live in a named section ([camera "NAME"], [webhook "NAME"]). */
 static bool named_kind(const char *section)
 {
-	return !strcmp(section, "camera") || !strcmp(section, "webhook");
+	return !strcmp(section, "camera") || !strcmp(section, "webhook") || !strcmp(section, "site");
 }
 
 /* Every key of one kind ("camera", "webhook", or else the global sections) set to its
@@ -200,7 +201,7 @@ static void set_defaults(const char *kind, void *base)
 static int duplicate(struct parse_ctx *p, const struct kp_key *k)
 {
 	uint64_t bit = 1ull << (k - kp_config_keys);
-	uint64_t *seen = p->cur_camera >= 0 || p->cur_webhook >= 0 ? &p->cam_seen : &p->seen;
+	uint64_t *seen = p->cur_camera >= 0 || p->cur_webhook >= 0 || p->cur_site >= 0 ? &p->cam_seen : &p->seen;
 	if (*seen & bit)
 		return 1;
 	*seen |= bit;
@@ -261,6 +262,33 @@ static int camera_section(struct parse_ctx *p, const char *section)
 	return p->cur_camera;
 }
 
+/* The NAME of [KIND "NAME"] into name[0..max]: 0, or -1 (reported) when the header is
+ * malformed, the name too long or not of letters, digits, - and _. */
+static int section_name(struct parse_ctx *p, const char *kind, const char *section, char *name, size_t max)
+{
+	const char *q = section + strlen(kind);
+	while (*q == ' ' || *q == '\t')
+		q++;
+	size_t len = strlen(q);
+	if (len < 3 || q[0] != '"' || q[len - 1] != '"') {
+		add_error(p, p->line, "%s section must be [%s \"NAME\"]", kind, kind);
+		return -1;
+	}
+	size_t nlen = len - 2;
+	if (nlen > max) {
+		add_error(p, p->line, "%s name longer than %zu characters", kind, max);
+		return -1;
+	}
+	memcpy(name, q + 1, nlen);
+	name[nlen] = '\0';
+	for (size_t i = 0; i < nlen; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '-' && name[i] != '_') {
+			add_error(p, p->line, "%s name '%s' may use only letters, digits, - and _", kind, name);
+			return -1;
+		}
+	return 0;
+}
+
 /* [webhook "NAME"]: the index of its slot in cfg->webhooks, filled at its first key;
  * -1 (reported) for a bad name, a name used twice, or one section too many. */
 static int webhook_section(struct parse_ctx *p, const char *section)
@@ -268,27 +296,9 @@ static int webhook_section(struct parse_ctx *p, const char *section)
 	struct kp_config *cfg = p->cfg;
 	if (p->cur_webhook >= 0 && cfg->webhooks[p->cur_webhook].line == p->section_line)
 		return p->cur_webhook;
-	const char *q = section + strlen("webhook");
-	while (*q == ' ' || *q == '\t')
-		q++;
-	size_t len = strlen(q);
-	if (len < 3 || q[0] != '"' || q[len - 1] != '"') {
-		add_error(p, p->line, "webhook section must be [webhook \"NAME\"]");
-		return -1;
-	}
-	size_t nlen = len - 2;
-	if (nlen > KP_WEBHOOK_NAME_MAX) {
-		add_error(p, p->line, "webhook name longer than %d characters", KP_WEBHOOK_NAME_MAX);
-		return -1;
-	}
 	char name[KP_WEBHOOK_NAME_MAX + 1];
-	memcpy(name, q + 1, nlen);
-	name[nlen] = '\0';
-	for (size_t i = 0; i < nlen; i++)
-		if (!isalnum((unsigned char)name[i]) && name[i] != '-' && name[i] != '_') {
-			add_error(p, p->line, "webhook name '%s' may use only letters, digits, - and _", name);
-			return -1;
-		}
+	if (section_name(p, "webhook", section, name, KP_WEBHOOK_NAME_MAX) < 0)
+		return -1;
 	for (unsigned i = 0; i < cfg->nwebhooks; i++)
 		if (!strcmp(cfg->webhooks[i].name, name)) {
 			if (p->err_line != p->section_line)
@@ -304,11 +314,42 @@ static int webhook_section(struct parse_ctx *p, const char *section)
 	struct kp_webhook_conf *h = &cfg->webhooks[cfg->nwebhooks];
 	memset(h, 0, sizeof *h);
 	set_defaults("webhook", h);
-	memcpy(h->name, name, nlen + 1);
+	snprintf(h->name, sizeof h->name, "%s", name);
 	h->line = p->section_line;
 	p->cur_webhook = (int)cfg->nwebhooks++;
 	p->cam_seen = 0;
 	return p->cur_webhook;
+}
+
+/* [site "NAME"] of a hub, as webhook_section. */
+static int site_section(struct parse_ctx *p, const char *section)
+{
+	struct kp_config *cfg = p->cfg;
+	if (p->cur_site >= 0 && cfg->sites[p->cur_site].line == p->section_line)
+		return p->cur_site;
+	char name[KP_SITE_NAME_MAX + 1];
+	if (section_name(p, "site", section, name, KP_SITE_NAME_MAX) < 0)
+		return -1;
+	for (unsigned i = 0; i < cfg->nsites; i++)
+		if (!strcmp(cfg->sites[i].name, name)) {
+			if (p->err_line != p->section_line)
+				add_error(p, p->section_line, "site '%s' is defined twice (first at line %u)", name,
+					  cfg->sites[i].line);
+			return -1;
+		}
+	if (cfg->nsites >= KP_MAX_SITES) {
+		if (p->err_line != p->section_line)
+			add_error(p, p->section_line, "more than %d sites", KP_MAX_SITES);
+		return -1;
+	}
+	struct kp_site_conf *st = &cfg->sites[cfg->nsites];
+	memset(st, 0, sizeof *st);
+	set_defaults("site", st);
+	snprintf(st->name, sizeof st->name, "%s", name);
+	st->line = p->section_line;
+	p->cur_site = (int)cfg->nsites++;
+	p->cam_seen = 0;
+	return p->cur_site;
 }
 
 /* One key of a section (base: the struct kp_config, or the camera's struct
@@ -357,12 +398,21 @@ static int handler(void *user, const char *section, const char *key, const char 
 	struct kp_config *cfg = p->cfg;
 	if (!strncmp(section, "camera", 6) && (section[6] == ' ' || section[6] == '"' || section[6] == '\0')) {
 		p->cur_webhook = -1;
+		p->cur_site = -1;
 		int idx = camera_section(p, section);
 		if (idx < 0)
 			return 0;
 		return set_key(p, "camera", section, &cfg->cameras[idx], key, value) == 0;
 	}
 	p->cur_camera = -1;
+	if (!strncmp(section, "site", 4) && (section[4] == ' ' || section[4] == '"' || section[4] == '\0')) {
+		p->cur_webhook = -1;
+		int idx = site_section(p, section);
+		if (idx < 0)
+			return 0;
+		return set_key(p, "site", section, &cfg->sites[idx], key, value) == 0;
+	}
+	p->cur_site = -1;
 	if (!strncmp(section, "webhook", 7) && (section[7] == ' ' || section[7] == '"' || section[7] == '\0')) {
 		int idx = webhook_section(p, section);
 		if (idx < 0)
@@ -443,12 +493,54 @@ static void validate_integrations(struct parse_ctx *p)
 	}
 }
 
+/* [hub] and its sites: sites only with enabled = yes, at least one site then, URLs of
+ * http or https, a CA file that the supervisor can read and send (KP_SITE_CA_MAX). */
+static void validate_hub(struct parse_ctx *p)
+{
+	struct kp_config *cfg = p->cfg;
+	if (cfg->nsites && !cfg->hub_enabled)
+		add_error(p, cfg->sites[0].line, "[site] sections need [hub] enabled = yes");
+	if (cfg->hub_enabled && !cfg->nsites)
+		add_error(p, 0, "[hub] enabled = yes needs at least one [site \"NAME\"] section");
+	for (unsigned i = 0; i < cfg->nsites; i++) {
+		const struct kp_site_conf *st = &cfg->sites[i];
+		if (missing_required(p, "site", st, st->name, st->line))
+			continue;
+		const char *u = st->url.val;
+		bool tls = !strncmp(u, "https://", 8);
+		if (strlen(u) > KP_SITE_URL_MAX)
+			add_error(p, st->line, "site '%s': url longer than %d characters", st->name, KP_SITE_URL_MAX);
+		else if (strncmp(u, "http://", 7) && !tls)
+			add_error(p, st->line, "site '%s': url must start with http:// or https://", st->name);
+		else if (strpbrk(u, " \t\"<>\\^`{|}") || strchr(u + (tls ? 8 : 7), '?') || strchr(u, '#'))
+			add_error(p, st->line, "site '%s': url must be http(s)://HOST[:PORT][/PATH] without a query",
+				  st->name);
+		if (strlen(st->token.val) > KP_SITE_TOKEN_MAX)
+			add_error(p, st->line, "site '%s': token longer than %d characters", st->name,
+				  KP_SITE_TOKEN_MAX);
+		else if (strpbrk(st->token.val, " \t\r\n"))
+			add_error(p, st->line, "site '%s': token must not hold spaces or line breaks", st->name);
+		if (st->ca_file.val[0] && !tls)
+			add_error(p, st->line, "site '%s': ca_file is for https:// sites only", st->name);
+		struct stat sb;
+		if (st->ca_file.val[0] && tls) {
+			if (stat(st->ca_file.val, &sb) < 0)
+				add_error(p, st->line, "site '%s': ca_file %s: %s", st->name, st->ca_file.val,
+					  strerror(errno));
+			else if (!S_ISREG(sb.st_mode) || sb.st_size > KP_SITE_CA_MAX)
+				add_error(p, st->line, "site '%s': ca_file %s: not a regular file of at most %d bytes",
+					  st->name, st->ca_file.val, KP_SITE_CA_MAX);
+		}
+	}
+}
+
 static void validate(struct parse_ctx *p)
 {
 	struct kp_config *cfg = p->cfg;
 	if (!cfg->tls_cert.val[0] != !cfg->tls_key.val[0])
 		add_error(p, 0, "[web] tls_cert and tls_key must be set together");
 	validate_integrations(p);
+	validate_hub(p);
 	for (unsigned i = 0; i < cfg->ncameras; i++) {
 		struct kp_camera_conf *c = &cfg->cameras[i];
 		if (missing_required(p, "camera", c, c->name, c->line))
@@ -477,6 +569,7 @@ static int parse(struct parse_ctx *p)
 {
 	p->cur_camera = -1;
 	p->cur_webhook = -1;
+	p->cur_site = -1;
 	int r = ini_parse_stream(reader, p, handler, p);
 	if (r > 0 && p->errs->count == 0)
 		add_error(p, (unsigned)r, "syntax error (expected [section] or key = value)");
@@ -580,6 +673,15 @@ int kp_config_render(const struct kp_config *cfg, char *buf, size_t len)
 		if (render_section("webhook", h, buf, len, &o) < 0)
 			return -ENOSPC;
 	}
+	for (unsigned i = 0; i < cfg->nsites; i++) {
+		const struct kp_site_conf *st = &cfg->sites[i];
+		int n = snprintf(buf + o, len - o, "\n[site \"%s\"]\n", st->name);
+		if (n < 0 || (size_t)n >= len - o)
+			return -ENOSPC;
+		o += (size_t)n;
+		if (render_section("site", st, buf, len, &o) < 0)
+			return -ENOSPC;
+	}
 	return (int)o;
 }
 
@@ -588,8 +690,12 @@ int kp_config_set_camera_key(struct kp_config *cfg, unsigned camera, const char 
 {
 	errs->count = 0; /* no 8 KiB clear per key: a plan sets hundreds */
 	errs->text[0] = '\0';
-	struct parse_ctx p = {
-	    .name = "the change", .cfg = cfg, .errs = errs, .cur_camera = (int)camera, .cur_webhook = -1};
+	struct parse_ctx p = {.name = "the change",
+			      .cfg = cfg,
+			      .errs = errs,
+			      .cur_camera = (int)camera,
+			      .cur_webhook = -1,
+			      .cur_site = -1};
 	return set_key(&p, "camera", NULL, &cfg->cameras[camera], key, value) == 0 ? 0 : -EINVAL;
 }
 
@@ -597,7 +703,8 @@ int kp_config_add_camera(struct kp_config *cfg, const char *name, struct kp_conf
 {
 	errs->count = 0;
 	errs->text[0] = '\0';
-	struct parse_ctx p = {.name = "the change", .cfg = cfg, .errs = errs, .cur_camera = -1, .cur_webhook = -1};
+	struct parse_ctx p = {
+	    .name = "the change", .cfg = cfg, .errs = errs, .cur_camera = -1, .cur_webhook = -1, .cur_site = -1};
 	char section[KP_CAMERA_NAME_MAX + 16];
 	snprintf(section, sizeof section, "camera \"%s\"", name);
 	p.section_line = UINT_MAX; /* no camera section is on that line: always a new one */
@@ -608,8 +715,12 @@ int kp_config_validate(struct kp_config *cfg, struct kp_config_errors *errs)
 {
 	errs->count = 0;
 	errs->text[0] = '\0';
-	struct parse_ctx p = {
-	    .name = "the changed configuration", .cfg = cfg, .errs = errs, .cur_camera = -1, .cur_webhook = -1};
+	struct parse_ctx p = {.name = "the changed configuration",
+			      .cfg = cfg,
+			      .errs = errs,
+			      .cur_camera = -1,
+			      .cur_webhook = -1,
+			      .cur_site = -1};
 	validate(&p);
 	return errs->count ? -EINVAL : 0;
 }

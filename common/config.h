@@ -58,6 +58,15 @@ struct kp_webhook_conf {
 	unsigned line;
 };
 
+/* A [site "NAME"] section: another KeepPeek server a hub shows (webd/hub*.c). */
+struct kp_site_conf {
+	char name[KP_SITE_NAME_MAX + 1];
+	struct kp_conf_str url;     /* http(s)://HOST:PORT of the site's webd */
+	struct kp_conf_str token;   /* a viewer API token of the site */
+	struct kp_conf_str ca_file; /* PEM CA of an https site (empty: the system's) */
+	unsigned line;
+};
+
 struct kp_config {
 	struct kp_conf_str data_dir;
 	struct kp_conf_str run_dir;
@@ -85,6 +94,11 @@ struct kp_config {
 	unsigned mqtt_active_secs;
 	unsigned nwebhooks;
 	struct kp_webhook_conf webhooks[KP_MAX_WEBHOOKS];
+	/* [hub] and its [site "NAME"] sections (docs/decisions/0033). */
+	bool hub_enabled;
+	unsigned hub_timeout_ms;
+	unsigned nsites;
+	struct kp_site_conf sites[KP_MAX_SITES];
 	unsigned ncameras;
 	struct kp_camera_conf cameras[KP_MAX_CAMERAS];
 };

@@ -13,11 +13,12 @@
 #define G(f) offsetof(struct kp_config, f)
 #define C(f) offsetof(struct kp_camera_conf, f)
 #define H(f) offsetof(struct kp_webhook_conf, f)
+#define S(f) offsetof(struct kp_site_conf, f)
 
 static const char *const record_values[] = {"continuous", "events", "off", NULL};
 static const char *const transport_values[] = {"tcp", "udp", "auto", NULL}; /* enum kp_rtsp_transport */
 
-const char *const kp_config_sections[] = {"keeppeek", "web", "rtc", "retention", "mqtt", NULL};
+const char *const kp_config_sections[] = {"keeppeek", "web", "rtc", "retention", "mqtt", "hub", NULL};
 
 const struct kp_key kp_config_keys[] = {
     {"keeppeek", "data_dir", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_SUPERVISOR | KP_USER_RECORDERD, G(data_dir), 0, 0, 0,
@@ -71,6 +72,16 @@ const struct kp_key kp_config_keys[] = {
      "only events with one of these labels, comma-separated"},
     {"webhook", "secret", KP_KEY_STR, KP_KEY_OPTIONAL | KP_KEY_SECRET | KP_KEY_HIDDEN, KP_USER_WEBD, H(secret), 0, 0, 0,
      NULL, NULL, "HMAC-SHA256 key of the X-KeepPeek-Signature header"},
+    {"hub", "enabled", KP_KEY_BOOL, 0, KP_USER_WEBD, G(hub_enabled), 0, 0, 0, NULL, "no",
+     "webd also shows the [site] sections' cameras, coverage and events"},
+    {"hub", "timeout_ms", KP_KEY_UINT, 0, KP_USER_WEBD, G(hub_timeout_ms), 0, 100, 30000, NULL, "3000",
+     "milliseconds a site has to answer one request of the hub"},
+    {"site", "url", KP_KEY_STR, KP_KEY_REQUIRED, KP_USER_WEBD, S(url), 0, 0, 0, NULL, NULL,
+     "http:// or https:// address of the site's web server"},
+    {"site", "token", KP_KEY_STR, KP_KEY_REQUIRED | KP_KEY_SECRET | KP_KEY_HIDDEN, KP_USER_WEBD, S(token), 0, 0, 0,
+     NULL, NULL, "a viewer API token of the site (${ENV} or file:PATH)"},
+    {"site", "ca_file", KP_KEY_STR, KP_KEY_OPTIONAL, KP_USER_WEBD, S(ca_file), 0, 0, 0, NULL, NULL,
+     "PEM CA certificates of an https site (unset: the system's)"},
     {"camera", "url", KP_KEY_CAMERA_URL, KP_KEY_REQUIRED | KP_KEY_SECRET, KP_USER_INGESTD, C(url), 0, 0, 0, NULL, NULL,
      "where and how to reach the camera"},
     {"camera", "sub_url", KP_KEY_RTSP_URL, KP_KEY_OPTIONAL | KP_KEY_SECRET, KP_USER_INGESTD, C(sub_url), 0, 0, 0, NULL,

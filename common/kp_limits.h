@@ -61,6 +61,13 @@
 #define KP_MAX_WEBHOOKS      8 /* [webhook "NAME"] sections */
 #define KP_WEBHOOK_NAME_MAX  32
 #define KP_MQTT_CA_MAX       16384 /* bytes of [mqtt] ca_file (WorkerConfig.mqtt_tls_ca_pem) */
+#define KP_MAX_SITES         8     /* [site "NAME"] sections of a hub (docs/decisions/0033) */
+#define KP_SITE_NAME_MAX     32
+#define KP_SITE_TOKEN_MAX    127 /* characters of a [site] token (HubSite.token) */
+#define KP_SITE_URL_MAX      191 /* characters of a [site] url (HubSite.url) */
+/* Bytes of a [site] ca_file (HubSite.ca_pem): one RSA-2048 or EC certificate; the eight
+ * sites' keys keep WorkerConfig under nanopb's 64 KiB message size. */
+#define KP_SITE_CA_MAX 1536
 
 /* Configuration plans (supervisor/config_plan.c, keeppeekctl config plan). */
 #define KP_PLAN_MAX_FIELDS  5           /* fields set by one plan */

@@ -78,8 +78,10 @@ static int send_worker_config(struct proc *p, bool start)
 	snprintf(wc->rtc_stun_server, sizeof wc->rtc_stun_server, "%s", s->cfg.stun_server.val);
 	wc->rtc_max_transcodes = s->cfg.max_transcodes;
 	snprintf(wc->rtc_addresses, sizeof wc->rtc_addresses, "%s", s->cfg.rtc_addresses.val);
-	if (p->peer == kp_Peer_PEER_WEBD)
+	if (p->peer == kp_Peer_PEER_WEBD) {
 		integrations_config(s, wc);
+		integrations_hub_config(s, wc);
+	}
 	return kp_ipc_send(p->ipc, &env, NULL, 0, fds, nfds);
 }
 

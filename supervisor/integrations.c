@@ -12,6 +12,9 @@
 
 _Static_assert(sizeof(((kp_WorkerConfig *)0)->mqtt_tls_ca_pem.bytes) == KP_MQTT_CA_MAX,
 	       "proto/keeppeek.options and kp_limits.h agree on the CA file's bound");
+_Static_assert(sizeof(((kp_HubSite *)0)->ca_pem.bytes) == KP_SITE_CA_MAX &&
+		   sizeof(((kp_WorkerConfig *)0)->hub_sites) / sizeof(kp_HubSite) == KP_MAX_SITES,
+	       "proto/keeppeek.options and kp_limits.h agree on the hub's bounds");
 
 /* The configuration checked the file; one changed since is refused here, and webd is
  * then told no host, so it does not fall back to the system's CA store. */
@@ -60,6 +63,48 @@ void integrations_config(const struct supervisor *s, kp_WorkerConfig *wc)
 		snprintf(o->cameras, sizeof o->cameras, "%s", h->cameras.val);
 		snprintf(o->labels, sizeof o->labels, "%s", h->labels.val);
 		snprintf(o->secret, sizeof o->secret, "%s", h->secret.val);
+	}
+}
+
+/* A site's CA file, checked by the configuration; one that changed since leaves the
+ * site without a token, so that webd marks it misconfigured instead of trusting the
+ * system's CA store. */
+static void read_site_ca(const char *path, kp_HubSite *o)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		kp_err("[site \"%s\"] ca_file %s: cannot open: %s; webd will not ask it", o->name, path,
+		       strerror(errno));
+		o->token[0] = '\0';
+		return;
+	}
+	size_t n = fread(o->ca_pem.bytes, 1, sizeof o->ca_pem.bytes, f);
+	int more = fgetc(f);
+	bool err = ferror(f);
+	fclose(f);
+	if (err || more != EOF) {
+		kp_err("[site \"%s\"] ca_file %s: %s; webd will not ask it", o->name, path,
+		       err ? "read error" : "larger than 1536 bytes");
+		o->token[0] = '\0';
+		return;
+	}
+	o->ca_pem.size = (pb_size_t)n;
+}
+
+void integrations_hub_config(const struct supervisor *s, kp_WorkerConfig *wc)
+{
+	const struct kp_config *c = &s->cfg;
+	wc->hub_enabled = c->hub_enabled;
+	wc->hub_timeout_ms = c->hub_timeout_ms;
+	wc->hub_sites_count = 0;
+	for (unsigned i = 0; c->hub_enabled && i < c->nsites && i < KP_MAX_SITES; i++) {
+		const struct kp_site_conf *st = &c->sites[i];
+		kp_HubSite *o = &wc->hub_sites[wc->hub_sites_count++];
+		snprintf(o->name, sizeof o->name, "%s", st->name);
+		snprintf(o->url, sizeof o->url, "%s", st->url.val);
+		snprintf(o->token, sizeof o->token, "%s", st->token.val);
+		if (st->ca_file.val[0])
+			read_site_ca(st->ca_file.val, o);
 	}
 }
 

@@ -279,6 +279,8 @@ void cameras_render(const struct supervisor *s, bool json, struct kp_out *o);
 /* integrations.c: webd's [mqtt] and [webhook] configuration, and the camera states it
  * publishes (sent after each configuration batch and on every state change). */
 void integrations_config(const struct supervisor *s, kp_WorkerConfig *wc);
+/* [hub] and its [site "NAME"] sections, each site's CA file read here. */
+void integrations_hub_config(const struct supervisor *s, kp_WorkerConfig *wc);
 void integrations_send_states(struct supervisor *s);
 
 /* catalog_status.c: recorderd's last CatalogStatus, forgotten when it is started again. */

@@ -46,7 +46,8 @@ static const struct webd_curl *load(void)
 		  sym(h, "curl_multi_info_read", &c->multi_info_read) &&
 		  sym(h, "curl_multi_strerror", &c->multi_strerror) &&
 		  sym(h, "curl_multi_cleanup", &c->multi_cleanup) && sym(h, "curl_slist_append", &c->slist_append) &&
-		  sym(h, "curl_slist_free_all", &c->slist_free_all);
+		  sym(h, "curl_slist_free_all", &c->slist_free_all) && sym(h, "curl_easy_send", &c->easy_send) &&
+		  sym(h, "curl_easy_recv", &c->easy_recv);
 	if (!ok) {
 		dlclose(h);
 		return NULL;

@@ -8,7 +8,7 @@
 #include <curl/curl.h>
 #include <stddef.h>
 
-/* The calls webhook.c makes, one pointer each, named as libcurl's without "curl_". */
+/* The calls webhook.c and the hub (hub_fetch.c) make, one pointer each, named as libcurl's without "curl_". */
 struct webd_curl {
 	CURLcode (*global_init)(long flags);
 	CURL *(*easy_init)(void);
@@ -27,6 +27,9 @@ struct webd_curl {
 	CURLMcode (*multi_cleanup)(CURLM *m);
 	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
 	void (*slist_free_all)(struct curl_slist *l);
+	/* A hub's signaling connections to its sites (hub_fetch.c, CONNECT_ONLY). */
+	CURLcode (*easy_send)(CURL *e, const void *p, size_t n, size_t *sent);
+	CURLcode (*easy_recv)(CURL *e, void *p, size_t n, size_t *got);
 };
 
 /* The library's calls, loaded at the first call; NULL with why filled when it cannot be

@@ -4,6 +4,7 @@
  * webd context, opens the listeners and TLS before confinement, and routes IPC frames to
  * the modules: answers to answers.c, committed events to live.c and integrations.c
  * (MQTT, webhooks), camera states to integrations.c, WebRTC signaling to rtc_relay.c. */
+#include "hub.h"
 #include "kp_limits.h"
 #include "log.h"
 #include "relay.h"
@@ -11,8 +12,8 @@
 #include "webd.h"
 #include "worker.h"
 
-static const struct web_route *const routes[] = {webd_core_routes,   webd_auth_routes,  webd_data_routes,
-						 webd_config_routes, webd_users_routes, NULL};
+static const struct web_route *const routes[] = {
+    webd_core_routes, webd_auth_routes, webd_data_routes, webd_config_routes, webd_users_routes, webd_hub_routes, NULL};
 
 static const struct web_server_def server_def = {
     .routes = routes,
@@ -23,7 +24,7 @@ static const struct web_server_def server_def = {
 };
 
 /* The context the modules are handed (through the core, or as an argument). */
-static struct webd webd_ctx;
+static struct webd webd_ctx = {.rtc_divert = webd_hub_rtc_message, .rtc_divert_end = webd_hub_rtc_end};
 
 /* With keeppeekd's listening sockets, webd accepts once its link to recorderd is up (a
  * request that needs recorderd is then never answered 503 for a link not yet made),
@@ -57,6 +58,7 @@ static int before_confine(struct kp_worker *w)
 	webd_answers_init(loop);
 	webd_live_init(loop);
 	webd_integrations_init(loop);
+	webd_hub_init(loop);
 	webd_static_init(cfg->www_dir);
 	const int *fds;
 	unsigned nfds = kp_worker_config_fds(w, &fds);
@@ -109,11 +111,12 @@ static void on_supervisor_frame(struct kp_worker *w, struct kp_ipc_frame *f)
 		kp_debug("unexpected message %u from the supervisor", (unsigned)f->env->which_msg);
 }
 
-/* Every configuration batch (start and reload): [mqtt] and [webhook] apply at once. */
+/* Every configuration batch (start and reload): [mqtt], [webhook] and [hub] apply at once. */
 static void on_configured(struct kp_worker *w, uint32_t generation)
 {
 	(void)generation;
 	webd_integrations_configure(kp_worker_config(w));
+	webd_hub_configure(kp_worker_config(w));
 }
 
 static void on_peer_lost(struct kp_worker *w, kp_Peer peer)
@@ -131,6 +134,7 @@ static void on_stop(struct kp_worker *w)
 	web_server_close();
 	webd_live_stop();
 	webd_integrations_close();
+	webd_hub_close();
 	webd_relay_close();
 	webd_answers_close();
 }

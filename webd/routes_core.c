@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hub.h"
 #include "log.h"
 #include "web_limits.h"
 #include "webd.h"
@@ -249,6 +250,8 @@ static void metrics_finish(struct metrics_job *j)
 			webd_integrations_metrics(live, 32 * 1024);
 			text_add(&t, live, strlen(live));
 			webd_rtc_metrics(live, 32 * 1024);
+			text_add(&t, live, strlen(live));
+			webd_hub_metrics(live, 32 * 1024);
 			text_add(&t, live, strlen(live));
 			free(live);
 		}

@@ -26,6 +26,7 @@ struct webd_mse_metrics webd_mse_metrics;
 struct relay_ws {
 	uint64_t ws_id;
 	uint32_t mse_dropping; /* bit per MSE slot: waiting for a piece that starts a GOP */
+	void *hub;             /* a hub's routes of this page's site sessions (struct webd) */
 	struct relay_ws *prev, *next;
 };
 
@@ -115,9 +116,12 @@ void webd_rtc_message(struct web_ws *ws, bool binary, const uint8_t *data, size_
 		web_ws_close(ws, 1009, "signaling message larger than 64 KiB");
 		return;
 	}
+	struct webd *d = web_ws_app(ws);
+	struct relay_ws *rw = web_ws_user(ws);
+	if (rw && d->rtc_divert && d->rtc_divert(ws, &rw->hub, data, len))
+		return;
 	kp_Envelope env = kp_Envelope_init_zero;
 	fill_signal(ws, &env);
-	struct webd *d = web_ws_app(ws);
 	int r = kp_worker_send_peer(d->worker, kp_Peer_PEER_RTCD, &env, data, len);
 	if (r < 0) {
 		kp_warn("rtc relay: message of WebSocket %llu not sent to rtcd: %s", (unsigned long long)web_ws_id(ws),
@@ -139,6 +143,8 @@ void webd_rtc_close(struct web_ws *ws)
 			strerror(-r));
 	if (!rw)
 		return;
+	if (d->rtc_divert_end)
+		d->rtc_divert_end(rw->hub);
 	if (rw->prev)
 		rw->prev->next = rw->next;
 	else

@@ -14,9 +14,13 @@
 #include "kp_limits.h"
 #include "worker.h"
 
-/* What webd's modules share: the worker, for IPC and its loop. */
+/* What webd's modules share: the worker, for IPC and its loop; and a hub's routing of
+ * site cameras' signaling (hub_rtc.c), which rtc_relay.c asks first about each
+ * browser message (true: taken) and tells when the WebSocket ends (NULL: none). */
 struct webd {
 	struct kp_worker *worker;
+	bool (*rtc_divert)(struct web_ws *ws, void **state, const uint8_t *data, size_t len);
+	void (*rtc_divert_end)(void *state);
 };
 
 /* Route flags of the application (the core passes them to webd_auth_check). */
@@ -32,6 +36,7 @@ extern const struct web_route webd_auth_routes[];   /* login, logout, session (a
 extern const struct web_route webd_data_routes[];   /* events, coverage, export, delete */
 extern const struct web_route webd_config_routes[]; /* configuration (routes_config.c) */
 extern const struct web_route webd_users_routes[];  /* users and API tokens (routes_users.c) */
+extern const struct web_route webd_hub_routes[];    /* a hub's merged views (routes_hub.c) */
 extern const struct web_ws_route webd_ws_routes[];  /* live and rtc, in enum webd_ws order */
 enum webd_ws { WEBD_WS_LIVE, WEBD_WS_RTC };
 

@@ -436,6 +436,92 @@ static void test_labels(void)
 	CHECK_STR_CONTAINS(errs.text, "'G' is not allowed");
 }
 
+/* [hub] and [site "NAME"]: at and one past the ceilings (8 sites, names of 32
+ * characters, url 191 and token 127 characters, ca_file 1536 bytes), the checks between
+ * keys, the token from the environment shown as its reference, and what `config show`
+ * writes loads back the same. */
+static void test_hub(void)
+{
+	static char text[16 * 1024], shown[64 * 1024];
+	static const char site[] = "[site \"s%d\"]\nurl = http://10.0.0.%d:8080\ntoken = ${KP_T}\n";
+	setenv("KP_T", "kp_viewer-token", 1);
+	for (int k = 0; k < 2; k++) {
+		size_t o = (size_t)snprintf(text, sizeof text, "[hub]\nenabled = yes\ntimeout_ms = 100\n");
+		for (int i = 0; i < KP_MAX_SITES + k; i++)
+			o += (size_t)snprintf(text + o, sizeof text - o, site, i, i + 1);
+		CHECK_EQ(load(text), k ? -EINVAL : 0);
+		if (k)
+			CHECK_STR_CONTAINS(errs.text, "more than 8 sites");
+	}
+	CHECK_EQ(load(text), -EINVAL);
+	size_t o = (size_t)snprintf(text, sizeof text, "[hub]\nenabled = yes\n");
+	snprintf(text + o, sizeof text - o, site, 1, 1);
+	CHECK_EQ(load(text), 0);
+	CHECK(cfg.hub_enabled);
+	CHECK_EQ(cfg.hub_timeout_ms, 3000);
+	CHECK_EQ(cfg.nsites, 1);
+	CHECK_STR_EQ(cfg.sites[0].token.val, "kp_viewer-token");
+	CHECK(kp_config_render(&cfg, shown, sizeof shown) > 0);
+	CHECK_STR_CONTAINS(shown, "[site \"s1\"]\nurl = http://10.0.0.1:8080\ntoken = ${KP_T}\n");
+	CHECK(!strstr(shown, "kp_viewer-token"));
+	CHECK_EQ(load(shown), 0);
+	CHECK_STR_EQ(cfg.sites[0].token.val, "kp_viewer-token");
+
+	CHECK_EQ(load("[site \"a\"]\nurl = http://h\ntoken = t\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "[site] sections need [hub] enabled = yes");
+	CHECK_EQ(load("[hub]\nenabled = yes\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "needs at least one [site \"NAME\"] section");
+	CHECK_EQ(load("[hub]\nenabled = yes\n[site \"a\"]\nurl = http://h\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "site 'a' has no token");
+	CHECK_EQ(load("[hub]\nenabled = yes\n[site \"a\"]\nurl = ftp://h\ntoken = t\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "url must start with http:// or https://");
+	CHECK_EQ(load("[hub]\nenabled = yes\n[site \"a\"]\nurl = http://h/?x=1\ntoken = t\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "without a query");
+	CHECK_EQ(load("[hub]\nenabled = yes\n[site \"a/b\"]\nurl = http://h\ntoken = t\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "site name 'a/b' may use only letters, digits, - and _");
+	CHECK_EQ(load("[hub]\nenabled = yes\n[site \"a\"]\nurl = http://h\ntoken = t\n[site \"a\"]\n"
+		      "url = http://g\ntoken = t\n"),
+		 -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "site 'a' is defined twice");
+	CHECK_EQ(load("[hub]\nenabled = yes\n[site \"a\"]\nurl = http://h\ntoken = t\nca_file = /etc/hostname\n"),
+		 -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "ca_file is for https:// sites only");
+	/* Names of 32 characters and one more; url and token at and one past their bound. */
+	CHECK_EQ(load("[hub]\nenabled = yes\n[site \"abcdefghijklmnopqrstuvwxyz012345\"]\nurl = http://h\ntoken = t\n"),
+		 0);
+	CHECK_EQ(
+	    load("[hub]\nenabled = yes\n[site \"abcdefghijklmnopqrstuvwxyz0123456\"]\nurl = http://h\ntoken = t\n"),
+	    -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "site name longer than 32 characters");
+	for (int k = 0; k < 2; k++) {
+		char url[KP_SITE_URL_MAX + 2], tok[KP_SITE_TOKEN_MAX + 2];
+		memset(url, 'h', sizeof url);
+		memcpy(url, "http://", 7);
+		url[KP_SITE_URL_MAX + k] = '\0';
+		memset(tok, 't', sizeof tok);
+		tok[KP_SITE_TOKEN_MAX + k] = '\0';
+		snprintf(text, sizeof text, "[hub]\nenabled = yes\n[site \"a\"]\nurl = %s\ntoken = t\n", url);
+		CHECK_EQ(load(text), k ? -EINVAL : 0);
+		snprintf(text, sizeof text, "[hub]\nenabled = yes\n[site \"a\"]\nurl = http://h\ntoken = %s\n", tok);
+		CHECK_EQ(load(text), k ? -EINVAL : 0);
+	}
+	/* ca_file: a regular file of at most 1536 bytes. */
+	char ca[] = "/tmp/kp-site-ca-XXXXXX";
+	int fd = mkstemp(ca);
+	CHECK(fd >= 0);
+	static char pem[KP_SITE_CA_MAX + 1];
+	memset(pem, '#', sizeof pem);
+	CHECK_EQ(write(fd, pem, sizeof pem), (ssize_t)sizeof pem);
+	snprintf(text, sizeof text, "[hub]\nenabled = yes\n[site \"a\"]\nurl = https://h\ntoken = t\nca_file = %s\n",
+		 ca);
+	CHECK_EQ(load(text), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "not a regular file of at most 1536 bytes");
+	CHECK_EQ(ftruncate(fd, KP_SITE_CA_MAX), 0);
+	close(fd);
+	CHECK_EQ(load(text), 0);
+	unlink(ca);
+}
+
 /* [mqtt] and [webhook "NAME"]: at and one past the webhook ceilings (8 sections, names
  * of 32 characters), the checks that involve two keys or a key's syntax, secrets
  * redacted in `config show`, and what it shows loads back the same. */
@@ -550,5 +636,6 @@ int main(void)
 	RUN(test_labels);
 	RUN(test_error_ceiling);
 	RUN(test_integrations);
+	RUN(test_hub);
 	return TEST_EXIT();
 }

@@ -1,6 +1,11 @@
 // The one place that knows the JSON shapes of /api/v1/coverage and /api/v1/events
-// (docs/catalog.md, keeppeek-api(7)); pages only see the normalized objects below.
+// (docs/catalog.md, keeppeek-api(7)); pages only see the normalized objects below. On a
+// hub (decision 0033) a camera of another site is named SITE/CAMERA and its coverage,
+// events and pictures come from the /api/v1/hub/ routes, chosen here by that name.
 import { get, query } from './api.js';
+
+// A camera of another site (camera names never hold '/').
+const remote = (camera) => !!camera && camera.includes('/');
 
 // Number buckets start at from_ms aligned down to a whole hour (docs/queries.md).
 const HOUR_MS = 3600000;
@@ -27,7 +32,8 @@ export function normalizeCoverage(j) {
 }
 
 export async function coverage({ camera, from, to, bucket, offset, limit, stream }) {
-	const j = await get('/api/v1/coverage' + query({ camera, stream, from, to, bucket, offset, limit }));
+	const j = remote(camera) ? await get('/api/v1/hub/coverage' + query({ camera, stream, from, to, bucket }))
+		: await get('/api/v1/coverage' + query({ camera, stream, from, to, bucket, offset, limit }));
 	return normalizeCoverage(j);
 }
 
@@ -52,6 +58,7 @@ export function normalizeEvent(e) {
 		hasJpeg: e.has_jpeg,
 		hasPicture: e.has_jpeg || (e.keyframes || []).length > 0,
 		source: e.source,
+		site: e.site || '',
 	};
 }
 
@@ -60,9 +67,12 @@ export async function event(id) {
 	return normalizeEvent(await get(`/api/v1/events/${encodeURIComponent(id)}`));
 }
 
-// One page of a search: {events, cursor} (cursor '' at the end).
+// One page of a search: {events, cursor} (cursor '' at the end). On a hub a search of
+// every camera is the sites' merged search; the hub's own cameras' events are searched
+// by choosing one of them.
 export async function events({ camera, from, to, label, q, limit, cursor }) {
-	const j = await get('/api/v1/events' + query({ camera, from, to, label, q, limit, cursor }));
+	const hub = remote(camera) || (!camera && await hubMode());
+	const j = await get((hub ? '/api/v1/hub/events' : '/api/v1/events') + query({ camera, from, to, label, q, limit, cursor }));
 	return { events: j.events.map(normalizeEvent), cursor: j.next_cursor || '' };
 }
 
@@ -82,8 +92,13 @@ export async function allEvents(params, max = 5000) {
 
 export async function cameras() {
 	const j = await get('/api/v1/cameras');
+	return normalizeCameras(j);
+}
+
+function normalizeCameras(j) {
 	return (j.cameras || []).map((c) => ({
 		name: c.name,
+		site: c.site || '',
 		state: c.state,
 		streams: (c.streams || []).map((s) => ({
 			name: s.name, codec: s.codec, width: s.width, height: s.height, state: s.state, fps: s.fps,
@@ -93,5 +108,33 @@ export async function cameras() {
 	}));
 }
 
-export const snapshotUrl = (id) => `/api/v1/events/${encodeURIComponent(id)}/snapshot`;
-export const thumbnailUrl = (id) => `/api/v1/events/${encodeURIComponent(id)}/thumbnail`;
+// Every site's state on a hub: [{name, state ('up', 'down', 'refused', 'bad_answer',
+// 'unknown'), error}].
+const normalizeSites = (j) => (j.sites || []).map((s) => ({ name: s.name, state: s.state, error: s.error || '' }));
+
+// Whether this server is a hub, asked once per page (every server answers it).
+let isHub;
+async function hubMode() {
+	if (isHub === undefined)
+		isHub = (await get('/api/v1/hub/sites')).hub === true;
+	return isHub;
+}
+
+// This server's cameras and, on a hub, its sites' (SITE/CAMERA) with each site's state:
+// {cameras, sites} (sites null when this server is not a hub).
+export async function allCameras() {
+	const [own, hub] = await Promise.all([cameras(), hubMode()]);
+	if (!hub)
+		return { cameras: own, sites: null };
+	const j = await get('/api/v1/hub/cameras');
+	return { cameras: own.concat(normalizeCameras(j)), sites: normalizeSites(j) };
+}
+
+const picture = (id, site, part) => site ? `/api/v1/hub/events/${encodeURIComponent(site)}/${encodeURIComponent(id)}/${part}`
+	: `/api/v1/events/${encodeURIComponent(id)}/${part}`;
+export const snapshotUrl = (id, site) => picture(id, site, 'snapshot');
+export const thumbnailUrl = (id, site) => picture(id, site, 'thumbnail');
+// The timeline's hover preview of a camera at ms.
+export const previewUrl = (camera, ms) => remote(camera)
+	? `/api/v1/hub/cameras/${camera.split('/').map(encodeURIComponent).join('/')}/thumbnail?t=${ms}`
+	: `/api/v1/cameras/${encodeURIComponent(camera)}/thumbnail?t=${ms}`;

@@ -4,7 +4,7 @@
 // attributes, the recording from 5 s before it over WebRTC, the timeline there and a
 // clip to download) and new events arriving live from /api/v1/live.
 import { startShell, showError } from './shell.js';
-import { cameras as listCameras, events as searchEvents, event as getEvent, thumbnailUrl, snapshotUrl } from './adapt.js';
+import { allCameras, events as searchEvents, event as getEvent, thumbnailUrl, snapshotUrl } from './adapt.js';
 import { subscribe } from './feed.js';
 import { RtcView } from './rtc.js';
 import { el, dateTime, ymd, parseLocal, toLocalInput, duration } from './format.js';
@@ -25,11 +25,11 @@ const LINK_TRY_MS = 2000;
 // An event without a picture yet (a camera alarm whose group of pictures is still being
 // recorded) shows a grey box until the event lists its keyframes, then its thumbnail.
 async function whenLinked(box, ev) {
-	for (let i = 0; i < LINK_TRIES && box.isConnected; i++) {
+	for (let i = 0; i < LINK_TRIES && box.isConnected && !ev.site; i++) {
 		await new Promise((r) => setTimeout(r, LINK_TRY_MS));
 		const now = await getEvent(ev.id).catch(() => null);
 		if (now && now.hasPicture) {
-			box.replaceWith(el('img', { class: 'ev-thumb', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id) }));
+			box.replaceWith(el('img', { class: 'ev-thumb', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id, ev.site) }));
 			return;
 		}
 	}
@@ -63,7 +63,7 @@ function item(ev, jpegBlob) {
 		const url = URL.createObjectURL(jpegBlob);
 		img = el('img', { class: 'ev-thumb', alt: '', width: '320', height: '180', src: url, onload: () => URL.revokeObjectURL(url) });
 	} else if (ev.hasPicture) {
-		img = el('img', { class: 'ev-thumb', loading: 'lazy', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id) });
+		img = el('img', { class: 'ev-thumb', loading: 'lazy', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id, ev.site) });
 	} else {
 		img = el('div', { class: 'ev-thumb', 'aria-hidden': 'true' });
 		whenLinked(img, ev);
@@ -134,10 +134,11 @@ function openDetail(ev) {
 		el('div', { class: 'detail-head' },
 			el('h2', { text: `${ev.label} · ${ev.camera}` }),
 			el('a', { class: 'btn', href: `/timeline.html?camera=${encodeURIComponent(ev.camera)}&day=${ymd(ev.start - BEFORE_MS)}&t=${ev.start - BEFORE_MS}`, text: 'Timeline' }),
-			el('a', { class: 'btn', href: clipUrl(ev), download: `${ev.camera}-${ev.id}.mp4`, text: 'Download clip' }),
+			// A hub does not export another site's recordings (decision 0033).
+			ev.site ? null : el('a', { class: 'btn', href: clipUrl(ev), download: `${ev.camera}-${ev.id}.mp4`, text: 'Download clip' }),
 			el('button', { class: 'btn', type: 'button', text: 'Close', onclick: () => d.close() })),
 		el('div', { class: 'detail-body' },
-			ev.hasPicture ? el('img', { src: snapshotUrl(ev.id), alt: `Snapshot of ${ev.label} on ${ev.camera}` }) : el('p', { class: 'notice', text: 'This event has no picture yet.' }),
+			ev.hasPicture ? el('img', { src: snapshotUrl(ev.id, ev.site), alt: `Snapshot of ${ev.label} on ${ev.camera}` }) : el('p', { class: 'notice', text: 'This event has no picture yet.' }),
 			el('div', { class: 'player' }, video, el('div', { class: 'ov' }, state)),
 			attrs));
 	d.showModal();
@@ -201,7 +202,7 @@ function build(cams) {
 
 try {
 	await startShell('events');
-	build(await listCameras());
+	build((await allCameras()).cameras);
 	await run(false);
 	subscribe({
 		onEvent: arrive,

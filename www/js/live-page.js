@@ -4,7 +4,7 @@
 // sound (muted by default; a camera unmuted stays so while the page is open). Each tile
 // reconnects by itself (rtc.js) and says when it plays over the MSE fallback.
 import { startShell, showError } from './shell.js';
-import { cameras as listCameras } from './adapt.js';
+import { allCameras } from './adapt.js';
 import { RtcView } from './rtc.js';
 import { el, hms, ymd } from './format.js';
 
@@ -22,6 +22,7 @@ const store = (k, v) => {
 };
 
 let cams = [];
+let sites = null; // a hub's sites and their states (null: not a hub)
 let cols = +(store('kp.live.cols') || 2);
 let gridStream = store('kp.live.stream') || 'sub';
 let bigStream = store('kp.live.bigStream') || 'main';
@@ -112,6 +113,35 @@ function tile(cam, streamName) {
 	return { node: t, view, tick };
 }
 
+const SITE_TEXT = { up: 'Up', down: 'Unreachable', refused: 'Token refused', bad_answer: 'Bad answer', unknown: 'Not asked yet' };
+
+// On a hub: one line per site with its state, so a dead site reads as such instead of
+// leaving its cameras out silently (decision 0033).
+function siteBar() {
+	if (!sites)
+		return null;
+	const bar = el('ul', { class: 'sites', 'aria-label': 'Sites' });
+	for (const s of sites)
+		bar.append(el('li', { class: 'site', 'data-site': s.name, 'data-state': s.state, title: s.error },
+			el('span', { class: 'name', text: s.name }), ' ',
+			el('span', { class: 'badge', 'data-state': s.state === 'up' ? 'live' : 'error', text: SITE_TEXT[s.state] || s.state }),
+			s.error ? el('span', { class: 'why', text: ` ${s.error}` }) : null));
+	return bar;
+}
+
+// Every 10 s on a hub the sites are asked again: one that comes back or goes away
+// changes the list of cameras and its line.
+async function refreshSites() {
+	const now = await allCameras().catch(() => null);
+	if (!now)
+		return;
+	const key = (l) => JSON.stringify(l);
+	const changed = key(now.sites) !== key(sites) || key(now.cameras.map((c) => c.name)) !== key(cams.map((c) => c.name));
+	({ cameras: cams, sites } = now);
+	if (changed)
+		render();
+}
+
 function render() {
 	// Tiles that stay (same camera and stream) keep their connection.
 	const old = new Map(tiles.map((t) => [t.key, t]));
@@ -171,7 +201,7 @@ function render() {
 	}
 	for (const t of old.values())
 		t.view.close();
-	main.replaceChildren(bar, cams.length ? grid : el('p', { class: 'empty', text: 'No cameras are configured.' }));
+	main.replaceChildren(bar, siteBar(), cams.length ? grid : el('p', { class: 'empty', text: 'No cameras are configured.' }));
 	if (enlarged && tiles[0])
 		tiles[0].node.focus();
 }
@@ -189,8 +219,10 @@ setInterval(() => {
 
 try {
 	await startShell('live');
-	cams = await listCameras();
+	({ cameras: cams, sites } = await allCameras());
 	render();
+	if (sites)
+		setInterval(refreshSites, 10000);
 } catch (err) {
 	showError(main, err);
 }

@@ -4,7 +4,7 @@
 // the server's state messages. Hovering (or dragging the playhead) shows the recorded
 // picture there (timeline-preview.js).
 import { startShell, showError } from './shell.js';
-import { cameras as listCameras, coverage, allEvents } from './adapt.js';
+import { allCameras, coverage, allEvents, previewUrl } from './adapt.js';
 import { createTimeline } from './timeline.js';
 import { createPreview } from './timeline-preview.js';
 import { RtcView } from './rtc.js';
@@ -115,7 +115,7 @@ function mountTimeline() {
 	const cam = camera;
 	const pv = createPreview(ui.tlBox, {
 		horizontal: !vertical,
-		url: (ms) => `/api/v1/cameras/${encodeURIComponent(cam)}/thumbnail?t=${ms}`,
+		url: (ms) => previewUrl(cam, ms),
 	});
 	preview = pv;
 	tl = createTimeline(ui.tlBox, {
@@ -256,7 +256,7 @@ function build() {
 
 try {
 	await startShell('timeline');
-	cams = await listCameras();
+	cams = (await allCameras()).cameras;
 	if (!cams.length) {
 		main.replaceChildren(el('p', { class: 'empty', text: 'No cameras are configured.' }));
 	} else {
