@@ -514,8 +514,11 @@ static int uri_stream(struct rtsp_str uri, int *ret_track)
 	    {"/h265Preview_01_sub", 1},
 	};
 	const char *p = uri.p, *end = uri.p + uri.n;
-	if (uri.n > 7 && (strncmp(p, "rtsp://", 7) == 0 || strncmp(p, "rtsps://", 8) == 0)) {
-		p = memchr(p + 7, '/', (size_t)(end - p - 7));
+	size_t scheme = uri.n > 7 && strncmp(p, "rtsp://", 7) == 0    ? 7
+			: uri.n > 8 && strncmp(p, "rtsps://", 8) == 0 ? 8
+								      : 0;
+	if (scheme) {
+		p = memchr(p + scheme, '/', (size_t)(end - p) - scheme);
 		if (!p)
 			return -1;
 	}
