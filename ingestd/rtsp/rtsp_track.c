@@ -26,7 +26,8 @@ int rtsp_track_video_init(struct rtsp_track *t, const struct rtsp_track_sink *si
 	t->sink = sink;
 	t->codec = codec;
 	t->clock.rate = rate;
-	memcpy(t->params, params, params_len);
+	if (params_len)
+		memcpy(t->params, params, params_len);
 	t->params_len = params_len;
 	h26x_poc_init(&t->poc, codec);
 	if (params_len) {
