@@ -110,8 +110,10 @@ int rtsp_auth_challenge(struct rtsp_auth *a, struct rtsp_span value, const char 
 			*ret_reason = "Digest algorithm other than MD5";
 			return -ENOTSUP;
 		} else if (rtsp_span_eq(name, "qop")) {
-			/* a list: "auth,auth-int"; we answer auth */
-			for (char *t = strtok(val, ", "); t; t = strtok(NULL, ", "))
+			/* a list: "auth,auth-int"; we answer auth. strtok_r: stream threads parse
+			 * challenges at once (strtok's state is the process's). */
+			char *save = NULL;
+			for (char *t = strtok_r(val, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
 				if (!strcasecmp(t, "auth"))
 					d.qop_auth = true;
 		}

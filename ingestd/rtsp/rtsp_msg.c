@@ -231,6 +231,14 @@ static int number_pair(struct rtsp_span v, unsigned max, unsigned out[2])
 	return 0;
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
 int rtsp_transport_parse(struct rtsp_span s, struct rtsp_transport *t, const char **ret_reason)
 {
 	memset(t, 0, sizeof *t);
@@ -248,7 +256,7 @@ int rtsp_transport_parse(struct rtsp_span s, struct rtsp_transport *t, const cha
 		const char *eq = memchr(p.p, '=', p.n);
 		if (!eq)
 			continue;
-		struct rtsp_span k = {p.p, (size_t)(eq - p.p)}, v = {eq + 1, p.n - (size_t)(eq + 1 - p.p)};
+		struct rtsp_span k = trim(p.p, (size_t)(eq - p.p)), v = trim(eq + 1, p.n - (size_t)(eq + 1 - p.p));
 		if (rtsp_span_eq(k, "interleaved")) {
 			if (number_pair(v, 255, t->interleaved) < 0 || t->interleaved[1] > 255) {
 				*ret_reason = "Transport interleaved= is not a channel pair of 0..255";
@@ -256,32 +264,27 @@ int rtsp_transport_parse(struct rtsp_span s, struct rtsp_transport *t, const cha
 			}
 			t->have_interleaved = true;
 		} else if (rtsp_span_eq(k, "server_port")) {
-			if (number_pair(v, 65535, t->server_port) < 0 || !t->server_port[0] ||
-			    t->server_port[1] > 65535 || !t->server_port[1]) {
-				*ret_reason = "Transport server_port= is not a port pair of 1..65535";
+			if (number_pair(v, 65535, t->server_port) < 0 || t->server_port[1] > 65535) {
+				*ret_reason = "Transport server_port= is not a port pair of 0..65535";
 				return -EBADMSG;
 			}
-			t->have_server_port = true;
+			/* server_port=0-1: old cameras send it (mediamtx#407, bluenviron/mediamtx
+			 * issue 407); taken as no port: RTP is then accepted by source address only,
+			 * and nothing is sent to the camera's port 0. */
+			t->have_server_port = t->server_port[0] && t->server_port[1];
 		} else if (rtsp_span_eq(k, "ssrc")) {
+			/* Hikvision sends "ssrc= d6d6627" (retina 85b30bf, its testdata
+			 * hikvision_setup_ssrc_space.txt): trimmed. One that is still not hex is
+			 * ignored, as gortsplib does: the SSRC is locked from the first packet. */
 			uint32_t x = 0;
-			if (v.n == 0 || v.n > 8) {
-				*ret_reason = "Transport ssrc= is not 1 to 8 hex digits";
-				return -EBADMSG;
+			bool good = v.n >= 1 && v.n <= 8;
+			for (size_t i = 0; good && i < v.n; i++) {
+				int d = hexval(v.p[i]);
+				good = d >= 0;
+				x = x << 4 | (uint32_t)(d & 15);
 			}
-			for (size_t i = 0; i < v.n; i++) {
-				char c = v.p[i];
-				unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
-					     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-					     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
-								    : 16;
-				if (d == 16) {
-					*ret_reason = "Transport ssrc= is not hexadecimal";
-					return -EBADMSG;
-				}
-				x = x << 4 | d;
-			}
-			t->ssrc = x;
-			t->have_ssrc = true;
+			t->ssrc = good ? x : 0;
+			t->have_ssrc = good;
 		}
 	}
 	return 0;
@@ -322,14 +325,6 @@ int rtsp_session_parse(struct rtsp_span s, char *id, size_t cap, unsigned *timeo
 						      : (unsigned)v;
 	}
 	return 0;
-}
-
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9'   ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-				      : -1;
 }
 
 static int pct_decode(const char *p, size_t n, char *out, size_t cap)
@@ -444,6 +439,35 @@ int rtsp_url_parse(const char *url, struct rtsp_url *u, const char **ret_reason)
 			return -EINVAL;
 		}
 	return 0;
+}
+
+static bool has_scheme(const char *u)
+{
+	return !strncasecmp(u, "rtsp://", 7) || !strncasecmp(u, "rtsps://", 8);
+}
+
+int rtsp_base_fixup(const char *req, const char *base, char *out, size_t cap)
+{
+	int n;
+	int ret = 1;
+	size_t scheme = !strncasecmp(req, "rtsps://", 8) ? 8 : 7;
+	if (has_scheme(base)) {
+		n = snprintf(out, cap, "%s", base);
+		ret = 0;
+	} else if (base[0] == '/') {
+		size_t auth = scheme + strcspn(req + scheme, "/?#");
+		n = snprintf(out, cap, "%.*s%s", (int)auth, req, base);
+	} else
+		n = snprintf(out, cap, "%.*s%s", (int)scheme, req, base);
+	if (n < 0 || (size_t)n >= cap)
+		return -ENOBUFS;
+	struct rtsp_url u;
+	const char *why;
+	if (rtsp_url_parse(out, &u, &why) < 0 || u.have_user) {
+		n = snprintf(out, cap, "%s", req);
+		return n < 0 || (size_t)n >= cap ? -ENOBUFS : -EINVAL;
+	}
+	return ret;
 }
 
 int rtsp_url_resolve(const char *base, const char *control, char *out, size_t cap)

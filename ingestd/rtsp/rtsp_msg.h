@@ -57,9 +57,9 @@ struct rtsp_transport {
 	bool tcp;                /* RTP/AVP/TCP */
 	bool have_interleaved;   /* interleaved=a-b */
 	unsigned interleaved[2]; /* 0..255 */
-	bool have_server_port;   /* server_port=a-b */
+	bool have_server_port;   /* server_port=a-b, both nonzero (0-1: none, mediamtx#407) */
 	unsigned server_port[2]; /* 1..65535 */
-	bool have_ssrc;
+	bool have_ssrc;          /* ssrc=, trimmed; false when it is no 1..8 hex digits */
 	uint32_t ssrc;
 };
 int rtsp_transport_parse(struct rtsp_span s, struct rtsp_transport *t, const char **ret_reason);
@@ -78,6 +78,14 @@ struct rtsp_url {
 	char uri[RTSP_MAX_URL];
 };
 int rtsp_url_parse(const char *url, struct rtsp_url *u, const char **ret_reason);
+
+/* A DESCRIBE's Content-Base (or Content-Location) made an rtsp(s):// URL into out, from
+ * the request's URL req (an rtsp_url's uri): one without a scheme ("192.168.1.10:554/
+ * stream0/", Anjvision: retina 6972ac4, its testdata anjvision_describe.txt) gets req's
+ * scheme; a bare path "/..." gets req's scheme and authority. Returns 0 when base was
+ * usable as it is, 1 when it was fixed up, -EINVAL when it still is no rtsp(s):// URL
+ * with a host (out is then req), -ENOBUFS when out is too small. */
+int rtsp_base_fixup(const char *req, const char *base, char *out, size_t cap);
 
 /* control resolved against base into out. 0 or -ENOBUFS. */
 int rtsp_url_resolve(const char *base, const char *control, char *out, size_t cap);

@@ -49,9 +49,11 @@ struct sess_track {
 	unsigned ch[2];   /* interleaved channels */
 	int fd[2];        /* UDP: RTP, RTCP */
 	unsigned port[2]; /* our UDP ports */
-	struct sockaddr_storage rtcp_peer;
+	struct sockaddr_storage rtcp_peer, rtp_peer;
 	bool have_rtcp_peer;
 	struct reorder ro;
+	uint64_t logged_resyncs, logged_foreign, logged_pt; /* counts already in the log */
+	bool logged_end_on_ts;
 };
 
 struct sess {
@@ -68,6 +70,7 @@ struct sess {
 	unsigned cseq;
 	struct rtsp_auth auth;
 	bool auth_tried;
+	unsigned redirects;
 	char session[RTSP_MAX_SESSION];
 	unsigned timeout_s;
 	bool get_parameter;
@@ -332,7 +335,8 @@ static void rtcp_in(struct sess *s, struct sess_track *t, const uint8_t *p, size
 		size_t len = ((size_t)p[2] << 8 | p[3]) * 4 + 4;
 		if ((p[0] >> 6) != 2 || len > n)
 			return;
-		if (p[1] == 200 && len >= 28) {
+		/* a report of another source than the one locked is not this track's clock */
+		if (p[1] == 200 && len >= 28 && (!t->t.have_seq || get32(p + 4) == t->t.ssrc)) {
 			uint64_t ntp = (uint64_t)get32(p + 8) << 32 | get32(p + 12);
 			rtsp_track_sr(&t->t, ntp, get32(p + 16), now_us);
 		} else if (p[1] == 203 && t == &s->v)
@@ -356,6 +360,34 @@ static void media_log(struct sess *s, struct sess_track *t)
 		kp_warn("camera %s: %s stream: malformed RTP payload (%llu so far): %s", s->c->name, s->c->stream,
 			(unsigned long long)t->t.malformed, t->t.last_error);
 		s->malformed_logged = t->t.malformed;
+	}
+	if (t->t.video && t->t.depack.end_on_ts && !t->logged_end_on_ts) {
+		kp_notice("camera %s: %s stream: the camera's RTP marker bits do not end its pictures (set on every "
+			  "slice or never); pictures now end at a timestamp change",
+			  s->c->name, s->c->stream);
+		t->logged_end_on_ts = true;
+	}
+}
+
+/* Source restarts and foreign packets, for either track (see rtsp_track.h). */
+static void source_log(struct sess *s, struct sess_track *t)
+{
+	const char *what = t == &s->v ? "video" : "audio";
+	if (t->t.resyncs != t->logged_resyncs) {
+		kp_warn("camera %s: %s stream: %s RTP source restarted (SSRC %08x, sequence %u; %llu restarts so "
+			"far); waiting for a keyframe",
+			s->c->name, s->c->stream, what, t->t.ssrc, t->t.first_seq, (unsigned long long)t->t.resyncs);
+		t->logged_resyncs = t->t.resyncs;
+	}
+	if (t->t.foreign_ssrc && !t->logged_foreign) {
+		kp_warn("camera %s: %s stream: %s RTP packets of an SSRC other than %08x dropped", s->c->name,
+			s->c->stream, what, t->t.ssrc);
+		t->logged_foreign = t->t.foreign_ssrc;
+	}
+	if (t->t.other_pt && !t->logged_pt) {
+		kp_notice("camera %s: %s stream: %s RTP packets of a payload type other than the SDP's %d dropped",
+			  s->c->name, s->c->stream, what, t->t.payload_type);
+		t->logged_pt = t->t.other_pt;
 	}
 }
 
@@ -425,6 +457,13 @@ static void reorder_tick(struct sess *s, struct sess_track *t, int64_t now_us, b
 	}
 }
 
+static void reorder_free(struct reorder *r)
+{
+	for (int i = 0; i < RTSP_REORDER_SLOTS; i++)
+		free(r->slot[i].pkt);
+	memset(r, 0, sizeof *r);
+}
+
 static void reorder_push(struct sess *s, struct sess_track *t, const uint8_t *p, size_t n, int64_t now_us)
 {
 	struct reorder *r = &t->ro;
@@ -433,6 +472,16 @@ static void reorder_push(struct sess *s, struct sess_track *t, const uint8_t *p,
 		return;
 	}
 	uint16_t seq = (uint16_t)(p[2] << 8 | p[3]);
+	if (t->t.have_seq && get32(p + 8) != t->t.ssrc) {
+		/* another source's: the track drops it, or restarts with it (rtsp_track.h) */
+		rtp_in(s, t, p, n, now_us);
+		if (get32(p + 8) == t->t.ssrc) { /* restarted: what the old source left is dropped */
+			reorder_free(r);
+			r->have = true;
+			r->expected = (uint16_t)(seq + 1);
+		}
+		return;
+	}
 	if (!r->have) {
 		r->have = true;
 		r->expected = seq;
@@ -462,13 +511,6 @@ static void reorder_push(struct sess *s, struct sess_track *t, const uint8_t *p,
 	sl->seq = seq;
 	sl->at_us = now_us;
 	r->count++;
-}
-
-static void reorder_free(struct reorder *r)
-{
-	for (int i = 0; i < RTSP_REORDER_SLOTS; i++)
-		free(r->slot[i].pkt);
-	memset(r, 0, sizeof *r);
 }
 
 /* Binds an even/odd pair within [port_min, port_max], from a random even start. */
@@ -761,6 +803,21 @@ static bool audio_format(struct sess *s, const struct sdp_media *m, struct kp_au
 
 /* ---- SETUP, PLAY ---- */
 
+/* Opens a way through a NAT or stateful firewall between us and the camera for its
+ * media, as libavformat's ff_rtp_send_punch_packets and retina's punch_firewall_hole do:
+ * from each of our UDP ports to the camera's, an empty RTP packet (version 2, PT 0) and
+ * an empty receiver report. Best effort: a failed send is not an error. */
+static void punch(struct sess *s, struct sess_track *t)
+{
+	socklen_t al = s->peer.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	uint8_t rtp[RTP_HEADER_SIZE] = {0x80, 0};
+	put32(rtp + 8, s->our_ssrc);
+	sendto(t->fd[0], rtp, sizeof rtp, MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&t->rtp_peer, al);
+	uint8_t rr[8] = {0x80, 201, 0, 1};
+	put32(rr + 4, s->our_ssrc);
+	sendto(t->fd[1], rr, sizeof rr, MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&t->rtcp_peer, al);
+}
+
 static int setup(struct sess *s, struct sess_track *t, unsigned ch, bool *refused_461)
 {
 	char extra[128];
@@ -785,8 +842,19 @@ static int setup(struct sess *s, struct sess_track *t, unsigned ch, bool *refuse
 	const char *why;
 	if (!sh)
 		return fail(s, "SETUP: reply without a Session");
-	if (rtsp_session_parse(*sh, s->session, sizeof s->session, &s->timeout_s, &why) < 0)
+	char id[RTSP_MAX_SESSION];
+	unsigned timeout_s;
+	if (rtsp_session_parse(*sh, id, sizeof id, &timeout_s, &why) < 0)
 		return fail(s, "SETUP: malformed Session: %s", why);
+	if (!s->session[0]) {
+		memcpy(s->session, id, sizeof id);
+		s->timeout_s = timeout_s;
+	} else if (strcmp(id, s->session)) {
+		/* XMeye H264DVR answers each SETUP with a new id (231970, then 231980) and
+		 * plays with the first (retina 7c5a656, its testdata h264dvr_setup_*.txt) */
+		kp_warn("camera %s: SETUP answered with session %s after %s; the first is kept", s->c->name, id,
+			s->session);
+	}
 	struct rtsp_transport tr;
 	if (!th || rtsp_transport_parse(*th, &tr, &why) < 0)
 		return fail(s, "SETUP: malformed or missing Transport: %s", th ? why : "none");
@@ -795,13 +863,17 @@ static int setup(struct sess *s, struct sess_track *t, unsigned ch, bool *refuse
 			    s->c->udp ? "UDP" : "TCP");
 	if (s->c->udp) {
 		if (tr.have_server_port) {
-			memcpy(&t->rtcp_peer, &s->peer, sizeof s->peer);
-			uint16_t port = htons((uint16_t)tr.server_port[1]);
-			if (s->peer.ss_family == AF_INET6)
-				((struct sockaddr_in6 *)&t->rtcp_peer)->sin6_port = port;
-			else
-				((struct sockaddr_in *)&t->rtcp_peer)->sin_port = port;
+			for (int i = 0; i < 2; i++) {
+				struct sockaddr_storage *a = i ? &t->rtcp_peer : &t->rtp_peer;
+				memcpy(a, &s->peer, sizeof s->peer);
+				uint16_t port = htons((uint16_t)tr.server_port[i]);
+				if (s->peer.ss_family == AF_INET6)
+					((struct sockaddr_in6 *)a)->sin6_port = port;
+				else
+					((struct sockaddr_in *)a)->sin_port = port;
+			}
 			t->have_rtcp_peer = true;
+			punch(s, t);
 		}
 	} else {
 		t->ch[0] = tr.have_interleaved ? tr.interleaved[0] : ch;
@@ -811,11 +883,60 @@ static int setup(struct sess *s, struct sess_track *t, unsigned ch, bool *refuse
 	return 0;
 }
 
+/* A 3xx to OPTIONS or DESCRIBE (libavformat follows them with their Location): the
+ * connection is closed and the session starts again at the new URL, at most
+ * RTSP_MAX_REDIRECTS times; the credentials go along to the same host only. 1 to start
+ * again, -1 with the reason set. */
+static int redirect(struct sess *s, const char *method, const struct rtsp_reply *r)
+{
+	const struct rtsp_span *loc = rtsp_reply_header(r, "Location", 0);
+	char url[RTSP_MAX_URL];
+	if (!loc || rtsp_span_copy(*loc, url, sizeof url) < 0)
+		return fail(s, "%s: %u without a usable Location", method, r->status);
+	if (++s->redirects > RTSP_MAX_REDIRECTS)
+		return fail(s, "%s: more than %d redirects (the last to %s)", method, RTSP_MAX_REDIRECTS, url);
+	struct rtsp_url u;
+	const char *why;
+	if (rtsp_url_parse(url, &u, &why) < 0)
+		return fail(s, "%s: redirected to %s: %s", method, url, why);
+	if (!u.have_user && !strcasecmp(u.host, s->url.host)) {
+		memcpy(u.user, s->url.user, sizeof u.user);
+		memcpy(u.pass, s->url.pass, sizeof u.pass);
+		u.have_user = s->url.have_user;
+	}
+	kp_notice("camera %s: %s stream: %s redirected (%u) to %s%s", s->c->name, s->c->stream, method, r->status,
+		  u.uri, s->url.have_user && !u.have_user ? " (the credentials are not sent to another host)" : "");
+	if (s->ssl) {
+		SSL_free(s->ssl);
+		s->ssl = NULL;
+	}
+	if (s->ssl_ctx) {
+		SSL_CTX_free(s->ssl_ctx);
+		s->ssl_ctx = NULL;
+	}
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	s->len = s->consumed = 0;
+	s->auth.kind = RTSP_AUTH_NONE; /* the new server challenges anew */
+	s->get_parameter = false;
+	s->url = u;
+	return 1;
+}
+
+static bool redirected(const struct rtsp_reply *r)
+{
+	return r->status >= 300 && r->status < 400;
+}
+
+/* 0, 1 when redirected (start again), -1. */
 static int describe(struct sess *s, struct sdp_session *sdp)
 {
 	struct rtsp_reply r;
 	if (request(s, "OPTIONS", s->url.uri, "", &r) < 0)
 		return -1;
+	if (redirected(&r))
+		return redirect(s, "OPTIONS", &r);
 	if (ok(&r)) {
 		const struct rtsp_span *pub = rtsp_reply_header(&r, "Public", 0);
 		for (size_t i = 0; pub && i + 13 <= pub->n; i++)
@@ -824,6 +945,8 @@ static int describe(struct sess *s, struct sdp_session *sdp)
 	}
 	if (request(s, "DESCRIBE", s->url.uri, "Accept: application/sdp\r\n", &r) < 0)
 		return -1;
+	if (redirected(&r))
+		return redirect(s, "DESCRIBE", &r);
 	if (!ok(&r))
 		return status_fail(s, "DESCRIBE", &r);
 	const char *why;
@@ -832,10 +955,16 @@ static int describe(struct sess *s, struct sdp_session *sdp)
 	const struct rtsp_span *b = rtsp_reply_header(&r, "Content-Base", 0);
 	if (!b)
 		b = rtsp_reply_header(&r, "Content-Location", 0);
-	if (b && rtsp_span_copy(*b, s->base, sizeof s->base) < 0)
+	char hb[RTSP_MAX_URL];
+	if (b && rtsp_span_copy(*b, hb, sizeof hb) < 0)
 		return fail(s, "DESCRIBE: Content-Base longer than allowed");
-	if (!b)
-		snprintf(s->base, sizeof s->base, "%s", s->url.uri);
+	int fix = rtsp_base_fixup(s->url.uri, b ? hb : s->url.uri, s->base, sizeof s->base);
+	if (fix == -ENOBUFS)
+		return fail(s, "DESCRIBE: Content-Base longer than allowed");
+	if (fix == 1)
+		kp_notice("camera %s: Content-Base \"%s\" is no rtsp:// URL; taken as %s", s->c->name, hb, s->base);
+	else if (fix < 0)
+		kp_warn("camera %s: Content-Base \"%s\" is no usable URL; the request's URL is used", s->c->name, hb);
 	if (sdp->control[0] && strcmp(sdp->control, "*")) {
 		char agg[RTSP_MAX_URL];
 		if (rtsp_url_resolve(s->base, sdp->control, agg, sizeof agg) < 0)
@@ -855,14 +984,16 @@ static const struct sdp_media *find(const struct sdp_session *sdp, const char *t
 
 static int start(struct sess *s, bool *no_udp)
 {
-	int64_t deadline = kp_mono_us() + RTSP_OPEN_TIMEOUT_US;
-	if (tcp_connect(s, deadline) < 0 || (s->url.tls && tls_start(s, deadline) < 0))
-		return -1;
 	struct sdp_session *sdp = malloc(sizeof *sdp);
 	if (!sdp)
 		return fail(s, "out of memory");
-	int ret = -1;
-	if (describe(s, sdp) < 0)
+	int ret = -1, d;
+	do {
+		int64_t deadline = kp_mono_us() + RTSP_OPEN_TIMEOUT_US;
+		if (tcp_connect(s, deadline) < 0 || (s->url.tls && tls_start(s, deadline) < 0))
+			goto out;
+	} while ((d = describe(s, sdp)) == 1);
+	if (d < 0)
 		goto out;
 	const struct sdp_media *vm = find(sdp, "video");
 	if (!vm) {
@@ -881,14 +1012,18 @@ static int start(struct sess *s, bool *no_udp)
 	uint8_t params[ING_RTSP_MAX_PARAMS];
 	size_t plen = 0;
 	if (video_params(vm, codec, params, sizeof params, &plen) < 0) {
-		fail(s, "DESCRIBE: malformed parameter sets in the SDP's fmtp");
-		goto out;
+		/* the stream's own parameter sets come in band before its keyframes */
+		kp_warn("camera %s: malformed parameter sets in the SDP's fmtp, ignored; waiting for those in the "
+			"stream",
+			s->c->name);
+		plen = 0;
 	}
 	if (rtsp_track_video_init(&s->v.t, &s->c->sink, codec, params, plen, vm->fps, vm->clock ? vm->clock : 90000) <
 	    0) {
 		fail(s, "video clock rate %u (H.264 and H.265 have 90000)", vm->clock);
 		goto out;
 	}
+	s->v.t.payload_type = vm->pt;
 	if (rtsp_url_resolve(s->base, vm->control, s->v.url, sizeof s->v.url) < 0) {
 		fail(s, "DESCRIBE: video control URL too long");
 		goto out;
@@ -905,6 +1040,7 @@ static int start(struct sess *s, bool *no_udp)
 	    rtsp_track_audio_init(&s->a.t, &s->c->sink, &s->v.t, &af, sl, il, dl) == 0 &&
 	    rtsp_url_resolve(s->base, am->control, s->a.url, sizeof s->a.url) == 0) {
 		char why[sizeof s->a.url + 64];
+		s->a.t.payload_type = am->pt;
 		if (setup(s, &s->a, 2, &refused) < 0) {
 			/* the video goes on without it */
 			snprintf(why, sizeof why, "%s", s->reason);
@@ -1033,6 +1169,9 @@ static int stream(struct sess *s, int64_t first_wait_us, bool *no_media)
 			any = true;
 		}
 		media_log(s, &s->v);
+		source_log(s, &s->v);
+		if (s->a.used)
+			source_log(s, &s->a);
 		report(s, NULL, 0);
 		if (!any && now - started > first_wait_us) {
 			*no_media = true;

@@ -23,6 +23,7 @@ int rtsp_track_video_init(struct rtsp_track *t, const struct rtsp_track_sink *si
 	if (r < 0)
 		return r;
 	t->video = true;
+	t->payload_type = -1;
 	t->sink = sink;
 	t->codec = codec;
 	t->clock.rate = rate;
@@ -53,6 +54,7 @@ int rtsp_track_audio_init(struct rtsp_track *t, const struct rtsp_track_sink *si
 			return r;
 	} else if (fmt->codec != KP_AUDIO_OPUS && fmt->codec != KP_AUDIO_PCMU && fmt->codec != KP_AUDIO_PCMA)
 		return -EINVAL;
+	t->payload_type = -1;
 	t->sink = sink;
 	t->vt = video;
 	t->afmt = *fmt;
@@ -75,18 +77,27 @@ void rtsp_track_free(struct rtsp_track *t)
 
 /* The RTP time ts unwrapped (RFC 3550 timestamps wrap at 2^32; a step is taken as the
  * shorter way round), relative to the track's first packet. */
-static int unwrap(struct rtsp_rtp_clock *c, uint32_t ts, int64_t *ret)
+static int unwrap(struct rtsp_rtp_clock *c, uint32_t ts, int64_t now_us, int64_t *ret)
 {
 	if (!c->have) {
 		c->have = true;
 		c->last = ts;
 		c->ext = 0;
+		c->last_mono_us = now_us;
 		*ret = 0;
 		return 0;
 	}
+	int64_t step = (int32_t)(ts - c->last);
+	if (c->rebase) { /* a restarted source: its times go on from ours by the wall clock */
+		int64_t us = now_us - c->last_mono_us;
+		step = us <= 0                        ? 1
+		       : us > 3600 * INT64_C(1000000) ? 3600 * (int64_t)c->rate
+						      : us * (int64_t)c->rate / 1000000 + 1;
+		c->rebase = false;
+	}
+	c->last_mono_us = now_us;
 	int64_t ext;
-	if (kp_add_i64(c->ext, (int32_t)(ts - c->last), &ext) < 0 || ext > (INT64_C(1) << 60) ||
-	    ext < -(INT64_C(1) << 60))
+	if (kp_add_i64(c->ext, step, &ext) < 0 || ext > (INT64_C(1) << 60) || ext < -(INT64_C(1) << 60))
 		return -ERANGE;
 	c->ext = ext;
 	c->last = ts;
@@ -322,7 +333,47 @@ static void video_au(struct rtsp_track *t, const struct rtp_au *in, int64_t ext,
 	t->nheld = 0;
 }
 
-/* Sequence bookkeeping: false when the packet is to be ignored (late or duplicated). */
+/* The source restarted at h: the track starts again from it, its output clock going on. */
+static void resync(struct rtsp_track *t, const struct rtp_header *h)
+{
+	t->resyncs++;
+	t->have_cand = false;
+	t->first_seq = t->base_seq = h->seq;
+	t->next_seq = (uint16_t)(h->seq + 1);
+	t->ssrc = h->ssrc;
+	t->cycles = t->expected_prior = t->received_prior = 0;
+	t->packets = 0;
+	t->have_transit = false;
+	t->clock.rebase = true;
+	t->clock.have_sr = false; /* the old source's report says nothing of the new one */
+	t->skip_to_keyframe = true;
+	t->drop_current = false;
+	if (t->video) {
+		if (t->depack.in_au && !t->depack.broken)
+			t->loss_dropped++;
+		t->depack.in_au = false;
+		t->depack.have_seq = false;
+		t->depack.have_last = false;
+	} else
+		rtp_aac_reset(&t->aac);
+}
+
+/* A packet of another SSRC, or after a jump: true when it is the second in sequence
+ * (the source restarted: resynchronised), else false (dropped). */
+static bool candidate(struct rtsp_track *t, const struct rtp_header *h)
+{
+	if (t->have_cand && h->ssrc == t->cand_ssrc && h->seq == t->cand_next) {
+		resync(t, h);
+		return true;
+	}
+	t->have_cand = true;
+	t->cand_ssrc = h->ssrc;
+	t->cand_next = (uint16_t)(h->seq + 1);
+	return false;
+}
+
+/* Sequence bookkeeping: false when the packet is to be ignored (late or duplicated,
+ * another source's, or after a jump not yet confirmed). */
 static bool sequence(struct rtsp_track *t, const struct rtp_header *h)
 {
 	if (!t->have_seq) {
@@ -332,7 +383,20 @@ static bool sequence(struct rtsp_track *t, const struct rtp_header *h)
 		t->ssrc = h->ssrc;
 		return true;
 	}
+	if (h->ssrc != t->ssrc) {
+		bool again = candidate(t, h);
+		if (!again)
+			t->foreign_ssrc++;
+		return again;
+	}
+	uint16_t udelta = (uint16_t)(h->seq - t->next_seq + 1); /* from the highest seen */
+	if (udelta > RTSP_TRACK_MAX_DROPOUT && udelta < 65536 - RTSP_TRACK_MAX_MISORDER) {
+		return candidate(t, h);
+	}
+	t->have_cand = false;
 	int diff = (int16_t)(h->seq - t->next_seq);
+	if (diff == -1)
+		return false; /* the last packet again: a duplicate, harmless */
 	if (diff < 0) {
 		/* After its successor was used: lost for us. One from before the first packet
 		 * received was never counted as missing (that comparison holds only while the
@@ -386,13 +450,17 @@ int rtsp_track_rtp(struct rtsp_track *t, const uint8_t *pkt, size_t len, int64_t
 		t->last_error = *ret_reason;
 		return -EBADMSG;
 	}
+	if (t->payload_type >= 0 && h.payload_type != t->payload_type) {
+		t->other_pt++;
+		return 0;
+	}
 	if (!sequence(t, &h))
 		return 0;
 	t->packets++;
 	t->octets += h.payload_len;
 	jitter(t, h.timestamp, now_us);
 	int64_t ext;
-	if (unwrap(&t->clock, h.timestamp, &ext) < 0) {
+	if (unwrap(&t->clock, h.timestamp, now_us, &ext) < 0) {
 		*ret_reason = "RTP timestamps run beyond 2^60";
 		t->malformed++;
 		return -EBADMSG;

@@ -47,7 +47,9 @@ struct rtsp_rtp_clock {
 	uint64_t sr_ntp; /* NTP of the last sender report, 32.32 */
 	int64_t sr_ext;  /* its RTP time, unwrapped near ext */
 	uint32_t sr_rtp;
-	int64_t sr_mono_us; /* when it arrived */
+	int64_t sr_mono_us;   /* when it arrived */
+	int64_t last_mono_us; /* when the last packet came */
+	bool rebase;          /* the source restarted: the next packet follows the last by wall time */
 };
 
 struct rtsp_held_au {
@@ -69,7 +71,12 @@ struct rtsp_track {
 	/* sequence */
 	bool have_seq;
 	uint16_t next_seq, first_seq;
-	uint32_t ssrc;
+	uint32_t ssrc;    /* locked at the first packet */
+	int payload_type; /* the SDP's; packets of another are dropped (-1: any) */
+	bool have_cand;   /* another SSRC, or a sequence jump, seen in sequence: */
+	uint32_t cand_ssrc;
+	uint16_t cand_next;
+	uint64_t foreign_ssrc, other_pt, resyncs; /* packets dropped, and restarts followed */
 	uint64_t packets, octets;
 	/* for RTCP receiver reports (RFC 3550 A.3, A.8) */
 	uint32_t cycles, base_seq, expected_prior, received_prior;
@@ -120,6 +127,21 @@ int rtsp_track_audio_init(struct rtsp_track *t, const struct rtsp_track_sink *si
 			  const struct kp_audio_format *fmt, unsigned size_len, unsigned index_len, unsigned delta_len);
 
 void rtsp_track_free(struct rtsp_track *t);
+
+/* Source restarts (RFC 3550 A.1, as libavformat's rtp_valid_packet_in_sequence): the
+ * SSRC is locked at the first packet and packets of another are dropped and counted
+ * (foreign_ssrc), a sequence jump of more than RTSP_TRACK_MAX_DROPOUT forward or
+ * RTSP_TRACK_MAX_MISORDER back is dropped; two in-sequence packets of a new SSRC or
+ * after such a jump (an encoder restart; Reolink's LIVE555 2013 stale TCP session,
+ * retina's "stale sessions" notes) restart the track there (resyncs): the access unit
+ * in progress and AAC fragments are dropped, the next keyframe awaited, and the RTP
+ * clock rebased so that output times go on from where they were by wall time. Packets
+ * of another payload type than the SDP's are dropped first (other_pt; Geovision sends
+ * PT 50 packets that reuse the last sequence number, retina geovision notes,
+ * libavformat drops PT mismatches too); an exact duplicate of the last packet never
+ * costs the access unit in progress. */
+#define RTSP_TRACK_MAX_DROPOUT  3000
+#define RTSP_TRACK_MAX_MISORDER 100
 
 /* One RTP packet, in sequence order as far as the transport could put it. Returns 0 or
  * -EBADMSG with *ret_reason set for a packet that is not RTP (counted in malformed; the

@@ -5,6 +5,8 @@
  * PTS from RTP timestamps across the 32-bit wrap, DTS from decode order for B-frames,
  * losses counted and dropped up to a keyframe, the cut access unit. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 
 #include "rtp_aac.h"
 #include "rtsp_auth.h"
@@ -73,6 +75,25 @@ static void test_headers(void)
 	CHECK_EQ(rtsp_transport_parse((struct rtsp_span){t, strlen(t)}, &tr, &why), -EBADMSG);
 	t = "RTP/AVP/TCP;interleaved=255-256";
 	CHECK_EQ(rtsp_transport_parse((struct rtsp_span){t, strlen(t)}, &tr, &why), -EBADMSG);
+	/* Hikvision (retina src/client/testdata/hikvision_setup_ssrc_space.txt, MIT/Apache-2.0;
+	 * retina 85b30bf): a space after "ssrc=". */
+	t = "RTP/AVP/TCP;unicast;interleaved=0-1;ssrc= d6d6627";
+	CHECK_EQ(rtsp_transport_parse((struct rtsp_span){t, strlen(t)}, &tr, &why), 0);
+	CHECK(tr.have_interleaved && tr.interleaved[0] == 0 && tr.have_ssrc && tr.ssrc == 0xd6d6627);
+	/* an ssrc that is no number is ignored, as gortsplib does (the SSRC locks at the first
+	 * packet anyway); one of 9 digits too */
+	t = "RTP/AVP/TCP;interleaved=0-1;ssrc=zz";
+	CHECK_EQ(rtsp_transport_parse((struct rtsp_span){t, strlen(t)}, &tr, &why), 0);
+	CHECK(tr.have_interleaved && !tr.have_ssrc);
+	t = "RTP/AVP/TCP;interleaved=0-1;ssrc=123456789";
+	CHECK_EQ(rtsp_transport_parse((struct rtsp_span){t, strlen(t)}, &tr, &why), 0);
+	CHECK(!tr.have_ssrc);
+	/* server_port=0-1 from old cameras (mediamtx#407): accepted as no port */
+	t = "RTP/AVP;unicast;client_port=5000-5001;server_port=0-1";
+	CHECK_EQ(rtsp_transport_parse((struct rtsp_span){t, strlen(t)}, &tr, &why), 0);
+	CHECK(!tr.tcp && !tr.have_server_port);
+	t = "RTP/AVP;unicast;server_port=x-1";
+	CHECK_EQ(rtsp_transport_parse((struct rtsp_span){t, strlen(t)}, &tr, &why), -EBADMSG);
 	t = "RAW/RAW/UDP;unicast";
 	CHECK_EQ(rtsp_transport_parse((struct rtsp_span){t, strlen(t)}, &tr, &why), -EBADMSG);
 	char id[RTSP_MAX_SESSION];
@@ -116,6 +137,19 @@ static void test_url(void)
 	CHECK_EQ(rtsp_url_resolve("rtsp://h/s", "rtsp://o/t", out, sizeof out), 0);
 	CHECK_STR_EQ(out, "rtsp://o/t");
 	CHECK_EQ(rtsp_url_resolve("rtsp://h/s", "t", out, 12), -ENOBUFS);
+	/* Content-Base without a scheme: Anjvision (retina src/client/testdata/
+	 * anjvision_describe.txt, MIT/Apache-2.0; retina 6972ac4) */
+	CHECK_EQ(rtsp_base_fixup("rtsp://192.168.1.10/stream0", "192.168.1.10:554/stream0/", out, sizeof out), 1);
+	CHECK_STR_EQ(out, "rtsp://192.168.1.10:554/stream0/");
+	CHECK_EQ(rtsp_base_fixup("rtsps://h:8322/a/b?x", "/c/d/", out, sizeof out), 1);
+	CHECK_STR_EQ(out, "rtsps://h:8322/c/d/");
+	CHECK_EQ(rtsp_base_fixup("rtsp://h/a", "rtsp://h/a/", out, sizeof out), 0);
+	CHECK_STR_EQ(out, "rtsp://h/a/");
+	CHECK_EQ(rtsp_base_fixup("rtsp://h/a", "", out, sizeof out), -EINVAL);
+	CHECK_STR_EQ(out, "rtsp://h/a");
+	CHECK_EQ(rtsp_base_fixup("rtsp://h/a", "http://h/a/", out, sizeof out), -EINVAL);
+	CHECK_STR_EQ(out, "rtsp://h/a");
+	CHECK_EQ(rtsp_base_fixup("rtsp://h/a", "h/a", out, 8), -ENOBUFS);
 }
 
 static void test_digest(void)
@@ -162,6 +196,34 @@ static void test_digest(void)
 	snprintf(longc + n + RTSP_AUTH_MAX_FIELD, sizeof longc - (size_t)n - RTSP_AUTH_MAX_FIELD, "\"");
 	CHECK_EQ(rtsp_auth_challenge(&k, (struct rtsp_span){longc, strlen(longc)}, &why), -EMSGSIZE);
 	CHECK_EQ(k.kind, RTSP_AUTH_BASIC);
+}
+
+/* Digest challenges parsed on several stream threads at once: the qop list of each is
+ * its own (strtok's process-wide state mixed them up). */
+static void *digest_thread(void *arg)
+{
+	bool want = arg != NULL;
+	const char *c = want ? "Digest realm=\"r\", nonce=\"n\", qop=\"auth-int,x,y,z,auth\""
+			     : "Digest realm=\"r\", nonce=\"n\", qop=\"auth-int,a,b,c,d,e,f\"";
+	for (int i = 0; i < 20000; i++) {
+		struct rtsp_auth a = {.kind = RTSP_AUTH_NONE};
+		const char *why;
+		if (rtsp_auth_challenge(&a, (struct rtsp_span){c, strlen(c)}, &why) != 0 || a.qop_auth != want)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void test_digest_threads(void)
+{
+	pthread_t th[4];
+	for (intptr_t i = 0; i < 4; i++)
+		CHECK_EQ(pthread_create(&th[i], NULL, digest_thread, (void *)(i & 1)), 0);
+	for (int i = 0; i < 4; i++) {
+		void *ret;
+		pthread_join(th[i], &ret);
+		CHECK(ret == NULL);
+	}
 }
 
 static void test_sdp(void)
@@ -349,6 +411,77 @@ static void test_track_bframes(void)
 	rtsp_track_free(&t);
 }
 
+static size_t packet_from(uint8_t *p, uint16_t seq, uint32_t ts, bool idr, uint32_t ssrc, uint8_t pt)
+{
+	size_t n = packet(p, seq, ts, idr);
+	p[1] = (uint8_t)(0x80 | pt);
+	p[8] = (uint8_t)(ssrc >> 24);
+	p[9] = (uint8_t)(ssrc >> 16);
+	p[10] = (uint8_t)(ssrc >> 8);
+	p[11] = (uint8_t)ssrc;
+	return n;
+}
+
+/* The SSRC locks at the first packet; another's are dropped and counted; two in
+ * sequence from a new one (an encoder restart) restart the track at the next keyframe
+ * with PTS going on by wall time. The same for a sequence jump past 3000 (Reolink's
+ * LIVE555 2013 stale session). Geovision's PT 50 packets reusing the last sequence
+ * number are dropped by payload type and cost nothing; a duplicate neither. */
+static void test_track_restart(void)
+{
+	static struct rtsp_track t;
+	CHECK_EQ(rtsp_track_video_init(&t, &sink, KP_CODEC_H264, NULL, 0, 25, 90000), 0);
+	t.payload_type = 96;
+	uint8_t p[32];
+	const char *why;
+	n_got = 0;
+	int64_t now = 1000000;
+	uint16_t seq = 100;
+	uint32_t ts = 5000;
+	for (int i = 0; i < 3; i++, now += 40000, ts += 3600)
+		CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, seq++, ts, i == 0, 0xaaaa, 96), now, &why), 0);
+	CHECK_EQ(n_got, 3);
+	/* one stray packet of another source: dropped, the stream goes on */
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, 7, 99, true, 0xbbbb, 96), now, &why), 0);
+	CHECK_EQ(t.foreign_ssrc, 1);
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, seq++, ts, false, 0xaaaa, 96), now, &why), 0);
+	ts += 3600;
+	now += 40000;
+	CHECK_EQ(n_got, 4);
+	CHECK_EQ(t.resyncs, 0);
+	/* Geovision: PT 50 reusing the last sequence number, then an exact duplicate */
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, (uint16_t)(seq - 1), ts, false, 0xaaaa, 50), now, &why), 0);
+	CHECK_EQ(t.other_pt, 1);
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, (uint16_t)(seq - 1), ts - 3600, false, 0xaaaa, 96), now, &why),
+		 0);
+	CHECK_EQ(t.lost_packets + t.loss_dropped, 0);
+	/* an encoder restart: new SSRC, sequence and timestamps */
+	int64_t last_pts = got[n_got - 1].pts_90k;
+	now += 400000; /* 0.4 s later */
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, 9000, 77, false, 0xcccc, 96), now, &why), 0);
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, 9001, 3677, false, 0xcccc, 96), now, &why), 0);
+	CHECK_EQ(t.resyncs, 1);
+	CHECK_EQ(n_got, 4); /* waiting for a keyframe */
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, 9002, 7277, true, 0xcccc, 96), now + 40000, &why), 0);
+	CHECK_EQ(n_got, 5);
+	CHECK(got[4].keyframe);
+	int64_t gap = got[4].pts_90k - last_pts;
+	CHECK(gap >= 36000 && gap <= 36000 + 2 * 3600 + 10); /* the wall time, about 0.4 s */
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, 9003, 10877, false, 0xaaaa, 96), now, &why), 0);
+	CHECK_EQ(t.foreign_ssrc, 3); /* 0xbbbb, 0xcccc's first, now the old source */
+	/* a jump past 3000 in the same source: one alone is dropped, two restart */
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, 20000, 10877, true, 0xcccc, 96), now, &why), 0);
+	CHECK_EQ(t.resyncs, 1);
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, 9003, 10877, false, 0xcccc, 96), now, &why), 0);
+	CHECK_EQ(n_got, 6);
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, 30000, 500, true, 0xcccc, 96), now, &why), 0);
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, 30001, 4100, true, 0xcccc, 96), now + 40000, &why), 0);
+	CHECK_EQ(t.resyncs, 2);
+	CHECK_EQ(n_got, 7);
+	CHECK(got[6].pts_90k > got[5].pts_90k);
+	rtsp_track_free(&t);
+}
+
 int main(void)
 {
 	test_reply();
@@ -359,5 +492,7 @@ int main(void)
 	test_aac();
 	test_track_pts_wrap_and_loss();
 	test_track_bframes();
+	test_track_restart();
+	test_digest_threads();
 	return test_failures ? 1 : 0;
 }
