@@ -18,8 +18,8 @@ void rtsp_md5_hex(const void *p, size_t n, char out[33])
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
-/* One auth-param (name=value or name="quoted") of v from *off; false at the end.
- * Quoted values are unescaped into val. */
+/* One auth-param (name=value or name="quoted") of v from *off: 1, 2 for a token
+ * without a value, 0 at the end. Quoted values are unescaped into val. */
 static int next_param(struct rtsp_span v, size_t *off, struct rtsp_span *name, char *val, size_t cap,
 		      const char **ret_reason)
 {
@@ -34,8 +34,10 @@ static int next_param(struct rtsp_span v, size_t *off, struct rtsp_span *name, c
 	while (*off < v.n && v.p[*off] == ' ')
 		(*off)++;
 	if (*off >= v.n || v.p[*off] != '=') {
-		*ret_reason = "WWW-Authenticate parameter without a value";
-		return -EBADMSG;
+		/* a token without a value ("stale", a stray word): skipped, as curl and
+		 * libavformat do */
+		val[0] = '\0';
+		return 2;
 	}
 	(*off)++;
 	while (*off < v.n && v.p[*off] == ' ')
@@ -98,6 +100,8 @@ int rtsp_auth_challenge(struct rtsp_auth *a, struct rtsp_span value, const char 
 	int r;
 	bool have_nonce = false;
 	while ((r = next_param(value, &off, &name, val, sizeof val, ret_reason)) > 0) {
+		if (r == 2)
+			continue;
 		if (rtsp_span_eq(name, "realm"))
 			memcpy(d.realm, val, sizeof val);
 		else if (rtsp_span_eq(name, "nonce")) {

@@ -163,6 +163,11 @@ int rtsp_reply_parse(const uint8_t *buf, size_t len, struct rtsp_reply *r, size_
 
 int rtsp_request_skip(const uint8_t *buf, size_t len, size_t *used, const char **ret_reason)
 {
+	return rtsp_request_answer(buf, len, used, NULL, 0, ret_reason);
+}
+
+int rtsp_request_answer(const uint8_t *buf, size_t len, size_t *used, char *answer, size_t cap, const char **ret_reason)
+{
 	size_t s = skip_blank(buf, len);
 	size_t end = head_end(buf + s, len - s);
 	if (!end)
@@ -182,6 +187,16 @@ int rtsp_request_skip(const uint8_t *buf, size_t len, size_t *used, const char *
 	if (len - s - end < body_len)
 		return -EAGAIN;
 	*used = s + end + body_len;
+	if (answer && cap) {
+		answer[0] = '\0';
+		size_t m = strcspn(p, " \r\n");
+		struct rtsp_span method = {p, m};
+		bool known = rtsp_span_eq(method, "OPTIONS") || rtsp_span_eq(method, "GET_PARAMETER") ||
+			     rtsp_span_eq(method, "SET_PARAMETER");
+		if (r.cseq >= 0)
+			snprintf(answer, cap, "RTSP/1.0 %s\r\nCSeq: %ld\r\nUser-Agent: KeepPeek\r\n\r\n",
+				 known ? "200 OK" : "501 Not Implemented", r.cseq);
+	}
 	return 0;
 }
 
@@ -477,7 +492,12 @@ int rtsp_url_resolve(const char *base, const char *control, char *out, size_t ca
 		n = snprintf(out, cap, "%s", base);
 	else if (!strncasecmp(control, "rtsp://", 7) || !strncasecmp(control, "rtsps://", 8))
 		n = snprintf(out, cap, "%s", control);
-	else {
+	else if (control[0] == '/' && has_scheme(base)) {
+		/* an absolute path replaces the base's (RFC 3986 5.2.2) */
+		size_t scheme = !strncasecmp(base, "rtsps://", 8) ? 8 : 7;
+		size_t auth = scheme + strcspn(base + scheme, "/?#");
+		n = snprintf(out, cap, "%.*s%s", (int)auth, base, control);
+	} else {
 		size_t b = strlen(base);
 		bool slash = (b && base[b - 1] == '/') || control[0] == '/';
 		n = snprintf(out, cap, "%s%s%s", base, slash ? "" : "/",

@@ -3,7 +3,8 @@
  * (Transport 12.39, Session 12.37 with its timeout, Public 12.28), the URL of a camera
  * (rtsp:// or rtsps://, with user:password@) and a control URL resolved against the
  * base (RFC 2326 C.1.1, as libavformat's rtsp.c does: an absolute URL as it is, "*" the
- * base, anything else appended to the base with one '/'). */
+ * base, an absolute path in place of the base's path (RFC 3986 5.2.2), anything else
+ * appended to the base with one '/'). */
 #ifndef KP_INGEST_RTSP_MSG_H
 #define KP_INGEST_RTSP_MSG_H
 
@@ -51,6 +52,13 @@ int rtsp_span_copy(struct rtsp_span s, char *out, size_t cap); /* 0 or -ENOBUFS 
 /* A server request on the connection (a line not starting with "RTSP/"): its length
  * (headers and body), to skip it; same results as rtsp_reply_parse. */
 int rtsp_request_skip(const uint8_t *buf, size_t len, size_t *used, const char **ret_reason);
+
+/* The same, with the answer into answer (cap bytes, at least 96): 200 OK to OPTIONS,
+ * GET_PARAMETER and SET_PARAMETER (some cameras probe their client with them and close
+ * an unanswered session), 501 Not Implemented to the rest, the CSeq echoed; "" for a
+ * request without a CSeq (not answerable). */
+int rtsp_request_answer(const uint8_t *buf, size_t len, size_t *used, char *answer, size_t cap,
+			const char **ret_reason);
 
 /* Transport of a SETUP reply. */
 struct rtsp_transport {

@@ -609,12 +609,15 @@ static int demux(struct sess *s, int64_t now_us)
 			return 1;
 		size_t used;
 		const char *why;
-		int r = rtsp_request_skip(p, n, &used, &why);
+		char answer[128];
+		int r = rtsp_request_answer(p, n, &used, answer, sizeof answer, &why);
 		if (r == -EAGAIN)
 			return 0;
 		if (r < 0)
 			return fail(s, "malformed data on the RTSP connection: %s", why);
-		s->consumed += used; /* ANNOUNCE, GET_PARAMETER, ...: not answered */
+		s->consumed += used;
+		if (answer[0] && send_all(s, answer, strlen(answer), kp_mono_us() + RTSP_OPEN_TIMEOUT_US) < 0)
+			return -1;
 	}
 }
 
@@ -836,8 +839,10 @@ static int setup(struct sess *s, struct sess_track *t, unsigned ch, bool *refuse
 		return fail(s, "SETUP: the camera refused RTP over %s (461 Unsupported Transport)%s",
 			    s->c->udp ? "UDP" : "TCP", s->c->udp ? "" : "; transport = udp or auto may work");
 	}
-	if (!ok(&r))
+	if (!ok(&r)) {
+		*refused_461 = s->c->udp; /* under auto, any refusal of UDP tries TCP */
 		return status_fail(s, "SETUP", &r);
+	}
 	const struct rtsp_span *sh = rtsp_reply_header(&r, "Session", 0), *th = rtsp_reply_header(&r, "Transport", 0);
 	const char *why;
 	if (!sh)
@@ -858,9 +863,11 @@ static int setup(struct sess *s, struct sess_track *t, unsigned ch, bool *refuse
 	struct rtsp_transport tr;
 	if (!th || rtsp_transport_parse(*th, &tr, &why) < 0)
 		return fail(s, "SETUP: malformed or missing Transport: %s", th ? why : "none");
-	if (tr.tcp != !s->c->udp)
+	if (tr.tcp != !s->c->udp) {
+		*refused_461 = s->c->udp; /* a UDP request answered with TCP: UDP refused */
 		return fail(s, "SETUP: the camera answered RTP over %s to a request for %s", tr.tcp ? "TCP" : "UDP",
 			    s->c->udp ? "UDP" : "TCP");
+	}
 	if (s->c->udp) {
 		if (tr.have_server_port) {
 			for (int i = 0; i < 2; i++) {
@@ -878,6 +885,10 @@ static int setup(struct sess *s, struct sess_track *t, unsigned ch, bool *refuse
 	} else {
 		t->ch[0] = tr.have_interleaved ? tr.interleaved[0] : ch;
 		t->ch[1] = tr.have_interleaved ? tr.interleaved[1] : ch + 1;
+		if (t == &s->a && (t->ch[0] == s->v.ch[0] || t->ch[0] == s->v.ch[1] || t->ch[1] == s->v.ch[0] ||
+				   t->ch[1] == s->v.ch[1]))
+			return fail(s, "SETUP: the camera put audio on the video's interleaved channels %u-%u",
+				    t->ch[0], t->ch[1]);
 	}
 	t->used = true;
 	return 0;
@@ -1062,6 +1073,12 @@ out:
 	return ret;
 }
 
+/* Half the session's timeout, at most 30 s: some cameras time out sooner than they say. */
+static int64_t alive_us(const struct sess *s)
+{
+	return (int64_t)(s->timeout_s < RTSP_ALIVE_MAX_S ? s->timeout_s : RTSP_ALIVE_MAX_S) * 500000;
+}
+
 static void keep_alive(struct sess *s)
 {
 	char head[RTSP_MAX_URL + RTSP_AUTH_MAX_HEADER + 512], auth[RTSP_AUTH_MAX_HEADER + RTSP_MAX_URL] = "";
@@ -1102,7 +1119,7 @@ static int replies(struct sess *s)
 static int stream(struct sess *s, int64_t first_wait_us, bool *no_media)
 {
 	int64_t now = kp_mono_us(), last_media = now, started = now;
-	int64_t next_rr = now, next_alive = now + (int64_t)s->timeout_s * 500000;
+	int64_t next_rr = now, next_alive = now + alive_us(s);
 	bool any = false;
 	uint64_t packets = 0;
 	for (;;) {
@@ -1188,7 +1205,7 @@ static int stream(struct sess *s, int64_t first_wait_us, bool *no_media)
 		}
 		if (now >= next_alive) {
 			keep_alive(s);
-			next_alive = now + (int64_t)s->timeout_s * 500000;
+			next_alive = now + alive_us(s);
 		}
 	}
 }

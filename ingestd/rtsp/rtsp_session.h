@@ -23,7 +23,8 @@
 #define RTSP_REORDER_WAIT_US 100000           /* how long a missing one is waited for */
 #define RTSP_UDP_RCVBUF      2097152          /* SO_RCVBUF asked for (capped by rmem_max) */
 #define RTSP_RR_INTERVAL_MS  5000
-#define RTSP_MAX_REDIRECTS   3 /* 3xx to OPTIONS or DESCRIBE followed */
+#define RTSP_MAX_REDIRECTS   3  /* 3xx to OPTIONS or DESCRIBE followed */
+#define RTSP_ALIVE_MAX_S     60 /* keep-alive every half the session timeout, capped at this */
 #define RTSP_BUF_SIZE        (RTSP_MAX_HEAD + RTSP_MAX_BODY + 4 + 65535)
 
 struct rtsp_session_ctx {

@@ -88,7 +88,9 @@ static int unwrap(struct rtsp_rtp_clock *c, uint32_t ts, int64_t now_us, int64_t
 		return 0;
 	}
 	int64_t step = (int32_t)(ts - c->last);
-	if (c->rebase) { /* a restarted source: its times go on from ours by the wall clock */
+	if (step > (int64_t)RTSP_TRACK_MAX_JUMP_S * c->rate)
+		c->rebase = true; /* a forward jump past 10 s is a discontinuity (retina MAX_FORWARD_TIME_JUMP_SECS) */
+	if (c->rebase) {          /* a restarted source: its times go on from ours by the wall clock */
 		int64_t us = now_us - c->last_mono_us;
 		step = us <= 0                        ? 1
 		       : us > 3600 * INT64_C(1000000) ? 3600 * (int64_t)c->rate

@@ -140,6 +140,7 @@ void rtsp_track_free(struct rtsp_track *t);
  * PT 50 packets that reuse the last sequence number, retina geovision notes,
  * libavformat drops PT mismatches too); an exact duplicate of the last packet never
  * costs the access unit in progress. */
+#define RTSP_TRACK_MAX_JUMP_S   10 /* an RTP time jump forward past this goes on by wall time */
 #define RTSP_TRACK_MAX_DROPOUT  3000
 #define RTSP_TRACK_MAX_MISORDER 100
 

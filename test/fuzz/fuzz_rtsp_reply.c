@@ -54,7 +54,8 @@ static void reply(const uint8_t *d, size_t n)
 		d += used;
 		n -= used;
 	}
-	rtsp_request_skip(d, n, &used, &why);
+	char answer[128];
+	rtsp_request_answer(d, n, &used, answer, sizeof answer, &why);
 }
 
 static void sdp(const uint8_t *d, size_t n)

@@ -60,6 +60,25 @@ static void test_reply(void)
 	CHECK_EQ(parse(big, &used), -EMSGSIZE);
 }
 
+/* Requests from the camera are answered: 200 to OPTIONS, GET_PARAMETER, SET_PARAMETER,
+ * 501 to the rest, the CSeq echoed. */
+static void test_server_requests(void)
+{
+	const char *q = "GET_PARAMETER rtsp://h/s RTSP/1.0\r\nCSeq: 17\r\nContent-Length: 2\r\n\r\nabANNOUNCE";
+	size_t used;
+	const char *why;
+	char a[128];
+	CHECK_EQ(rtsp_request_answer((const uint8_t *)q, strlen(q), &used, a, sizeof a, &why), 0);
+	CHECK_EQ(used, strlen(q) - strlen("ANNOUNCE"));
+	CHECK_STR_EQ(a, "RTSP/1.0 200 OK\r\nCSeq: 17\r\nUser-Agent: KeepPeek\r\n\r\n");
+	q = "ANNOUNCE rtsp://h/s RTSP/1.0\r\nCSeq: 4\r\n\r\n";
+	CHECK_EQ(rtsp_request_answer((const uint8_t *)q, strlen(q), &used, a, sizeof a, &why), 0);
+	CHECK_STR_EQ(a, "RTSP/1.0 501 Not Implemented\r\nCSeq: 4\r\nUser-Agent: KeepPeek\r\n\r\n");
+	q = "OPTIONS * RTSP/1.0\r\n\r\n";
+	CHECK_EQ(rtsp_request_answer((const uint8_t *)q, strlen(q), &used, a, sizeof a, &why), 0);
+	CHECK_STR_EQ(a, "");
+}
+
 static void test_headers(void)
 {
 	struct rtsp_transport tr;
@@ -137,6 +156,8 @@ static void test_url(void)
 	CHECK_EQ(rtsp_url_resolve("rtsp://h/s", "rtsp://o/t", out, sizeof out), 0);
 	CHECK_STR_EQ(out, "rtsp://o/t");
 	CHECK_EQ(rtsp_url_resolve("rtsp://h/s", "t", out, 12), -ENOBUFS);
+	CHECK_EQ(rtsp_url_resolve("rtsp://h:554/s/x?a=1", "/track1", out, sizeof out), 0); /* RFC 3986 5.2.2 */
+	CHECK_STR_EQ(out, "rtsp://h:554/track1");
 	/* Content-Base without a scheme: Anjvision (retina src/client/testdata/
 	 * anjvision_describe.txt, MIT/Apache-2.0; retina 6972ac4) */
 	CHECK_EQ(rtsp_base_fixup("rtsp://192.168.1.10/stream0", "192.168.1.10:554/stream0/", out, sizeof out), 1);
@@ -165,6 +186,11 @@ static void test_digest(void)
 	char h[RTSP_AUTH_MAX_HEADER];
 	CHECK_EQ(rtsp_auth_header(&a, "Mufasa", "Circle Of Life", "GET", "/dir/index.html", h, sizeof h), 0);
 	CHECK_STR_CONTAINS(h, "response=\"6629fae49393a05397450978507c4ef1\"");
+	/* a token without a value is skipped, not fatal */
+	const char *tok = "Digest realm=\"r\", stale, nonce=\"n1\" , x";
+	struct rtsp_auth st = {.kind = RTSP_AUTH_NONE};
+	CHECK_EQ(rtsp_auth_challenge(&st, (struct rtsp_span){tok, strlen(tok)}, &why), 0);
+	CHECK_STR_EQ(st.nonce, "n1");
 	CHECK_STR_CONTAINS(h, "nc=00000001, cnonce=\"0a4f113b\"");
 	CHECK_STR_CONTAINS(h, "opaque=\"5ccc069c403ebaf9f0171e9517f40e41\"");
 	/* Without qop (RFC 2069), as cameras ask: MD5(HA1:nonce:HA2). */
@@ -479,6 +505,12 @@ static void test_track_restart(void)
 	CHECK_EQ(t.resyncs, 2);
 	CHECK_EQ(n_got, 7);
 	CHECK(got[6].pts_90k > got[5].pts_90k);
+	/* a jump of the RTP time 20 s forward, 40 ms later by the wall clock: a discontinuity
+	 * (retina MAX_FORWARD_TIME_JUMP_SECS), times go on by the wall clock */
+	CHECK_EQ(rtsp_track_rtp(&t, p, packet_from(p, 30002, 4100 + 20 * 90000, false, 0xcccc, 96), now + 80000, &why),
+		 0);
+	CHECK_EQ(n_got, 8);
+	CHECK(got[7].pts_90k - got[6].pts_90k > 0 && got[7].pts_90k - got[6].pts_90k <= 3601);
 	rtsp_track_free(&t);
 }
 
@@ -486,6 +518,7 @@ int main(void)
 {
 	test_reply();
 	test_headers();
+	test_server_requests();
 	test_url();
 	test_digest();
 	test_sdp();
