@@ -64,14 +64,11 @@ int rtp_aac_push(struct rtp_aac *a, const uint8_t *payload, size_t len, bool mar
 		rtp_aac_reset(a);
 		return -EBADMSG;
 	}
+	if (a->in_frag && (n != 1 || a->frag_ts != ts || a->frag_size != sizes[0]))
+		rtp_aac_reset(a); /* the fragmented one lost its tail: this packet starts afresh */
 	if (n == 1 && (a->in_frag || sizes[0] > data_len)) {
 		/* A fragment (3.2.3): one AU header, its size the whole AU's. */
-		if (!a->in_frag || a->frag_ts != ts || a->frag_size != sizes[0]) {
-			if (a->in_frag && (a->frag_ts != ts || a->frag_size != sizes[0])) {
-				*ret_reason = "AAC fragment of another access unit before the marker";
-				rtp_aac_reset(a);
-				return -EBADMSG;
-			}
+		if (!a->in_frag) {
 			if (sizes[0] > sizeof a->frag) {
 				*ret_reason = "AAC access unit larger than allowed";
 				return -EMSGSIZE;

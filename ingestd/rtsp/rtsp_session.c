@@ -52,7 +52,7 @@ struct sess_track {
 	struct sockaddr_storage rtcp_peer, rtp_peer;
 	bool have_rtcp_peer;
 	struct reorder ro;
-	uint64_t logged_resyncs, logged_foreign, logged_pt; /* counts already in the log */
+	uint64_t logged_resyncs, logged_foreign, logged_pt, logged_malformed; /* counts already in the log */
 	bool logged_end_on_ts;
 };
 
@@ -83,7 +83,9 @@ struct sess {
 	char *reason;
 	size_t cap;
 	bool *auth_failed;
-	uint64_t malformed_logged, repaired_logged;
+	uint64_t repaired_logged;
+	unsigned alive_status_logged; /* the last keep-alive failure status logged */
+	bool alive_resent;            /* the keep-alive was sent again after a stale nonce */
 };
 
 static bool stopped(const struct sess *s)
@@ -356,11 +358,6 @@ static void media_log(struct sess *s, struct sess_track *t)
 			s->c->name, s->c->stream, (unsigned long long)(repaired - s->repaired_logged));
 		s->repaired_logged = repaired;
 	}
-	if (t->t.malformed != s->malformed_logged && t->t.last_error) {
-		kp_warn("camera %s: %s stream: malformed RTP payload (%llu so far): %s", s->c->name, s->c->stream,
-			(unsigned long long)t->t.malformed, t->t.last_error);
-		s->malformed_logged = t->t.malformed;
-	}
 	if (t->t.video && t->t.depack.end_on_ts && !t->logged_end_on_ts) {
 		kp_notice("camera %s: %s stream: the camera's RTP marker bits do not end its pictures (set on every "
 			  "slice or never); pictures now end at a timestamp change",
@@ -373,6 +370,11 @@ static void media_log(struct sess *s, struct sess_track *t)
 static void source_log(struct sess *s, struct sess_track *t)
 {
 	const char *what = t == &s->v ? "video" : "audio";
+	if (t->t.malformed != t->logged_malformed && t->t.last_error) {
+		kp_warn("camera %s: %s stream: malformed %s RTP payload (%llu so far): %s", s->c->name, s->c->stream,
+			what, (unsigned long long)t->t.malformed, t->t.last_error);
+		t->logged_malformed = t->t.malformed;
+	}
 	if (t->t.resyncs != t->logged_resyncs) {
 		kp_warn("camera %s: %s stream: %s RTP source restarted (SSRC %08x, sequence %u; %llu restarts so "
 			"far); waiting for a keyframe",
@@ -1109,9 +1111,25 @@ static int replies(struct sess *s)
 		if (e < 0)
 			return fail(s, "malformed reply on the RTSP connection: %s", why);
 		const struct rtsp_span *h;
-		for (unsigned k = 0; r.status == 401 && (h = rtsp_reply_header(&r, "WWW-Authenticate", k)); k++)
+		bool stale = false;
+		for (unsigned k = 0; r.status == 401 && (h = rtsp_reply_header(&r, "WWW-Authenticate", k)); k++) {
 			rtsp_auth_challenge(&s->auth, *h, &why);
+			for (size_t i = 0; i + 10 <= h->n; i++)
+				if (!strncasecmp(h->p + i, "stale=true", 10) ||
+				    !strncasecmp(h->p + i, "stale=\"true", 11))
+					stale = true;
+		}
+		if (!ok(&r) && r.status != s->alive_status_logged) {
+			kp_warn("camera %s: %s stream: keep-alive answered %u %.*s%s", s->c->name, s->c->stream,
+				r.status, (int)(r.reason.n > 80 ? 80 : r.reason.n), r.reason.p,
+				stale ? " (stale nonce: sent again with the new one)" : "");
+			s->alive_status_logged = r.status;
+		}
 		s->consumed += used;
+		if (r.status == 401 && stale && !s->alive_resent) {
+			s->alive_resent = true; /* once per keep-alive: a camera that never takes it is not flooded */
+			keep_alive(s);
+		}
 	}
 }
 
@@ -1204,6 +1222,7 @@ static int stream(struct sess *s, int64_t first_wait_us, bool *no_media)
 			next_rr = now + RTSP_RR_INTERVAL_MS * 1000LL;
 		}
 		if (now >= next_alive) {
+			s->alive_resent = false;
 			keep_alive(s);
 			next_alive = now + alive_us(s);
 		}
