@@ -2,7 +2,7 @@
  * packetization of access units (RFC 6184 packetization-mode
  * 1: single NAL, STAP-A, FU-A; RFC 7798: single NAL, AP, FU) and depacketization back into
  * Annex-B access units with sequence-gap detection and a bounded reassembly buffer.
- * Used by the test camera's RTSP server, ingestd's tests and rtcd. */
+ * Used by the test camera's RTSP server, ingestd's RTSP client and rtcd. */
 #ifndef KP_RTP_H26X_H
 #define KP_RTP_H26X_H
 
