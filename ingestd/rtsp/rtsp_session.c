@@ -490,7 +490,13 @@ static void reorder_push(struct sess *s, struct sess_track *t, const uint8_t *p,
 	}
 	int d = (int16_t)(seq - r->expected);
 	if (d < 0) {
-		rtp_in(s, t, p, n, now_us); /* too late: the track counts it */
+		uint64_t resyncs = t->t.resyncs;
+		rtp_in(s, t, p, n, now_us);    /* too late: the track counts it */
+		if (t->t.resyncs != resyncs) { /* or a source that jumped back restarted there */
+			reorder_free(r);
+			r->have = true;
+			r->expected = (uint16_t)(seq + 1);
+		}
 		return;
 	}
 	if (d >= RTSP_REORDER_SLOTS) {

@@ -159,21 +159,14 @@ static void audio_deliver(struct rtsp_track *a, const struct kp_audio_unit *u, i
 	int64_t raw, e90;
 	if (!to_90k(ext, a->clock.rate, &e90))
 		return;
-	if (!a->sr_fixed && audio_by_sr(a, ext, &raw)) {
-		/* The sender reports' offset, taken once: later reports (and their jitter) do
-		 * not move it, and it never moves the audio back from where the arrival anchor
-		 * had put it, so audio times never step backwards. */
-		int64_t anchor = raw - e90;
-		if (!a->anchored || anchor > a->anchor_90k)
-			a->anchor_90k = anchor;
-		a->anchored = a->sr_fixed = true;
+	if (!audio_by_sr(a, ext, &raw)) {
+		if (!a->anchored) {
+			/* the video's time when this unit arrived, less the unit's own */
+			a->anchor_90k = v->last_raw_pts + mono_to_90k(arrival_us - v->last_raw_mono_us) - e90;
+			a->anchored = true;
+		}
+		raw = a->anchor_90k + e90;
 	}
-	if (!a->anchored) {
-		/* the video's time when this unit arrived, less the unit's own */
-		a->anchor_90k = v->last_raw_pts + mono_to_90k(arrival_us - v->last_raw_mono_us) - e90;
-		a->anchored = true;
-	}
-	raw = a->anchor_90k + e90;
 	struct kp_audio_unit out = *u;
 	if (kp_sub_i64(raw, v->ts.offset, &out.pts_90k) < 0)
 		return;

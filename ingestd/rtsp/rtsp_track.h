@@ -107,8 +107,8 @@ struct rtsp_track {
 	struct rtsp_track *vt; /* the video track whose clock the audio follows */
 	struct kp_audio_format afmt;
 	struct rtp_aac aac;
-	bool anchored, sr_fixed; /* sr_fixed: the anchor is the sender reports', taken once */
-	int64_t anchor_90k;      /* raw video time of audio RTP time 0 */
+	bool anchored;
+	int64_t anchor_90k; /* raw video time of the first audio packet */
 	struct rtsp_held_audio aheld[RTSP_TRACK_AUDIO_HELD];
 	unsigned naheld;
 	int64_t cur_ext;

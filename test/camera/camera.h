@@ -110,7 +110,7 @@ struct cam_faults {
 	bool no_marker;         /* live555 proxies: the marker bit never set */
 	bool pt50_dup;          /* Geovision: after each picture a PT 50 packet reusing its last sequence
 				 * number (retina's geovision notes; libavformat drops PT mismatches) */
-	unsigned seq_jump_s;    /* after N s, the sequence jumps by 10000 (Reolink's LIVE555 2013 stale
+	unsigned seq_jump_s;    /* after N s, the sequence jumps 10000 back (Reolink's LIVE555 2013 stale
 				 * session, retina "stale sessions") */
 	unsigned ssrc_change_s; /* after N s, a new SSRC, sequence and timestamp base: an encoder restart */
 	bool bad_sprop;         /* a sprop-parameter-sets that is no base64 (malformed fmtp seen in the

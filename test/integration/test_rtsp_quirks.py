@@ -1,5 +1,5 @@
 """RTSP quirks of real cameras (decision 0030, "Real cameras"), each reproduced by one test
-camera fault and read by ingestd's own RTSP client over TCP: Hikvision's "ssrc= X"
+camera fault and read by ingestd's own RTSP client over TCP (the sequence jump over UDP too): Hikvision's "ssrc= X"
 (ssrc-space), Anjvision's Content-Base without a scheme (base-no-scheme), XMeye's
 session id changing at the audio SETUP (session-change), Reolink's marked parameter
 sets with the last frame's timestamp (sps-marker), live555 proxies' missing marker bits
@@ -36,6 +36,7 @@ QUIRKS = {
     "proxy": (["no-marker"], 1, "marker bits do not end its pictures"),
     "geovision": (["pt50-dup"], 0, "payload type other than the SDP's"),
     "jump": (["seq-jump=3"], GOP, "RTP source restarted"),
+    "jump-udp": (["seq-jump=3"], GOP, "RTP source restarted"),  # through the UDP reorder window
     "restart": (["ssrc-change=3"], GOP, "RTP source restarted"),
     "sprop": (["bad-sprop"], 0, "malformed parameter sets in the SDP"),
     "moved": (["redirect"], 0, "redirected (302)"),
@@ -60,7 +61,7 @@ def test(make):
             url = cam.url()
             if name == "moved":  # each redirect takes one /moved off: 3, the most followed
                 url = url.replace("/main", "/moved/moved/moved/main")
-            config += f'[camera "{name}"]\nurl = {url}\ntransport = tcp\n'
+            config += f'[camera "{name}"]\nurl = {url}\ntransport = {"udp" if name.endswith("-udp") else "tcp"}\n'
         too_far = TestCamera(work, "moved4", "h264", "rtsp", faults=["redirect"], main="sub.h264")
         cams["moved4"] = too_far
         config += (f'[camera "moved4"]\nurl = {too_far.url().replace("/main", "/moved/moved/moved/moved/main")}\n'

@@ -455,7 +455,7 @@ static void on_frame(const struct cam_frame *f, void *arg)
 	}
 	if (fault_due(c, faults->seq_jump_s) && !c->jumped) {
 		c->jumped = true;
-		c->pk.seq = (uint16_t)(c->pk.seq + 10000);
+		c->pk.seq = (uint16_t)(c->pk.seq - 10000); /* back: the harder way for a reorder window */
 		fprintf(stderr, "keeppeek-test-camera: rtsp: seq-jump: sequence jumps to %u\n", c->pk.seq);
 	}
 	if (fault_due(c, faults->ssrc_change_s) && !c->restarted) {
