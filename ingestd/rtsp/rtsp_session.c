@@ -1066,7 +1066,8 @@ static int start(struct sess *s, bool *no_udp)
 			kp_warn("camera %s: audio: %s; recording video only", s->c->name, why);
 			rtsp_track_free(&s->a.t);
 			s->a.used = false;
-		}
+		} else
+			s->v.t.has_audio = true;
 	}
 	struct rtsp_reply r;
 	if (request(s, "PLAY", s->base, "Range: npt=0.000-\r\n", &r) < 0)

@@ -70,6 +70,9 @@ void rtsp_track_free(struct rtsp_track *t)
 		free(t->held[i].copy);
 	for (unsigned i = 0; i < t->naheld; i++)
 		free(t->aheld[i].copy);
+	for (unsigned i = 0; i < t->nwait; i++)
+		free(t->wait[i].copy);
+	t->nwait = 0;
 	free(t->buf);
 	t->nheld = t->naheld = 0;
 	t->buf = NULL;
@@ -107,15 +110,20 @@ static int unwrap(struct rtsp_rtp_clock *c, uint32_t ts, int64_t now_us, int64_t
 	return 0;
 }
 
+/* A report may come before the track's first packet (cameras send one as the session
+ * starts, RFC 3550 6.4.1): its RTP time is unwrapped when it is used, against the last
+ * packet's (reports come every few seconds, far within 2^31 ticks). */
 void rtsp_track_sr(struct rtsp_track *t, uint64_t ntp, uint32_t rtp, int64_t now_us)
 {
-	if (!t->clock.have)
-		return; /* the next one comes */
 	t->clock.have_sr = true;
 	t->clock.sr_ntp = ntp;
 	t->clock.sr_rtp = rtp;
-	t->clock.sr_ext = t->clock.ext + (int32_t)(rtp - t->clock.last);
 	t->clock.sr_mono_us = now_us;
+}
+
+static int64_t sr_ext(const struct rtsp_rtp_clock *c)
+{
+	return c->ext + (int32_t)(c->sr_rtp - c->last);
 }
 
 /* ext in the track's rate to 90 kHz; false when out of range. */
@@ -137,25 +145,27 @@ static bool to_90k(int64_t ext, uint32_t rate, int64_t *ret)
 static bool audio_by_sr(const struct rtsp_track *a, int64_t ext, int64_t *ret)
 {
 	const struct rtsp_track *v = a->vt;
-	if (!a->clock.have_sr || !v->clock.have_sr)
+	if (!a->clock.have_sr || !v->clock.have_sr || !a->clock.have || !v->clock.have)
 		return false;
 	int64_t diff = (int64_t)(a->clock.sr_ntp - v->clock.sr_ntp); /* 32.32 seconds */
 	int64_t sec = diff >> 32, frac = (int64_t)((uint64_t)diff & 0xffffffffu);
 	if (sec > 86400 || sec < -86400)
 		return false; /* clocks a day apart are not one clock */
 	int64_t ntp_90k = sec * 90000 + ((frac * 90000) >> 32), since;
-	if (!to_90k(ext - a->clock.sr_ext, a->clock.rate, &since))
+	if (!to_90k(ext - sr_ext(&a->clock), a->clock.rate, &since))
 		return false;
 	int64_t r;
-	if (kp_add_i64(v->clock.sr_ext, ntp_90k, &r) < 0 || kp_add_i64(r, since, &r) < 0)
+	if (kp_add_i64(sr_ext(&v->clock), ntp_90k, &r) < 0 || kp_add_i64(r, since, &r) < 0)
 		return false;
 	*ret = r;
 	return true;
 }
 
+static void video_wait_flush(struct rtsp_track *v);
+
 static void audio_deliver(struct rtsp_track *a, const struct kp_audio_unit *u, int64_t ext, int64_t arrival_us)
 {
-	const struct rtsp_track *v = a->vt;
+	struct rtsp_track *v = a->vt;
 	int64_t raw, e90;
 	if (!to_90k(ext, a->clock.rate, &e90))
 		return;
@@ -171,6 +181,7 @@ static void audio_deliver(struct rtsp_track *a, const struct kp_audio_unit *u, i
 	if (kp_sub_i64(raw, v->ts.offset, &out.pts_90k) < 0)
 		return;
 	a->sink->audio(a->sink->arg, &out);
+	video_wait_flush(v); /* the video that waited for the first audio unit goes after it */
 }
 
 /* Audio held until the video's clock starts; the oldest is dropped past the bound. */
@@ -243,9 +254,39 @@ static void take_params(struct rtsp_track *t, const uint8_t *au, size_t len)
 	t->params_len = w;
 }
 
-static void deliver_video(struct rtsp_track *t, struct kp_access_unit *au)
+/* The video access units that waited for the audio, in order; then no more waiting. */
+static void video_wait_flush(struct rtsp_track *v)
 {
-	t->sink->video(t->sink->arg, au);
+	v->audio_waited = true;
+	for (unsigned i = 0; i < v->nwait; i++) {
+		v->sink->video(v->sink->arg, &v->wait[i].au);
+		free(v->wait[i].copy);
+	}
+	v->nwait = 0;
+}
+
+/* At the start of a session with audio, video waits (RTSP_TRACK_AUDIO_WAIT_US or
+ * RTSP_TRACK_WAIT_AUS at most) for the first audio unit, so that the recording that opens
+ * at the first keyframe knows it has audio. */
+static void deliver_video(struct rtsp_track *t, struct kp_access_unit *au, int64_t now_us)
+{
+	if (!t->has_audio || t->audio_waited) {
+		t->sink->video(t->sink->arg, au);
+		return;
+	}
+	if (t->nwait == 0)
+		t->wait_since_us = now_us;
+	uint8_t *copy = t->nwait < RTSP_TRACK_WAIT_AUS ? malloc(au->len) : NULL;
+	if (!copy || now_us - t->wait_since_us > RTSP_TRACK_AUDIO_WAIT_US) {
+		free(copy);
+		video_wait_flush(t);
+		t->sink->video(t->sink->arg, au);
+		return;
+	}
+	memcpy(copy, au->data, au->len);
+	t->wait[t->nwait].au = *au;
+	t->wait[t->nwait].au.data = copy;
+	t->wait[t->nwait++].copy = copy;
 }
 
 /* The DTS of the access unit with this PTS: the smallest of the reorder + 1 largest
@@ -328,7 +369,7 @@ static void video_au(struct rtsp_track *t, const struct rtp_au *in, int64_t ext,
 		struct kp_access_unit *a = i < t->nheld ? &t->held[i].au : &au;
 		a->pts_90k = times[i].pts;
 		a->dts_90k = times[i].dts;
-		deliver_video(t, a);
+		deliver_video(t, a, now_us);
 	}
 	for (unsigned i = 0; i < t->nheld; i++)
 		free(t->held[i].copy);
@@ -513,6 +554,8 @@ void rtsp_track_audio_ready(struct rtsp_track *a)
 
 size_t rtsp_track_end(struct rtsp_track *t)
 {
+	if (t->video && t->nwait)
+		video_wait_flush(t); /* whole access units: recorded without the audio that never came */
 	if (!t->video || !t->depack.in_au || t->depack.broken)
 		return 0;
 	size_t n = t->depack.len;

@@ -8,11 +8,13 @@
  * its guess of R), the first R are inferred by rtsp_ts.c. The audio track's units (AAC
  * of RFC 3640 through common/rtp_aac.c, Opus packets, G.711 payloads) on the video's
  * clock: through both tracks' RTCP sender reports when they have come (RFC 3550 6.4.1),
- * until then anchored where the first audio packet arrived. Losses: a sequence gap is
- * counted (rtp_lost_packets), the access unit it damaged and every one up to the next
- * keyframe are dropped (loss_dropped), and a packet that arrives after its successor
- * was used, in the access unit being built, drops that access unit as well; one the
- * connection ended in is the caller's (rtsp_track_end). */
+ * until then anchored where the first audio packet arrived; at the start of a session
+ * the video waits up to 1 s for the first audio unit, so that a recording opening at
+ * the first keyframe knows it has audio (libavformat's probe held both longer). Losses:
+ * a sequence gap is counted (rtp_lost_packets), the access unit it damaged and every one
+ * up to the next keyframe are dropped (loss_dropped), and a packet that arrives after
+ * its successor was used, in the access unit being built, drops that access unit as
+ * well; one the connection ended in is the caller's (rtsp_track_end). */
 #ifndef KP_INGEST_RTSP_TRACK_H
 #define KP_INGEST_RTSP_TRACK_H
 
@@ -27,8 +29,10 @@
 #include "rtsp_au.h"
 #include "rtsp_ts.h"
 
-#define RTSP_TRACK_AUDIO_HELD  32 /* audio units held until the video's clock starts */
-#define RTSP_TRACK_MAX_REORDER 16
+#define RTSP_TRACK_AUDIO_HELD    32      /* audio units held until the video's clock starts */
+#define RTSP_TRACK_WAIT_AUS      32      /* video access units held for the first audio unit */
+#define RTSP_TRACK_AUDIO_WAIT_US 1000000 /* and for at most this long */
+#define RTSP_TRACK_MAX_REORDER   16
 
 /* Where a track's units go (the stream thread's queue). */
 struct rtsp_track_sink {
@@ -44,9 +48,8 @@ struct rtsp_rtp_clock {
 	uint32_t last;
 	int64_t ext, first;
 	bool have_sr;
-	uint64_t sr_ntp; /* NTP of the last sender report, 32.32 */
-	int64_t sr_ext;  /* its RTP time, unwrapped near ext */
-	uint32_t sr_rtp;
+	uint64_t sr_ntp;      /* NTP of the last sender report, 32.32 */
+	uint32_t sr_rtp;      /* its RTP time */
 	int64_t sr_mono_us;   /* when it arrived */
 	int64_t last_mono_us; /* when the last packet came */
 	bool rebase;          /* the source restarted: the next packet follows the last by wall time */
@@ -103,6 +106,11 @@ struct rtsp_track {
 	unsigned nheld;
 	int64_t last_raw_pts, last_raw_mono_us; /* the last video access unit's PTS and when */
 	bool have_raw_pts;
+	bool has_audio;    /* an audio track follows this clock: video waits for its first unit */
+	bool audio_waited; /* that wait is over */
+	struct rtsp_held_au wait[RTSP_TRACK_WAIT_AUS];
+	unsigned nwait;
+	int64_t wait_since_us;
 	/* audio */
 	struct rtsp_track *vt; /* the video track whose clock the audio follows */
 	struct kp_audio_format afmt;
