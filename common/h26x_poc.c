@@ -10,6 +10,15 @@ void h26x_poc_init(struct h26x_poc *p, enum kp_codec codec)
 	*p = (struct h26x_poc){.codec = codec, .max_reorder = H26X_REORDER_UNKNOWN};
 }
 
+/* The picture's size less its cropping, or 0 x 0 when the numbers make no picture of
+ * at most H26X_MAX_DIMENSION a side. */
+static void dimensions(struct h26x_poc *p, uint64_t w, uint64_t h, uint64_t crop_w, uint64_t crop_h)
+{
+	bool ok = w <= H26X_MAX_DIMENSION && h <= H26X_MAX_DIMENSION && crop_w < w && crop_h < h;
+	p->width = ok ? (uint32_t)(w - crop_w) : 0;
+	p->height = ok ? (uint32_t)(h - crop_h) : 0;
+}
+
 static void skip_scaling_list(struct h26x_bits *b, unsigned size)
 {
 	int64_t last = 8, next = 8;
@@ -80,10 +89,11 @@ static int h264_sps(struct h26x_poc *p, const uint8_t *nal, size_t len)
 	h26x_bits_u(&b, 16); /* constraint flags, level_idc */
 	h26x_bits_ue(&b);    /* seq_parameter_set_id */
 	bool separate = false;
+	uint32_t chroma = 1;
 	if (profile == 100 || profile == 110 || profile == 122 || profile == 244 || profile == 44 || profile == 83 ||
 	    profile == 86 || profile == 118 || profile == 128 || profile == 138 || profile == 139 || profile == 134 ||
 	    profile == 135) {
-		uint32_t chroma = h26x_bits_ue(&b);
+		chroma = h26x_bits_ue(&b);
 		if (chroma == 3)
 			separate = h26x_bits_u(&b, 1);
 		h26x_bits_ue(&b);
@@ -107,15 +117,20 @@ static int h264_sps(struct h26x_poc *p, const uint8_t *nal, size_t len)
 	}
 	uint32_t refs = h26x_bits_ue(&b);
 	h26x_bits_u(&b, 1); /* gaps_in_frame_num_value_allowed_flag */
-	h26x_bits_ue(&b);
-	h26x_bits_ue(&b);
+	uint32_t w_mbs = h26x_bits_ue(&b) + 1, h_units = h26x_bits_ue(&b) + 1;
 	bool frame_mbs_only = h26x_bits_u(&b, 1);
 	if (!frame_mbs_only)
 		h26x_bits_u(&b, 1);
 	h26x_bits_u(&b, 1); /* direct_8x8_inference_flag */
+	uint32_t crop[4] = {0};
 	if (h26x_bits_u(&b, 1))
 		for (int i = 0; i < 4; i++)
-			h26x_bits_ue(&b);
+			crop[i] = h26x_bits_ue(&b);
+	/* 7-19 to 7-22 and the cropping of 7.4.2.1.1 */
+	uint32_t cx = separate || chroma == 0 || chroma == 3 ? 1 : 2;
+	uint32_t cy = (separate || chroma == 0 || chroma >= 2 ? 1 : 2) * (frame_mbs_only ? 1 : 2);
+	dimensions(p, (uint64_t)w_mbs * 16, (uint64_t)h_units * 16 * (frame_mbs_only ? 1 : 2),
+		   ((uint64_t)crop[0] + crop[1]) * cx, ((uint64_t)crop[2] + crop[3]) * cy);
 	if (b.overrun || log2_frame_num > 16 || poc_type > 2 || log2_poc_lsb > 16)
 		return -EBADMSG;
 	p->max_reorder = H26X_REORDER_UNKNOWN;
@@ -240,13 +255,16 @@ static int h265_sps(struct h26x_poc *p, const uint8_t *nal, size_t len)
 	h265_ptl(&b, sub_layers);
 	h26x_bits_ue(&b); /* sps_seq_parameter_set_id */
 	bool separate = false;
-	if (h26x_bits_ue(&b) == 3)
+	uint32_t chroma = h26x_bits_ue(&b);
+	if (chroma == 3)
 		separate = h26x_bits_u(&b, 1);
-	h26x_bits_ue(&b);
-	h26x_bits_ue(&b);
+	uint32_t w = h26x_bits_ue(&b), h = h26x_bits_ue(&b);
+	uint32_t win[4] = {0};
 	if (h26x_bits_u(&b, 1)) /* conformance_window_flag */
 		for (int i = 0; i < 4; i++)
-			h26x_bits_ue(&b);
+			win[i] = h26x_bits_ue(&b);
+	uint32_t sw = chroma == 1 || chroma == 2 ? 2 : 1, sh = chroma == 1 ? 2 : 1; /* table 6-1 */
+	dimensions(p, w, h, ((uint64_t)win[0] + win[1]) * sw, ((uint64_t)win[2] + win[3]) * sh);
 	h26x_bits_ue(&b);
 	h26x_bits_ue(&b);
 	uint32_t log2_poc_lsb = h26x_bits_ue(&b) + 4;

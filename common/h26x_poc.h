@@ -3,7 +3,7 @@
  * its first slice, with the SPS and PPS it carried in band (H.264 7.3.2.1, 7.3.2.2,
  * 7.3.3, 8.2.1 and E.1.1; H.265 7.3.2.2, 7.3.2.3, 7.3.6.1 and 8.3.1), and how many frames
  * the stream may reorder (H.264 VUI max_num_reorder_frames, H.265
- * sps_max_num_reorder_pics). One SPS and one PPS per stream: a new one replaces the old.
+ * sps_max_num_reorder_pics), and the picture's size. One SPS and one PPS per stream: a new one replaces the old.
  * H.264 POC type 1 is not derived. */
 #ifndef KP_H26X_POC_H
 #define KP_H26X_POC_H
@@ -15,6 +15,7 @@
 #include "h26x.h"
 
 #define H26X_REORDER_UNKNOWN 0xffffffffu
+#define H26X_MAX_DIMENSION   16384 /* pixels a side: a larger SPS gives no size */
 
 struct h26x_poc {
 	enum kp_codec codec;
@@ -24,6 +25,7 @@ struct h26x_poc {
 	bool frame_mbs_only, separate_colour_plane;
 	uint32_t max_reorder; /* frames, or H26X_REORDER_UNKNOWN */
 	uint32_t max_ref_frames;
+	uint32_t width, height; /* the cropped picture (H.264 7.4.2.1.1, H.265 conformance window), 0 when unknown */
 	/* PPS */
 	bool dependent_slices, output_flag_present; /* H.265 */
 	unsigned extra_slice_header_bits;           /* H.265 */

@@ -281,8 +281,9 @@ int rtp_depack_init(struct rtp_depack *d, enum kp_codec codec, size_t max_au)
 void rtp_depack_free(struct rtp_depack *d)
 {
 	free(d->buf);
-	d->buf = NULL;
-	d->len = d->cap = 0;
+	free(d->out);
+	d->buf = d->out = NULL;
+	d->len = d->cap = d->out_cap = 0;
 }
 
 static int reserve(struct rtp_depack *d, size_t more, const char **ret_reason)
@@ -319,8 +320,10 @@ static int append(struct rtp_depack *d, const uint8_t *data, size_t n, const cha
 	return 0;
 }
 
-/* Starts a NAL unit in the output: start code plus the NAL header. */
-static int start_nal(struct rtp_depack *d, const uint8_t *hdr, const char **ret_reason)
+/* Starts a NAL unit in the output: start code plus the NAL header. first: the byte after
+ * the header (for a slice: H.264's first_mb_in_slice is 0 when its top bit is set, the
+ * ue(v) "1"; H.265's first_slice_segment_in_pic_flag is that bit). */
+static int start_nal(struct rtp_depack *d, const uint8_t *hdr, uint8_t first, const char **ret_reason)
 {
 	size_t hs = h26x_nal_header_size(d->codec);
 	int r = reserve(d, sizeof start_code + hs, ret_reason);
@@ -328,8 +331,14 @@ static int start_nal(struct rtp_depack *d, const uint8_t *hdr, const char **ret_
 		return r;
 	append(d, start_code, sizeof start_code, ret_reason);
 	append(d, hdr, hs, ret_reason);
-	if (h26x_is_keyframe(d->codec, h26x_nal_type(d->codec, hdr)))
+	unsigned type = h26x_nal_type(d->codec, hdr);
+	if (h26x_is_keyframe(d->codec, type))
 		d->keyframe = true;
+	if (h26x_is_vcl(d->codec, type)) {
+		if (!d->has_slice)
+			d->later_slice = !(first & 0x80);
+		d->has_slice = true;
+	}
 	return 0;
 }
 
@@ -352,7 +361,7 @@ static int add_nal(struct rtp_depack *d, const uint8_t *nal, size_t n, const cha
 	int r = reserve(d, sizeof start_code + n, ret_reason);
 	if (r < 0)
 		return r;
-	r = start_nal(d, nal, ret_reason);
+	r = start_nal(d, nal, n > hs ? nal[hs] : 0x80, ret_reason);
 	if (r < 0)
 		return r;
 	return append(d, nal + hs, n - hs, ret_reason);
@@ -392,11 +401,7 @@ static int add_aggregate(struct rtp_depack *d, const uint8_t *p, size_t plen, si
 static int add_fragment(struct rtp_depack *d, uint8_t fu, const uint8_t *hdr, unsigned type, const uint8_t *data,
 			size_t n, const char **ret_reason)
 {
-	bool s = fu & 0x80, e = fu & 0x40;
-	if (s && e) {
-		*ret_reason = "fragmentation unit with both start and end bits";
-		return -EBADMSG;
-	}
+	bool s = fu & 0x80, e = fu & 0x40; /* both: a whole NAL unit in one FU (retina 8ff7a0f) */
 	if (n == 0) {
 		*ret_reason = "fragmentation unit without data";
 		return -EBADMSG;
@@ -410,7 +415,7 @@ static int add_fragment(struct rtp_depack *d, uint8_t fu, const uint8_t *hdr, un
 			*ret_reason = "NAL unit with forbidden_zero_bit set";
 			return -EBADMSG;
 		}
-		int r = start_nal(d, hdr, ret_reason);
+		int r = start_nal(d, hdr, data[0], ret_reason);
 		if (r < 0)
 			return r;
 		d->in_fu = true;
@@ -558,9 +563,29 @@ int rtp_depack_push(struct rtp_depack *d, const uint8_t *pkt, size_t len, struct
 	d->have_seq = true;
 	d->next_seq = (uint16_t)(h.seq + 1);
 
+	bool done = false; /* the access unit in progress ended at this packet's timestamp */
 	if (d->in_au && h.timestamp != d->ts) {
-		mark_broken(d, WHY_NO_MARKER);
-		drop_au(d);
+		if (!d->broken && !d->has_slice && !d->in_fu) {
+			d->ts = h.timestamp; /* parameter sets, SEI: they go on into this one */
+		} else if (!d->broken && !d->in_fu && (d->end_on_ts || !d->seen_marker)) {
+			d->end_on_ts = true; /* a marker was never set */
+			done = true;
+			uint8_t *b = d->buf;
+			size_t c = d->cap;
+			d->buf = d->out;
+			d->cap = d->out_cap;
+			d->out = b;
+			d->out_cap = c;
+			*ret_au =
+			    (struct rtp_au){.data = b, .len = d->len, .timestamp = d->ts, .keyframe = d->keyframe};
+			d->stats.aus++;
+			d->have_last = true;
+			d->last_ts = d->ts;
+			d->in_au = false;
+		} else {
+			mark_broken(d, WHY_NO_MARKER);
+			drop_au(d);
+		}
 	}
 	if (!d->in_au) {
 		d->in_au = true;
@@ -569,6 +594,8 @@ int rtp_depack_push(struct rtp_depack *d, const uint8_t *pkt, size_t len, struct
 		d->broken = false;
 		d->in_fu = false;
 		d->keyframe = false;
+		d->has_slice = false;
+		d->later_slice = false;
 	}
 	if (gap)
 		mark_broken(d, WHY_GAP);
@@ -586,8 +613,17 @@ int rtp_depack_push(struct rtp_depack *d, const uint8_t *pkt, size_t len, struct
 		if (err < 0)
 			mark_broken(d, err == -EMSGSIZE ? WHY_OVERSIZE : WHY_MALFORMED);
 	}
-	if (!h.marker)
+	if (!d->broken && !d->end_on_ts && d->has_slice && d->later_slice && d->have_last && d->ts == d->last_ts) {
+		/* the rest of the picture the marker of the last packet cut: a marker on every
+		 * slice (OpenIPC Majestic). That picture is lost; the next end at timestamps. */
+		d->end_on_ts = true;
+		mark_broken(d, WHY_NO_MARKER);
+	}
+	if (done)
+		return 1; /* a malformed packet here broke only the new access unit (counted when dropped) */
+	if (!h.marker || d->end_on_ts || (!d->broken && !d->has_slice))
 		return err;
+	d->seen_marker = true;
 	if (!d->broken && d->in_fu) {
 		*ret_reason = "marker bit inside a fragmented NAL unit";
 		err = -EBADMSG;
@@ -601,6 +637,8 @@ int rtp_depack_push(struct rtp_depack *d, const uint8_t *pkt, size_t len, struct
 	}
 	d->in_au = false;
 	d->stats.aus++;
+	d->have_last = true;
+	d->last_ts = d->ts;
 	*ret_au = (struct rtp_au){.data = d->buf, .len = d->len, .timestamp = d->ts, .keyframe = d->keyframe};
 	return 1;
 }

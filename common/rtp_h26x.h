@@ -2,7 +2,7 @@
  * packetization of access units (RFC 6184 packetization-mode
  * 1: single NAL, STAP-A, FU-A; RFC 7798: single NAL, AP, FU) and depacketization back into
  * Annex-B access units with sequence-gap detection and a bounded reassembly buffer.
- * Used by the test camera's RTSP server, ingestd's tests and rtcd. */
+ * Used by the test camera's RTSP server, ingestd's RTSP client and rtcd. */
 #ifndef KP_RTP_H26X_H
 #define KP_RTP_H26X_H
 
@@ -93,6 +93,17 @@ struct rtp_depack {
 	bool in_fu;
 	unsigned fu_type;
 	bool keyframe;
+	bool has_slice;   /* the access unit in progress holds a slice (VCL NAL unit) */
+	bool later_slice; /* its first slice is not its picture's first (first_mb_in_slice != 0) */
+	bool seen_marker; /* a marker bit ended an access unit on this stream */
+	bool have_last;
+	uint32_t last_ts; /* the timestamp of the last access unit completed */
+	/* Set once the stream's marker bits cannot be trusted: set on every slice (OpenIPC
+	 * Majestic) or never (live555 proxies). Access units then end at the next timestamp
+	 * change, one packet later. */
+	bool end_on_ts;
+	uint8_t *out; /* the completed access unit handed out when it ended on a timestamp */
+	size_t out_cap;
 	struct rtp_depack_stats stats;
 };
 
@@ -110,7 +121,15 @@ void rtp_depack_free(struct rtp_depack *d);
 /* Feeds one RTP packet. Returns 1 with *ret_au set when it completes an access unit, 0
  * when more packets are needed, or a negative errno with *ret_reason set when the packet
  * is malformed (the access unit in progress is then dropped and counted). Access units
- * with a sequence gap are dropped silently and counted in stats. */
+ * with a sequence gap are dropped silently and counted in stats.
+ * Real cameras' marker bits: a marker ends only an access unit that holds a slice (Reolink
+ * marks its SPS packet, retina#13; some cameras mark their SEI, moonfire-nvr#352); at a
+ * timestamp change before any slice, the parameter sets and SEI gathered go on into the
+ * next access unit (Reolink sends SPS/PPS with the previous frame's timestamp). A stream
+ * whose marker is set on every slice (a later slice of the last access unit's picture
+ * comes with its timestamp) or that reaches a timestamp change without ever having set
+ * one turns end_on_ts on: its access units end at the next timestamp change. A FU-A or
+ * FU with both start and end bits is a whole NAL unit (retina 8ff7a0f). */
 int rtp_depack_push(struct rtp_depack *d, const uint8_t *pkt, size_t len, struct rtp_au *ret_au,
 		    const char **ret_reason);
 

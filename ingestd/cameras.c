@@ -94,7 +94,7 @@ static const char *const state_names[] = {
 
 const struct ing_driver_ops *ing_driver_for(const char *url)
 {
-	static const struct ing_driver_ops *const drivers[] = {&ing_baichuan_driver, &ing_rtsp_lazy_driver};
+	static const struct ing_driver_ops *const drivers[] = {&ing_baichuan_driver, &ing_rtsp_driver};
 	static const struct {
 		const char *prefix;
 		int driver;

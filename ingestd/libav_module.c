@@ -1,5 +1,5 @@
-/* Loading keeppeek-ingestd-libav.so on first use, and the calls that go through it: a
- * proxy RTSP driver and the audio converter's two entry points (libav_module.h). A
+/* Loading keeppeek-ingestd-libav.so on first use, and the calls that go through it: the
+ * audio converter's two entry points (libav_module.h). A
  * module that cannot be loaded fails the camera that asked (dlerror's reason in the log),
  * and is tried again by the next one. */
 #include "libav_module.h"
@@ -25,7 +25,7 @@ const char *ing_libav_locate(void)
 {
 	int r = kp_self_dir(L.dir, sizeof L.dir);
 	if (r < 0) {
-		kp_warn("ingestd: /proc/self/exe: %s; the FFmpeg module (RTSP, audio conversion) cannot be found",
+		kp_warn("ingestd: /proc/self/exe: %s; the FFmpeg module (audio conversion) cannot be found",
 			strerror(-r));
 		L.dir[0] = '\0';
 		return NULL;
@@ -64,38 +64,10 @@ static const struct ing_libav_module *module(void)
 		dlclose(h);
 		return NULL;
 	}
-	kp_info("ingestd: loaded %s (RTSP, audio conversion) in %llu ms", L.path,
-		(unsigned long long)(kp_mono_ms() - t0));
+	kp_info("ingestd: loaded %s (audio conversion) in %llu ms", L.path, (unsigned long long)(kp_mono_ms() - t0));
 	L.m = m; /* never closed: FFmpeg keeps state of its own */
 	return m;
 }
-
-static int lazy_start(const struct ing_camera_info *info, const struct ing_sink *sink, uv_loop_t *loop,
-		      struct ing_driver **ret)
-{
-	const struct ing_libav_module *m = module();
-	if (!m)
-		return -ELIBACC; /* the caller fails the camera: "cannot access a needed shared library" */
-	return m->rtsp->start(info, sink, loop, ret);
-}
-
-/* Only a started driver is stopped or retried, so the module is loaded by then. */
-static void lazy_stop(struct ing_driver *drv)
-{
-	L.m->rtsp->stop(drv);
-}
-
-static int lazy_retry_stream(struct ing_driver *drv, enum kp_stream_index s)
-{
-	return L.m->rtsp->retry_stream(drv, s);
-}
-
-const struct ing_driver_ops ing_rtsp_lazy_driver = {
-    .scheme = "rtsp",
-    .start = lazy_start,
-    .stop = lazy_stop,
-    .retry_stream = lazy_retry_stream,
-};
 
 int ing_libav_audio_push(struct ing_audio_conv **c, const struct kp_audio_unit *in, ing_audio_out out, void *arg,
 			 const char **ret_reason)

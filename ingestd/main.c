@@ -1,6 +1,8 @@
 /* keeppeek-ingestd: the camera-facing worker. Connects to cameras (Baichuan, BCUDP,
  * RTSP) and sends access units to recorderd and rtcd. This file declares the worker:
  * its peers, confinement, ceilings and the hooks into the camera table. */
+#include <openssl/crypto.h>
+
 #include "cameras.h"
 #include "discover.h"
 #include "libav_module.h"
@@ -66,6 +68,10 @@ static struct kp_worker_def ingestd = {
 
 int main(int argc, char **argv)
 {
+	/* RTSP stream threads are detached (stop() never waits for the network) and may be
+	 * inside OpenSSL (Digest's MD5 for TEARDOWN, TLS) when the process exits: OpenSSL's
+	 * own atexit clean-up would free what they use. The kernel frees it instead. */
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
 	ingestd.read_path = ing_libav_locate();
 	return kp_worker_main(&ingestd, argc, argv);
 }

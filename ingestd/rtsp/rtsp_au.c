@@ -1,4 +1,4 @@
-/* Annex-B access units with parameter sets from libavformat packets and extradata. */
+/* Annex-B access units with parameter sets, and parameter sets from extradata (see rtsp_au.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

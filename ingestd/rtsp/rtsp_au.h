@@ -1,6 +1,7 @@
-/* Access units from libavformat packets, pure code: parameter sets out of codec
- * extradata (Annex-B, avcC or hvcC) and packets turned into Annex-B access units that
- * carry their parameter sets on keyframes. */
+/* Annex-B access units that carry their parameter sets on keyframes (ingestd's RTSP
+ * client, rtsp_track.c), pure code; and parameter sets out of codec extradata (Annex-B,
+ * avcC or hvcC), which test/unit/test_rtsp_loopback.c uses to read the test camera with
+ * libavformat, the client that is not ours. */
 #ifndef KP_INGEST_RTSP_AU_H
 #define KP_INGEST_RTSP_AU_H
 

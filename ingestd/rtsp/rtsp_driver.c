@@ -1,17 +1,12 @@
-/* ingestd's driver for rtsp:// and rtsps:// cameras through libavformat: one thread per
- * stream reads access units (RTP interleaved on the TCP connection, over UDP, or UDP
- * first with a fall back to TCP: keeppeek.conf(5) transport) under an interrupt callback
- * with a stop flag and an I/O deadline (and the main stream's audio, when the camera's
- * audio is on, as audio units on the video's clock), and hands them to the libuv loop
- * through a
- * bounded queue and a uv_async_t. Only the loop thread calls the sink the core gave it.
- * An access unit is held until the next one is read, so that the one libavformat hands
- * over when the connection ends (possibly cut) is dropped, and one a missing RTP packet
- * damaged is dropped with what follows up to a keyframe (rtsp_gate.c); its PTS and DTS
- * come from libavformat's, repaired where they break (rtsp_ts.c). Threads are detached
- * and share the driver by reference count, so stop() never waits for the network. A
- * stream that ends while the other still runs fails alone and gets a new thread when
- * the core retries it. */
+/* ingestd's driver for rtsp:// and rtsps:// cameras: one thread per stream runs RTSP
+ * sessions of our own client (rtsp_session.c: RTP interleaved on the TCP connection, over
+ * UDP, or UDP first with a fall back to TCP: keeppeek.conf(5) transport; the main
+ * stream's audio, when the camera's audio is on, as audio units on the video's clock),
+ * and hands what they produce to the libuv loop through a bounded queue and a
+ * uv_async_t. Only the loop thread calls the sink the core gave it. Threads are detached
+ * and share the driver by reference count, so stop() never waits for the network (a
+ * session looks at the stop flag at least every 100 ms). A stream that ends while the
+ * other still runs fails alone and gets a new thread when the core retries it. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -20,28 +15,15 @@
 #include <string.h>
 #include <time.h>
 
-#include <libavformat/avformat.h>
-#include <libavutil/time.h>
-
 #include "camera.h"
 #include "config.h"
 #include "kp_time.h"
 #include "log.h"
-#include "rtsp_au.h"
-#include "rtsp_gate.h"
-#include "rtsp_ts.h"
+#include "rtsp_session.h"
 
-#define RTSP_QUEUE_ITEMS    64
-#define RTSP_AUDIO_ITEMS    256              /* audio waits in a ring of its own: 5 s of 20 ms G.711 packets */
-#define RTSP_AUDIO_HELD     32               /* audio packets held until the first video timestamps */
-#define RTSP_OPEN_TIMEOUT   (10 * 1000000LL) /* µs to connect, DESCRIBE, SETUP, PLAY, probe */
-#define RTSP_READ_TIMEOUT   (10 * 1000000LL) /* µs without a packet before giving up */
-#define RTSP_SOCKET_TIMEOUT "5000000"        /* libavformat's own socket timeout, µs */
-#define RTSP_UDP_WAIT       (5 * 1000000LL)  /* µs from PLAY to the first access unit over UDP */
-#define RTSP_REORDER_QUEUE  "500"            /* RTP packets libavformat holds to put UDP back in order */
-#define RTSP_REORDER_WAIT   "100000"         /* µs it waits for a missing one before going on without */
-#define RTSP_UDP_RCVBUF     "2097152"        /* SO_RCVBUF asked for (capped by net.core.rmem_max) */
-#define RTSP_LOSS_LOG_MS    10000            /* at most one loss log line per stream this often */
+#define RTSP_QUEUE_ITEMS 64
+#define RTSP_AUDIO_ITEMS 256   /* audio waits in a ring of its own: 5 s of 20 ms G.711 packets */
+#define RTSP_LOSS_LOG_MS 10000 /* at most one loss log line per stream this often */
 
 struct rtsp_item {
 	bool is_audio;
@@ -54,7 +36,6 @@ struct rtsp_stream {
 	struct ing_driver *drv;
 	enum kp_stream_index index;
 	char *url;
-	atomic_llong deadline_us; /* av_gettime_relative() time after which I/O is abandoned */
 	/* Guarded by drv->lock. */
 	struct rtsp_item *queue[RTSP_QUEUE_ITEMS];
 	unsigned head, count;
@@ -62,18 +43,14 @@ struct rtsp_stream {
 	unsigned ahead, acount;
 	uint64_t adropped;
 	bool skip_to_keyframe;
-	uint64_t dropped, bytes, repaired;
+	uint64_t dropped, bytes;
 	bool done, auth_failed;
 	char reason[192];
 	struct ing_transport_report report; /* counts since the loop last took them */
 	bool report_due;
-	/* Stream thread only. */
-	struct rtsp_gate gate;
-	AVPacket *first;          /* read before probing, handed to read_loop first */
-	uint64_t lost_unreported; /* RTP packets libavformat reported missing */
 	/* Loop thread only. */
 	bool running, streaming;
-	uint64_t dropped_logged, repaired_logged, adropped_logged;
+	uint64_t dropped_logged, adropped_logged;
 	uint64_t loss_logged_ms, lost_unlogged, loss_dropped_unlogged;
 };
 
@@ -109,12 +86,6 @@ static void driver_unref(struct ing_driver *drv)
 	free(drv);
 }
 
-static int interrupt_cb(void *opaque)
-{
-	struct rtsp_stream *s = opaque;
-	return atomic_load(&s->drv->stop) || av_gettime_relative() > atomic_load(&s->deadline_us);
-}
-
 static void notify(struct ing_driver *drv)
 {
 	if (!atomic_load(&drv->stop))
@@ -123,16 +94,9 @@ static void notify(struct ing_driver *drv)
 
 /* Thread side: queues one access unit, or drops it (and every frame up to the next
  * keyframe) when the loop is RTSP_QUEUE_ITEMS behind. */
-/* Timestamps rtsp_ts.c repaired so far, for the loop's log line. */
-static void note_repaired(struct rtsp_stream *s, uint64_t repaired)
+static void enqueue(void *arg, const struct kp_access_unit *au)
 {
-	pthread_mutex_lock(&s->drv->lock);
-	s->repaired = repaired;
-	pthread_mutex_unlock(&s->drv->lock);
-}
-
-static void enqueue(struct rtsp_stream *s, const struct kp_access_unit *au)
-{
+	struct rtsp_stream *s = arg;
 	struct ing_driver *drv = s->drv;
 	pthread_mutex_lock(&drv->lock);
 	if ((s->skip_to_keyframe && !au->keyframe) || s->count == RTSP_QUEUE_ITEMS) {
@@ -160,92 +124,25 @@ static void enqueue(struct rtsp_stream *s, const struct kp_access_unit *au)
 }
 
 /* Thread side: counts for the core, taken by the loop at its next wake-up. */
-static void add_report(struct rtsp_stream *s, const char *transport, uint64_t loss_dropped, uint64_t truncated)
+static void add_report(void *arg, const char *transport, uint64_t lost, uint64_t loss_dropped, uint64_t truncated)
 {
+	struct rtsp_stream *s = arg;
 	pthread_mutex_lock(&s->drv->lock);
 	if (transport)
 		s->report.transport = transport;
-	s->report.rtp_lost_packets += s->lost_unreported;
+	s->report.rtp_lost_packets += lost;
 	s->report.loss_dropped += loss_dropped;
 	s->report.truncated_dropped += truncated;
-	s->lost_unreported = 0;
 	s->report_due = true;
 	notify(s->drv);
 	pthread_mutex_unlock(&s->drv->lock);
 }
 
-/* Thread side: whether an access unit just read is built and delivered, or dropped for
- * loss (rtsp_gate.h); a drop releases the access unit held. */
-static bool admit(struct rtsp_stream *s, bool keyframe)
-{
-	uint64_t dropped = 0;
-	if (rtsp_gate_admit(&s->gate, keyframe, &dropped))
-		return true;
-	struct kp_access_unit out;
-	if (rtsp_gate_release(&s->gate, &out))
-		enqueue(s, &out);
-	add_report(s, NULL, dropped, 0);
-	return false;
-}
-
-/* Thread side: an admitted access unit into the gate; the one it held to the queue. */
-static void deliver(struct rtsp_stream *s, const struct kp_access_unit *au)
-{
-	struct kp_access_unit out;
-	uint64_t dropped = 0;
-	if (rtsp_gate_push(&s->gate, au, &out, &dropped) == 1)
-		enqueue(s, &out);
-	if (dropped || s->lost_unreported)
-		add_report(s, NULL, dropped, 0);
-}
-
-/* Thread side: the media ended (error, timeout, stop): the access unit held is dropped,
- * as the one libavformat hands over at the end may be cut. */
-static void end_of_media(struct rtsp_stream *s)
-{
-	size_t len = rtsp_gate_end(&s->gate);
-	if (len && !atomic_load(&s->drv->stop)) {
-		kp_warn("camera %s: %s stream: the connection ended; its last access unit (%zu bytes) may be cut "
-			"and is dropped",
-			s->drv->name, s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub", len);
-		add_report(s, NULL, 0, 1);
-	}
-}
-
-/* libavformat's log (libavformat/rtpdec.c, rtp_parse_one_packet and
- * rtp_parse_queued_packet, logged on the AVFormatContext whose opaque is the stream):
- * RTP packets it gave up waiting for, and one that came after the packet following it
- * had been used (at the start of a session, the first packet received sets the
- * sequence), are counted as lost. Everything else goes to the default logger. Runs on
- * the thread that reads the stream. */
-static void libav_log(void *avcl, int level, const char *fmt, va_list vl)
-{
-	bool missed = !strcmp(fmt, "RTP: missed %d packets\n");
-	bool late = !strcmp(fmt, "RTP: dropping old packet received too late\n");
-	if (avcl && level == AV_LOG_WARNING && (missed || late) && *(const AVClass **)avcl == avformat_get_class()) {
-		struct rtsp_stream *s = ((AVFormatContext *)avcl)->opaque;
-		int n = 1;
-		if (missed) {
-			va_list ap;
-			va_copy(ap, vl);
-			n = va_arg(ap, int);
-			va_end(ap);
-			if (n <= 0) /* the sequence number wrapped (16 bits) */
-				n += 65536;
-		}
-		if (s && n > 0) {
-			s->lost_unreported += (uint64_t)n;
-			rtsp_gate_lost(&s->gate);
-		}
-		return;
-	}
-	av_log_default_callback(avcl, level, fmt, vl);
-}
-
 /* Thread side: queues one audio frame in the audio ring (so that audio never takes the
  * video's places), or drops it when the loop is RTSP_AUDIO_ITEMS behind. */
-static void enqueue_audio(struct rtsp_stream *s, const struct kp_audio_unit *au)
+static void enqueue_audio(void *arg, const struct kp_audio_unit *au)
 {
+	struct rtsp_stream *s = arg;
 	struct ing_driver *drv = s->drv;
 	pthread_mutex_lock(&drv->lock);
 	struct rtsp_item *it = s->acount < RTSP_AUDIO_ITEMS ? malloc(sizeof *it + au->len) : NULL;
@@ -264,396 +161,32 @@ static void enqueue_audio(struct rtsp_stream *s, const struct kp_audio_unit *au)
 	pthread_mutex_unlock(&drv->lock);
 }
 
-static void add_bytes(struct rtsp_stream *s, uint64_t n)
+static void add_bytes(void *arg, uint64_t n)
 {
+	struct rtsp_stream *s = arg;
 	pthread_mutex_lock(&s->drv->lock);
 	s->bytes += n;
 	pthread_mutex_unlock(&s->drv->lock);
 }
 
-static void set_deadline(struct rtsp_stream *s, int64_t timeout_us)
+static enum rtsp_end run_session(struct rtsp_stream *s, bool udp, char *reason, size_t cap, bool *auth)
 {
-	atomic_store(&s->deadline_us, av_gettime_relative() + timeout_us);
-}
-
-/* Describes a libavformat error; *auth set for 401 Unauthorized. */
-static void describe_error(struct rtsp_stream *s, const char *what, int err, char *reason, size_t cap, bool *auth)
-{
-	char msg[AV_ERROR_MAX_STRING_SIZE] = "";
-	av_strerror(err, msg, sizeof msg);
-	*auth = err == AVERROR_HTTP_UNAUTHORIZED || strstr(msg, "401") || strstr(msg, "Unauthorized");
-	if (atomic_load(&s->drv->stop))
-		snprintf(reason, cap, "%s: stopped", what);
-	else if (err == AVERROR_EXIT && av_gettime_relative() > atomic_load(&s->deadline_us))
-		snprintf(reason, cap, "%s: timed out", what);
-	else if (*auth)
-		snprintf(reason, cap, "%s: login refused: 401", what);
-	else
-		snprintf(reason, cap, "%s: %s", what, msg);
-}
-
-static int stream_codec(const AVCodecParameters *par, enum kp_codec *ret)
-{
-	if (par->codec_id == AV_CODEC_ID_H264)
-		*ret = KP_CODEC_H264;
-	else if (par->codec_id == AV_CODEC_ID_HEVC)
-		*ret = KP_CODEC_H265;
-	else
-		return -EPROTONOSUPPORT;
-	return 0;
-}
-
-/* The packet's time in 90 kHz, or ING_RTSP_TS_NONE. */
-static int64_t ts90k(int64_t t, const AVStream *st)
-{
-	return t == AV_NOPTS_VALUE ? ING_RTSP_TS_NONE : av_rescale_q(t, st->time_base, (AVRational){1, 90000});
-}
-
-/* Access units whose times wait for the first DTS (rtsp_ts.h), copied. */
-struct held_aus {
-	struct kp_access_unit au[ING_RTSP_TS_HOLD + 1];
-	unsigned n;
-};
-
-static void held_free(struct held_aus *h)
-{
-	for (unsigned i = 0; i < h->n; i++)
-		free((void *)h->au[i].data);
-	h->n = 0;
-}
-
-static int hold(struct held_aus *h, const struct kp_access_unit *au)
-{
-	uint8_t *copy = malloc(au->len);
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, au->data, au->len);
-	h->au[h->n] = *au;
-	h->au[h->n++].data = copy;
-	return 0;
-}
-
-/* Losses while libavformat probed the stream were reported before the access units it
- * buffered meanwhile reach the gate, which could not tell the damaged ones: they are
- * discarded (uncounted: libavformat does not say how many), and the gate drops what
- * follows up to a keyframe. lost_before: losses reported before probing, which the gate
- * already matches to the first access unit. */
-static void after_probe(struct rtsp_stream *s, AVFormatContext *fmt, uint64_t lost_before)
-{
-	if (s->lost_unreported == lost_before)
-		return;
-	avformat_flush(fmt);
-	rtsp_gate_lost(&s->gate);
-}
-
-/* The packet first_packet() read, then libavformat's. */
-static int read_packet(struct rtsp_stream *s, AVFormatContext *fmt, AVPacket *pkt)
-{
-	if (!s->first)
-		return av_read_frame(fmt, pkt);
-	av_packet_move_ref(pkt, s->first);
-	av_packet_free(&s->first);
-	return 0;
-}
-
-/* The main stream's audio stream to record: AAC with its AudioSpecificConfig in the
- * extradata (RFC 3640's config, RFC 6416's for MP4A-LATM is not read), Opus (RFC 7587,
- * each packet's length from its TOC), or G.711 (PCMU, PCMA: ingestd's core converts it
- * to AAC). -1 when there is none or it is another
- * codec (said once in the log). */
-static int find_audio(struct rtsp_stream *s, AVFormatContext *fmt, int video, struct kp_audio_format *ret)
-{
-	if (s->index != KP_STREAM_INDEX_MAIN || !s->drv->audio)
-		return -1;
-	int idx = av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, video, NULL, 0);
-	if (idx < 0)
-		return -1;
-	const AVCodecParameters *par = fmt->streams[idx]->codecpar;
-	if ((par->codec_id == AV_CODEC_ID_PCM_MULAW || par->codec_id == AV_CODEC_ID_PCM_ALAW) && par->sample_rate > 0 &&
-	    par->ch_layout.nb_channels == 1) {
-		*ret = (struct kp_audio_format){.codec = par->codec_id == AV_CODEC_ID_PCM_MULAW ? KP_AUDIO_PCMU
-												: KP_AUDIO_PCMA,
-						.rate = (uint32_t)par->sample_rate,
-						.channels = 1};
-		kp_info("camera %s: recording G.711 audio as AAC, %u Hz", s->drv->name, ret->rate);
-		return idx;
-	}
-	if (par->codec_id == AV_CODEC_ID_OPUS) { /* RFC 7587: 48 kHz, mono or stereo */
-		int ch = par->ch_layout.nb_channels;
-		*ret = (struct kp_audio_format){.codec = KP_AUDIO_OPUS, .rate = 48000, .channels = ch == 1 ? 1u : 2u};
-		kp_info("camera %s: recording Opus audio, %u channels", s->drv->name, ret->channels);
-		return idx;
-	}
-	if (par->codec_id != AV_CODEC_ID_AAC) {
-		kp_notice("camera %s: audio in %s is not recorded (AAC, Opus and mono G.711 are)", s->drv->name,
-			  avcodec_get_name(par->codec_id));
-		return -1;
-	}
-	if (!par->extradata || kp_aac_config_parse(par->extradata, (size_t)par->extradata_size, ret) < 0) {
-		kp_warn("camera %s: AAC audio without a usable AudioSpecificConfig (%d bytes): not recorded",
-			s->drv->name, par->extradata_size);
-		return -1;
-	}
-	kp_info("camera %s: recording AAC audio, %u Hz, %u channels", s->drv->name, ret->rate, ret->channels);
-	return idx;
-}
-
-/* Audio read before the video's clock has its offset (libavformat may return an audio
- * packet first, and the first video packet has no timestamp): held, then handed over. */
-struct audio_held {
-	AVPacket *pkt[RTSP_AUDIO_HELD];
-	unsigned n;
-};
-
-/* One audio packet on the video's clock. */
-static void audio_packet(struct rtsp_stream *s, const AVPacket *pkt, const AVStream *st, const struct ing_rtsp_ts *c,
-			 const struct kp_audio_format *fmt)
-{
-	int64_t ts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
-	uint32_t samples = 0;
-	if (fmt->codec == KP_AUDIO_OPUS && !(samples = kp_opus_packet_samples(pkt->data, (size_t)pkt->size)))
-		return; /* not an Opus packet we can time */
-	if (ts == AV_NOPTS_VALUE || pkt->size <= 0)
-		return;
-	struct kp_audio_unit au = {
-	    .fmt = *fmt,
-	    .samples = samples,
-	    .pts_90k = av_rescale_q(ts, st->time_base, (AVRational){1, 90000}) - c->offset,
-	    .wall_us = kp_wall_us(),
-	    .data = pkt->data,
-	    .len = (size_t)pkt->size,
+	struct ing_driver *drv = s->drv;
+	struct rtsp_session_ctx c = {
+	    .name = drv->name,
+	    .stream = s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub",
+	    .url = s->url,
+	    .udp = udp,
+	    .port_min = drv->rtp_port_min,
+	    .port_max = drv->rtp_port_max,
+	    .want_audio = s->index == KP_STREAM_INDEX_MAIN && drv->audio,
+	    .stop = &drv->stop,
+	    .sink = {.arg = s, .video = enqueue, .audio = enqueue_audio},
+	    .report = add_report,
+	    .bytes = add_bytes,
+	    .arg = s,
 	};
-	enqueue_audio(s, &au);
-}
-
-/* An audio packet now, or held until the video's clock is set (the oldest held packet
- * is dropped past RTSP_AUDIO_HELD). */
-static void audio_or_hold(struct rtsp_stream *s, AVPacket *pkt, const AVStream *st, const struct ing_rtsp_ts *c,
-			  const struct kp_audio_format *fmt, struct audio_held *h)
-{
-	if (c->started) {
-		for (unsigned i = 0; i < h->n; i++) {
-			audio_packet(s, h->pkt[i], st, c, fmt);
-			av_packet_free(&h->pkt[i]);
-		}
-		h->n = 0;
-		audio_packet(s, pkt, st, c, fmt);
-		return;
-	}
-	if (h->n == RTSP_AUDIO_HELD) {
-		av_packet_free(&h->pkt[0]);
-		memmove(h->pkt, h->pkt + 1, (RTSP_AUDIO_HELD - 1) * sizeof h->pkt[0]);
-		h->n--;
-	}
-	h->pkt[h->n] = av_packet_clone(pkt);
-	if (h->pkt[h->n])
-		h->n++;
-}
-
-/* Reads packets until an error or stop; returns with reason set. */
-static void read_loop(struct rtsp_stream *s, AVFormatContext *fmt, char *reason, size_t cap, bool *auth)
-{
-	set_deadline(s, RTSP_OPEN_TIMEOUT);
-	uint64_t lost_before = s->lost_unreported;
-	int err = avformat_find_stream_info(fmt, NULL);
-	if (err < 0) {
-		describe_error(s, "probe", err, reason, cap, auth);
-		return;
-	}
-	after_probe(s, fmt, lost_before);
-	int idx = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
-	if (idx < 0) {
-		snprintf(reason, cap, "no video stream");
-		return;
-	}
-	AVStream *st = fmt->streams[idx];
-	enum kp_codec codec;
-	if (stream_codec(st->codecpar, &codec) < 0) {
-		snprintf(reason, cap, "unsupported codec %s", avcodec_get_name(st->codecpar->codec_id));
-		return;
-	}
-	struct kp_audio_format afmt;
-	int aidx = find_audio(s, fmt, idx, &afmt);
-	uint8_t params[ING_RTSP_MAX_PARAMS];
-	size_t params_len = 0;
-	unsigned lsz = 0;
-	const char *why;
-	if (ing_rtsp_extradata_params(codec, st->codecpar->extradata, (size_t)st->codecpar->extradata_size, params,
-				      sizeof params, &params_len, &lsz, &why) < 0) {
-		snprintf(reason, cap, "codec extradata: %s", why);
-		return;
-	}
-	AVPacket *pkt = av_packet_alloc();
-	if (!pkt) {
-		snprintf(reason, cap, "out of memory");
-		return;
-	}
-	uint8_t *buf = NULL;
-	size_t buf_cap = 0;
-	AVRational fr = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : st->r_frame_rate;
-	struct ing_rtsp_ts clock;
-	ing_rtsp_ts_init(&clock, fr.num > 0 && fr.den > 0 ? av_rescale(90000, fr.den, fr.num) : 0);
-	struct held_aus held = {.n = 0};
-	struct audio_held aheld = {.n = 0};
-	for (;;) {
-		set_deadline(s, RTSP_READ_TIMEOUT);
-		err = read_packet(s, fmt, pkt);
-		if (err < 0) {
-			describe_error(s, "read", err, reason, cap, auth);
-			break;
-		}
-		add_bytes(s, (uint64_t)pkt->size);
-		if (aidx >= 0 && pkt->stream_index == aidx)
-			audio_or_hold(s, pkt, fmt->streams[aidx], &clock, &afmt, &aheld);
-		if (pkt->stream_index != idx) {
-			av_packet_unref(pkt);
-			continue;
-		}
-		size_t extra_len;
-		const uint8_t *extra = av_packet_get_side_data(pkt, AV_PKT_DATA_NEW_EXTRADATA, &extra_len);
-		if (extra && ing_rtsp_extradata_params(codec, extra, extra_len, params, sizeof params, &params_len,
-						       &lsz, &why) < 0) {
-			snprintf(reason, cap, "new extradata: %s", why);
-			break;
-		}
-		bool key = pkt->flags & AV_PKT_FLAG_KEY;
-		if (!admit(s, key)) {
-			av_packet_unref(pkt);
-			continue;
-		}
-		size_t len;
-		if (ing_rtsp_au_build(codec, pkt->data, (size_t)pkt->size, lsz, key, params, params_len, &buf, &buf_cap,
-				      &len, &why) < 0) {
-			snprintf(reason, cap, "bad access unit: %s", why);
-			break;
-		}
-		struct kp_access_unit au = {
-		    .codec = codec,
-		    .keyframe = key,
-		    .wall_us = kp_wall_us(),
-		    .width = (uint32_t)(st->codecpar->width > 0 ? st->codecpar->width : 0),
-		    .height = (uint32_t)(st->codecpar->height > 0 ? st->codecpar->height : 0),
-		    .data = buf,
-		    .len = len,
-		};
-		struct ing_rtsp_times t[ING_RTSP_TS_HOLD + 1];
-		unsigned n = ing_rtsp_ts_push(&clock, ts90k(pkt->pts, st), ts90k(pkt->dts, st), t);
-		av_packet_unref(pkt);
-		if (n == 0 && hold(&held, &au) < 0) {
-			snprintf(reason, cap, "out of memory");
-			break;
-		}
-		for (unsigned i = 0; i < n; i++) {
-			struct kp_access_unit *a = i < held.n ? &held.au[i] : &au;
-			a->pts_90k = t[i].pts;
-			a->dts_90k = t[i].dts;
-			deliver(s, a);
-		}
-		if (n)
-			held_free(&held);
-		note_repaired(s, clock.repaired);
-	}
-	held_free(&held);
-	for (unsigned i = 0; i < aheld.n; i++)
-		av_packet_free(&aheld.pkt[i]);
-	free(buf);
-	av_packet_free(&pkt);
-}
-
-enum session_end { SESSION_ENDED, SESSION_NO_UDP };
-
-/* libavformat's options for a session over UDP or TCP (libavformat/rtsp.c, rtsp_options). */
-static int session_options(const struct ing_driver *drv, bool udp, AVDictionary **ret)
-{
-	int r = av_dict_set(ret, "rtsp_transport", udp ? "udp" : "tcp", 0);
-	if (r >= 0)
-		r = av_dict_set(ret, "timeout", RTSP_SOCKET_TIMEOUT, 0);
-	if (r >= 0 && udp)
-		r = av_dict_set_int(ret, "min_port", drv->rtp_port_min, 0);
-	if (r >= 0 && udp)
-		r = av_dict_set_int(ret, "max_port", drv->rtp_port_max, 0);
-	if (r >= 0 && udp)
-		r = av_dict_set(ret, "reorder_queue_size", RTSP_REORDER_QUEUE, 0);
-	if (r >= 0 && udp)
-		r = av_dict_set(ret, "max_delay", RTSP_REORDER_WAIT, 0);
-	if (r >= 0 && udp)
-		r = av_dict_set(ret, "buffer_size", RTSP_UDP_RCVBUF, 0);
-	return r;
-}
-
-/* Waits up to wait_us for the first packet, kept in s->first for read_loop. Returns 0,
- * 1 when none came in time (and not stopped), or -1 with reason set. */
-static int first_packet(struct rtsp_stream *s, AVFormatContext *fmt, int64_t wait_us, char *reason, size_t cap,
-			bool *auth)
-{
-	s->first = av_packet_alloc();
-	if (!s->first) {
-		snprintf(reason, cap, "out of memory");
-		return -1;
-	}
-	set_deadline(s, wait_us);
-	int64_t start = av_gettime_relative();
-	int err = av_read_frame(fmt, s->first);
-	if (err >= 0)
-		return 0;
-	av_packet_free(&s->first);
-	/* libavformat's socket timeout may end the wait first. */
-	bool silent = !atomic_load(&s->drv->stop) && (err == AVERROR(ETIMEDOUT) || err == AVERROR_EXIT);
-	if (silent)
-		snprintf(reason, cap, "no media within %lld s of PLAY",
-			 (long long)((av_gettime_relative() - start + 500000) / 1000000));
-	else
-		describe_error(s, "read", err, reason, cap, auth);
-	return silent ? 1 : -1;
-}
-
-/* One RTSP session over UDP or TCP: connect, SETUP, PLAY, read until the end. Returns
- * SESSION_NO_UDP when UDP could not carry the media (the camera answered 461
- * Unsupported Transport, or nothing arrived within wait_us), else SESSION_ENDED;
- * reason says why either way. */
-static enum session_end run_session(struct rtsp_stream *s, bool udp, int64_t wait_us, char *reason, size_t cap,
-				    bool *auth)
-{
-	AVFormatContext *fmt = avformat_alloc_context();
-	AVDictionary *opts = NULL;
-	if (!fmt || session_options(s->drv, udp, &opts) < 0) {
-		snprintf(reason, cap, "out of memory");
-		av_dict_free(&opts);
-		avformat_free_context(fmt);
-		return SESSION_ENDED;
-	}
-	fmt->interrupt_callback = (AVIOInterruptCB){.callback = interrupt_cb, .opaque = s};
-	fmt->opaque = s;
-	set_deadline(s, RTSP_OPEN_TIMEOUT);
-	int err = avformat_open_input(&fmt, s->url, NULL, &opts); /* frees fmt on failure */
-	const AVDictionaryEntry *unused = av_dict_get(opts, "", NULL, AV_DICT_IGNORE_SUFFIX);
-	if (unused)
-		kp_warn("camera %s: libavformat does not know the RTSP option %s", s->drv->name, unused->key);
-	av_dict_free(&opts);
-	if (err == AVERROR(EPROTONOSUPPORT)) {
-		/* libavformat/rtsp.c gives this for 461 when no other transport is allowed. */
-		snprintf(reason, cap, "connect: the camera refused RTP over %s (461 Unsupported Transport)%s",
-			 udp ? "UDP" : "TCP", udp ? "" : "; transport = udp or auto may work");
-		return udp ? SESSION_NO_UDP : SESSION_ENDED;
-	}
-	if (err < 0) {
-		describe_error(s, "connect", err, reason, cap, auth);
-		return SESSION_ENDED;
-	}
-	/* libavformat uses only the lower transport asked for, or fails (rtsps:// would force
-	 * TCP: the configuration allows only tcp for it). */
-	add_report(s, udp ? "udp" : "tcp", 0, 0);
-	enum session_end r = SESSION_ENDED;
-	int first = first_packet(s, fmt, wait_us, reason, cap, auth);
-	if (first == 0)
-		read_loop(s, fmt, reason, cap, auth);
-	else if (first == 1 && udp)
-		r = SESSION_NO_UDP;
-	av_packet_free(&s->first);
-	end_of_media(s);
-	set_deadline(s, 1000000); /* TEARDOWN gets a second at most */
-	avformat_close_input(&fmt);
-	return r;
+	return rtsp_session_run(&c, reason, cap, auth);
 }
 
 static void *stream_thread(void *arg)
@@ -663,13 +196,12 @@ static void *stream_thread(void *arg)
 	char reason[sizeof s->reason] = "";
 	bool auth = false;
 	bool udp = drv->transport != KP_RTSP_TCP;
-	enum session_end r = run_session(s, udp, udp ? RTSP_UDP_WAIT : RTSP_OPEN_TIMEOUT, reason, sizeof reason, &auth);
-	if (r == SESSION_NO_UDP && drv->transport == KP_RTSP_AUTO && !atomic_load(&drv->stop)) {
+	enum rtsp_end r = run_session(s, udp, reason, sizeof reason, &auth);
+	if (r == RTSP_END_NO_UDP && drv->transport == KP_RTSP_AUTO && !atomic_load(&drv->stop)) {
 		kp_warn("camera %s: %s stream: over UDP: %s; trying RTP over TCP", drv->name,
 			s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub", reason);
-		run_session(s, false, RTSP_OPEN_TIMEOUT, reason, sizeof reason, &auth);
+		run_session(s, false, reason, sizeof reason, &auth);
 	}
-	rtsp_gate_free(&s->gate);
 	pthread_mutex_lock(&drv->lock);
 	s->done = true;
 	s->auth_failed = auth;
@@ -731,7 +263,7 @@ static void on_async(uv_async_t *h)
 		s->acount = 0;
 		s->head = (s->head + n - na) % RTSP_QUEUE_ITEMS;
 		s->count = 0;
-		uint64_t bytes = s->bytes, dropped = s->dropped, repaired = s->repaired, adropped = s->adropped;
+		uint64_t bytes = s->bytes, dropped = s->dropped, adropped = s->adropped;
 		s->bytes = 0;
 		bool done = s->done, auth = s->auth_failed;
 		char reason[sizeof s->reason];
@@ -762,13 +294,6 @@ static void on_async(uv_async_t *h)
 				    &(struct ing_transport_report){.overrun_dropped = dropped - s->dropped_logged});
 			s->dropped_logged = dropped;
 		}
-		if (repaired != s->repaired_logged && (!s->repaired_logged || repaired - s->repaired_logged >= 1000)) {
-			kp_warn("camera %s: %s stream: %llu timestamps repaired (DTS not increasing or PTS "
-				"before DTS)",
-				drv->name, s->index == KP_STREAM_INDEX_MAIN ? "main" : "sub",
-				(unsigned long long)(repaired - s->repaired_logged));
-			s->repaired_logged = repaired;
-		}
 		if (adropped != s->adropped_logged) {
 			kp_warn("camera %s: loop behind, %llu audio frames dropped", drv->name,
 				(unsigned long long)(adropped - s->adropped_logged));
@@ -793,17 +318,9 @@ static void on_async_close(uv_handle_t *h)
 	driver_unref(h->data);
 }
 
-static void quiet_libav(void)
-{
-	av_log_set_level(AV_LOG_ERROR);
-	av_log_set_callback(libav_log);
-}
-
 static int rtsp_start(const struct ing_camera_info *info, const struct ing_sink *sink, uv_loop_t *loop,
 		      struct ing_driver **ret)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	pthread_once(&once, quiet_libav);
 	struct ing_driver *drv = calloc(1, sizeof *drv);
 	if (!drv)
 		return -ENOMEM;

@@ -1,10 +1,10 @@
-/* Decode and presentation times of an RTSP stream's access units, pure code: the packets'
- * times as libavformat gives them (90 kHz, either may be missing) to a DTS that starts
- * at 0 and strictly increases, and a PTS at or after it, with what had to be repaired
- * counted. The RTP timestamp is the PTS (RFC 6184 5.1, RFC 7798 4.1); libavformat
- * guesses the DTS of a stream with B-frames from the PTS of the packets before it, and
- * leaves it out for the first few (and the first packet without any time): those are
- * held until the first DTS arrives and are then given DTS one frame apart before it. */
+/* Decode and presentation times of an RTSP stream's access units, pure code: the access
+ * units' raw times (90 kHz, either may be missing) to a DTS that starts at 0 and strictly
+ * increases, and a PTS at or after it, with what had to be repaired counted. The RTP
+ * timestamp is the PTS (RFC 6184 5.1, RFC 7798 4.1); rtsp_track.c derives the DTS of a
+ * stream with B-frames from the PTS of the access units before it and leaves it out for
+ * the first few (the reorder depth): those are held until the first DTS arrives and are
+ * then given DTS one frame apart before it. */
 #ifndef KP_INGEST_RTSP_TS_H
 #define KP_INGEST_RTSP_TS_H
 

@@ -8,7 +8,10 @@ and one RTSP test camera, both streaming, no viewer) with its data in a fresh te
 directory; after `--settle` s, 10 samples 0.5 s apart of /proc/PID/smaps_rollup (Rss, Pss,
 Anonymous, Pss_Anon, Pss_File) of keeppeekd and each child, and once /proc/PID/smaps of
 rtcd summed per mapping and grouped by the library family that maps it (rtcd's libraries
-come from libnice, OpenSSL and libsrtp2, each with its own dependency tree). Figures are
+come from libnice, OpenSSL and libsrtp2, each with its own dependency tree), and of
+ingestd the part mapped by its FFmpeg module (keeppeek-ingestd-libav.so, the audio
+converter) and the libraries only the module needs (`ldd` of the module less `ldd` of
+ingestd; memory FFmpeg allocates is anonymous and not in it). Figures are
 nearest-rank p50/p95 per process over all samples of a build. Checks (work really done):
 keeppeekd and its four workers present in every sample with the same pids (no restart),
 and the demo's recordings grew on disk during the sampling window (the cameras were
@@ -99,6 +102,36 @@ def smaps_by_family(pid):
     return fam, len(sos)
 
 
+def ldd(path):
+    """The real paths of the shared objects path needs (ldd)."""
+    r = subprocess.run(["ldd", path], capture_output=True, text=True)
+    libs = set()
+    for line in r.stdout.splitlines():
+        if "=>" in line and "/" in line.split("=>")[1]:
+            libs.add(os.path.realpath(line.split("=>")[1].split()[0]))
+    return libs
+
+
+def ffmpeg_part(pid, build):
+    """RSS/PSS of ingestd's mappings of its FFmpeg module and the libraries only it needs."""
+    module = os.path.join(build, "ingestd", "keeppeek-ingestd-libav.so")
+    own = ldd(os.path.join(build, "ingestd", "keeppeek-ingestd"))
+    only = (ldd(module) - own) | {os.path.realpath(module)}
+    tot, cur, sos = {"Rss": 0, "Pss": 0}, None, set()
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            p = line.split()
+            if "-" in p[0] and len(p) >= 5 and ":" not in p[0]:
+                path = p[5] if len(p) > 5 else ""
+                cur = os.path.realpath(path) in only if path.startswith("/") else False
+                if cur:
+                    sos.add(path)
+            elif cur and p[0][:-1] in ("Rss", "Pss"):
+                tot[p[0][:-1]] += int(p[1]) * 1024
+    tot["shared_objects"] = len(sos)
+    return tot
+
+
 def threads(pid):
     try:
         return len(os.listdir(f"/proc/{pid}/task"))
@@ -117,7 +150,7 @@ def tree_bytes(path):
     return total
 
 
-def one_demo(keeppeekd, label, rnd, a, out, failures):
+def one_demo(keeppeekd, build, label, rnd, a, out, failures):
     d = tempfile.mkdtemp(prefix="kp-perf-rss-idle-")
     os.chmod(d, 0o755)  # the workers run as another user: they must reach the data directory
     log = open(os.path.join(d, "keeppeekd.log"), "w")
@@ -152,6 +185,7 @@ def one_demo(keeppeekd, label, rnd, a, out, failures):
         ing = pids1.get("keeppeek-ingest")
         if ing:
             out["ingestd_shared_objects"].append(smaps_by_family(ing)[1])
+            out["ingestd_ffmpeg"].append(ffmpeg_part(ing, build))
         if a.sessions and rtcd:
             after_sessions(keeppeekd, d, port, rtcd, label, rnd, a, out, failures)
     finally:
@@ -243,6 +277,15 @@ def markdown(r):
         out.append(f"| {n} | " + " | ".join(cells) + " |")
     out.append("| **keeppeekd + workers** | " + " | ".join(
         f"**{mib(b['total_p50_sum']['Rss'])}** | **{mib(b['total_p50_sum']['Pss'])}**" for b in r["builds"].values()) + " |")
+    out += ["", "ingestd: its FFmpeg module and the libraries only the module needs (p50 over rounds):", "",
+            "| build | shared objects of ingestd | of them FFmpeg's | FFmpeg's RSS MiB | FFmpeg's PSS MiB |",
+            "| --- | ---: | ---: | ---: | ---: |"]
+    for label, b in r["builds"].items():
+        f = b.get("ingestd_ffmpeg") or []
+        if f:
+            out.append(f"| {label} | {pc.nearest_rank(b['ingestd_shared_objects'], 50)} | "
+                       f"{pc.nearest_rank([x['shared_objects'] for x in f], 50)} | "
+                       f"{mib(pc.nearest_rank([x['Rss'] for x in f], 50))} | {mib(pc.nearest_rank([x['Pss'] for x in f], 50))} |")
     for label, b in r["builds"].items():
         for suffix, when in (("", "idle"), ("_after", f"after {r['sessions']} sessions came and went")):
             if not b.get("rtcd_by_family_p50" + suffix):
@@ -280,10 +323,11 @@ def main():
         for label, b in (("base", a.base_build), ("new", a.build)):
             out = r["builds"].setdefault(label, {"samples": {}, "rtcd_families": [], "rtcd_shared_objects": [],
                                                  "rtcd_threads": [], "ingestd_shared_objects": [],
+                                                 "ingestd_ffmpeg": [],
                                                  "rtcd_families_after": [], "rtcd_shared_objects_after": [],
                                                  "rtcd_threads_after": [],
                                                  "recorded_bytes_in_window": []})
-            one_demo(os.path.join(b, "supervisor", "keeppeekd"), label, rnd, a, out, r["failures"])
+            one_demo(os.path.join(b, "supervisor", "keeppeekd"), b, label, rnd, a, out, r["failures"])
     r["load_after"] = pc.loadavg()
     for b in r["builds"].values():
         summarize(b)

@@ -99,6 +99,24 @@ struct cam_faults {
 				   * RTP packets and close the connection */
 	unsigned refuse_streams;  /* Baichuan: answer msg 3 with 400 for these (bit 0 main, 1 sub) */
 	unsigned refuse_for_s;    /* ... during the first N seconds of the camera (0 = always) */
+	/* RTSP quirks of real cameras, each after the one that has it (decision 0030, "Real
+	 * cameras"; the retina sources are scottlamb/retina commits and issues): */
+	bool ssrc_space;        /* Hikvision: "ssrc= d6d6627" in SETUP's Transport (retina 85b30bf) */
+	bool base_no_scheme;    /* Anjvision: Content-Base "host:port/path/", no scheme (retina 6972ac4) */
+	bool session_change;    /* XMeye H264DVR: the audio SETUP answers a new session id; PLAY takes the
+				 * first (retina 7c5a656) */
+	bool sps_marker;        /* Reolink: the parameter sets' packet marked and stamped with the last
+				 * frame's timestamp (retina#13) */
+	bool no_marker;         /* live555 proxies: the marker bit never set */
+	bool pt50_dup;          /* Geovision: after each picture a PT 50 packet reusing its last sequence
+				 * number (retina's geovision notes; libavformat drops PT mismatches) */
+	unsigned seq_jump_s;    /* after N s, the sequence jumps 10000 back (Reolink's LIVE555 2013 stale
+				 * session, retina "stale sessions") */
+	unsigned ssrc_change_s; /* after N s, a new SSRC, sequence and timestamp base: an encoder restart */
+	bool bad_sprop;         /* a sprop-parameter-sets that is no base64 (malformed fmtp seen in the
+				 * field); the parameter sets still come in band */
+	bool redirect;          /* OPTIONS and DESCRIBE of /moved/PATH answered 302 to /PATH (cameras behind
+				 * a redirecting NVR; libavformat follows them) */
 };
 
 /* Counters per server and stream, written to the --stats file as JSON. */

@@ -44,7 +44,9 @@ static void usage(FILE *f)
 	       "         [--motion-interval S] [--alarm STATUS/AITYPE] [--snapshot FILE.jpg] [--stats FILE]\n"
 	       "         [--parent PID] [--wsd ADDRESS] [--audio FILE.aac|.wav|.opus] [--replay] [--cameras N]\n"
 	       "         [--fault wrong-password|drop=S|stall=S|garbage=S|oversize|udp-loss=P|udp-reorder|\n"
-	       "                  udp-461|udp-silent|cut-mid-frame=S|refuse=main|sub[:S]]...\n"
+	       "                  udp-461|udp-silent|cut-mid-frame=S|refuse=main|sub[:S]|ssrc-space|\n"
+	       "                  base-no-scheme|session-change|sps-marker|no-marker|pt50-dup|seq-jump=S|\n"
+	       "                  ssrc-change=S|bad-sprop|redirect]...\n"
 	       "FILE is an Annex-B stream (.h264, .h265) or MPEG-TS (.h264.ts, .h265.ts: B-frames, PTS and DTS kept).\n"
 	       "SIGUSR1 stops all media (connections stay open) so that counters can be compared.\n"
 	       "--replay sends Baichuan streams from one precomputed loop of their wire bytes (same bytes,\n"
@@ -167,6 +169,26 @@ static int parse_fault(struct cam_faults *f, const char *arg)
 		f->udp_461 = true;
 	else if (!strcmp(arg, "udp-silent"))
 		f->udp_silent = true;
+	else if (!strcmp(arg, "ssrc-space"))
+		f->ssrc_space = true;
+	else if (!strcmp(arg, "base-no-scheme"))
+		f->base_no_scheme = true;
+	else if (!strcmp(arg, "session-change"))
+		f->session_change = true;
+	else if (!strcmp(arg, "sps-marker"))
+		f->sps_marker = true;
+	else if (!strcmp(arg, "no-marker"))
+		f->no_marker = true;
+	else if (!strcmp(arg, "pt50-dup"))
+		f->pt50_dup = true;
+	else if (!strcmp(arg, "bad-sprop"))
+		f->bad_sprop = true;
+	else if (!strcmp(arg, "redirect"))
+		f->redirect = true;
+	else if (!strncmp(arg, "seq-jump=", 9))
+		f->seq_jump_s = (unsigned)strtoul(arg + 9, &end, 10);
+	else if (!strncmp(arg, "ssrc-change=", 12))
+		f->ssrc_change_s = (unsigned)strtoul(arg + 12, &end, 10);
 	else if (!strncmp(arg, "cut-mid-frame=", 14))
 		f->cut_mid_frame_s = (unsigned)strtoul(arg + 14, &end, 10);
 	else if (!strncmp(arg, "drop=", 5))

@@ -129,9 +129,7 @@ def test(make):
         time.sleep(12.0)
         sent = {k: cam.pause()[cam.protocol]["main"]["frames_sent"] for k, cam in cams.items()}
 
-        # libavformat's RTSP demuxer completes an access unit when the next one begins,
-        # so after the camera stops it still holds the last one.
-        held = {k: 2 if k[0] == "rtsp" else 0 for k in cams}  # libavformat holds one, the cut-frame gate one
+        held = {k: 0 for k in cams}  # RTSP: complete at the marker bit, nothing held (decision 0030)
 
         def settled():
             cc = cameras(kp)

@@ -2,12 +2,12 @@
 with UDP working, auto with a camera whose UDP never arrives (udp-silent: ingestd falls
 back to TCP after 5 s), auto with a camera that answers 461 Unsupported Transport to
 UDP (udp-461: TCP at once), and udp with adjacent RTP packets swapped (udp-reorder:
-libavformat's reorder queue puts them back). A camera set to udp whose UDP never
+ingestd's reorder window puts them back). A camera set to udp whose UDP never
 arrives fails with "no media within 5 s of PLAY" and is retried. Each stream shows the
 transport it ended
 on in `keeppeekctl cameras --json`, never reconnected, and every frame the cameras sent
-reached recorderd (less the two still held when the camera stops: libavformat's parser
-and ingestd's one-unit hold); every recording decodes with `ffmpeg -v error`."""
+reached recorderd (none is held: ingestd's RTP depacketizer completes an access unit at
+its marker bit, decision 0030); every recording decodes with `ffmpeg -v error`."""
 import glob
 import os
 import re
@@ -35,7 +35,7 @@ CAMERAS = {
     "udp-reorder": ("udp", ["udp-reorder"], "udp"),
 }
 STREAMS = {"udp-reorder": ("main", "sub")}  # both over UDP from one narrow port range
-HELD = 2  # libavformat's parser holds the last access unit, ingestd's gate the one before
+HELD = 0  # an access unit is complete at its marker bit: nothing is held back (decision 0030)
 
 
 def decode(path):
@@ -114,11 +114,12 @@ def test(make):
                   f"{name}/{st}: recorderd received {s['recorded_frames']} of {want} frames ({HELD} held, "
                   f"{s['loss_dropped']} dropped for loss, {s['overrun_dropped']} with ingestd behind)")
             check(s["reconnects"] == 0, f"{name}/{st}: no reconnects ({s['reconnects']})")
-            # Swapping the first two packets loses the first: libavformat takes the first
-            # packet it receives as the start of the sequence; its frame and those up to
-            # the next keyframe are dropped. Every later swap is put back in order, unless
-            # the reading thread was kept off the CPU for longer than libavformat waits for
-            # a missing packet (100 ms), which a loaded machine does now and then: such a
+            # Swapping the first two packets loses the first: ingestd takes the first
+            # packet it receives as the start of the sequence (as libavformat did); its
+            # frame and those up to the next keyframe are dropped. Every later swap is put
+            # back in order, unless the reading thread was kept off the CPU for longer than
+            # the reorder window waits for a missing packet (100 ms), which a loaded
+            # machine does now and then: such a
             # loss is counted and dropped like the first. Hundreds of swaps are sent, so a
             # reorder queue that did not work would lose far more than 5.
             lost = (1, 5) if name == "udp-reorder" else (0, 0)

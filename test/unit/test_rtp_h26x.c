@@ -357,21 +357,134 @@ static void test_gap_between_aus(void)
 	rtp_depack_free(&d);
 }
 
+/* On a stream that sets the marker, one missing before a timestamp change drops. */
 static void test_missing_marker(void)
 {
 	struct rtp_depack d;
 	rtp_depack_init(&d, KP_CODEC_H264, RTP_MAX_AU);
 	uint8_t pkt[64];
-	const uint8_t nal[] = {0x41, 1, 2};
+	const uint8_t nal[] = {0x41, 0x81, 2};
 	struct rtp_au out;
 	const char *why;
-	size_t n = make_packet(pkt, 1, 0, false, nal, sizeof nal);
-	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 0);
-	n = make_packet(pkt, 2, 3000, true, nal, sizeof nal);
+	size_t n = make_packet(pkt, 0, 0, true, nal, sizeof nal);
 	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 1);
-	CHECK_EQ(out.timestamp, 3000);
+	n = make_packet(pkt, 1, 3000, false, nal, sizeof nal);
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 0);
+	n = make_packet(pkt, 2, 6000, true, nal, sizeof nal);
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 1);
+	CHECK_EQ(out.timestamp, 6000);
 	CHECK(!out.keyframe);
 	CHECK_EQ(d.stats.dropped_no_marker, 1);
+	CHECK(!d.end_on_ts);
+	rtp_depack_free(&d);
+}
+
+/* Reolink marks its SPS packet and sends SPS/PPS with the previous frame's timestamp
+ * (retina#13, scottlamb/retina issue 13); some cameras mark their SEI (moonfire-nvr#352):
+ * neither ends an access unit, both go into the next picture's. */
+static void test_marked_params(void)
+{
+	struct rtp_depack d;
+	rtp_depack_init(&d, KP_CODEC_H264, RTP_MAX_AU);
+	uint8_t pkt[64];
+	const uint8_t p_slice[] = {0x41, 0x9a, 1}, sps[] = {0x67, 0x64, 0, 0x1f}, pps[] = {0x68, 0xee, 0x3c},
+		      sei[] = {0x06, 5, 1, 0x80}, idr[] = {0x65, 0x88, 0x84};
+	struct rtp_au out;
+	const char *why;
+	size_t n = make_packet(pkt, 1, 1000, true, p_slice, sizeof p_slice);
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 1);
+	n = make_packet(pkt, 2, 1000, true, sps, sizeof sps); /* marked, the last frame's time */
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 0);
+	n = make_packet(pkt, 3, 1000, false, pps, sizeof pps);
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 0);
+	n = make_packet(pkt, 4, 4000, true, sei, sizeof sei); /* a marked SEI */
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 0);
+	n = make_packet(pkt, 5, 4000, true, idr, sizeof idr);
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 1);
+	CHECK_EQ(out.timestamp, 4000);
+	CHECK(out.keyframe);
+	CHECK_EQ(out.len, 4 * 4 + sizeof sps + sizeof pps + sizeof sei + sizeof idr);
+	CHECK(out.data[4] == 0x67 && out.data[4 + 4 + sizeof sps] == 0x68);
+	CHECK_EQ(d.stats.dropped_no_marker + d.stats.dropped_gap + d.stats.dropped_malformed, 0);
+	CHECK(!d.end_on_ts);
+	rtp_depack_free(&d);
+}
+
+/* A marker on every slice (OpenIPC Majestic): a later slice of the picture just ended
+ * comes with its timestamp. That picture is lost, the stream then ends access units at
+ * timestamp changes, H.264 and H.265 (first_slice_segment_in_pic_flag). */
+static void test_marker_every_slice(void)
+{
+	for (int c = 0; c < 2; c++) {
+		enum kp_codec codec = c ? KP_CODEC_H265 : KP_CODEC_H264;
+		struct rtp_depack d;
+		rtp_depack_init(&d, codec, RTP_MAX_AU);
+		uint8_t pkt[64];
+		/* first slice: first_mb_in_slice 0 ("1"), first_slice_segment_in_pic_flag 1;
+		 * second: first_mb_in_slice 1 ("010"), the flag 0 */
+		const uint8_t first264[] = {0x41, 0x9a, 1}, later264[] = {0x41, 0x40, 1};
+		const uint8_t first265[] = {0x02, 0x01, 0xd0, 1}, later265[] = {0x02, 0x01, 0x50, 1};
+		const uint8_t *first = c ? first265 : first264, *later = c ? later265 : later264;
+		size_t fl = c ? sizeof first265 : sizeof first264;
+		struct rtp_au out;
+		const char *why;
+		size_t n = make_packet(pkt, 1, 0, true, first, fl);
+		CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 1);
+		n = make_packet(pkt, 2, 0, true, later, fl);
+		CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 0);
+		CHECK(d.end_on_ts);
+		uint16_t seq = 3;
+		for (uint32_t ts = 3000; ts <= 9000; ts += 3000) {
+			n = make_packet(pkt, seq++, ts, true, first, fl);
+			int r = rtp_depack_push(&d, pkt, n, &out, &why);
+			CHECK_EQ(r, ts == 3000 ? 0 : 1); /* the cut picture is dropped */
+			if (r == 1)
+				CHECK_EQ(out.timestamp, ts - 3000);
+			n = make_packet(pkt, seq++, ts, true, later, fl);
+			CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 0);
+		}
+		CHECK_EQ(d.stats.dropped_no_marker, 1);
+		CHECK_EQ(d.stats.aus, 3);
+		rtp_depack_free(&d);
+	}
+}
+
+/* Never a marker (live555 proxies): access units end at timestamp changes. */
+static void test_never_marker(void)
+{
+	struct rtp_depack d;
+	rtp_depack_init(&d, KP_CODEC_H264, RTP_MAX_AU);
+	uint8_t pkt[64];
+	const uint8_t idr[] = {0x65, 0x88, 1}, p_slice[] = {0x41, 0x9a, 1};
+	struct rtp_au out;
+	const char *why;
+	size_t n = make_packet(pkt, 1, 0, false, idr, sizeof idr);
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 0);
+	n = make_packet(pkt, 2, 3000, false, p_slice, sizeof p_slice);
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 1);
+	CHECK(out.keyframe && out.timestamp == 0 && out.len == 4 + sizeof idr);
+	CHECK(d.end_on_ts);
+	n = make_packet(pkt, 3, 6000, false, p_slice, sizeof p_slice);
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 1);
+	CHECK(!out.keyframe && out.timestamp == 3000 && out.data[4] == 0x41);
+	CHECK_EQ(d.stats.aus, 2);
+	CHECK_EQ(d.stats.dropped_no_marker, 0);
+	rtp_depack_free(&d);
+}
+
+/* A FU-A with both start and end bits is a whole NAL unit (retina 8ff7a0f). */
+static void test_fu_start_end(void)
+{
+	struct rtp_depack d;
+	rtp_depack_init(&d, KP_CODEC_H264, RTP_MAX_AU);
+	uint8_t pkt[64];
+	const uint8_t fu[] = {0x7c, 0xc5, 0x88, 2};
+	struct rtp_au out;
+	const char *why;
+	size_t n = make_packet(pkt, 1, 0, true, fu, sizeof fu);
+	CHECK_EQ(rtp_depack_push(&d, pkt, n, &out, &why), 1);
+	CHECK(out.keyframe && out.len == 4 + 3 && out.data[4] == 0x65 && out.data[5] == 0x88);
+	CHECK_EQ(d.stats.dropped_malformed, 0);
 	rtp_depack_free(&d);
 }
 
@@ -423,7 +536,6 @@ static void test_malformed_payloads(void)
 	    {KP_CODEC_H264, {0x18, 0, 0, 0, 1, 0x67}, 6, true, -EBADMSG, "zero-size"},
 	    {KP_CODEC_H264, {0x18, 0, 1, 0xe7}, 4, true, -EBADMSG, "forbidden_zero_bit"},
 	    {KP_CODEC_H264, {0x1c}, 1, true, -EBADMSG, "FU-A shorter"},
-	    {KP_CODEC_H264, {0x1c, 0xc5, 1}, 3, true, -EBADMSG, "both start and end"},
 	    {KP_CODEC_H264, {0x1c, 0x45, 1}, 3, true, -EBADMSG, "never started"},
 	    {KP_CODEC_H264, {0x1c, 0x05, 1}, 3, false, -EBADMSG, "never started"},
 	    {KP_CODEC_H264, {0x1c, 0x85}, 2, false, -EBADMSG, "without data"},
@@ -438,7 +550,6 @@ static void test_malformed_payloads(void)
 	    {KP_CODEC_H265, {0x60, 1, 0, 1, 0x40}, 5, true, -EBADMSG, "shorter than its header"},
 	    {KP_CODEC_H265, {0x62, 1}, 2, true, -EBADMSG, "FU shorter"},
 	    {KP_CODEC_H265, {0x62, 1, 0xb0, 1}, 4, false, -EBADMSG, "aggregation or fragmentation type"},
-	    {KP_CODEC_H265, {0x62, 1, 0xd3, 1}, 4, false, -EBADMSG, "both start and end"},
 	    {KP_CODEC_H265, {0x62, 1, 0x53, 1}, 4, false, -EBADMSG, "never started"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -521,6 +632,10 @@ int main(void)
 	RUN(test_loss_and_reorder);
 	RUN(test_gap_between_aus);
 	RUN(test_missing_marker);
+	RUN(test_marked_params);
+	RUN(test_marker_every_slice);
+	RUN(test_never_marker);
+	RUN(test_fu_start_end);
 	RUN(test_oversize);
 	RUN(test_malformed_payloads);
 	RUN(test_fu_interrupted);

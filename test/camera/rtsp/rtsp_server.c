@@ -73,6 +73,9 @@ struct rtsp_client {
 	uint16_t a_seq;
 	uint64_t v0_us;
 	struct cam_audio_sub *asub;
+	/* quirks (cam_faults) */
+	uint32_t last_ts; /* the last picture's RTP time */
+	bool jumped, restarted;
 };
 
 struct write_req {
@@ -192,9 +195,56 @@ static int batch_add(struct rtsp_client *c, uint8_t channel, const uint8_t *data
 	return 0;
 }
 
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static int send_rtp(struct rtsp_client *c, const uint8_t *pkt, size_t len);
+
+/* Whether an RTP payload is the parameter sets (alone or aggregated). */
+static bool param_packet(const struct rtsp_client *c, const uint8_t *payload)
+{
+	if (c->pk.codec == KP_CODEC_H264) {
+		unsigned t = payload[0] & 0x1f;
+		return t == 7 || t == 8 || t == 24;
+	}
+	unsigned t = (payload[0] >> 1) & 0x3f;
+	return t == 32 || t == 33 || t == 34 || t == 48;
+}
+
+/* The marker and timestamp quirks on one packet (cam_faults). */
 static int emit_rtp(void *arg, const uint8_t *pkt, size_t len)
 {
 	struct rtsp_client *c = arg;
+	const struct cam_faults *f = &c->srv->cfg->faults;
+	if (!f->sps_marker && !f->no_marker && !f->pt50_dup)
+		return send_rtp(c, pkt, len);
+	uint8_t q[RTSP_MTU];
+	if (len > sizeof q || len <= RTP_HEADER_SIZE)
+		return send_rtp(c, pkt, len);
+	memcpy(q, pkt, len);
+	if (f->sps_marker && c->have_frame && param_packet(c, q + RTP_HEADER_SIZE)) {
+		q[1] |= 0x80;
+		put32(q + 4, c->last_ts);
+	}
+	if (f->no_marker)
+		q[1] &= 0x7f;
+	int r = send_rtp(c, q, len);
+	if (r == 0 && f->pt50_dup && (pkt[1] & 0x80)) {
+		q[1] = 50; /* the same sequence number, another payload type */
+		r = send_rtp(c, q, len);
+		c->packets--; /* not one of the stream's (its RTCP counts the real ones) */
+		c->octets -= (uint32_t)(len - RTP_HEADER_SIZE);
+	}
+	return r;
+}
+
+static int send_rtp(struct rtsp_client *c, const uint8_t *pkt, size_t len)
+{
 	c->packets++;
 	c->octets += (uint32_t)(len - RTP_HEADER_SIZE);
 	if (c->udp) {
@@ -279,14 +329,6 @@ static void send_garbage(struct rtsp_client *c)
 static bool fault_due(const struct rtsp_client *c, unsigned after_s)
 {
 	return after_s && uv_now(c->tcp.loop) - c->accepted_ms >= (uint64_t)after_s * 1000;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
 }
 
 /* RTCP compound packet: sender report plus SDES CNAME (RFC 3550 6.4.1, 6.5) for one
@@ -411,6 +453,18 @@ static void on_frame(const struct cam_frame *f, void *arg)
 		client_close(c, "output queue over 8 MiB");
 		return;
 	}
+	if (fault_due(c, faults->seq_jump_s) && !c->jumped) {
+		c->jumped = true;
+		c->pk.seq = (uint16_t)(c->pk.seq - 10000); /* back: the harder way for a reorder window */
+		fprintf(stderr, "keeppeek-test-camera: rtsp: seq-jump: sequence jumps to %u\n", c->pk.seq);
+	}
+	if (fault_due(c, faults->ssrc_change_s) && !c->restarted) {
+		c->restarted = true; /* an encoder restart: all three start again */
+		c->pk.ssrc = random_u32();
+		c->pk.seq = (uint16_t)random_u32();
+		c->ts_base = random_u32();
+		fprintf(stderr, "keeppeek-test-camera: rtsp: ssrc-change: SSRC %08X\n", c->pk.ssrc);
+	}
 	uint32_t ts = c->ts_base + (uint32_t)(f->pts_us * 9 / 100);
 	if (!c->udp && !cut_done && fault_due(c, faults->cut_mid_frame_s) && cut_mid_frame(c, f, ts))
 		return;
@@ -424,6 +478,7 @@ static void on_frame(const struct cam_frame *f, void *arg)
 		return;
 	}
 	c->have_frame = true;
+	c->last_ts = ts;
 	if (!c->udp && client_write(c, c->batch, c->batch_len) < 0)
 		return;
 	if (c->audio_setup && !c->asub) {
@@ -514,8 +569,11 @@ static int uri_stream(struct rtsp_str uri, int *ret_track)
 	    {"/h265Preview_01_sub", 1},
 	};
 	const char *p = uri.p, *end = uri.p + uri.n;
-	if (uri.n > 7 && (strncmp(p, "rtsp://", 7) == 0 || strncmp(p, "rtsps://", 8) == 0)) {
-		p = memchr(p + 7, '/', (size_t)(end - p - 7));
+	size_t scheme = uri.n > 7 && strncmp(p, "rtsp://", 7) == 0    ? 7
+			: uri.n > 8 && strncmp(p, "rtsps://", 8) == 0 ? 8
+								      : 0;
+	if (scheme) {
+		p = memchr(p + scheme, '/', (size_t)(end - p) - scheme);
 		if (!p)
 			return -1;
 	}
@@ -591,12 +649,18 @@ static void handle_describe(struct rtsp_client *c, const struct rtsp_request *re
 		send_simple(c, 500, "Internal Server Error", req->cseq);
 		return;
 	}
+	const struct cam_faults *f = &c->srv->cfg->faults;
+	char *sprop = f->bad_sprop ? strstr(sdp, "sprop-parameter-sets=") : NULL;
+	if (sprop) /* '*' is no base64 */
+		sprop[strlen("sprop-parameter-sets=")] = '*';
 	struct response r;
 	resp_start(&r, 200, "OK", req->cseq);
-	size_t base = req->uri.n;
+	size_t base = req->uri.n, skip = 0;
 	while (base && req->uri.p[base - 1] == '/')
 		base--;
-	resp_add(&r, "Content-Base: %.*s/\r\nContent-Type: application/sdp\r\n", (int)base, req->uri.p);
+	if (f->base_no_scheme && base > 7 && !strncmp(req->uri.p, "rtsp://", 7))
+		skip = 7;
+	resp_add(&r, "Content-Base: %.*s/\r\nContent-Type: application/sdp\r\n", (int)(base - skip), req->uri.p + skip);
 	send_response(c, &r, sdp, n);
 }
 
@@ -652,7 +716,12 @@ static void setup_audio(struct rtsp_client *c, const struct rtsp_request *req, c
 	resp_start(&r, 200, "OK", req->cseq);
 	resp_add(&r, "Transport: RTP/AVP/TCP;unicast;interleaved=%u-%u;ssrc=%08X;mode=\"PLAY\"\r\n", c->ch_artp,
 		 c->ch_artcp, c->a_ssrc);
-	resp_add(&r, "Session: %s;timeout=60\r\n", c->session);
+	if (c->srv->cfg->faults.session_change) { /* XMeye: 231970 for video, 231980 for audio */
+		char other[sizeof c->session];
+		random_hex(other, 8);
+		resp_add(&r, "Session: %s;timeout=60\r\n", other);
+	} else
+		resp_add(&r, "Session: %s;timeout=60\r\n", c->session);
 	send_response(c, &r, NULL, 0);
 }
 
@@ -708,8 +777,8 @@ static void handle_setup(struct rtsp_client *c, const struct rtsp_request *req, 
 			 "Transport: RTP/AVP;unicast;client_port=%u-%u;server_port=%u-%u;ssrc=%08X;mode=\"PLAY\"\r\n",
 			 t.client_port[0], t.client_port[1], server_port[0], server_port[1], c->pk.ssrc);
 	else
-		resp_add(&r, "Transport: RTP/AVP/TCP;unicast;interleaved=%u-%u;ssrc=%08X;mode=\"PLAY\"\r\n", c->ch_rtp,
-			 c->ch_rtcp, c->pk.ssrc);
+		resp_add(&r, "Transport: RTP/AVP/TCP;unicast;interleaved=%u-%u;ssrc=%s%08X;mode=\"PLAY\"\r\n",
+			 c->ch_rtp, c->ch_rtcp, c->srv->cfg->faults.ssrc_space ? " " : "", c->pk.ssrc);
 	resp_add(&r, "Session: %s;timeout=60\r\n", c->session);
 	send_response(c, &r, NULL, 0);
 }
@@ -739,9 +808,31 @@ static void handle_play(struct rtsp_client *c, const struct rtsp_request *req)
 	cam_stats.rtsp[c->stream].sessions++;
 }
 
+/* The redirect fault: /moved/PATH is answered 302 to /PATH. True when answered. */
+static bool moved(struct rtsp_client *c, const struct rtsp_request *req)
+{
+	static const char mark[] = "/moved/";
+	if (!c->srv->cfg->faults.redirect || (strcmp(req->method, "OPTIONS") && strcmp(req->method, "DESCRIBE")))
+		return false;
+	const char *at = NULL;
+	for (size_t i = 0; i + sizeof mark - 1 <= req->uri.n && !at; i++)
+		if (!memcmp(req->uri.p + i, mark, sizeof mark - 1))
+			at = req->uri.p + i;
+	if (!at)
+		return false;
+	struct response r;
+	resp_start(&r, 302, "Moved Temporarily", req->cseq);
+	resp_add(&r, "Location: %.*s%.*s\r\n", (int)(at - req->uri.p), req->uri.p,
+		 (int)(req->uri.n - (size_t)(at - req->uri.p) - (sizeof mark - 2)), at + sizeof mark - 2);
+	send_response(c, &r, NULL, 0);
+	return true;
+}
+
 static void handle_request(struct rtsp_client *c, const struct rtsp_request *req)
 {
 	const char *m = req->method;
+	if (moved(c, req))
+		return;
 	if (strcmp(m, "OPTIONS") == 0) {
 		struct response r;
 		resp_start(&r, 200, "OK", req->cseq);
