@@ -1,6 +1,6 @@
 /* A hub's requests to its sites (hub_fetch.h): libcurl's multi interface on webd's loop
- * (a uv_poll per socket, one timer), as webhook.c drives it, with a multi handle of its
- * own so that neither waits for the other's requests. Redirects are not followed (a
+ * (curl_uv.h), with a multi handle of its own so that neither it nor the webhooks wait
+ * for the other's requests. Redirects are not followed (a
  * site that redirects answers its 3xx), only http and https are allowed, and the
  * token travels in an Authorization header the site's webd reads. */
 #include "hub_fetch.h"
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "curl_lib.h"
+#include "curl_uv.h"
 #include "kp_time.h"
 #include "log.h"
 
@@ -27,17 +28,10 @@ struct hub_get {
 	hub_conn_cb conn_cb; /* a connection only (hub_conn_start) */
 };
 
-struct sock {
-	uv_poll_t poll;
-	curl_socket_t fd;
-};
-
 static struct {
-	uv_loop_t *loop;
-	CURLM *multi;
+	struct curl_uv cu;
 	bool failed;
 	char why[256];
-	uv_timer_t timer;
 	bool timer_open;
 } F;
 
@@ -45,81 +39,10 @@ static const struct webd_curl *K;
 
 static void check_done(void);
 
-static void sock_closed(uv_handle_t *handle)
-{
-	free(handle->data);
-}
-
-static void poll_cb(uv_poll_t *p, int status, int events)
-{
-	struct sock *s = p->data;
-	int flags = status < 0 ? CURL_CSELECT_ERR : 0;
-	if (events & UV_READABLE)
-		flags |= CURL_CSELECT_IN;
-	if (events & UV_WRITABLE)
-		flags |= CURL_CSELECT_OUT;
-	int running;
-	K->multi_socket_action(F.multi, s->fd, flags, &running);
-	check_done();
-}
-
-static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
-{
-	(void)easy;
-	(void)userp;
-	struct sock *s = socketp;
-	if (what == CURL_POLL_REMOVE) {
-		if (s) {
-			uv_poll_stop(&s->poll);
-			uv_close((uv_handle_t *)&s->poll, sock_closed);
-			K->multi_assign(F.multi, fd, NULL);
-		}
-		return 0;
-	}
-	if (!s) {
-		s = calloc(1, sizeof *s);
-		if (!s)
-			return -1;
-		s->fd = fd;
-		int r = uv_poll_init_socket(F.loop, &s->poll, fd);
-		if (r < 0) {
-			kp_err("hub: cannot watch socket %d: %s", fd, uv_strerror(r));
-			free(s);
-			return -1;
-		}
-		s->poll.data = s;
-		K->multi_assign(F.multi, fd, s);
-	}
-	int ev = (what & CURL_POLL_IN ? UV_READABLE : 0) | (what & CURL_POLL_OUT ? UV_WRITABLE : 0);
-	int r = uv_poll_start(&s->poll, ev, poll_cb);
-	if (r < 0)
-		kp_err("hub: cannot watch socket %d: %s", fd, uv_strerror(r));
-	return 0;
-}
-
-static void timeout_cb(uv_timer_t *t)
-{
-	(void)t;
-	int running;
-	K->multi_socket_action(F.multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	check_done();
-}
-
-static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
-{
-	(void)multi;
-	(void)userp;
-	if (timeout_ms < 0)
-		uv_timer_stop(&F.timer);
-	else
-		uv_timer_start(&F.timer, timeout_cb, (uint64_t)timeout_ms, 0);
-	return 0;
-}
-
 static void get_free(struct hub_get *g)
 {
 	if (g->easy) {
-		K->multi_remove_handle(F.multi, g->easy);
+		K->multi_remove_handle(F.cu.multi, g->easy);
 		K->easy_cleanup(g->easy);
 	}
 	K->slist_free_all(g->headers);
@@ -133,7 +56,7 @@ static void check_done(void)
 {
 	CURLMsg *msg;
 	int left;
-	while ((msg = K->multi_info_read(F.multi, &left))) {
+	while ((msg = K->multi_info_read(F.cu.multi, &left))) {
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		struct hub_get *g = NULL;
@@ -203,7 +126,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 
 static bool lib_up(char *why, size_t why_len)
 {
-	if (F.multi)
+	if (F.cu.multi)
 		return true;
 	if (F.failed) {
 		snprintf(why, why_len, "%s", F.why);
@@ -216,23 +139,25 @@ static bool lib_up(char *why, size_t why_len)
 		snprintf(F.why, sizeof F.why, "libcurl cannot be loaded: %s", lwhy);
 	else if (K->global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		snprintf(F.why, sizeof F.why, "libcurl cannot start");
-	else if (!(F.multi = K->multi_init()))
+	else if (!(F.cu.multi = K->multi_init()))
 		snprintf(F.why, sizeof F.why, "libcurl cannot make a multi handle");
-	if (!F.multi) {
+	if (!F.cu.multi) {
 		kp_err("hub: %s; no site can be asked", F.why);
 		snprintf(why, why_len, "%s", F.why);
 		return false;
 	}
-	K->multi_setopt(F.multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-	K->multi_setopt(F.multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	F.cu.k = K;
+	F.cu.who = "hub";
+	F.cu.done = check_done;
+	curl_uv_drive(&F.cu);
 	F.failed = false;
 	return true;
 }
 
 void hub_fetch_init(uv_loop_t *loop)
 {
-	F.loop = loop;
-	if (uv_timer_init(loop, &F.timer) == 0)
+	F.cu.loop = loop;
+	if (uv_timer_init(loop, &F.cu.timer) == 0)
 		F.timer_open = true;
 	else
 		kp_err("hub: cannot create the request timer; no site can be asked");
@@ -291,7 +216,7 @@ struct hub_get *hub_get_start(const kp_HubSite *site, unsigned *inflight, const 
 		    .data = (void *)site->ca_pem.bytes, .len = site->ca_pem.size, .flags = CURL_BLOB_COPY};
 		K->easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
 	}
-	CURLMcode mc = K->multi_add_handle(F.multi, e);
+	CURLMcode mc = K->multi_add_handle(F.cu.multi, e);
 	if (mc != CURLM_OK) {
 		snprintf(why, why_len, "cannot start a request: %s", K->multi_strerror(mc));
 		K->easy_cleanup(e);
@@ -340,7 +265,7 @@ struct hub_get *hub_conn_start(const kp_HubSite *site, unsigned *inflight, unsig
 		    .data = (void *)site->ca_pem.bytes, .len = site->ca_pem.size, .flags = CURL_BLOB_COPY};
 		K->easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
 	}
-	CURLMcode mc = K->multi_add_handle(F.multi, e);
+	CURLMcode mc = K->multi_add_handle(F.cu.multi, e);
 	if (mc != CURLM_OK) {
 		snprintf(why, why_len, "cannot start a connection: %s", K->multi_strerror(mc));
 		K->easy_cleanup(e);
@@ -375,7 +300,7 @@ void hub_conn_close(struct hub_conn *c)
 {
 	if (!c)
 		return;
-	K->multi_remove_handle(F.multi, (CURL *)c);
+	K->multi_remove_handle(F.cu.multi, (CURL *)c);
 	K->easy_cleanup((CURL *)c);
 }
 
@@ -388,9 +313,9 @@ void hub_get_cancel(struct hub_get *g)
 void hub_fetch_close(void)
 {
 	if (F.timer_open)
-		uv_close((uv_handle_t *)&F.timer, NULL);
+		uv_close((uv_handle_t *)&F.cu.timer, NULL);
 	F.timer_open = false;
-	if (F.multi)
-		K->multi_cleanup(F.multi);
-	F.multi = NULL;
+	if (F.cu.multi)
+		K->multi_cleanup(F.cu.multi);
+	F.cu.multi = NULL;
 }

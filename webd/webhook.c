@@ -2,9 +2,9 @@
  * webhook's camera and label filters is POSTed to its URL as the event's JSON (the one
  * rendering of common/event_json.c), signed with X-KeepPeek-Signature: sha256=HEX, the
  * HMAC-SHA256 of the body under its secret. libcurl's multi interface runs on webd's
- * loop (a uv_poll per socket, one timer); name resolution is libcurl's, on a thread of
- * its own started confined. libcurl is loaded when the first webhook is configured
- * (curl_lib.h), not at webd's start.
+ * loop (curl_uv.h); name resolution is libcurl's, on a thread of its own started
+ * confined. libcurl is loaded when the first webhook is configured (curl_lib.h), not at
+ * webd's start.
  *
  * Each webhook sends one request at a time, in order, from a queue of at most
  * WH_QUEUE deliveries (the oldest dropped, counted, when full). A delivery that fails
@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "curl_lib.h"
+#include "curl_uv.h"
 #include "kp_limits.h"
 #include "log.h"
 #include "webhook.h"
@@ -48,16 +49,9 @@ struct hook {
 	uint64_t delivered, failures, dropped;
 };
 
-struct sock {
-	uv_poll_t poll;
-	curl_socket_t fd;
-};
-
 static struct {
-	uv_loop_t *loop;
-	CURLM *multi; /* once libcurl is loaded and set up */
+	struct curl_uv cu; /* its multi handle once libcurl is loaded and set up */
 	bool lib_failed;
-	uv_timer_t timer;
 	bool ready;
 	struct hook hooks[KP_MAX_WEBHOOKS];
 } W;
@@ -67,79 +61,6 @@ static const struct webd_curl *K; /* libcurl's calls, once loaded */
 static void start(struct hook *h);
 
 static void check_done(void);
-
-static void sock_closed(uv_handle_t *handle)
-{
-	free(handle->data);
-}
-
-static void poll_cb(uv_poll_t *p, int status, int events)
-{
-	struct sock *s = p->data;
-	int flags = 0;
-	if (status < 0)
-		flags = CURL_CSELECT_ERR;
-	if (events & UV_READABLE)
-		flags |= CURL_CSELECT_IN;
-	if (events & UV_WRITABLE)
-		flags |= CURL_CSELECT_OUT;
-	int running;
-	K->multi_socket_action(W.multi, s->fd, flags, &running);
-	check_done();
-}
-
-static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
-{
-	(void)easy;
-	(void)userp;
-	struct sock *s = socketp;
-	if (what == CURL_POLL_REMOVE) {
-		if (s) {
-			uv_poll_stop(&s->poll);
-			uv_close((uv_handle_t *)&s->poll, sock_closed);
-			K->multi_assign(W.multi, fd, NULL);
-		}
-		return 0;
-	}
-	if (!s) {
-		s = calloc(1, sizeof *s);
-		if (!s)
-			return -1;
-		s->fd = fd;
-		int r = uv_poll_init_socket(W.loop, &s->poll, fd);
-		if (r < 0) {
-			kp_err("webhook: cannot watch socket %d: %s", fd, uv_strerror(r));
-			free(s);
-			return -1;
-		}
-		s->poll.data = s;
-		K->multi_assign(W.multi, fd, s);
-	}
-	int ev = (what & CURL_POLL_IN ? UV_READABLE : 0) | (what & CURL_POLL_OUT ? UV_WRITABLE : 0);
-	int r = uv_poll_start(&s->poll, ev, poll_cb);
-	if (r < 0)
-		kp_err("webhook: cannot watch socket %d: %s", fd, uv_strerror(r));
-	return 0;
-}
-
-static void timeout_cb(uv_timer_t *t)
-{
-	(void)t;
-	int running;
-	K->multi_socket_action(W.multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	check_done();
-}
-
-static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
-{
-	(void)multi;
-	(void)userp;
-	if (timeout_ms < 0)
-		uv_timer_stop(&W.timer);
-	else
-		uv_timer_start(&W.timer, timeout_cb, (uint64_t)timeout_ms, 0);
-	return 0;
-}
 
 static void pop(struct hook *h)
 {
@@ -160,7 +81,7 @@ static void finished(struct hook *h, CURLcode res)
 {
 	long status = 0;
 	K->easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
-	K->multi_remove_handle(W.multi, h->easy);
+	K->multi_remove_handle(W.cu.multi, h->easy);
 	K->easy_cleanup(h->easy);
 	h->easy = NULL;
 	K->slist_free_all(h->headers);
@@ -205,7 +126,7 @@ static void check_done(void)
 {
 	CURLMsg *msg;
 	int left;
-	while ((msg = K->multi_info_read(W.multi, &left))) {
+	while ((msg = K->multi_info_read(W.cu.multi, &left))) {
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		struct hook *h = NULL;
@@ -272,7 +193,7 @@ static void start(struct hook *h)
 	K->easy_setopt(e, CURLOPT_PRIVATE, (char *)h);
 	h->easy = e;
 	h->headers = hd;
-	CURLMcode mc = K->multi_add_handle(W.multi, e);
+	CURLMcode mc = K->multi_add_handle(W.cu.multi, e);
 	if (mc != CURLM_OK) {
 		kp_err("webhook %s: cannot start a request: %s", h->conf.name, K->multi_strerror(mc));
 		finished(h, CURLE_FAILED_INIT);
@@ -355,7 +276,7 @@ void webd_webhooks_on_event(const kp_EventRecord *e, const char *json, size_t le
 static void hook_clear(struct hook *h)
 {
 	if (h->easy) {
-		K->multi_remove_handle(W.multi, h->easy);
+		K->multi_remove_handle(W.cu.multi, h->easy);
 		K->easy_cleanup(h->easy);
 		h->easy = NULL;
 		K->slist_free_all(h->headers);
@@ -370,8 +291,8 @@ static void hook_clear(struct hook *h)
 
 void webd_webhooks_init(uv_loop_t *loop)
 {
-	W.loop = loop;
-	if (uv_timer_init(loop, &W.timer) < 0) {
+	W.cu.loop = loop;
+	if (uv_timer_init(loop, &W.cu.timer) < 0) {
 		kp_err("webhook: cannot create the request timer; no webhooks");
 		return;
 	}
@@ -389,7 +310,7 @@ void webd_webhooks_init(uv_loop_t *loop)
  * failure is said once and leaves webhooks off. */
 static bool lib_up(void)
 {
-	if (W.multi)
+	if (W.cu.multi)
 		return true;
 	if (W.lib_failed)
 		return false;
@@ -404,13 +325,15 @@ static bool lib_up(void)
 		kp_err("webhook: libcurl cannot start; no webhooks");
 		return false;
 	}
-	W.multi = K->multi_init();
-	if (!W.multi) {
+	W.cu.multi = K->multi_init();
+	if (!W.cu.multi) {
 		kp_err("webhook: cannot set up libcurl on the loop; no webhooks");
 		return false;
 	}
-	K->multi_setopt(W.multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-	K->multi_setopt(W.multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	W.cu.k = K;
+	W.cu.who = "webhook";
+	W.cu.done = check_done;
+	curl_uv_drive(&W.cu);
 	W.lib_failed = false;
 	return true;
 }
@@ -450,10 +373,10 @@ void webd_webhooks_close(void)
 			hook_clear(&W.hooks[i]);
 		uv_close((uv_handle_t *)&W.hooks[i].retry, NULL);
 	}
-	uv_close((uv_handle_t *)&W.timer, NULL);
-	if (W.multi)
-		K->multi_cleanup(W.multi);
-	W.multi = NULL;
+	uv_close((uv_handle_t *)&W.cu.timer, NULL);
+	if (W.cu.multi)
+		K->multi_cleanup(W.cu.multi);
+	W.cu.multi = NULL;
 	W.ready = false;
 }
 
