@@ -163,19 +163,51 @@ void hub_fetch_init(uv_loop_t *loop)
 		kp_err("hub: cannot create the request timer; no site can be asked");
 }
 
-struct hub_get *hub_get_start(const kp_HubSite *site, unsigned *inflight, const char *path, unsigned timeout_ms,
-			      size_t max_bytes, hub_get_cb cb, void *arg, char *why, size_t why_len)
+/* Whether another request may start for a site with *inflight in flight; else why. */
+static bool may_start(const unsigned *inflight, char *why, size_t why_len)
 {
 	if (!F.timer_open) {
 		snprintf(why, why_len, "no request timer");
-		return NULL;
+		return false;
 	}
 	if (!lib_up(why, why_len))
-		return NULL;
+		return false;
 	if (*inflight >= HUB_SITE_INFLIGHT) {
 		snprintf(why, why_len, "%d requests already wait for this site", HUB_SITE_INFLIGHT);
+		return false;
+	}
+	return true;
+}
+
+/* The site's CA, then g's transfer on the multi handle, counted in *inflight; NULL (g
+ * freed) when libcurl refuses it. */
+static struct hub_get *add_transfer(struct hub_get *g, const kp_HubSite *site, unsigned *inflight, const char *what,
+				    char *why, size_t why_len)
+{
+	CURL *e = g->easy;
+	if (site->ca_pem.size) {
+		struct curl_blob blob = {
+		    .data = (void *)site->ca_pem.bytes, .len = site->ca_pem.size, .flags = CURL_BLOB_COPY};
+		K->easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+	}
+	CURLMcode mc = K->multi_add_handle(F.cu.multi, e);
+	if (mc != CURLM_OK) {
+		snprintf(why, why_len, "cannot start a %s: %s", what, K->multi_strerror(mc));
+		K->easy_cleanup(e);
+		g->easy = NULL;
+		get_free(g);
 		return NULL;
 	}
+	g->inflight = inflight;
+	(*inflight)++;
+	return g;
+}
+
+struct hub_get *hub_get_start(const kp_HubSite *site, unsigned *inflight, const char *path, unsigned timeout_ms,
+			      size_t max_bytes, hub_get_cb cb, void *arg, char *why, size_t why_len)
+{
+	if (!may_start(inflight, why, why_len))
+		return NULL;
 	char url[2048], auth[300];
 	size_t base = strlen(site->url);
 	while (base && site->url[base - 1] == '/')
@@ -211,37 +243,14 @@ struct hub_get *hub_get_start(const kp_HubSite *site, unsigned *inflight, const 
 	K->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
 	K->easy_setopt(e, CURLOPT_WRITEDATA, g);
 	K->easy_setopt(e, CURLOPT_PRIVATE, (char *)g);
-	if (site->ca_pem.size) {
-		struct curl_blob blob = {
-		    .data = (void *)site->ca_pem.bytes, .len = site->ca_pem.size, .flags = CURL_BLOB_COPY};
-		K->easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
-	}
-	CURLMcode mc = K->multi_add_handle(F.cu.multi, e);
-	if (mc != CURLM_OK) {
-		snprintf(why, why_len, "cannot start a request: %s", K->multi_strerror(mc));
-		K->easy_cleanup(e);
-		g->easy = NULL;
-		get_free(g);
-		return NULL;
-	}
-	g->inflight = inflight;
-	(*inflight)++;
-	return g;
+	return add_transfer(g, site, inflight, "request", why, why_len);
 }
 
 struct hub_get *hub_conn_start(const kp_HubSite *site, unsigned *inflight, unsigned timeout_ms, hub_conn_cb cb,
 			       void *arg, char *why, size_t why_len)
 {
-	if (!F.timer_open) {
-		snprintf(why, why_len, "no request timer");
+	if (!may_start(inflight, why, why_len))
 		return NULL;
-	}
-	if (!lib_up(why, why_len))
-		return NULL;
-	if (*inflight >= HUB_SITE_INFLIGHT) {
-		snprintf(why, why_len, "%d requests already wait for this site", HUB_SITE_INFLIGHT);
-		return NULL;
-	}
 	struct hub_get *g = calloc(1, sizeof *g);
 	CURL *e = g ? K->easy_init() : NULL;
 	if (!e) {
@@ -260,22 +269,7 @@ struct hub_get *hub_conn_start(const kp_HubSite *site, unsigned *inflight, unsig
 	K->easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	K->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	K->easy_setopt(e, CURLOPT_PRIVATE, (char *)g);
-	if (site->ca_pem.size) {
-		struct curl_blob blob = {
-		    .data = (void *)site->ca_pem.bytes, .len = site->ca_pem.size, .flags = CURL_BLOB_COPY};
-		K->easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
-	}
-	CURLMcode mc = K->multi_add_handle(F.cu.multi, e);
-	if (mc != CURLM_OK) {
-		snprintf(why, why_len, "cannot start a connection: %s", K->multi_strerror(mc));
-		K->easy_cleanup(e);
-		g->easy = NULL;
-		get_free(g);
-		return NULL;
-	}
-	g->inflight = inflight;
-	(*inflight)++;
-	return g;
+	return add_transfer(g, site, inflight, "connection", why, why_len);
 }
 
 ssize_t hub_conn_send(struct hub_conn *c, const void *p, size_t n)
