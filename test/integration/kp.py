@@ -39,8 +39,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+# Sanitized builds run two to three times slower: scripts/test stretches every wait of
+# these tests (how long a condition may take to become true, not what is checked) by
+# KP_TEST_TIME_SCALE, as meson's --timeout-multiplier stretches the tests' own timeouts.
+TIME_SCALE = max(1.0, float(os.environ.get("KP_TEST_TIME_SCALE") or 1))
+
+
 def wait_for(pred, timeout, step=0.02):
-    end = time.monotonic() + timeout
+    end = time.monotonic() + timeout * TIME_SCALE
     while True:
         v = pred()
         if v:
