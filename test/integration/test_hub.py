@@ -33,7 +33,7 @@ import time
 
 import kp_events as E
 import kp_ws
-from kp import TestCamera, cameras, check, free_port_run, metric, run, wait_for
+from kp import TestCamera, cameras, check, free_port_run, metric, proc_status, run, wait_for
 from test_rtc_signaling import offer_sdp
 
 SITE_CONFIG = """[keeppeek]
@@ -238,6 +238,13 @@ def run_checks(east, west, hub, htok, tokens, publishers):
     took = time.monotonic() - t0
     names = sorted(c["name"] for c in ans["cameras"])
     check(names == ["east/front", "west/front"], f"merged cameras: {names}")
+    # libcurl's threads of the hub's webd (name resolution) start after confinement.
+    wpid = hub.status()["webd"]["pid"]
+    for t in os.listdir(f"/proc/{wpid}/task"):
+        ps = proc_status(f"{wpid}/task/{t}")
+        if ps is None:  # the thread ended meanwhile
+            continue
+        check(ps["Seccomp"] == "2" and ps["NoNewPrivs"] == "1", f"hub webd thread {t} confined ({ps['Seccomp']})")
     for c in ans["cameras"]:
         check(c["site"] == c["name"].split("/")[0] and c["site_camera"] == "front", f"site fields: {c}")
         check(c["streams"] and c["streams"][0]["name"] == "main", f"streams copied: {c}")
