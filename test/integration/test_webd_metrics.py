@@ -48,6 +48,9 @@ def test(make):
         if not m:
             return None
         ok = all((value(m, "keeppeek_stream_frames_total", camera=c, stream="main") or 0) > 0 for c in CAMERAS)
+        # Each stream connects on its own: the sub streams may come a moment after main.
+        ok = ok and all(value(m, "keeppeek_stream_state", camera=c, stream=s, state="streaming") == 1
+                        for c in CAMERAS for s in ("main", "sub"))
         return m if ok else None
     m = wait_for(frames_flowing, 30, 0.5)
     check(m is not None, "/metrics parses as Prometheus text and shows frames of both demo cameras")
