@@ -17,6 +17,15 @@
 #define KP_HTTP_POOL_QUEUE_PER_WORKER 8
 #define KP_HTTP_MAX_DELETE_BODY       (16 * KP_KIB)
 
+/* Every worker: processes and threads of the workers' user ID, all workers together
+ * (RLIMIT_NPROC counts per user, not per process): ingestd's 2 x KP_MAX_CAMERAS RTSP
+ * threads, the transcoder's KP_TRANSCODE_AUDIO_JOBS jobs and every worker's own few, with
+ * room to spare; a bound on a runaway, not a budget. And the malloc arenas of a worker
+ * (glibc reserves 64 MiB of address space for each, up to 8 per core, one per thread
+ * that allocates at once). */
+#define KP_WORKER_NPROC      1024
+#define KP_WORKER_ARENAS_MAX 2
+
 /* Cameras (ingestd). */
 #define KP_BAICHUAN_MAX_BODY (16 * KP_MIB)
 /* Packets buffered past the next one to deliver (wider than a camera's send window,
@@ -28,6 +37,11 @@
 #define KP_BCUDP_ACK_VECTOR_MAX 160
 #define KP_BCUDP_MAX_INFLIGHT   4096
 #define KP_BCUDP_CHANNEL_ITEMS  64
+/* An RTSP stream's thread (one per configured stream: up to 2 x KP_MAX_CAMERAS). The
+ * session and its packets are on the heap; the deepest frames are getaddrinfo's and the
+ * TLS handshake's. glibc's default would be RLIMIT_STACK, 8 MiB: 256 of those are 2 GiB
+ * of ingestd's 1 GiB address space. */
+#define KP_RTSP_THREAD_STACK (512 * KP_KIB)
 
 /* WebRTC (rtcd). */
 #define KP_RTC_CURSORS_PER_SESSION 16

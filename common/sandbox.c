@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "kp_build_config.h"
+#include "kp_limits.h"
 #include "log.h"
 
 #ifndef LANDLOCK_ACCESS_FS_REFER
@@ -479,7 +480,7 @@ int kp_sandbox_apply(const struct kp_sandbox *sb, struct kp_sandbox_report *ret_
 	if (r == 0 && !KP_SANDBOX_SANITIZED && sb->rlimit_as)
 		r = set_limit(RLIMIT_AS, sb->rlimit_as);
 	if (r == 0 && sb->change_uid)
-		r = set_limit(RLIMIT_NPROC, 256);
+		r = set_limit(RLIMIT_NPROC, KP_WORKER_NPROC);
 	if (r < 0) {
 		*ret_step = "setrlimit";
 		return r;

@@ -5,6 +5,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "kp_build_config.h"
+#include "kp_limits.h"
 #include "log.h"
 #include "sandbox.h"
 
@@ -435,6 +437,10 @@ int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
+	/* Address space is a ceiling (RLIMIT_AS): threads share a few arenas rather than
+	 * reserving 64 MiB each (kp_limits.h). */
+	if (!mallopt(M_ARENA_MAX, KP_WORKER_ARENAS_MAX))
+		kp_warn("mallopt(M_ARENA_MAX, %d) failed: threads may each reserve an arena", KP_WORKER_ARENAS_MAX);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1) {
 		kp_err("supervisor is gone; exiting");
 		return 1;

@@ -357,6 +357,7 @@ static int rtsp_start(const struct ing_camera_info *info, const struct ing_sink 
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, KP_RTSP_THREAD_STACK);
 	for (int i = 0; i < 2; i++) {
 		struct rtsp_stream *s = &drv->streams[i];
 		if (!s->url)
@@ -413,6 +414,7 @@ static int rtsp_retry_stream(struct ing_driver *drv, enum kp_stream_index idx)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, KP_RTSP_THREAD_STACK);
 	atomic_fetch_add(&drv->refs, 1);
 	pthread_t t;
 	int e = pthread_create(&t, &attr, stream_thread, s);

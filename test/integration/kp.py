@@ -56,6 +56,12 @@ def wait_for(pred, timeout, step=0.02):
         time.sleep(step)
 
 
+def sanitized():
+    """True for a build with sanitizers (where RLIMIT_AS is not applied: common/sandbox.c)."""
+    with open(os.path.join(BUILD, "meson-info", "intro-buildoptions.json")) as f:
+        return any(o["name"] == "b_sanitize" and o["value"] != "none" for o in json.load(f))
+
+
 def proc_status(pid):
     out = {}
     try:
@@ -227,6 +233,9 @@ class Keeppeek:
     def cleanup(self):
         self.stop()
         self.log.close()
+        if os.environ.get("KP_TEST_KEEP") == "1":
+            print(f"kept {self.dir} (KP_TEST_KEEP=1)", file=sys.stderr)
+            return
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -14,14 +14,13 @@ and one H.265-only test camera, [rtc] max_transcodes = 1:
 - when its last session ends the transcoder stops after KP_TRANSCODER_LINGER_MS, which
   counts as no restart."""
 import asyncio
-import json
 import os
 import re
 import signal
 import sys
 import time
 
-from kp import BUILD, WORKERS, check, metric, proc_status, run, wait_for
+from kp import WORKERS, check, metric, proc_status, run, sanitized, wait_for
 from kp_rtc import Signaling, Viewer, close_all, with_two_cameras
 
 CONFIG = """[keeppeek]
@@ -45,10 +44,6 @@ LINGER_MS = limit("KP_TRANSCODER_LINGER_MS")
 NICE = limit("KP_TRANSCODER_NICE")
 AS_BYTES = limit("KP_TRANSCODER_AS")
 
-
-def sanitized():
-    with open(os.path.join(BUILD, "meson-info", "intro-buildoptions.json")) as f:
-        return any(o["name"] == "b_sanitize" and o["value"] != "none" for o in json.load(f))
 
 
 def maps_libav(pid):

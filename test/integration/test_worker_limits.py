@@ -3,19 +3,18 @@
 recorderd/main.c, webd/main.c, rtcd/main.c: .rlimit_nofile, .rlimit_as) are the ones it
 runs with, soft and hard, read from /proc/PID/limits of the running workers (demo
 cameras): RLIMIT_NOFILE always, RLIMIT_AS unless the build has sanitizers,
-RLIMIT_CORE 0, RLIMIT_NPROC 256 when the worker runs under another uid than keeppeekd.
+RLIMIT_CORE 0, RLIMIT_NPROC KP_WORKER_NPROC (kp_limits.h) when the worker runs under
+another uid than keeppeekd.
 The kernel refuses the descriptor or the mapping one past them (EMFILE, ENOMEM).
 (rtcd's libnice thread, on a stack of KP_RTC_THREAD_STACK with a guard page below it,
 starts at the first WebRTC offer: test_rtc_session_module checks it.)"""
-import json
 import os
 import re
 import sys
 
-from kp import WORKERS, check, proc_status, run
+from kp import WORKERS, check, proc_status, run, sanitized
 
 SRC = os.environ["KP_SOURCE_ROOT"]
-BUILD = os.environ["KP_BUILD_ROOT"]
 MIB = 1024 * 1024
 
 
@@ -55,10 +54,6 @@ def proc_limits(pid):
     return out
 
 
-def sanitized():
-    with open(os.path.join(BUILD, "meson-info", "intro-buildoptions.json")) as f:
-        return any(o["name"] == "b_sanitize" and o["value"] != "none" for o in json.load(f))
-
 
 def test(make):
     defines = limits_h()
@@ -81,8 +76,9 @@ def test(make):
         check(lim["Max core file size"] == (0, 0), f"{w} runs with RLIMIT_CORE 0 ({lim['Max core file size']})")
         uid = int(proc_status(pid)["Uid"].split()[0])
         if uid != me:
-            check(lim["Max processes"] == (256, 256),
-                  f"{w} (uid {uid}) runs with RLIMIT_NPROC 256 ({lim['Max processes']})")
+            n = defines["KP_WORKER_NPROC"]
+            check(lim["Max processes"] == (n, n),
+                  f"{w} (uid {uid}) runs with RLIMIT_NPROC {n} ({lim['Max processes']})")
 
 
 if __name__ == "__main__":
