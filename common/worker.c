@@ -438,8 +438,8 @@ int kp_worker_main(const struct kp_worker_def *def, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	/* Address space is a ceiling (RLIMIT_AS): threads share a few arenas rather than
-	 * reserving 64 MiB each (kp_limits.h). */
-	if (!mallopt(M_ARENA_MAX, KP_WORKER_ARENAS_MAX))
+	 * reserving 64 MiB each (kp_limits.h). Sanitizers have their own allocator. */
+	if (!KP_SANDBOX_SANITIZED && !mallopt(M_ARENA_MAX, KP_WORKER_ARENAS_MAX))
 		kp_warn("mallopt(M_ARENA_MAX, %d) failed: threads may each reserve an arena", KP_WORKER_ARENAS_MAX);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1) {
 		kp_err("supervisor is gone; exiting");

@@ -49,7 +49,10 @@ def test(make):
     os.unlink(os.path.join(libexec, "keeppeek-rtcd"))
     kp2 = make(args=["--libexec-dir", libexec])
     kp2.expect_restarts("rtcd")
-    time.sleep(4.0)
+    # Until rtcd failed to start twice and the others run (sanitized workers start
+    # slower: wait_for stretches with KP_TEST_TIME_SCALE).
+    wait_for(lambda: (s := kp2.status()) and s["rtcd"]["consecutive_failures"] >= 2 and
+             all(s[w]["state"] == "running" for w in ("ingestd", "recorderd", "webd")), 30, 0.1)
     check(kp2.proc.poll() is None, f"keeppeekd still runs after repeated failed starts (exit {kp2.proc.poll()})")
     st = kp2.status()
     check(st and "cannot start" in st["rtcd"]["last_exit"] and st["rtcd"]["consecutive_failures"] >= 2,

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 
-from kp import TestCamera, cameras, check, run, wait_for
+from kp import TIME_SCALE, TestCamera, cameras, check, run, wait_for
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -25,7 +25,9 @@ run_dir = {dir}/run
 listen = 127.0.0.1:{port}
 """
 
-REFUSE_S = 14
+# The camera refuses for this long from its own start: long enough for three refusals
+# after keeppeekd and ingestd have started (sanitized builds start slower: scaled).
+REFUSE_S = int(14 * TIME_SCALE)
 BC = ("bc-refuse", "udp-refuse")
 SUB_FAILS = BC + ("rtsp-404",)
 

@@ -6,8 +6,8 @@ with 1,000 connections, while a client on 127.0.0.1 measures:
 - slow login body: 1,000 connections sending `POST /api/v1/login` with
   `Content-Length: 4000` and then one body byte per second, reconnecting likewise.
 During each attack `/healthz` and an authenticated route (`GET /api/v1/cameras` with a
-viewer's API token), each on a fresh connection, are answered within 100 ms at the
-95th percentile (nearest rank, at least 100 requests of each) and never fail; the
+viewer's API token), each on a fresh connection, are answered within 100 ms (times
+KP_TEST_TIME_SCALE for a sanitized build) at the 95th percentile (nearest rank, at least 100 requests of each) and never fail; the
 attacker never holds more than 64 connections at once (the per-address cap); its
 connections are refused (connections_per_address) and cut (read_timeout for heads,
 body_rate for bodies) as /metrics counts them; none is held much past the 10 s head
@@ -17,7 +17,6 @@ The attacker runs as a child process (this file with `attack MODE PORT SECONDS`)
 its own descriptor limit raised for 1,000 sockets."""
 import json
 import math
-import os
 import resource
 import selectors
 import socket
@@ -173,7 +172,8 @@ def webd_metrics(k, token):
 
 
 def run_attack(k, token, mode):
-    from kp import check
+    from kp import TIME_SCALE, check
+    target_ms = TARGET_P95_MS * TIME_SCALE
     before = webd_metrics(k, token)
     att = subprocess.Popen([sys.executable, __file__, "attack", mode, str(k.web_port), str(ATTACK_SECS)],
                            stdout=subprocess.PIPE, text=True)
@@ -206,8 +206,7 @@ def run_attack(k, token, mode):
         print(f"{mode}: {path}: {len(xs)} requests, p50 {sorted(xs)[len(xs) // 2] * 1000:.1f} ms, "
               f"p95 {q * 1000:.1f} ms, max {max(xs) * 1000:.1f} ms")
         check(len(xs) >= MIN_SAMPLES, f"{mode}: at least {MIN_SAMPLES} requests of {path} measured ({len(xs)})")
-        check(q * 1000 <= TARGET_P95_MS,
-              f"{mode}: {path} answered within {TARGET_P95_MS} ms at p95 ({q * 1000:.1f} ms)")
+        check(q * 1000 <= target_ms, f"{mode}: {path} answered within {target_ms:.0f} ms at p95 ({q * 1000:.1f} ms)")
     check(not failed, f"{mode}: every measured request answered 200 ({failed[:5]})")
     check(stats["established"] >= 2 * ATTACK_CONNS,
           f"{mode}: the attacker kept reconnecting ({stats['established']} connections made)")
