@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 /* What is recorded is AAC and Opus; the others are what cameras send that ingestd
- * converts to AAC once (docs/decisions/0012-audio-recording.md). */
+ * converts to Opus once (docs/decisions/0034-audio-conversion-to-opus.md). */
 enum kp_audio_codec {
 	KP_AUDIO_NONE = 0,
 	KP_AUDIO_AAC = 1,

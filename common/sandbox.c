@@ -287,8 +287,9 @@ static const int net_syscalls[] = {
     SCMP_SYS(bind), SCMP_SYS(listen), SCMP_SYS(accept4), SCMP_SYS(accept), SCMP_SYS(connect),
 };
 
-/* What the constructors of FFmpeg's dependency tree call when it is loaded late (ingestd's
- * module, docs/decisions/0017-ingestd-libav-module.md), seen with strace -k: libselinux
+/* What the constructors of FFmpeg's dependency tree call when it is loaded late (first
+ * seen with ingestd's module, docs/decisions/0017-ingestd-libav-module.md, gone since
+ * 0034; rtcd still asks for these), seen with strace -k: libselinux
  * looks for selinuxfs (statfs), libnuma reads and resets the memory policy, libgcrypt
  * locks its secure memory pool. Each copes with the error: no SELinux, no NUMA, "insecure"
  * memory (nothing secret is kept there by the RTSP driver or the audio converter). */

@@ -1,25 +1,31 @@
-/* Camera audio to AAC with libavcodec (see audio_conv.h). */
+/* Camera audio to Opus with libopus (see audio_conv.h). */
 #include "audio_conv.h"
 
 #include <errno.h>
-#include <libavcodec/avcodec.h>
-#include <libavutil/audio_fifo.h>
-#include <libavutil/channel_layout.h>
+#include <opus.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "audio_adpcm.h"
+#include "audio_g711.h"
+
+#define OPUS_RATE   48000
+#define FRAME_MAX   (OPUS_RATE / 1000 * ING_AUDIO_CONV_FRAME_MS) /* input samples, at 48 kHz */
+#define DECODED_MAX (2 * ING_AUDIO_CONV_UNIT_MAX)                /* ADPCM: 2 samples a byte */
 
 struct ing_audio_conv {
 	enum kp_audio_codec codec;
-	uint32_t rate, block;
-	AVCodecContext *dec, *enc;
-	AVAudioFifo *fifo;
-	AVPacket *pkt;
-	AVFrame *in, *out;
-	struct kp_audio_format fmt; /* of the AAC out */
+	uint32_t rate;
+	OpusEncoder *enc;
+	int frame;     /* input samples in 20 ms */
+	int lookahead; /* encoder's, in input samples */
+	int filled;    /* of pcm */
+	int16_t pcm[FRAME_MAX];
+	int16_t decoded[DECODED_MAX];
+	uint8_t packet[ING_AUDIO_CONV_PACKET_MAX];
 	bool anchored;
-	int64_t anchor_pts;  /* 90 kHz time of input sample 0 */
-	uint64_t in_samples; /* decoded so far */
-	int64_t next_out;    /* encoder time (samples) of the next frame fed */
+	int64_t anchor_pts;   /* 90 kHz time of input sample 0 */
+	uint64_t in_samples;  /* decoded so far */
+	uint64_t out_samples; /* input samples encoded so far (whole frames) */
 };
 
 void ing_audio_conv_free(struct ing_audio_conv **cp)
@@ -27,63 +33,25 @@ void ing_audio_conv_free(struct ing_audio_conv **cp)
 	struct ing_audio_conv *c = *cp;
 	if (!c)
 		return;
-	avcodec_free_context(&c->dec);
-	avcodec_free_context(&c->enc);
-	av_audio_fifo_free(c->fifo);
-	av_packet_free(&c->pkt);
-	av_frame_free(&c->in);
-	av_frame_free(&c->out);
+	if (c->enc)
+		opus_encoder_destroy(c->enc);
 	free(c);
 	*cp = NULL;
 }
 
-static int open_decoder(struct ing_audio_conv *c, const char **why)
+static bool opus_rate(uint32_t r)
 {
-	enum AVCodecID id = c->codec == KP_AUDIO_ADPCM_IMA ? AV_CODEC_ID_ADPCM_IMA_WAV
-			    : c->codec == KP_AUDIO_PCMU    ? AV_CODEC_ID_PCM_MULAW
-							   : AV_CODEC_ID_PCM_ALAW;
-	const AVCodec *d = avcodec_find_decoder(id);
-	if (!d || !(c->dec = avcodec_alloc_context3(d))) {
-		*why = "no decoder for the camera's audio";
-		return -ENOSYS;
-	}
-	c->dec->sample_rate = (int)c->rate;
-	av_channel_layout_default(&c->dec->ch_layout, 1);
-	c->dec->block_align = (int)c->block;
-	c->dec->bits_per_coded_sample = c->codec == KP_AUDIO_ADPCM_IMA ? 4 : 8;
-	if (avcodec_open2(c->dec, d, NULL) < 0) {
-		*why = "opening the audio decoder failed";
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int open_encoder(struct ing_audio_conv *c, const char **why)
-{
-	const AVCodec *e = avcodec_find_encoder(AV_CODEC_ID_AAC);
-	if (!e || !(c->enc = avcodec_alloc_context3(e))) {
-		*why = "no AAC encoder";
-		return -ENOSYS;
-	}
-	c->enc->sample_rate = (int)c->rate;
-	av_channel_layout_default(&c->enc->ch_layout, 1);
-	c->enc->sample_fmt = AV_SAMPLE_FMT_FLTP;
-	c->enc->bit_rate = ING_AUDIO_CONV_BITRATE;
-	c->enc->time_base = (AVRational){1, (int)c->rate};
-	c->enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-	if (avcodec_open2(c->enc, e, NULL) < 0 || c->enc->frame_size <= 0 || !c->enc->extradata ||
-	    kp_aac_config_parse(c->enc->extradata, (size_t)c->enc->extradata_size, &c->fmt) < 0) {
-		*why = "opening the AAC encoder failed";
-		return -EINVAL;
-	}
-	c->fmt.frame_samples = (uint32_t)c->enc->frame_size;
-	return 0;
+	return r == 8000 || r == 12000 || r == 16000 || r == 24000 || r == 48000;
 }
 
 static int conv_new(const struct kp_audio_unit *in, struct ing_audio_conv **ret, const char **why)
 {
-	if (in->fmt.channels != 1 || !in->fmt.rate || in->fmt.rate > 48000) {
-		*why = "only mono audio up to 48 kHz is converted";
+	if (in->fmt.codec != KP_AUDIO_ADPCM_IMA && in->fmt.codec != KP_AUDIO_PCMU && in->fmt.codec != KP_AUDIO_PCMA) {
+		*why = "no decoder for the camera's audio codec";
+		return -EPROTONOSUPPORT;
+	}
+	if (in->fmt.channels != 1 || !opus_rate(in->fmt.rate)) {
+		*why = "Opus takes mono audio at 8000, 12000, 16000, 24000 or 48000 Hz only";
 		return -EPROTONOSUPPORT;
 	}
 	struct ing_audio_conv *c = calloc(1, sizeof *c);
@@ -93,90 +61,64 @@ static int conv_new(const struct kp_audio_unit *in, struct ing_audio_conv **ret,
 	}
 	c->codec = in->fmt.codec;
 	c->rate = in->fmt.rate;
-	c->block = c->codec == KP_AUDIO_ADPCM_IMA ? (uint32_t)in->len : 1;
-	int r = open_decoder(c, why);
-	if (r == 0)
-		r = open_encoder(c, why);
-	if (r == 0) {
-		c->fifo = av_audio_fifo_alloc(AV_SAMPLE_FMT_FLTP, 1, c->enc->frame_size * 4);
-		c->pkt = av_packet_alloc();
-		c->in = av_frame_alloc();
-		c->out = av_frame_alloc();
-		if (!c->fifo || !c->pkt || !c->in || !c->out) {
-			*why = "out of memory";
-			r = -ENOMEM;
-		}
-	}
-	if (r < 0) {
+	c->frame = (int)(c->rate / 1000 * ING_AUDIO_CONV_FRAME_MS);
+	int e;
+	c->enc = opus_encoder_create((opus_int32)c->rate, 1, OPUS_APPLICATION_AUDIO, &e);
+	opus_int32 la = 0;
+	if (!c->enc || e != OPUS_OK || opus_encoder_ctl(c->enc, OPUS_SET_BITRATE(ING_AUDIO_CONV_BITRATE)) != OPUS_OK ||
+	    opus_encoder_ctl(c->enc, OPUS_GET_LOOKAHEAD(&la)) != OPUS_OK || la < 0 || la >= c->frame) {
+		*why = e == OPUS_ALLOC_FAIL ? "out of memory" : "opening the Opus encoder failed";
 		ing_audio_conv_free(&c);
-		return r;
+		return e == OPUS_ALLOC_FAIL ? -ENOMEM : -EIO;
 	}
+	c->lookahead = (int)la;
 	*ret = c;
 	return 0;
 }
 
-/* The decoded samples of c->in (16-bit, one channel) as floats into the FIFO. */
-static int collect(struct ing_audio_conv *c)
+/* The decoded samples of one unit into c->decoded: their count, or a negative errno. */
+static int decode(struct ing_audio_conv *c, const struct kp_audio_unit *in, const char **why)
 {
-	int n = c->in->nb_samples;
-	if (c->in->format != AV_SAMPLE_FMT_S16 && c->in->format != AV_SAMPLE_FMT_S16P)
-		return -EPROTONOSUPPORT;
-	float buf[1024];
-	const int16_t *s = (const int16_t *)c->in->data[0];
-	for (int at = 0; at < n;) {
-		int k = n - at < 1024 ? n - at : 1024;
-		for (int i = 0; i < k; i++)
-			buf[i] = (float)s[at + i] / 32768.0f;
-		void *planes[1] = {buf};
-		if (av_audio_fifo_write(c->fifo, planes, k) < k)
-			return -ENOMEM;
-		at += k;
-	}
-	c->in_samples += (uint64_t)n;
-	return 0;
+	if (c->codec == KP_AUDIO_ADPCM_IMA)
+		return ing_adpcm_decode_block(in->data, in->len, c->decoded, DECODED_MAX, why);
+	ing_g711_decode(in->data, in->len, c->decoded, c->codec == KP_AUDIO_PCMA);
+	return (int)in->len;
 }
 
-static void drain(struct ing_audio_conv *c, int64_t wall_us, ing_audio_out out, void *arg)
+/* Encodes c->pcm (one whole frame) and sends the packet. Its time: that of the frame's
+ * first input sample, less the lookahead (audio_conv.h), on the 90 kHz clock. */
+static int encode(struct ing_audio_conv *c, int64_t wall_us, ing_audio_out out, void *arg, const char **why)
 {
-	while (avcodec_receive_packet(c->enc, c->pkt) == 0) {
-		struct kp_audio_unit au = {
-		    .fmt = c->fmt,
-		    .pts_90k = c->anchor_pts + c->pkt->pts * 90000 / (int64_t)c->rate,
-		    .wall_us = wall_us,
-		    .data = c->pkt->data,
-		    .len = (size_t)c->pkt->size,
-		};
-		out(arg, &au);
-		av_packet_unref(c->pkt);
+	opus_int32 n = opus_encode(c->enc, c->pcm, c->frame, c->packet, (opus_int32)sizeof c->packet);
+	if (n < 0) {
+		*why = opus_strerror(n);
+		return -EIO;
 	}
-}
-
-static int encode(struct ing_audio_conv *c, int64_t wall_us, ing_audio_out out, void *arg)
-{
-	int fs = c->enc->frame_size;
-	while (av_audio_fifo_size(c->fifo) >= fs) {
-		av_frame_unref(c->out);
-		c->out->nb_samples = fs;
-		c->out->format = AV_SAMPLE_FMT_FLTP;
-		c->out->sample_rate = (int)c->rate;
-		av_channel_layout_default(&c->out->ch_layout, 1);
-		if (av_frame_get_buffer(c->out, 0) < 0 || av_audio_fifo_read(c->fifo, (void **)c->out->data, fs) < fs)
-			return -ENOMEM;
-		c->out->pts = c->next_out;
-		c->next_out += fs;
-		if (avcodec_send_frame(c->enc, c->out) < 0)
-			return -EINVAL;
-		drain(c, wall_us, out, arg);
-	}
+	int64_t first = (int64_t)c->out_samples - c->lookahead;
+	c->out_samples += (uint64_t)c->frame;
+	c->filled = 0;
+	if (n <= 1) /* DTX: nothing to send (never asked for here, but libopus may) */
+		return 0;
+	struct kp_audio_unit au = {
+	    .fmt = {.codec = KP_AUDIO_OPUS, .rate = OPUS_RATE, .channels = 1, .frame_samples = FRAME_MAX},
+	    .pts_90k = c->anchor_pts + first * 90000 / (int64_t)c->rate,
+	    .wall_us = wall_us,
+	    .data = c->packet,
+	    .len = (size_t)n,
+	};
+	out(arg, &au);
 	return 0;
 }
 
 int ing_audio_conv_push(struct ing_audio_conv **cp, const struct kp_audio_unit *in, ing_audio_out out, void *arg,
 			const char **ret_reason)
 {
+	if (in->len > ING_AUDIO_CONV_UNIT_MAX) {
+		*ret_reason = "audio unit larger than 8192 bytes";
+		return -EMSGSIZE;
+	}
 	struct ing_audio_conv *c = *cp;
-	if (c && (c->codec != in->fmt.codec || c->rate != in->fmt.rate ||
-		  (c->codec == KP_AUDIO_ADPCM_IMA && c->block != in->len)))
+	if (c && (c->codec != in->fmt.codec || c->rate != in->fmt.rate))
 		ing_audio_conv_free(cp);
 	if (!*cp) {
 		int r = conv_new(in, cp, ret_reason);
@@ -184,6 +126,9 @@ int ing_audio_conv_push(struct ing_audio_conv **cp, const struct kp_audio_unit *
 			return r;
 	}
 	c = *cp;
+	int n = decode(c, in, ret_reason);
+	if (n < 0)
+		return n;
 	/* Where the run expects this unit; too far off (lost audio, a new run): move it. */
 	int64_t expect = c->anchor_pts + (int64_t)(c->in_samples * 90000 / c->rate);
 	int64_t off = in->pts_90k - expect;
@@ -191,28 +136,18 @@ int ing_audio_conv_push(struct ing_audio_conv **cp, const struct kp_audio_unit *
 		c->anchor_pts += off;
 		c->anchored = true;
 	}
-	if (av_new_packet(c->pkt, (int)in->len) < 0) {
-		*ret_reason = "out of memory";
-		return -ENOMEM;
-	}
-	memcpy(c->pkt->data, in->data, in->len);
-	int r = avcodec_send_packet(c->dec, c->pkt);
-	av_packet_unref(c->pkt);
-	if (r < 0) {
-		*ret_reason = "the camera's audio does not decode";
-		return -EBADMSG;
-	}
-	while ((r = avcodec_receive_frame(c->dec, c->in)) == 0) {
-		r = collect(c);
-		av_frame_unref(c->in);
-		if (r < 0) {
-			*ret_reason = "decoded audio in an unexpected sample format";
-			return r;
+	c->in_samples += (uint64_t)n;
+	for (int at = 0; at < n;) {
+		int k = c->frame - c->filled < n - at ? c->frame - c->filled : n - at;
+		for (int i = 0; i < k; i++)
+			c->pcm[c->filled + i] = c->decoded[at + i];
+		c->filled += k;
+		at += k;
+		if (c->filled == c->frame) {
+			int r = encode(c, in->wall_us, out, arg, ret_reason);
+			if (r < 0)
+				return r;
 		}
-	}
-	if (encode(c, in->wall_us, out, arg) < 0) {
-		*ret_reason = "encoding AAC failed";
-		return -EINVAL;
 	}
 	return 0;
 }

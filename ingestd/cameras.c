@@ -3,7 +3,7 @@
  * exponential reconnect backoff per camera and, for a stream that fails alone while the
  * session lives on, per stream; per-stream state and counters, and the IPC out: access
  * units to recorderd and rtcd, the main stream's audio units (when the camera's audio is
- * on; AAC as it comes, the rest converted once by audio_conv.c) and motion events to
+ * on; AAC and Opus as they come, the rest converted once to Opus by audio_conv.c) and motion events to
  * recorderd, StreamState to the
  * supervisor. */
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libav_module.h"
+#include "audio_conv.h"
 #include "cameras.h"
 #include "config.h"
 #include "kp_limits.h"
@@ -64,7 +64,8 @@ struct ing_camera {
 	uint32_t reconnects;
 	uint64_t events;
 	uint64_t audio_seq, audio_rejected, audio_rtcd_rejected, audio_conv_failed;
-	struct ing_audio_conv *audio_conv; /* ADPCM or G.711 to AAC, made on first use */
+	bool audio_unsupported_logged;     /* audio Opus cannot take: said once a connection */
+	struct ing_audio_conv *audio_conv; /* ADPCM or G.711 to Opus, made on first use */
 	unsigned failures;                 /* in a row, for the backoff */
 	bool last_failure_auth;
 	bool failed; /* a failure is being handled */
@@ -296,9 +297,18 @@ static void stream_audio_unit(void *ctx, const struct kp_audio_unit *au)
 		return;
 	}
 	const char *why;
-	if (ing_libav_audio_push(&cam->audio_conv, au, send_audio, cam, &why) < 0 &&
-	    cam->audio_conv_failed++ % 250 == 0)
-		kp_warn("%s/main: camera audio not converted to AAC (%llu units so far): %s", cam->conf.name,
+	int r = ing_audio_conv_push(&cam->audio_conv, au, send_audio, cam, &why);
+	if (r == -EPROTONOSUPPORT) {
+		if (!cam->audio_unsupported_logged)
+			kp_err("%s/main: camera audio (%s, %u Hz, %u channels) not recorded: %s", cam->conf.name,
+			       au->fmt.codec == KP_AUDIO_ADPCM_IMA ? "IMA ADPCM"
+			       : au->fmt.codec == KP_AUDIO_PCMU    ? "G.711 mu-law"
+			       : au->fmt.codec == KP_AUDIO_PCMA    ? "G.711 A-law"
+								   : "unknown codec",
+			       au->fmt.rate, au->fmt.channels, why);
+		cam->audio_unsupported_logged = true;
+	} else if (r < 0 && cam->audio_conv_failed++ % 250 == 0)
+		kp_warn("%s/main: camera audio not converted to Opus (%llu units so far): %s", cam->conf.name,
 			(unsigned long long)cam->audio_conv_failed, why);
 }
 
@@ -423,7 +433,8 @@ static void camera_failed(void *ctx, bool auth_failed, const char *reason)
 			set_state(cam, s, st, reason);
 	cam->last_failure_auth = auth_failed;
 	cam->failed = true;
-	ing_libav_audio_free(&cam->audio_conv); /* the next connection's audio is a new run */
+	ing_audio_conv_free(&cam->audio_conv); /* the next connection's audio is a new run */
+	cam->audio_unsupported_logged = false;
 	uv_timer_start(&cam->timer, on_timer, 0, 0);
 }
 
@@ -478,7 +489,7 @@ static void remove_camera(struct ing_camera *cam)
 		cam->ops->stop(cam->drv);
 	cam->drv = NULL;
 	cam->failed = true; /* ignore anything late */
-	ing_libav_audio_free(&cam->audio_conv);
+	ing_audio_conv_free(&cam->audio_conv);
 	uv_timer_t *timers[] = {&cam->timer, &cam->streams[0].retry_timer, &cam->streams[1].retry_timer};
 	for (unsigned i = 0; i < 3; i++) {
 		timers[i]->data = cam;

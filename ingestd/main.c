@@ -5,7 +5,6 @@
 
 #include "cameras.h"
 #include "discover.h"
-#include "libav_module.h"
 #include "probe.h"
 #include "kp_limits.h"
 #include "sandbox.h"
@@ -49,8 +48,7 @@ static void on_supervisor_request(struct kp_worker *w, const kp_Envelope *env)
 		ing_probe(w, &env->msg.camera_test);
 }
 
-/* Not const: read_path is where the FFmpeg module is, known at run time. */
-static struct kp_worker_def ingestd = {
+static const struct kp_worker_def ingestd = {
     .name = "ingestd",
     .self = kp_Peer_PEER_INGESTD,
     .peers = {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_RTCD},
@@ -58,7 +56,7 @@ static struct kp_worker_def ingestd = {
     .fs = KP_WORKER_FS_NONE,
     .rlimit_as = 1024ull * KP_MIB,
     .rlimit_nofile = 2048,
-    .syscalls = KP_SYSCALLS_NET | KP_SYSCALLS_LATE_LIBS,
+    .syscalls = KP_SYSCALLS_NET,
     .on_config_item = on_config_item,
     .on_configured = on_configured,
     .on_health = on_health,
@@ -72,6 +70,5 @@ int main(int argc, char **argv)
 	 * inside OpenSSL (Digest's MD5 for TEARDOWN, TLS) when the process exits: OpenSSL's
 	 * own atexit clean-up would free what they use. The kernel frees it instead. */
 	OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
-	ingestd.read_path = ing_libav_locate();
 	return kp_worker_main(&ingestd, argc, argv);
 }

@@ -1,7 +1,7 @@
 /* A Baichuan main stream's audio (BAICHUAN.md section 5: "05wb"/"15wb" records holding
  * ADTS frames, "01wb" records holding one DVI-4 ADPCM block, 8 kHz mono; neither with a
  * timestamp of its own) to audio units on the video's 90 kHz clock (ADPCM blocks as
- * they come: ingestd's core converts them to AAC, audio_conv.h). The records come in the camera's mux order, so an
+ * they come: ingestd's core converts them to Opus, audio_conv.h). The records come in the camera's mux order, so an
  * audio run is anchored where the video stands when its first frame arrives (the last video frame's time plus the time
  * since it arrived, at most BC_AUDIO_MUX_SLACK_MS) and then advances by the samples each frame holds, as neolink times
  * them (src/rtsp/factory.rs: the AAC duration added per record). A run is anchored again when the format changes or it

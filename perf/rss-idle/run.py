@@ -10,7 +10,8 @@ Anonymous, Pss_Anon, Pss_File) of keeppeekd and each child, and once /proc/PID/s
 rtcd summed per mapping and grouped by the library family that maps it (rtcd's libraries
 come from libnice, OpenSSL and libsrtp2, each with its own dependency tree), and of
 ingestd the part mapped by its FFmpeg module (keeppeek-ingestd-libav.so, the audio
-converter) and the libraries only the module needs (`ldd` of the module less `ldd` of
+converter until decision 0034; a build without the module has none: 0) and the libraries
+only the module needs (`ldd` of the module less `ldd` of
 ingestd; memory FFmpeg allocates is anonymous and not in it). Figures are
 nearest-rank p50/p95 per process over all samples of a build. Checks (work really done):
 keeppeekd and its four workers present in every sample with the same pids (no restart),

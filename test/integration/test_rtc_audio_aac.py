@@ -3,11 +3,13 @@
 an independent peer with its own Opus decoder) through webd's /api/v1/rtc with the real
 supervisor. Camera "aac" is an RTSP test camera whose main stream carries AAC (RFC 3640,
 the tone of test/fixtures' audio.aac); camera "adpcm" is a Baichuan test camera sending
-DVI-4 ADPCM (BAICHUAN.md, converted to AAC by ingestd, decision 0012).
+DVI-4 ADPCM (BAICHUAN.md, converted to Opus by ingestd, decision 0034).
 * Live: two viewers of "aac" hear the tone (Opus sendonly, decoded peak above silence)
-  through one shared AAC -> Opus job; a viewer of "adpcm" hears it too.
+  through one shared AAC -> Opus job; a viewer of "adpcm" hears it too, with no job (rtcd
+  passes ingestd's Opus through): one audio job in all.
 * Playback of the AAC recording: heard at rate 1, silent while paused, heard again.
-* SIGKILL to the transcoder: the sessions stay open and their video goes on; the sound
+* SIGKILL to the transcoder: the sessions stay open and their video goes on; the
+  "adpcm" viewer's sound goes on (it never went through the transcoder); the sound of the others
   comes back once the transcoder is started again (the job reopened after
   RTC_AUDIO_REOPEN_MS), and /metrics counts the lost job; keeppeekctl status shows one
   transcoder restart and none for the four workers.
@@ -58,7 +60,8 @@ async def scenario(kp, token, admin, t0):
         await heard(a2, "live AAC, second viewer")
         await heard(b, "live Baichuan ADPCM")
         jobs = metric(kp, admin, 'keeppeek_transcoder_jobs{kind="audio"}')
-        check(jobs == 2, f"one AAC -> Opus job per camera, shared by its viewers ({jobs})")
+        check(jobs == 1, f"one AAC -> Opus job, shared by the AAC camera's viewers; none for the ADPCM camera, "
+              f"whose audio ingestd makes Opus ({jobs})")
 
         p = kp_rtc.Viewer(sig, "pb-aac", "aac", stream="main", mode="playback", at_ms=t0 + 1000, audio=True)
         await p.open()
@@ -78,6 +81,7 @@ async def scenario(kp, token, admin, t0):
         os.kill(tx["pid"], signal.SIGKILL)
         check(wait_for(lambda: (metric(kp, admin, "keeppeek_rtc_audio_transcode_lost_total") or 0) >= 1, 10),
               "the lost AAC -> Opus jobs are counted")
+        check(await audio_grows(b, 5), "the ADPCM camera's sound goes on without the transcoder")
         frames = a1.frames
         check(await a1.playing(more_than=frames + 25), "the live session's video goes on")
         check(await audio_grows(a1, 15), "live sound comes back with the next transcoder")

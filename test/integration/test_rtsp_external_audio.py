@@ -2,7 +2,7 @@
 (rtsp_external_server.py) serves the H.264 fixture with a live tone, AAC through
 rtpmp4gpay (RFC 3640) on one camera and G.711 mu-law through rtppcmupay on another,
 timed by GStreamer's own clock and RTCP sender reports. Each recording file has an H.264
-and an AAC stream, decodes with `ffmpeg -v error` without a message, its audio starts
+and an AAC stream (the G.711 camera's: Opus, converted by ingestd, decision 0034), decodes with `ffmpeg -v error` without a message, its audio starts
 within two audio frames after the video's first keyframe (the tone never stops, so the
 first frame recorded is the one at or after it) and ends at most two audio frames and
 one video frame before the video. No worker restarts."""
@@ -21,8 +21,10 @@ run_dir = {dir}/run
 [web]
 listen = 127.0.0.1:{port}
 """
-# One AAC frame: 16 kHz as GStreamer sends it; G.711 converted by ingestd at 8 kHz.
-FRAME = {"aac": 1024 / 16000, "pcmu": 1024 / 8000}
+# One audio frame: AAC at 16 kHz as GStreamer sends it; G.711 converted by ingestd to
+# Opus, 20 ms packets (960 samples of the 48 kHz timescale).
+FRAME = {"aac": 1024 / 16000, "pcmu": 960 / 48000}
+CODEC = {"aac": "aac", "pcmu": "opus"}
 
 
 def serve(audio, port):
@@ -63,8 +65,8 @@ def test(make):
             check(files, f"gst-{audio}: recordings exist")
             for path in files:
                 s = probe(path)
-                check([(x["codec_type"], x["codec_name"]) for x in s] == [("video", "h264"), ("audio", "aac")],
-                      f"gst-{audio}: {os.path.basename(path)} has an H.264 and an AAC stream: {s}")
+                check([(x["codec_type"], x["codec_name"]) for x in s] == [("video", "h264"), ("audio", CODEC[audio])],
+                      f"gst-{audio}: {os.path.basename(path)} has an H.264 and an {CODEC[audio]} stream: {s}")
                 r = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-"],
                                    capture_output=True, text=True)
                 check(r.returncode == 0 and not r.stderr.strip(), f"{path} decodes without a message: {r.stderr[:500]}")
@@ -76,9 +78,9 @@ def test(make):
                 check(-0.005 <= off <= 2 * f + 0.005,
                       f"gst-{audio}: audio starts {off * 1000:.1f} ms after the video (within two frames, "
                       f"{2 * f * 1000:.0f} ms)")
-                # The end: the converter (G.711 -> AAC) holds up to one partial frame and
-                # the encoder's one frame of look-ahead when recorderd closes the file, so
-                # the audio may end two frames (and one video frame) before the video;
+                # The end: the converter (G.711 -> Opus) holds up to one partial frame
+                # when recorderd closes the file, and the sender's packets may straddle
+                # it, so the audio may end two frames (and one video frame) before the video;
                 # its last frame, started before the video's end, runs past it by less
                 # than a frame (and a video frame).
                 vend = float(v["start_time"]) + float(v["duration"])

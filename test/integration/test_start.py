@@ -11,8 +11,8 @@
    (it is loaded at the first webhook, test_webhooks).
 3. ingestd, with only a Baichuan camera configured, maps no FFmpeg library; a camera test of an
    rtsp:// URL runs ingestd's own RTSP client (decision 0030) and still maps none; ingestd
-   answers the test and does not restart. (The module keeppeek-ingestd-libav.so is loaded into
-   a confined ingestd by G.711 conversion: test_audio_record.)"""
+   answers the test and does not restart. (ingestd links and loads no FFmpeg at all since
+   decision 0034; test_audio_record checks it while converting ADPCM and G.711 to Opus.)"""
 import os
 import signal
 import socket
@@ -27,7 +27,7 @@ from kp import check, run, wait_for
 def ffmpeg_mapped(pid):
     with open(f"/proc/{pid}/maps") as f:
         maps = f.read()
-    return {lib for lib in ("libavformat", "libavcodec", "libavutil", "keeppeek-ingestd-libav") if lib in maps}
+    return {lib for lib in ("libavformat", "libavcodec", "libavutil", "libswresample") if lib in maps}
 
 
 class Prober(threading.Thread):
@@ -125,7 +125,7 @@ def test(make):
           f"while webd restarts no connection is refused ({probe.refused} of {probe.attempts}; the new webd "
           f"answers: {answered})")
 
-    # 3. FFmpeg only when needed.
+    # 3. No FFmpeg in ingestd.
     check(wait_for(lambda: (kp.cameras(k) or {}).get("c1", {}).get("streams", [{}])[0].get("state") == "streaming",
                    20, 0.2), "the Baichuan camera streams")
     ing = k.status()["ingestd"]["pid"]
