@@ -394,6 +394,7 @@ static void login(struct supervisor *s, struct proc *p, const kp_AuthRequest *re
 	struct job *j = calloc(1, sizeof *j);
 	if (!j) {
 		refuse(rep, "the server is out of memory; try again", 1000);
+		rep->busy = true;
 		reply(s, p->pid, rep);
 		return;
 	}
@@ -410,6 +411,7 @@ static void login(struct supervisor *s, struct proc *p, const kp_AuthRequest *re
 	if (job_submit(s, j) < 0) {
 		kp_warn("auth: %d logins are waiting for password checks; refusing one", HASH_QUEUE_MAX);
 		refuse(rep, "the server is busy checking other logins; try again", 1000);
+		rep->busy = true;
 		reply(s, p->pid, rep);
 	}
 }

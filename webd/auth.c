@@ -372,9 +372,11 @@ static void on_login_reply(void *arg, struct kp_ipc_frame *f)
 	}
 	const kp_AuthReply *a = &f->env->msg.auth_reply;
 	if (!a->ok) {
-		if (a->retry_after_ms) {
-			char extra[48];
-			snprintf(extra, sizeof extra, "Retry-After: %u\r\n", (a->retry_after_ms + 999) / 1000);
+		char extra[48];
+		snprintf(extra, sizeof extra, "Retry-After: %u\r\n", (a->retry_after_ms + 999) / 1000);
+		if (a->busy) {
+			web_reply_error_extra(r, 503, "busy", extra, "%s", a->error);
+		} else if (a->retry_after_ms) {
 			static const char body[] = "{\"error\":\"too many failed sign-ins: wait\",\"code\":\"slowed\"}";
 			web_reply(r, 429, "application/json", body, sizeof body - 1, extra);
 		} else {

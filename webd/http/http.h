@@ -163,6 +163,9 @@ void web_reply(struct web_req *r, int status, const char *content_type, const vo
 /* {"error": message, "code": code} with that status. */
 void web_reply_error(struct web_req *r, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with extra header lines ("Retry-After: 1\r\n"). */
+void web_reply_error_extra(struct web_req *r, int status, const char *code, const char *extra, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* A streamed answer: begin with the total length (chunked when unknown: UINT64_MAX),
  * then pieces in order (bytes copied, or a byte range of a descriptor, which the stream

@@ -180,16 +180,30 @@ static void json_escape(char *o, size_t cap, const char *s)
 	o[n] = 0;
 }
 
-void web_reply_error(struct web_req *r, int status, const char *code, const char *fmt, ...)
+static void reply_error_v(struct web_req *r, int status, const char *code, const char *extra, const char *fmt,
+			  va_list ap)
 {
 	char msg[400], esc[1000], body[1200];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	json_escape(esc, sizeof esc, msg);
 	int n = snprintf(body, sizeof body, "{\"error\":\"%s\",\"code\":\"%s\"}", esc, code);
-	web_reply(r, status, "application/json", body, (size_t)n, NULL);
+	web_reply(r, status, "application/json", body, (size_t)n, extra);
+}
+
+void web_reply_error(struct web_req *r, int status, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	reply_error_v(r, status, code, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void web_reply_error_extra(struct web_req *r, int status, const char *code, const char *extra, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	reply_error_v(r, status, code, extra, fmt, ap);
+	va_end(ap);
 }
 
 void conn_reply_error_close(struct conn *c, int status, const char *code, const char *msg, const char *extra)
