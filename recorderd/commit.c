@@ -179,7 +179,8 @@ static int commit_running(struct rec_committer *c)
 	/* Keep the items (their files are intact): they go first into the next batch. */
 	pthread_mutex_lock(&c->lock);
 	if (grow(b, b->n + c->open.n) == 0) {
-		memcpy(b->items + b->n, c->open.items, c->open.n * sizeof *b->items);
+		if (c->open.n) /* an empty batch may have no array yet */
+			memcpy(b->items + b->n, c->open.items, c->open.n * sizeof *b->items);
 		b->n += c->open.n;
 		struct batch t = c->open;
 		c->open = *b;
