@@ -6,9 +6,9 @@
 /* The IMA ADPCM tables (IMA Digital Audio Focus and Technical Working Groups, "Recommended
  * Practices for Enhancing Digital Audio Compatibility in Multimedia Systems", 1992), as
  * libavcodec's adpcm_data.c has them. */
-static const int8_t index_table[16] = {-1, -1, -1, -1, 2, 4, 6, 8, -1, -1, -1, -1, 2, 4, 6, 8};
+const int8_t ing_adpcm_index_table[16] = {-1, -1, -1, -1, 2, 4, 6, 8, -1, -1, -1, -1, 2, 4, 6, 8};
 
-static const int16_t step_table[ING_ADPCM_STEP_INDEX_MAX + 1] = {
+const int16_t ing_adpcm_step_table[ING_ADPCM_STEP_INDEX_MAX + 1] = {
     7,    8,     9,     10,    11,    12,    13,    14,    16,    17,    19,    21,    23,    25,   28,
     31,   34,    37,    41,    45,    50,    55,    60,    66,    73,    80,    88,    97,    107,  118,
     130,  143,   157,   173,   190,   209,   230,   253,   279,   307,   337,   371,   408,   449,  494,
@@ -24,11 +24,11 @@ size_t ing_adpcm_block_samples(size_t len)
 /* One nibble: the new predictor (returned and kept) and step index. */
 static int16_t expand(int *predictor, int *index, unsigned nibble)
 {
-	int step = step_table[*index];
+	int step = ing_adpcm_step_table[*index];
 	int diff = ((2 * (int)(nibble & 7u) + 1) * step) >> 3;
 	int p = (nibble & 8u) ? *predictor - diff : *predictor + diff;
 	p = p < INT16_MIN ? INT16_MIN : p > INT16_MAX ? INT16_MAX : p;
-	int i = *index + index_table[nibble & 15u];
+	int i = *index + ing_adpcm_index_table[nibble & 15u];
 	*index = i < 0 ? 0 : i > ING_ADPCM_STEP_INDEX_MAX ? ING_ADPCM_STEP_INDEX_MAX : i;
 	*predictor = p;
 	return (int16_t)p;

@@ -23,6 +23,11 @@
 #define ING_ADPCM_HEADER         4
 #define ING_ADPCM_STEP_INDEX_MAX 88
 
+/* The IMA tables (index moves per nibble, step per index), shared with the encoder of
+ * the converter's unit test. */
+extern const int8_t ing_adpcm_index_table[16];
+extern const int16_t ing_adpcm_step_table[ING_ADPCM_STEP_INDEX_MAX + 1];
+
 /* Samples a block of len bytes decodes to; 0 for one shorter than its header. */
 size_t ing_adpcm_block_samples(size_t len);
 

@@ -13,6 +13,7 @@
 #include <opus.h>
 #include <stdio.h>
 
+#include "audio_adpcm.h"
 #include "audio_conv.h"
 #include "audio_g711.h"
 #include "test.h"
@@ -70,19 +71,11 @@ static uint8_t g711_encode(int16_t s, int alaw)
 	return best;
 }
 
-/* IMA ADPCM encoder (the IMA reference's quantizer, the decoder's reconstruction). */
-static const int ima_index[16] = {-1, -1, -1, -1, 2, 4, 6, 8, -1, -1, -1, -1, 2, 4, 6, 8};
-static const int ima_step[89] = {
-    7,    8,     9,     10,    11,    12,    13,    14,    16,    17,    19,    21,    23,    25,   28,
-    31,   34,    37,    41,    45,    50,    55,    60,    66,    73,    80,    88,    97,    107,  118,
-    130,  143,   157,   173,   190,   209,   230,   253,   279,   307,   337,   371,   408,   449,  494,
-    544,  598,   658,   724,   796,   876,   963,   1060,  1166,  1282,  1411,  1552,  1707,  1878, 2066,
-    2272, 2499,  2749,  3024,  3327,  3660,  4026,  4428,  4871,  5358,  5894,  6484,  7132,  7845, 8630,
-    9493, 10442, 11487, 12635, 13899, 15289, 16818, 18500, 20350, 22385, 24623, 27086, 29794, 32767};
-
+/* IMA ADPCM encoder (the IMA reference's quantizer, the decoder's reconstruction and
+ * tables). */
 static unsigned ima_nibble(int *pred, int *idx, int s)
 {
-	int step = ima_step[*idx], diff = s - *pred;
+	int step = ing_adpcm_step_table[*idx], diff = s - *pred;
 	unsigned nib = 0;
 	if (diff < 0) {
 		nib = 8;
@@ -93,11 +86,11 @@ static unsigned ima_nibble(int *pred, int *idx, int s)
 			nib |= bit;
 			diff -= step;
 		}
-	step = ima_step[*idx];
+	step = ing_adpcm_step_table[*idx];
 	int d = ((2 * (int)(nib & 7) + 1) * step) >> 3;
 	int p = (nib & 8) ? *pred - d : *pred + d;
 	*pred = p < -32768 ? -32768 : p > 32767 ? 32767 : p;
-	int i = *idx + ima_index[nib];
+	int i = *idx + ing_adpcm_index_table[nib];
 	*idx = i < 0 ? 0 : i > 88 ? 88 : i;
 	return nib;
 }
