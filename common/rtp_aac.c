@@ -93,7 +93,7 @@ int rtp_aac_push(struct rtp_aac *a, const uint8_t *payload, size_t len, bool mar
 			*ret_reason = "AAC fragments shorter than their access unit at the marker";
 			return -EBADMSG;
 		}
-		fn(arg, a->frag, a->frag_size, 0);
+		fn(arg, a->frag, a->frag_size, 0, 1);
 		return 0;
 	}
 	size_t off = 0;
@@ -107,7 +107,7 @@ int rtp_aac_push(struct rtp_aac *a, const uint8_t *payload, size_t len, bool mar
 			return -EMSGSIZE;
 		}
 		if (sizes[k])
-			fn(arg, data + off, sizes[k], k);
+			fn(arg, data + off, sizes[k], k, n);
 		off += sizes[k];
 	}
 	return 0;

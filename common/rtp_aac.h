@@ -25,8 +25,9 @@ struct rtp_aac {
 /* size_len 1..16, index_len and delta_len 0..8 (RFC 3640 4.1). 0 or -EINVAL. */
 int rtp_aac_init(struct rtp_aac *a, unsigned size_len, unsigned index_len, unsigned delta_len);
 
-/* One access unit of a packet: k-th in it (its time is the packet's plus k frames). */
-typedef void (*rtp_aac_fn)(void *arg, const uint8_t *au, size_t len, unsigned k);
+/* One access unit of a packet: k-th of the n it carries (its time is the packet's plus k
+ * frames; the packet's samples end n frames after the packet's time). */
+typedef void (*rtp_aac_fn)(void *arg, const uint8_t *au, size_t len, unsigned k, unsigned n);
 
 /* One RTP payload. Calls fn for each whole access unit; returns 0, or -EBADMSG /
  * -EMSGSIZE with *ret_reason set (a fragment in progress is then dropped). A gap in the

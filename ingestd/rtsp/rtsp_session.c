@@ -776,7 +776,7 @@ static bool audio_format(struct sess *s, const struct sdp_media *m, struct kp_au
 		*f = (struct kp_audio_format){.codec = !strcasecmp(m->encoding, "PCMU") ? KP_AUDIO_PCMU : KP_AUDIO_PCMA,
 					      .rate = m->clock,
 					      .channels = 1};
-		kp_info("camera %s: recording G.711 audio as AAC, %u Hz", s->c->name, f->rate);
+		kp_info("camera %s: recording G.711 audio as Opus, %u Hz", s->c->name, f->rate);
 		return true;
 	}
 	if (!strcasecmp(m->encoding, "opus")) { /* RFC 7587: 48 kHz; the rtpmap says 2 channels */

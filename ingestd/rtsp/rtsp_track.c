@@ -163,16 +163,21 @@ static bool audio_by_sr(const struct rtsp_track *a, int64_t ext, int64_t *ret)
 
 static void video_wait_flush(struct rtsp_track *v);
 
-static void audio_deliver(struct rtsp_track *a, const struct kp_audio_unit *u, int64_t ext, int64_t arrival_us)
+/* end_ext: the RTP time where the samples of the packet that carried the unit end. A
+ * sender sends a packet once its last sample was captured, so before the reports the
+ * packet's end is placed where it arrived on the video's clock: anchoring its start
+ * there placed all audio one packet late, and a file opening at the session's first
+ * keyframe had its audio start that much after it. */
+static void audio_deliver(struct rtsp_track *a, const struct kp_audio_unit *u, int64_t ext, int64_t end_ext,
+			  int64_t arrival_us)
 {
 	struct rtsp_track *v = a->vt;
-	int64_t raw, e90;
-	if (!to_90k(ext, a->clock.rate, &e90))
+	int64_t raw, e90, end90;
+	if (!to_90k(ext, a->clock.rate, &e90) || !to_90k(end_ext, a->clock.rate, &end90))
 		return;
 	if (!audio_by_sr(a, ext, &raw)) {
 		if (!a->anchored) {
-			/* the video's time when this unit arrived, less the unit's own */
-			a->anchor_90k = v->last_raw_pts + mono_to_90k(arrival_us - v->last_raw_mono_us) - e90;
+			a->anchor_90k = v->last_raw_pts + mono_to_90k(arrival_us - v->last_raw_mono_us) - end90;
 			a->anchored = true;
 		}
 		raw = a->anchor_90k + e90;
@@ -186,12 +191,12 @@ static void audio_deliver(struct rtsp_track *a, const struct kp_audio_unit *u, i
 
 /* Audio held until the video's clock starts; the oldest is dropped past the bound. */
 static void audio_unit(struct rtsp_track *a, const uint8_t *data, size_t len, uint32_t samples, int64_t ext,
-		       int64_t now_us)
+		       int64_t end_ext, int64_t now_us)
 {
 	struct kp_audio_unit u = {
 	    .fmt = a->afmt, .samples = samples, .wall_us = kp_wall_us(), .data = data, .len = len};
 	if (a->vt->ts.started && a->vt->have_raw_pts) {
-		audio_deliver(a, &u, ext, now_us);
+		audio_deliver(a, &u, ext, end_ext, now_us);
 		return;
 	}
 	if (a->naheld == RTSP_TRACK_AUDIO_HELD) {
@@ -204,14 +209,15 @@ static void audio_unit(struct rtsp_track *a, const uint8_t *data, size_t len, ui
 		return;
 	memcpy(copy, data, len);
 	u.data = copy;
-	a->aheld[a->naheld++] = (struct rtsp_held_audio){.au = u, .ext = ext, .arrival_us = now_us, .copy = copy};
+	a->aheld[a->naheld++] =
+	    (struct rtsp_held_audio){.au = u, .ext = ext, .end_ext = end_ext, .arrival_us = now_us, .copy = copy};
 }
 
 static void audio_flush(struct rtsp_track *a)
 {
 	for (unsigned i = 0; i < a->naheld; i++) {
 		struct rtsp_held_audio *h = &a->aheld[i];
-		audio_deliver(a, &h->au, h->ext, h->arrival_us);
+		audio_deliver(a, &h->au, h->ext, h->end_ext, h->arrival_us);
 		free(h->copy);
 	}
 	a->naheld = 0;
@@ -222,11 +228,11 @@ struct aac_ctx {
 	int64_t ext, now_us;
 };
 
-static void on_aac(void *arg, const uint8_t *au, size_t len, unsigned k)
+static void on_aac(void *arg, const uint8_t *au, size_t len, unsigned k, unsigned n)
 {
 	struct aac_ctx *c = arg;
 	uint32_t fs = c->t->afmt.frame_samples ? c->t->afmt.frame_samples : 1024;
-	audio_unit(c->t, au, len, 0, c->ext + (int64_t)k * fs, c->now_us);
+	audio_unit(c->t, au, len, 0, c->ext + (int64_t)k * fs, c->ext + (int64_t)n * fs, c->now_us);
 }
 
 /* In-band parameter sets of an access unit replace the SDP's (a camera may change its
@@ -539,9 +545,9 @@ int rtsp_track_rtp(struct rtsp_track *t, const uint8_t *pkt, size_t len, int64_t
 	} else if (t->afmt.codec == KP_AUDIO_OPUS) {
 		uint32_t samples = kp_opus_packet_samples(h.payload, h.payload_len);
 		if (samples)
-			audio_unit(t, h.payload, h.payload_len, samples, ext, now_us);
-	} else {
-		audio_unit(t, h.payload, h.payload_len, 0, ext, now_us);
+			audio_unit(t, h.payload, h.payload_len, samples, ext, ext + samples, now_us);
+	} else { /* G.711, mono: a sample a byte */
+		audio_unit(t, h.payload, h.payload_len, 0, ext, ext + (int64_t)h.payload_len, now_us);
 	}
 	return 0;
 }

@@ -8,7 +8,7 @@
  * its guess of R), the first R are inferred by rtsp_ts.c. The audio track's units (AAC
  * of RFC 3640 through common/rtp_aac.c, Opus packets, G.711 payloads) on the video's
  * clock: through both tracks' RTCP sender reports when they have come (RFC 3550 6.4.1),
- * until then anchored where the first audio packet arrived; at the start of a session
+ * until then the end of the first audio packet's samples anchored where it arrived; at the start of a session
  * the video waits up to 1 s for the first audio unit, so that a recording opening at
  * the first keyframe knows it has audio (libavformat's probe held both longer). Losses:
  * a sequence gap is counted (rtp_lost_packets), the access unit it damaged and every one
@@ -63,6 +63,7 @@ struct rtsp_held_au {
 struct rtsp_held_audio {
 	struct kp_audio_unit au;
 	int64_t ext;        /* its RTP time, unwrapped */
+	int64_t end_ext;    /* where the samples of its packet end */
 	int64_t arrival_us; /* kp_mono_us() when it came */
 	uint8_t *copy;
 };
@@ -116,7 +117,7 @@ struct rtsp_track {
 	struct kp_audio_format afmt;
 	struct rtp_aac aac;
 	bool anchored;
-	int64_t anchor_90k; /* raw video time of the first audio packet */
+	int64_t anchor_90k; /* raw video time of audio RTP time 0, from the first packet */
 	struct rtsp_held_audio aheld[RTSP_TRACK_AUDIO_HELD];
 	unsigned naheld;
 	int64_t cur_ext;

@@ -24,12 +24,13 @@ static void on_audio(void *arg, const struct kp_audio_unit *au)
 	(void)au;
 }
 
-static void on_aac(void *arg, const uint8_t *au, size_t len, unsigned k)
+static void on_aac(void *arg, const uint8_t *au, size_t len, unsigned k, unsigned n)
 {
 	(void)arg;
 	(void)au;
 	(void)len;
 	(void)k;
+	(void)n;
 }
 
 static void reply(const uint8_t *d, size_t n)

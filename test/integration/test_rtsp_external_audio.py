@@ -73,7 +73,7 @@ def test(make):
                 v, a, f = s[0], s[1], FRAME[audio]
                 off = float(a["start_time"]) - float(v["start_time"])
                 # Before the first sender reports the audio is placed by its arrival
-                # (docs/ingest.md, "Open: RTSP audio placed by arrival before the first
+                # (docs/ingest.md, "RTSP audio placed by arrival before the first
                 # sender report"): under load that can start the file one frame later.
                 check(-0.005 <= off <= 2 * f + 0.005,
                       f"gst-{audio}: audio starts {off * 1000:.1f} ms after the video (within two frames, "

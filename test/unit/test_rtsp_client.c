@@ -301,14 +301,15 @@ static void test_sdp(void)
 
 static uint8_t aus[8][64];
 static size_t au_len[8];
-static unsigned n_aus;
+static unsigned n_aus, au_k[8], au_n[8];
 
-static void on_au(void *arg, const uint8_t *au, size_t len, unsigned k)
+static void on_au(void *arg, const uint8_t *au, size_t len, unsigned k, unsigned n)
 {
 	(void)arg;
-	(void)k;
 	if (n_aus < 8 && len <= sizeof aus[0]) {
 		memcpy(aus[n_aus], au, len);
+		au_k[n_aus] = k;
+		au_n[n_aus] = n;
 		au_len[n_aus++] = len;
 	}
 }
@@ -326,6 +327,7 @@ static void test_aac(void)
 	CHECK_EQ(rtp_aac_push(&a, p, sizeof p, true, 0, on_au, NULL, &why), 0);
 	CHECK_EQ(n_aus, 2);
 	CHECK(au_len[0] == 3 && au_len[1] == 2 && aus[1][0] == 4);
+	CHECK(au_k[0] == 0 && au_k[1] == 1 && au_n[0] == 2 && au_n[1] == 2);
 	uint8_t bad[] = {0, 16, 0, 9 << 3, 1, 2};
 	/* a fragment of 2 of its 9 bytes, with the marker: refused */
 	CHECK_EQ(rtp_aac_push(&a, bad, sizeof bad, true, 0, on_au, NULL, &why), -EBADMSG);
@@ -333,7 +335,7 @@ static void test_aac(void)
 	n_aus = 0;
 	CHECK_EQ(rtp_aac_push(&a, frag1, sizeof frag1, false, 7, on_au, NULL, &why), 0);
 	CHECK_EQ(rtp_aac_push(&a, frag2, sizeof frag2, true, 7, on_au, NULL, &why), 0);
-	CHECK(n_aus == 1 && au_len[0] == 5 && aus[0][4] == 5);
+	CHECK(n_aus == 1 && au_len[0] == 5 && aus[0][4] == 5 && au_k[0] == 0 && au_n[0] == 1);
 	/* a complete AU while a fragment is pending (its tail lost): the fragment goes, the
 	 * complete AU comes through; so does a new fragmented one */
 	n_aus = 0;
@@ -360,10 +362,14 @@ static void on_video(void *arg, const struct kp_access_unit *au)
 		got[n_got++] = *au;
 }
 
+static struct kp_audio_unit got_audio[8];
+static unsigned n_got_audio;
+
 static void on_audio(void *arg, const struct kp_audio_unit *au)
 {
 	(void)arg;
-	(void)au;
+	if (n_got_audio < 8)
+		got_audio[n_got_audio++] = *au;
 }
 
 static const struct rtsp_track_sink sink = {.video = on_video, .audio = on_audio};
@@ -524,6 +530,47 @@ static void test_track_restart(void)
 	rtsp_track_free(&t);
 }
 
+/* Before the sender reports, audio goes on the video's clock by arrival: a G.711 packet
+ * of 1,024 samples (128 ms at 8 kHz) can only have been sent once its last sample was
+ * captured, so its end, not its start, is placed at its
+ * arrival. Video at 25 fps from PTS 0; the packet arrives with the sixth frame (200 ms):
+ * its samples start at 72 ms. An AAC packet of two frames is placed by its end as well. */
+static void test_track_audio_anchor(void)
+{
+	static struct rtsp_track v, a;
+	CHECK_EQ(rtsp_track_video_init(&v, &sink, KP_CODEC_H264, NULL, 0, 25, 90000), 0);
+	const struct kp_audio_format pcmu = {.codec = KP_AUDIO_PCMU, .rate = 8000, .channels = 1};
+	CHECK_EQ(rtsp_track_audio_init(&a, &sink, &v, &pcmu, 0, 0, 0), 0);
+	uint8_t p[32], ap[12 + 1024] = {0x80, 0};
+	const char *why;
+	n_got = n_got_audio = 0;
+	for (unsigned i = 0; i < 6; i++)
+		CHECK_EQ(rtsp_track_rtp(&v, p, packet(p, (uint16_t)i, 1000u + i * 3600, i == 0), i * 40000, &why), 0);
+	ap[4] = 0x12; /* RTP time 0x12000000 */
+	CHECK_EQ(rtsp_track_rtp(&a, ap, sizeof ap, 200000, &why), 0);
+	rtsp_track_audio_ready(&a);
+	CHECK_EQ(n_got_audio, 1);
+	CHECK_EQ(got_audio[0].pts_90k, 18000 - 1024 * 90000 / 8000);
+	rtsp_track_free(&a);
+	rtsp_track_free(&v);
+
+	const struct kp_audio_format aac = {.codec = KP_AUDIO_AAC, .rate = 16000, .channels = 1, .frame_samples = 1024};
+	CHECK_EQ(rtsp_track_video_init(&v, &sink, KP_CODEC_H264, NULL, 0, 25, 90000), 0);
+	CHECK_EQ(rtsp_track_audio_init(&a, &sink, &v, &aac, 13, 3, 3), 0);
+	n_got = n_got_audio = 0;
+	for (unsigned i = 0; i < 6; i++)
+		CHECK_EQ(rtsp_track_rtp(&v, p, packet(p, (uint16_t)i, 1000u + i * 3600, i == 0), i * 40000, &why), 0);
+	/* two AUs of 3 and 2 bytes (test_aac's payload) */
+	uint8_t aacp[] = {0x80, 97, 0, 1, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 32, 0, 3 << 3, 0, 2 << 3, 1, 2, 3, 4, 5};
+	CHECK_EQ(rtsp_track_rtp(&a, aacp, sizeof aacp, 200000, &why), 0);
+	rtsp_track_audio_ready(&a);
+	CHECK_EQ(n_got_audio, 2);
+	CHECK_EQ(got_audio[0].pts_90k, 18000 - 2 * 1024 * 90000 / 16000);
+	CHECK_EQ(got_audio[1].pts_90k, 18000 - 1024 * 90000 / 16000);
+	rtsp_track_free(&a);
+	rtsp_track_free(&v);
+}
+
 int main(void)
 {
 	test_reply();
@@ -536,6 +583,7 @@ int main(void)
 	test_track_pts_wrap_and_loss();
 	test_track_bframes();
 	test_track_restart();
+	test_track_audio_anchor();
 	test_digest_threads();
 	return test_failures ? 1 : 0;
 }
