@@ -73,6 +73,10 @@ struct ing_transport_report {
 	uint64_t loss_dropped;      /* access units dropped for a missing packet, up to a keyframe */
 	uint64_t truncated_dropped; /* access units dropped because the connection ended in them */
 	uint64_t overrun_dropped;   /* access units dropped up to a keyframe: the loop fell behind */
+	uint64_t foreign_dropped;   /* RTP packets of another SSRC or payload type than the SDP's */
+	uint64_t resyncs;           /* RTP source restarts (rtsp_track.h) */
+	uint64_t malformed;         /* RTP packets or payloads that did not parse */
+	uint64_t audio_dropped;     /* audio units not recorded: the loop fell behind */
 };
 
 /* Where a driver reports, set by the core when it starts the driver; ctx goes back on

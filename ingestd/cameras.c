@@ -40,6 +40,8 @@ struct ing_stream {
 	uint64_t send_rejected;
 	char transport[8]; /* RTSP: "tcp", "udp", "" */
 	uint64_t rtp_lost_packets, loss_dropped, truncated_dropped, overrun_dropped;
+	uint64_t rtp_foreign_dropped, rtp_resyncs, rtp_malformed;
+	uint64_t audio_dropped;  /* main only: units not recorded (loop behind, not converted) */
 	bool rtcd_wait_keyframe; /* rtcd's queue overflowed: skip to the next keyframe */
 	uint64_t fps_frames;
 	uint64_t fps_ms;
@@ -137,6 +139,10 @@ static void report(struct ing_camera *cam, unsigned s)
 	m->loss_dropped = st->loss_dropped;
 	m->truncated_dropped = st->truncated_dropped;
 	m->overrun_dropped = st->overrun_dropped;
+	m->rtp_foreign_dropped = st->rtp_foreign_dropped;
+	m->rtp_resyncs = st->rtp_resyncs;
+	m->rtp_malformed = st->rtp_malformed;
+	m->audio_dropped = st->audio_dropped;
 	kp_worker_send_supervisor(table.w, &env);
 }
 
@@ -187,6 +193,10 @@ static void stream_transport(void *ctx, enum kp_stream_index s, const struct ing
 	st->loss_dropped += r->loss_dropped;
 	st->truncated_dropped += r->truncated_dropped;
 	st->overrun_dropped += r->overrun_dropped;
+	st->rtp_foreign_dropped += r->foreign_dropped;
+	st->rtp_resyncs += r->resyncs;
+	st->rtp_malformed += r->malformed;
+	st->audio_dropped += r->audio_dropped;
 	report(cam, s);
 }
 
@@ -307,9 +317,12 @@ static void stream_audio_unit(void *ctx, const struct kp_audio_unit *au)
 								   : "unknown codec",
 			       au->fmt.rate, au->fmt.channels, why);
 		cam->audio_unsupported_logged = true;
-	} else if (r < 0 && cam->audio_conv_failed++ % 250 == 0)
-		kp_warn("%s/main: camera audio not converted to Opus (%llu units so far): %s", cam->conf.name,
-			(unsigned long long)cam->audio_conv_failed, why);
+	} else if (r < 0) {
+		if (cam->audio_conv_failed++ % 250 == 0)
+			kp_warn("%s/main: camera audio not converted to Opus (%llu units so far): %s", cam->conf.name,
+				(unsigned long long)cam->audio_conv_failed, why);
+		cam->streams[KP_STREAM_INDEX_MAIN].audio_dropped++; /* reported with the next periodic state */
+	}
 }
 
 static void camera_event(void *ctx, const char *kind, const char *labels, int64_t wall_ms)

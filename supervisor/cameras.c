@@ -160,11 +160,14 @@ void cameras_render(const struct supervisor *s, bool json, struct kp_out *o)
 			kp_out_put(o,
 				   ",\"retries\":%u,\"retry_at_ms\":%lld,\"retry_in_ms\":%lld,\"transport\":\"%s\","
 				   "\"rtp_lost_packets\":%llu,\"loss_dropped\":%llu,\"truncated_dropped\":%llu,"
-				   "\"overrun_dropped\":%llu}",
+				   "\"overrun_dropped\":%llu,\"rtp_foreign_dropped\":%llu,\"rtp_resyncs\":%llu,"
+				   "\"rtp_malformed\":%llu,\"audio_dropped\":%llu}",
 				   (unsigned)st->retries, (long long)st->retry_at_ms, (long long)retry_in_ms(st, now),
 				   st->transport, (unsigned long long)st->rtp_lost_packets,
 				   (unsigned long long)st->loss_dropped, (unsigned long long)st->truncated_dropped,
-				   (unsigned long long)st->overrun_dropped);
+				   (unsigned long long)st->overrun_dropped, (unsigned long long)st->rtp_foreign_dropped,
+				   (unsigned long long)st->rtp_resyncs, (unsigned long long)st->rtp_malformed,
+				   (unsigned long long)st->audio_dropped);
 		}
 		if (json)
 			kp_out_put(o, "]}");

@@ -212,6 +212,13 @@ static void stream_metrics(struct supervisor *s, struct kp_out *o)
 	     "Access units ingestd dropped because the RTSP connection ended in them."},
 	    {"keeppeek_stream_overrun_dropped_total", "counter",
 	     "Access units ingestd dropped up to a keyframe because its loop fell behind the RTSP reader."},
+	    {"keeppeek_stream_rtp_foreign_dropped_total", "counter",
+	     "RTP packets ingestd dropped for another SSRC or payload type than the SDP's."},
+	    {"keeppeek_stream_rtp_resyncs_total", "counter",
+	     "RTP source restarts ingestd followed (encoder restarts)."},
+	    {"keeppeek_stream_rtp_malformed_total", "counter", "RTP packets or payloads ingestd could not parse."},
+	    {"keeppeek_stream_audio_dropped_total", "counter",
+	     "Camera audio units ingestd did not record (loop behind its reader, or not convertible to Opus)."},
 	};
 	for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
 		family(o, fams[k].name, fams[k].type, fams[k].help);
@@ -258,8 +265,20 @@ static void stream_metrics(struct supervisor *s, struct kp_out *o)
 			case 12:
 				v = r->state.truncated_dropped;
 				break;
-			default:
+			case 13:
 				v = r->state.overrun_dropped;
+				break;
+			case 14:
+				v = r->state.rtp_foreign_dropped;
+				break;
+			case 15:
+				v = r->state.rtp_resyncs;
+				break;
+			case 16:
+				v = r->state.rtp_malformed;
+				break;
+			default:
+				v = r->state.audio_dropped;
 				break;
 			}
 			kp_out_put(o, "%s{camera=\"", fams[k].name);

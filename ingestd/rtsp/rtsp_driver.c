@@ -124,15 +124,18 @@ static void enqueue(void *arg, const struct kp_access_unit *au)
 }
 
 /* Thread side: counts for the core, taken by the loop at its next wake-up. */
-static void add_report(void *arg, const char *transport, uint64_t lost, uint64_t loss_dropped, uint64_t truncated)
+static void add_report(void *arg, const struct ing_transport_report *d)
 {
 	struct rtsp_stream *s = arg;
 	pthread_mutex_lock(&s->drv->lock);
-	if (transport)
-		s->report.transport = transport;
-	s->report.rtp_lost_packets += lost;
-	s->report.loss_dropped += loss_dropped;
-	s->report.truncated_dropped += truncated;
+	if (d->transport)
+		s->report.transport = d->transport;
+	s->report.rtp_lost_packets += d->rtp_lost_packets;
+	s->report.loss_dropped += d->loss_dropped;
+	s->report.truncated_dropped += d->truncated_dropped;
+	s->report.foreign_dropped += d->foreign_dropped;
+	s->report.resyncs += d->resyncs;
+	s->report.malformed += d->malformed;
 	s->report_due = true;
 	notify(s->drv);
 	pthread_mutex_unlock(&s->drv->lock);
@@ -297,6 +300,10 @@ static void on_async(uv_async_t *h)
 		if (adropped != s->adropped_logged) {
 			kp_warn("camera %s: loop behind, %llu audio frames dropped", drv->name,
 				(unsigned long long)(adropped - s->adropped_logged));
+			if (drv->sink->transport)
+				drv->sink->transport(
+				    drv->sink->ctx, KP_STREAM_INDEX_MAIN,
+				    &(struct ing_transport_report){.audio_dropped = adropped - s->adropped_logged});
 			s->adropped_logged = adropped;
 		}
 		if (done) {

@@ -79,7 +79,7 @@ struct sess {
 	uint32_t our_ssrc;
 	bool bye;
 	uint64_t bytes;
-	uint64_t rep_lost, rep_dropped;
+	struct ing_transport_report rep; /* the totals last reported */
 	char *reason;
 	size_t cap;
 	bool *auth_failed;
@@ -404,11 +404,24 @@ static void rtp_in(struct sess *s, struct sess_track *t, const uint8_t *p, size_
 /* Counts to the driver when they changed. */
 static void report(struct sess *s, const char *transport, uint64_t truncated)
 {
-	uint64_t lost = s->v.t.lost_packets + s->a.t.lost_packets, dropped = s->v.t.loss_dropped;
-	if (transport || truncated || lost != s->rep_lost || dropped != s->rep_dropped)
-		s->c->report(s->c->arg, transport, lost - s->rep_lost, dropped - s->rep_dropped, truncated);
-	s->rep_lost = lost;
-	s->rep_dropped = dropped;
+	const struct rtsp_track *v = &s->v.t, *a = &s->a.t;
+	struct ing_transport_report now = {.rtp_lost_packets = v->lost_packets + a->lost_packets,
+					   .loss_dropped = v->loss_dropped,
+					   .foreign_dropped =
+					       v->foreign_ssrc + v->other_pt + a->foreign_ssrc + a->other_pt,
+					   .resyncs = v->resyncs + a->resyncs,
+					   .malformed = v->malformed + a->malformed};
+	struct ing_transport_report d = {.transport = transport,
+					 .rtp_lost_packets = now.rtp_lost_packets - s->rep.rtp_lost_packets,
+					 .loss_dropped = now.loss_dropped - s->rep.loss_dropped,
+					 .truncated_dropped = truncated,
+					 .foreign_dropped = now.foreign_dropped - s->rep.foreign_dropped,
+					 .resyncs = now.resyncs - s->rep.resyncs,
+					 .malformed = now.malformed - s->rep.malformed};
+	if (transport || truncated || d.rtp_lost_packets || d.loss_dropped || d.foreign_dropped || d.resyncs ||
+	    d.malformed)
+		s->c->report(s->c->arg, &d);
+	s->rep = now;
 	if (s->bytes) {
 		s->c->bytes(s->c->arg, s->bytes);
 		s->bytes = 0;

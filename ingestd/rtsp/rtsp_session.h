@@ -36,8 +36,9 @@ struct rtsp_session_ctx {
 	bool want_audio;
 	atomic_bool *stop;
 	struct rtsp_track_sink sink;
-	/* counts since the last call; transport non-NULL once PLAY succeeded */
-	void (*report)(void *arg, const char *transport, uint64_t lost, uint64_t loss_dropped, uint64_t truncated);
+	/* counts since the last call (rtp_lost_packets, loss_dropped, truncated_dropped,
+	 * foreign_dropped, resyncs, malformed); transport non-NULL once PLAY succeeded */
+	void (*report)(void *arg, const struct ing_transport_report *delta);
 	void (*bytes)(void *arg, uint64_t n);
 	void *arg;
 };

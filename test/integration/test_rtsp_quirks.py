@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 
-from kp import FIXTURES, TestCamera, cameras, check, run, wait_for
+from kp import FIXTURES, TestCamera, cameras, check, metric, run, wait_for
 
 CONFIG = """[keeppeek]
 data_dir = {dir}/data
@@ -96,6 +96,24 @@ def test(make):
                       f"{name}: nothing lost or dropped ({s['rtp_lost_packets']} lost, {s['loss_dropped']} dropped)")
             if line:
                 check(f"camera {name}" in log and line in log, f"{name}: the log says {line!r}")
+            # Each fault counted where it belongs (keeppeekctl(8), cameras): a source restart
+            # once, PT 50 packets as foreign; nothing of either for the others.
+            restarts = 1 if faults[0].startswith(("seq-jump", "ssrc-change")) else 0
+            check(s["rtp_resyncs"] == restarts, f"{name}: {restarts} RTP source restarts counted ({s['rtp_resyncs']})")
+            if faults[0] == "pt50-dup":
+                check(s["rtp_foreign_dropped"] > 0, f"{name}: PT 50 packets counted as foreign ({s['rtp_foreign_dropped']})")
+            elif restarts == 0:
+                check(s["rtp_foreign_dropped"] == 0, f"{name}: no foreign packets counted ({s['rtp_foreign_dropped']})")
+            # After a restart the first packet may continue a fragmentation unit begun
+            # before it: that one is malformed for us (the log names it).
+            check(s["rtp_malformed"] <= restarts and s["audio_dropped"] == 0,
+                  f"{name}: at most {restarts} malformed RTP ({s['rtp_malformed']}), no audio dropped "
+                  f"({s['audio_dropped']})")
+        token = kp.token()
+        check(metric(kp, token, 'keeppeek_stream_rtp_resyncs_total{camera="restart",stream="main"}') == 1,
+              "the restart is on /metrics")
+        check((metric(kp, token, 'keeppeek_stream_rtp_foreign_dropped_total{camera="geovision",stream="main"}') or 0) > 0,
+              "Geovision's PT 50 packets are on /metrics")
         check("more than 3 redirects" in log and "camera moved4" in log, "moved4: a 4th redirect is refused")
         check(final["moved4"]["streams"][0]["recorded_frames"] == 0, "moved4: nothing recorded")
         check(kp.stop() is not None, "keeppeekd stops")
