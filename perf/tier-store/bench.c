@@ -65,6 +65,14 @@ static double now_ms(void)
 	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* CPU time of this process, all threads (libcurl's resolver included). */
+static double cpu_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static void load(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -334,37 +342,43 @@ int main(int argc, char **argv)
 	for (unsigned round = 0; round < rounds; round++) {
 		for (size_t k = 0; k < n_modes; k++) {
 			const struct mode *m = &modes[(k + round) % n_modes];
-			double up_ms, get_ms;
+			double up_ms, get_ms, up_cpu, get_cpu;
 			size_t got = 0;
 			if (m->part == SIZE_MAX) {
 				snprintf(path, sizeof(path), "%s/upload-%u.mp4", dir, round);
-				double t0 = now_ms();
+				double t0 = now_ms(), c0 = cpu_ms();
 				write_file(path);
 				up_ms = now_ms() - t0;
+				up_cpu = cpu_ms() - c0;
 				int fd = open(path, O_RDONLY | O_CLOEXEC);
 				if (fd < 0)
 					die(path, strerror(errno));
 				if ((r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)) != 0)
 					die("posix_fadvise(DONTNEED)", strerror(r));
+				c0 = cpu_ms();
 				get_ms = pread_timed(fd, 0, data_len, buf);
+				get_cpu = cpu_ms() - c0;
 				close(fd);
 				if (unlink(path) < 0)
 					die(path, strerror(errno));
 				got = data_len;
 			} else {
 				snprintf(key, sizeof(key), "%s/r%03u-%s.mp4", prefix, round, m->name);
-				double t0 = now_ms();
+				double t0 = now_ms(), c0 = cpu_ms();
 				upload(c, key, m->part, &res);
 				up_ms = now_ms() - t0;
+				up_cpu = cpu_ms() - c0;
 				uint64_t size;
 				if ((r = s3_head(c, key, &size, etag, &res)) < 0)
 					die_s3("HEAD", key, r, &res);
 				if (size != data_len)
 					die(key, "HEAD gives another size than the file's");
 				t0 = now_ms();
+				c0 = cpu_ms();
 				if ((r = s3_get(c, key, 0, data_len, buf, &got, &res)) < 0)
 					die_s3("GET of the whole object", key, r, &res);
 				get_ms = now_ms() - t0;
+				get_cpu = cpu_ms() - c0;
 				if (got != data_len)
 					die(key, "GET of the whole object came short");
 				snprintf(keys[n_keys++], S3_KEY_MAX, "%s", key);
@@ -374,9 +388,9 @@ int main(int argc, char **argv)
 			snprintf(
 			    line, sizeof(line),
 			    "{\"round\": %u, \"warmup\": %s, \"mode\": \"%s\", \"part\": %zu, \"upload_ms\": %.3f, "
-			    "\"get_ms\": %.3f}",
+			    "\"get_ms\": %.3f, \"upload_cpu_ms\": %.3f, \"get_cpu_ms\": %.3f}",
 			    round, round < warmup ? "true" : "false", m->name, m->part == SIZE_MAX ? 0 : m->part, up_ms,
-			    get_ms);
+			    get_ms, up_cpu, get_cpu);
 			out(line);
 			fflush(stdout);
 		}

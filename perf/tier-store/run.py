@@ -135,11 +135,14 @@ def analyse(doc, rec, failures, label):
         rows = [u for u in doc["uploads"] if u["mode"] == m and not u["warmup"]]
         ms = [u["upload_ms"] for u in rows]
         gms = [u["get_ms"] for u in rows]
+        cpu_per_mb = [u["upload_cpu_ms"] / (size / 1e6) for u in rows]
         up[m] = {"part_bytes": rows[0]["part"] if rows else 0, "upload_ms": pc.summary(ms), "get_ms": pc.summary(gms),
                  "upload_mb_s_at_p50": mb_s(size, pc.nearest_rank(ms, 50)),
                  "upload_mb_s_at_p95": mb_s(size, pc.nearest_rank(ms, 95)),
                  "get_mb_s_at_p50": mb_s(size, pc.nearest_rank(gms, 50)),
-                 "get_mb_s_at_p95": mb_s(size, pc.nearest_rank(gms, 95))}
+                 "get_mb_s_at_p95": mb_s(size, pc.nearest_rank(gms, 95)),
+                 "upload_cpu_ms_per_mb": pc.summary(cpu_per_mb),
+                 "get_cpu_ms": pc.summary([u["get_cpu_ms"] for u in rows])}
         if len(rows) != doc["runs"]:
             failures.append(f"{label}/{m}: {len(rows)} measured uploads, expected {doc['runs']}")
     reads = {}
@@ -169,7 +172,7 @@ def main():
     ap.add_argument("--source", default=SRC, help="source tree")
     ap.add_argument("--bin", help="tier-store-bench (default BUILD/perf/tier-store-bench)")
     ap.add_argument("--writer", help="fmp4-writer-bench (default BUILD/perf/fmp4-writer-bench)")
-    ap.add_argument("--runs", type=int, default=10, help="measured uploads per mode, 1-minute file")
+    ap.add_argument("--runs", type=int, default=15, help="measured uploads per mode, 1-minute file")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--reads", type=int, default=50, help="ranged reads per size (and of the init segment)")
     ap.add_argument("--long-runs", type=int, default=3, help="measured uploads per mode, 10-minute file (0: skip)")
@@ -177,6 +180,12 @@ def main():
                     help="skip the last set: the 1-minute file again with radosgw's beast tcp_nodelay=1")
     ap.add_argument("--quick", action="store_true", help="3 runs, 1 warm-up, 15 reads, no 10-minute file")
     ap.add_argument("--dir", default="/tmp", help="where the local files and the Ceph cluster go (a disk, not tmpfs)")
+    ap.add_argument("--camera-mbit", type=float, default=2.58,
+                    help="one camera's recorded Mbit/s (main + sub), to say how many cameras one upload stream "
+                         "keeps up with (default: ingest-record at N = 64, 165.3 Mbit/s / 64)")
+    ap.add_argument("--wait-quiet", type=float, default=60.0,
+                    help="before starting, wait at most this long for the machine to be idle")
+    ap.add_argument("--max-other", type=float, default=0.5, help="busy cores that count as idle")
     ap.add_argument("--label", default="latest")
     a = ap.parse_args()
     if a.quick:
@@ -198,8 +207,11 @@ def main():
     failures = []
     report = {"benchmark": "tier-store", "label": a.label, "machine": pc.machine(),
               "revision": pc.git_revision(a.source), "dir_fs": pc.fs_type(a.dir), "nice": os.nice(0),
-              "params": {"runs": a.runs, "warmup": a.warmup, "reads": a.reads, "long_runs": a.long_runs}}
+              "params": {"runs": a.runs, "warmup": a.warmup, "reads": a.reads, "long_runs": a.long_runs,
+                         "camera_mbit": a.camera_mbit}}
     sampler = LoadSampler()
+    cores, waited = pc.wait_quiet(a.wait_quiet, a.max_other)
+    report["quiet_check"] = {"busy_cores": cores, "waited_s": waited, "quiet": cores <= a.max_other}
     report["load_before"] = pc.loadavg()
     jiffies0 = pc.cpu_jiffies()
     t_start = time.monotonic()
@@ -273,7 +285,12 @@ def markdown(rep):
              f"Load average (1 min): {f(rep['load_before'][0])} before, {f(rep['load_after'][0])} after, "
              f"p50 {f(ld.get('p50'))} / max {f(ld.get('max'))} sampled every second over {f(rep['window_s'], 0)} s; "
              f"whole machine busy {f(rep['machine_busy_cores'])} cores of {rep['machine']['nproc']} "
-             f"(steal {f(rep['steal_cores'])}). Ceph up in {f(rep.get('ceph_up_s'), 1)} s.", ""]
+             f"(steal {f(rep['steal_cores'])}). Quiet check before: {f(rep['quiet_check']['busy_cores'])} busy "
+             f"cores after {f(rep['quiet_check']['waited_s'], 0)} s of waiting"
+             f"{'' if rep['quiet_check']['quiet'] else ' (not quiet)'}. Ceph up in {f(rep.get('ceph_up_s'), 1)} s.", ""]
+    def cams(mbs):
+        return mbs * 8 / rep["params"]["camera_mbit"] if mbs else None
+
     for s in rep.get("sets", []):
         rec = s["file"]
         mbit = rec["bytes"] * 8 / 1e6 / rec["seconds"]
@@ -281,12 +298,17 @@ def markdown(rep):
                   f"{rec['codec']}, {rec['packets']:,} frames, {f(mbit)} Mbit/s)", "",
                   "Upload (local = write + fsync of a new file) and read-back of the whole object "
                   "(local = pread after DONTNEED); MB/s = 10^6 bytes/s at the p50 / p95 time.", "",
-                  "| mode | upload ms p50 / p95 | upload MB/s at p50 / p95 | whole read ms p50 / p95 "
-                  "| whole read MB/s at p50 / p95 |",
-                  "| --- | ---: | ---: | ---: | ---: |"]
+                  f"Cameras kept up with = upload MB/s / one camera's {f(rep['params']['camera_mbit'])} Mbit/s "
+                  "(main + sub); client CPU = the benchmark process's CPU time per MB uploaded (SHA-256, MD5, "
+                  "libcurl), the store's not included.", "",
+                  "| mode | upload ms p50 / p95 | upload MB/s at p50 / p95 | cameras kept up with at p50 / p95 "
+                  "| client CPU ms per MB p50 / p95 | whole read ms p50 / p95 | whole read MB/s at p50 / p95 |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for m, u in s["modes"].items():
             lines.append(f"| {m} | {f(u['upload_ms']['p50'], 1)} / {f(u['upload_ms']['p95'], 1)} "
                          f"| {f(u['upload_mb_s_at_p50'], 1)} / {f(u['upload_mb_s_at_p95'], 1)} "
+                         f"| {f(cams(u['upload_mb_s_at_p50']), 0)} / {f(cams(u['upload_mb_s_at_p95']), 0)} "
+                         f"| {f(u['upload_cpu_ms_per_mb']['p50'], 1)} / {f(u['upload_cpu_ms_per_mb']['p95'], 1)} "
                          f"| {f(u['get_ms']['p50'], 1)} / {f(u['get_ms']['p95'], 1)} "
                          f"| {f(u['get_mb_s_at_p50'], 1)} / {f(u['get_mb_s_at_p95'], 1)} |")
         lines += ["", "Ranged reads (Range GET of a random object among those uploaded, against pread of a "
