@@ -15,7 +15,9 @@ as multipart with 8 and 16 MiB parts, the 10-minute file (past one PUT's 64 MiB)
 multipart only, and the 1-minute file again with radosgw's tcp_nodelay=1; each against writing + fsync'ing the same bytes to a local file, every
 object read back whole and compared; then ranged reads (the init segment, 64 KiB, 256 KiB
 and 2 MiB at random offsets) with Range GETs against pread of a local copy after
-posix_fadvise(DONTNEED). Prints nearest-rank p50/p95, writes BUILD/perf/tier-store.
+posix_fadvise(DONTNEED); last, a ranged GET with the OSD stopped (SIGSTOP: a stalled OSD
+holds the request without an error), ended by the client's own timeout, with its defaults
+and with a 3 s one, then the same GET once the OSD runs again. Prints nearest-rank p50/p95, writes BUILD/perf/tier-store.
 {json,md} with the machine, its load average sampled every second and whole-machine CPU
 over the run. Exit status 1 when a check fails (a byte differing, a count short, the
 local cache not dropped). Method: docs/perf/METHODOLOGY.md."""
@@ -114,6 +116,46 @@ def rgw_nodelay(rgw):
     rgw.start("rgw")
 
 
+def stalled_reads(rgw, probe, key, local_path, scratch, failures):
+    """A ranged GET (256 KiB, as playback reads a fragment) with the OSD stopped (SIGSTOP):
+    a stalled OSD holds the request without an error, so what ends it is the client's own
+    timeout. Once with the client's defaults (the low-speed floor: under 1 KiB/s for 10 s),
+    once with a 3 s whole-request timeout; then SIGCONT and the same GET must succeed with
+    the file's bytes."""
+    env = dict(os.environ, KP_S3_ENDPOINT=rgw.endpoint, KP_S3_BUCKET=rgw.bucket, KP_S3_ACCESS_KEY=rgw.access_key,
+               KP_S3_SECRET=rgw.secret)
+    off, n = 1 << 20, 256 << 10
+    got = os.path.join(scratch, "stalled-get.bin")
+    with open(local_path, "rb") as f:
+        f.seek(off)
+        want = f.read(n)
+    out = []
+    osd = rgw.procs["osd"]
+    for label, extra in (("client defaults", {}), ("KP_S3_TIMEOUT_MS=3000", {"KP_S3_TIMEOUT_MS": "3000"})):
+        os.kill(osd.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            r = subprocess.run([probe, "get", key, str(off), str(n), got], capture_output=True, text=True,
+                               env=dict(env, **extra), timeout=180)
+            took = time.monotonic() - t0
+        finally:
+            os.kill(osd.pid, signal.SIGCONT)
+        line = (r.stdout.strip().splitlines() or [""])[-1]
+        out.append({"settings": label, "seconds": round(took, 2), "result": line})
+        if r.returncode == 0 or "ETIMEDOUT" not in line:
+            failures.append(f"stalled OSD, {label}: expected ETIMEDOUT, got rc {r.returncode}: {line}")
+    t0 = time.monotonic()
+    r = subprocess.run([probe, "get", key, str(off), str(n), got], capture_output=True, text=True, env=env,
+                       timeout=180)
+    took = time.monotonic() - t0
+    same = r.returncode == 0 and open(got, "rb").read() == want
+    out.append({"settings": "after SIGCONT", "seconds": round(took, 2),
+                "result": (r.stdout.strip().splitlines() or [""])[-1], "bytes_equal": same})
+    if not same:
+        failures.append(f"after the stalled OSD ran again, the GET failed or differed: {r.stdout.strip()[-200:]}")
+    return out
+
+
 def mb_s(nbytes, ms):
     return nbytes / 1e6 / (ms / 1000.0) if ms > 0 else None
 
@@ -172,6 +214,9 @@ def main():
     ap.add_argument("--source", default=SRC, help="source tree")
     ap.add_argument("--bin", help="tier-store-bench (default BUILD/perf/tier-store-bench)")
     ap.add_argument("--writer", help="fmp4-writer-bench (default BUILD/perf/fmp4-writer-bench)")
+    ap.add_argument("--probe", help="tier-s3-probe (default BUILD/tierd/tier-s3-probe)")
+    ap.add_argument("--no-stall", dest="stall", action="store_false",
+                    help="skip the ranged GETs with the OSD stopped (SIGSTOP)")
     ap.add_argument("--runs", type=int, default=15, help="measured uploads per mode, 1-minute file")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--reads", type=int, default=50, help="ranged reads per size (and of the init segment)")
@@ -193,8 +238,9 @@ def main():
     build = os.path.abspath(a.build)
     bench = a.bin or os.path.join(build, "perf", "tier-store-bench")
     writer = a.writer or os.path.join(build, "perf", "fmp4-writer-bench")
+    probe = a.probe or os.path.join(build, "tierd", "tier-s3-probe")
     fixture = os.path.join(build, "test", "fixtures", "main.h264")
-    for p in (bench, writer, fixture):
+    for p in (bench, writer, fixture, probe):
         if not os.path.exists(p):
             raise SystemExit(f"tier-store: {p} missing: run `ninja -C {a.build}` first")
     sys.path.insert(0, os.path.join(a.source, "test", "integration"))
@@ -254,6 +300,10 @@ def main():
                 s = analyse(doc, rec, failures, label)
                 s["label"] = label
                 report["sets"].append(s)
+            if a.stall and report["sets"]:
+                print("tier-store: ranged GETs with the OSD stopped", flush=True)
+                report["stalled_osd"] = stalled_reads(rgw, probe, "cam1/main/set0/r000-put.mp4", recs[0]["path"],
+                                                      d, failures)
     sampler.stop.set()
     sampler.join()
     jiffies1 = pc.cpu_jiffies()
@@ -323,6 +373,13 @@ def markdown(rep):
         lines += ["", f"{s['objects']} objects; {s['bytes_compared']:,} bytes compared with the file, none "
                   f"differing; local pages still cached after DONTNEED: {s['resident_pages_after_dontneed']}; "
                   f"{f(s['wall_s'], 1)} s; CPU s: {cpu}.", ""]
+    if rep.get("stalled_osd"):
+        lines += ["## A stalled OSD (SIGSTOP) under a ranged GET of 256 KiB", "",
+                  "| client settings | ended after s | result |", "| --- | ---: | --- |"]
+        for x in rep["stalled_osd"]:
+            lines.append(f"| {x['settings']} | {f(x['seconds'])} | {x['result']}"
+                         f"{'' if 'bytes_equal' not in x else (', bytes equal' if x['bytes_equal'] else ', DIFFER')} |")
+        lines.append("")
     if rep["failures"]:
         lines += ["## Failures", ""] + [f"* {x}" for x in rep["failures"]] + [""]
     return "\n".join(lines)
