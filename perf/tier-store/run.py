@@ -313,6 +313,11 @@ def main():
     report["load_during"] = pc.summary(sampler.samples)
     report["window_s"] = round(window, 1)
     report["machine_busy_cores"] = round((jiffies1[0] - jiffies0[0]) / hz / window, 2)
+    # Ours: this runner and every child, the Ceph daemons included (reaped by now).
+    own = sum(resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime
+              for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    report["own_cores"] = round(own / window, 2)
+    report["other_cores"] = round(max(0.0, (jiffies1[0] - jiffies0[0]) / hz - own) / window, 2)
     report["steal_cores"] = round((jiffies1[1] - jiffies0[1]) / hz / window, 2)
     report["failures"] = failures
     md = markdown(report)
@@ -335,7 +340,8 @@ def markdown(rep):
              f"Load average (1 min): {f(rep['load_before'][0])} before, {f(rep['load_after'][0])} after, "
              f"p50 {f(ld.get('p50'))} / max {f(ld.get('max'))} sampled every second over {f(rep['window_s'], 0)} s; "
              f"whole machine busy {f(rep['machine_busy_cores'])} cores of {rep['machine']['nproc']} "
-             f"(steal {f(rep['steal_cores'])}). Quiet check before: {f(rep['quiet_check']['busy_cores'])} busy "
+             f"(steal {f(rep['steal_cores'])}), of them this run with its Ceph daemons {f(rep.get('own_cores'))} "
+             f"and **other work {f(rep.get('other_cores'))} cores**. Quiet check before: {f(rep['quiet_check']['busy_cores'])} busy "
              f"cores after {f(rep['quiet_check']['waited_s'], 0)} s of waiting"
              f"{'' if rep['quiet_check']['quiet'] else ' (not quiet)'}. Ceph up in {f(rep.get('ceph_up_s'), 1)} s.", ""]
     def cams(mbs):
