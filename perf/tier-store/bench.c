@@ -325,6 +325,8 @@ int main(int argc, char **argv)
 		modes[n_modes++].part = parts[i];
 	}
 
+	if (n_modes < 2)
+		die("modes", "nothing to upload: --no-put and no --parts");
 	unsigned char *buf = malloc(data_len);
 	if (!buf)
 		die("malloc", "read buffer");
