@@ -26,6 +26,7 @@ struct rtc_tx_job {
 	bool force_key; /* to be sent with the next input */
 	bool had_output;
 	bool reopened; /* opened again after the transcoder went away (once only) */
+	bool failing;  /* to be ended by fail() */
 	uint64_t dropped_tx;
 };
 
@@ -124,23 +125,23 @@ enum which { WAITING, STARTED };
 
 /* Ends the jobs not yet sent to a transcoder (WAITING), or those that had output or were
  * opened again already (STARTED), with err and reason, for their owners; then the
- * demand. */
+ * demand. The jobs to end are marked first and taken from the list one at a time: an
+ * owner's lost callback may close other jobs (a session that ends leaves its camera's
+ * live audio, whose AAC -> Opus job may be one of those marked), and a job closed so is
+ * gone from the list, never touched again here; jobs opened by a callback are not
+ * marked. */
 static void fail(enum which which, int err, const char *reason)
 {
-	struct rtc_tx_job *failed = NULL;
-	for (struct rtc_tx_job **p = &jobs; *p;) {
+	for (struct rtc_tx_job *j = jobs; j; j = j->next)
+		j->failing = which == WAITING ? !j->sent_open : j->had_output || j->reopened;
+	for (;;) {
+		struct rtc_tx_job **p = &jobs;
+		while (*p && !(*p)->failing)
+			p = &(*p)->next;
 		struct rtc_tx_job *j = *p;
-		if (which == WAITING ? j->sent_open : !j->had_output && !j->reopened) {
-			p = &j->next;
-			continue;
-		}
+		if (!j)
+			break;
 		*p = j->next;
-		j->next = failed;
-		failed = j;
-	}
-	while (failed) {
-		struct rtc_tx_job *j = failed;
-		failed = j->next;
 		st.lost++;
 		st.dropped_tx += j->dropped_tx;
 		kp_warn("transcode job %u (%s) lost: %s", (unsigned)j->id, j->name, reason);
