@@ -545,8 +545,11 @@ static void validate_tier(struct parse_ctx *p)
 	const char *host = !strncmp(e, "http://", 7) ? e + 7 : !strncmp(e, "https://", 8) ? e + 8 : NULL;
 	if (!host || !host[0] || strcspn(host, "/?#@ ") != strlen(host))
 		add_error(p, 0, "[tier] endpoint must be http://HOST[:PORT] or https://HOST[:PORT], not '%s'", e);
-	if (!cfg->tier_bucket.val[0] || !cfg->tier_access_key.val[0] || !cfg->tier_secret.val[0])
+	const char *b = cfg->tier_bucket.val;
+	if (!b[0] || !cfg->tier_access_key.val[0] || !cfg->tier_secret.val[0])
 		add_error(p, 0, "[tier] endpoint needs bucket, access_key and secret");
+	else if (strlen(b) < 3 || strlen(b) > 63 || strspn(b, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(b))
+		add_error(p, 0, "[tier] bucket must be 3 to 63 of a-z, 0-9, '.' and '-', not '%s'", b);
 }
 
 static void validate(struct parse_ctx *p)

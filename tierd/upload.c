@@ -317,9 +317,14 @@ out:
 static void run(const struct tier_job *j, unsigned gen)
 {
 	if (!U.bucket_ok) {
+		/* Made when missing. Keys allowed to write objects but not to make buckets (a
+		 * common policy) are answered 403: the bucket is taken to exist, and a PUT to a
+		 * missing one fails with its own error. */
 		struct s3_result res = {0};
 		int r = s3_bucket_create(U.client, &res);
-		if (r < 0) {
+		if (r == -EACCES)
+			kp_notice("making the bucket was refused (%s); copying into it as it is", res.why);
+		else if (r < 0) {
 			failed(j, gen, r, res.why, 0);
 			return;
 		}

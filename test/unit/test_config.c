@@ -210,8 +210,11 @@ static void test_tier(void)
 	CHECK_STR_CONTAINS(errs.text, "[tier] endpoint needs bucket, access_key and secret");
 	CHECK_EQ(load("[tier]\nendpoint = ftp://h\nbucket = kp\naccess_key = a\nsecret = s\n"), -EINVAL);
 	CHECK_STR_CONTAINS(errs.text, "[tier] endpoint must be http://HOST[:PORT]");
-	CHECK_EQ(load("[tier]\nendpoint = http://h:1/path\nbucket = kp\naccess_key = a\nsecret = s\n"), -EINVAL);
-	CHECK_EQ(load("[tier]\nendpoint = https://s3.example:8443\nbucket = kp\naccess_key = a\nsecret = s\n"
+	CHECK_EQ(load("[tier]\nendpoint = http://h:1/path\nbucket = kpb\naccess_key = a\nsecret = s\n"), -EINVAL);
+	CHECK_EQ(load("[tier]\nendpoint = http://h:1\nbucket = kp\naccess_key = a\nsecret = s\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "[tier] bucket must be 3 to 63 of a-z");
+	CHECK_EQ(load("[tier]\nendpoint = http://h:1\nbucket = Upper\naccess_key = a\nsecret = s\n"), -EINVAL);
+	CHECK_EQ(load("[tier]\nendpoint = https://s3.example:8443\nbucket = kp-1.x\naccess_key = a\nsecret = s\n"
 		      "part_size = 5\n"),
 		 0);
 	CHECK_EQ(cfg.tier_part_size_mib, 5);
