@@ -157,7 +157,11 @@ static int visit(void *arg, const struct cat_recording *rec)
 	if (rec->open || kp_add_i64(rec->end_ms, T.after_ms, &eligible_ms) < 0 || eligible_ms > sc->now_ms) {
 		if (!sc->first_open)
 			sc->first_open = rec->id;
-		return 0;
+		/* Ids go in creation order: a closed recording not old enough ends the look (a
+		 * later id that ended earlier, on another stream, waits at most one rollover more),
+		 * so that a look does not walk every recording of the last `after`. An open one,
+		 * which may be long, does not. */
+		return rec->open ? 0 : 1;
 	}
 	struct slot *have = slot_of(rec->id);
 	if (have && have->done)
