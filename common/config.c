@@ -534,6 +534,24 @@ static void validate_hub(struct parse_ctx *p)
 	}
 }
 
+/* [tier]: an endpoint needs a bucket and both keys, and is http(s)://HOST[:PORT] (the
+ * S3 client's form: path-style requests, no path of its own). */
+static void validate_tier(struct parse_ctx *p)
+{
+	const struct kp_config *cfg = p->cfg;
+	const char *e = cfg->tier_endpoint.val;
+	if (!e[0])
+		return;
+	const char *host = !strncmp(e, "http://", 7) ? e + 7 : !strncmp(e, "https://", 8) ? e + 8 : NULL;
+	if (!host || !host[0] || strcspn(host, "/?#@ ") != strlen(host))
+		add_error(p, 0, "[tier] endpoint must be http://HOST[:PORT] or https://HOST[:PORT], not '%s'", e);
+	const char *b = cfg->tier_bucket.val;
+	if (!b[0] || !cfg->tier_access_key.val[0] || !cfg->tier_secret.val[0])
+		add_error(p, 0, "[tier] endpoint needs bucket, access_key and secret");
+	else if (strlen(b) < 3 || strlen(b) > 63 || strspn(b, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(b))
+		add_error(p, 0, "[tier] bucket must be 3 to 63 of a-z, 0-9, '.' and '-', not '%s'", b);
+}
+
 static void validate(struct parse_ctx *p)
 {
 	struct kp_config *cfg = p->cfg;
@@ -541,6 +559,7 @@ static void validate(struct parse_ctx *p)
 		add_error(p, 0, "[web] tls_cert and tls_key must be set together");
 	validate_integrations(p);
 	validate_hub(p);
+	validate_tier(p);
 	for (unsigned i = 0; i < cfg->ncameras; i++) {
 		struct kp_camera_conf *c = &cfg->cameras[i];
 		if (missing_required(p, "camera", c, c->name, c->line))

@@ -99,6 +99,15 @@ struct kp_config {
 	unsigned hub_timeout_ms;
 	unsigned nsites;
 	struct kp_site_conf sites[KP_MAX_SITES];
+	/* [tier] (docs/tier.md, decision 0035); no endpoint: no tiering, no tierd. */
+	struct kp_conf_str tier_endpoint;
+	struct kp_conf_str tier_region;
+	struct kp_conf_str tier_bucket;
+	struct kp_conf_str tier_access_key;
+	struct kp_conf_str tier_secret;
+	unsigned tier_after_secs;
+	unsigned tier_part_size_mib;
+	unsigned tier_timeout_secs;
 	unsigned ncameras;
 	struct kp_camera_conf cameras[KP_MAX_CAMERAS];
 };

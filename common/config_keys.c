@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 static const char *const record_values[] = {"continuous", "events", "off", NULL};
 static const char *const transport_values[] = {"tcp", "udp", "auto", NULL}; /* enum kp_rtsp_transport */
 
-const char *const kp_config_sections[] = {"keeppeek", "web", "rtc", "retention", "mqtt", "hub", NULL};
+const char *const kp_config_sections[] = {"keeppeek", "web", "rtc", "retention", "mqtt", "hub", "tier", NULL};
 
 const struct kp_key kp_config_keys[] = {
     {"keeppeek", "data_dir", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_SUPERVISOR | KP_USER_RECORDERD, G(data_dir), 0, 0, 0,
@@ -76,6 +77,22 @@ const struct kp_key kp_config_keys[] = {
      "webd also shows the [site] sections' cameras, coverage and events"},
     {"hub", "timeout_ms", KP_KEY_UINT, 0, KP_USER_WEBD, G(hub_timeout_ms), 0, 100, 30000, NULL, "3000",
      "milliseconds a site has to answer one request of the hub"},
+    {"tier", "endpoint", KP_KEY_STR, KP_KEY_OPTIONAL, KP_USER_SUPERVISOR, G(tier_endpoint), 0, 0, 0, NULL, NULL,
+     "http(s)://HOST[:PORT] of the S3-compatible store; unset: no tiering"},
+    {"tier", "region", KP_KEY_STR, KP_KEY_NONEMPTY, KP_USER_SUPERVISOR, G(tier_region), 0, 0, 0, NULL, "us-east-1",
+     "the store's region (SigV4)"},
+    {"tier", "bucket", KP_KEY_STR, KP_KEY_OPTIONAL, KP_USER_SUPERVISOR, G(tier_bucket), 0, 0, 0, NULL, NULL,
+     "the bucket recordings are copied to (created when missing)"},
+    {"tier", "access_key", KP_KEY_STR, KP_KEY_OPTIONAL | KP_KEY_SECRET | KP_KEY_HIDDEN, KP_USER_SUPERVISOR,
+     G(tier_access_key), 0, 0, 0, NULL, NULL, "the store's access key (${ENV} or file:PATH)"},
+    {"tier", "secret", KP_KEY_STR, KP_KEY_OPTIONAL | KP_KEY_SECRET | KP_KEY_HIDDEN, KP_USER_SUPERVISOR, G(tier_secret),
+     0, 0, 0, NULL, NULL, "the store's secret key (${ENV} or file:PATH)"},
+    {"tier", "after", KP_KEY_DURATION, 0, KP_USER_SUPERVISOR, G(tier_after_secs), 0, 1, 315360000, NULL, "30d",
+     "closed recordings older than this are copied (NUMBER s, m, h or d)"},
+    {"tier", "part_size", KP_KEY_UINT, 0, KP_USER_SUPERVISOR, G(tier_part_size_mib), 0, 5, 64, NULL, "16",
+     "MiB of each part of a multipart upload"},
+    {"tier", "timeout", KP_KEY_UINT, 0, KP_USER_SUPERVISOR, G(tier_timeout_secs), 0, 1, 600, NULL, "60",
+     "seconds one request to the store may take"},
     {"site", "url", KP_KEY_STR, KP_KEY_REQUIRED, KP_USER_WEBD, S(url), 0, 0, 0, NULL, NULL,
      "http:// or https:// address of the site's web server"},
     {"site", "token", KP_KEY_STR, KP_KEY_REQUIRED | KP_KEY_SECRET | KP_KEY_HIDDEN, KP_USER_WEBD, S(token), 0, 0, 0,
@@ -150,6 +167,30 @@ static int parse_uint(const struct kp_key *k, const char *v, unsigned *out, char
 		return -EINVAL;
 	}
 	*out = (unsigned)n;
+	return 0;
+}
+
+/* A duration: digits and one unit (s, m, h, d), kept in seconds from min to max. */
+static int parse_duration(const struct kp_key *k, const char *v, unsigned *out, char *why, size_t len)
+{
+	static const struct {
+		char unit;
+		unsigned secs;
+	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	unsigned long long secs = 0;
+	int ok = isdigit((unsigned char)v[0]) && !errno && end[0] && !end[1] && n <= UINT32_MAX;
+	for (size_t i = 0; ok && i < sizeof units / sizeof units[0]; i++)
+		if (end[0] == units[i].unit)
+			secs = (unsigned long long)n * units[i].secs;
+	if (!ok || secs < k->min || secs > k->max) {
+		snprintf(why, len, "%s in [%s] must be a number with a unit (s, m, h, d) from %us to %us, not '%s'",
+			 k->name, k->section, k->min, k->max, v);
+		return -EINVAL;
+	}
+	*out = (unsigned)secs;
 	return 0;
 }
 
@@ -485,6 +526,8 @@ int kp_config_key_parse(const struct kp_key *k, void *base, const char *v, char 
 		return parse_enum(k, v, FIELD(base, k->offset, unsigned), why, len);
 	case KP_KEY_GB:
 		return parse_gb(k, v, FIELD(base, k->offset, unsigned), why, len);
+	case KP_KEY_DURATION:
+		return parse_duration(k, v, FIELD(base, k->offset, unsigned), why, len);
 	case KP_KEY_PORT_RANGE:
 		return parse_port_range(k, base, v, why, len);
 	case KP_KEY_RTP_PORTS:
@@ -567,7 +610,8 @@ int kp_config_key_format(const struct kp_key *k, const void *base, char *out, si
 {
 	int n = 0;
 	bool numeric = k->type == KP_KEY_UINT || k->type == KP_KEY_ENUM || k->type == KP_KEY_GB ||
-		       k->type == KP_KEY_PORT_RANGE || k->type == KP_KEY_RTP_PORTS || k->type == KP_KEY_STREAMS;
+		       k->type == KP_KEY_PORT_RANGE || k->type == KP_KEY_RTP_PORTS || k->type == KP_KEY_STREAMS ||
+		       k->type == KP_KEY_DURATION;
 	unsigned u = numeric ? *CFIELD(base, k->offset, unsigned) : 0;
 	switch (k->type) {
 	case KP_KEY_UINT:
@@ -580,6 +624,17 @@ int kp_config_key_format(const struct kp_key *k, const void *base, char *out, si
 		return put_text(out, len, k->values[u]);
 	case KP_KEY_GB:
 		n = snprintf(out, len, "%u.%03u", u / 1000, u % 1000);
+		break;
+	case KP_KEY_DURATION: /* the largest unit that says it exactly */
+		n = snprintf(out, len, "%u%c",
+			     u % 86400 == 0  ? u / 86400
+			     : u % 3600 == 0 ? u / 3600
+			     : u % 60 == 0   ? u / 60
+					     : u,
+			     u % 86400 == 0  ? 'd'
+			     : u % 3600 == 0 ? 'h'
+			     : u % 60 == 0   ? 'm'
+					     : 's');
 		break;
 	case KP_KEY_PORT_RANGE:
 	case KP_KEY_RTP_PORTS:
@@ -628,6 +683,9 @@ static const char *type_name(const struct kp_key *k, char *buf, size_t len)
 		return buf;
 	case KP_KEY_GB:
 		snprintf(buf, len, "GB %u..%u", k->min, k->max);
+		return buf;
+	case KP_KEY_DURATION:
+		snprintf(buf, len, "duration %us..%us", k->min, k->max);
 		return buf;
 	case KP_KEY_ENUM:
 		buf[0] = '\0';

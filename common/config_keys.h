@@ -25,6 +25,7 @@ enum kp_key_type {
 	KP_KEY_ADDRESSES,  /* up to 8 IP literals, comma-separated, or "" */
 	KP_KEY_LABELS,     /* up to 8 words of a-z, 0-9, '_' and '-', comma-separated, or "" */
 	KP_KEY_RTP_PORTS,  /* a port range with an even FIRST and at least four ports */
+	KP_KEY_DURATION,   /* a number with a unit (s, m, h, d), stored in seconds from min to max */
 };
 
 enum kp_key_flags {

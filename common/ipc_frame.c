@@ -34,6 +34,7 @@ int kp_frame_header(const uint8_t head[4], uint32_t *ret_len, const char **ret_r
 #define RTCD    KP_PEER_BIT(kp_Peer_PEER_RTCD)
 #define CTL     KP_PEER_BIT(kp_Peer_PEER_CONTROL)
 #define TXC     KP_PEER_BIT(kp_Peer_PEER_TRANSCODER)
+#define TIER    KP_PEER_BIT(kp_Peer_PEER_TIER)
 #define WORKERS KP_PEERS_WORKERS
 
 /* Who may send what to whom: one row per message kind. A frame whose sender or
@@ -101,6 +102,11 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_transcode_close_tag, RTCD | REC, TXC},
     {kp_Envelope_transcode_output_tag, TXC, RTCD | REC},
     {kp_Envelope_transcode_ended_tag, TXC, RTCD | REC},
+    /* Tiering (decision 0035): recorderd hands tierd closed recordings, tierd reports. */
+    {kp_Envelope_tier_upload_tag, REC, TIER},
+    {kp_Envelope_tier_progress_tag, TIER, REC},
+    {kp_Envelope_tier_uploaded_tag, TIER, REC},
+    {kp_Envelope_tier_failed_tag, TIER, REC},
     /* The control socket. */
     {kp_Envelope_control_request_tag, CTL, SUP},
     {kp_Envelope_control_reply_tag, SUP, CTL},
@@ -133,12 +139,13 @@ int kp_ipc_allowed(pb_size_t which, kp_Peer from, kp_Peer to, const char **ret_r
 
 /* A MediaPiece carries its file's descriptor, except a piece that only reports done or
  * an error; a control request at most one (backup's directory); a WorkerConfig the
- * listening sockets keeppeekd holds for webd. */
+ * listening sockets keeppeekd holds for webd; a TierUpload its recording's file. */
 static int fds_match(const kp_Envelope *env)
 {
 	switch (env->which_msg) {
 	case kp_Envelope_link_new_tag:
 	case kp_Envelope_backup_request_tag:
+	case kp_Envelope_tier_upload_tag: /* the recording's file */
 		return env->fd_count == 1;
 	case kp_Envelope_control_request_tag:
 	case kp_Envelope_media_piece_tag:
@@ -242,6 +249,7 @@ static const char *const peer_names[] = {
     [kp_Peer_PEER_INGESTD] = "ingestd", [kp_Peer_PEER_RECORDERD] = "recorderd",
     [kp_Peer_PEER_WEBD] = "webd",       [kp_Peer_PEER_RTCD] = "rtcd",
     [kp_Peer_PEER_CONTROL] = "control", [kp_Peer_PEER_TRANSCODER] = "transcoder",
+    [kp_Peer_PEER_TIER] = "tierd",
 };
 
 const char *kp_peer_name(kp_Peer peer)

@@ -20,7 +20,7 @@
 #define KP_PEER_BIT(p) (1u << (unsigned)(p))
 #define KP_PEERS_WORKERS                                                                                               \
 	(KP_PEER_BIT(kp_Peer_PEER_INGESTD) | KP_PEER_BIT(kp_Peer_PEER_RECORDERD) | KP_PEER_BIT(kp_Peer_PEER_WEBD) |    \
-	 KP_PEER_BIT(kp_Peer_PEER_RTCD) | KP_PEER_BIT(kp_Peer_PEER_TRANSCODER))
+	 KP_PEER_BIT(kp_Peer_PEER_RTCD) | KP_PEER_BIT(kp_Peer_PEER_TRANSCODER) | KP_PEER_BIT(kp_Peer_PEER_TIER))
 
 /* One row of the IPC table: which processes may send a message kind, and which may
  * receive it. */

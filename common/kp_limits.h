@@ -54,6 +54,7 @@
 #define KP_TRANSCODE_AUDIO_JOBS       64
 #define KP_TRANSCODE_PICTURE_JOBS     2
 #define KP_TRANSCODER_AS              (1536ull * KP_MIB)
+#define KP_TIERD_AS                   (1024ull * KP_MIB) /* one part buffer of at most 64 MiB, libcurl, OpenSSL */
 #define KP_TRANSCODER_NICE            10
 #define KP_TRANSCODER_START_MS        10000
 #define KP_RTC_SESSIONS_PER_PRINCIPAL 64

@@ -12,7 +12,7 @@
 #include "keeppeek.pb.h"
 
 #define KP_WORKER_CHANNEL_FD 3
-#define KP_WORKER_MAX_PEERS  4
+#define KP_WORKER_MAX_PEERS  5
 
 enum kp_worker_fs { KP_WORKER_FS_NONE, KP_WORKER_FS_DATA_RW, KP_WORKER_FS_WWW_RO };
 

@@ -18,7 +18,7 @@
 
 static const char *const db_names[DB_COUNT] = {
     "meta",   "cameras",        "streams",  "recordings",       "rec_by_stream", "fragments",       "keyframes",
-    "events", "events_by_time", "coverage", "events_by_camera", "event_terms",   "event_keyframes",
+    "events", "events_by_time", "coverage", "events_by_camera", "event_terms",   "event_keyframes", "tier",
 };
 
 struct camera_val {
@@ -614,6 +614,8 @@ int cat_delete_recording(struct cat_txn *t, uint64_t id, struct cat_recording *r
 	if (e == 0)
 		e = cat_db_del(t, DB_RECORDINGS, rk, sizeof rk);
 	if (e == 0)
+		e = cat_db_del(t, DB_TIER, rk, sizeof rk);
+	if (e == 0)
 		e = add_bytes(t, -(int64_t)r.bytes);
 	if (e == 0 && ret_deleted)
 		*ret_deleted = r;
@@ -643,6 +645,15 @@ int cat_each_recording(struct cat_txn *t, int (*fn)(void *arg, const struct cat_
 {
 	struct recording_walk w = {.fn = fn, .arg = arg};
 	return cat_db_walk(t, DB_RECORDINGS, NULL, 0, visit_recording, &w);
+}
+
+int cat_each_recording_from(struct cat_txn *t, uint64_t from_id, int (*fn)(void *arg, const struct cat_recording *r),
+			    void *arg)
+{
+	uint8_t k[CAT_KEY_RECORDING];
+	cat_be64(k, from_id);
+	struct recording_walk w = {.fn = fn, .arg = arg};
+	return cat_db_walk(t, DB_RECORDINGS, k, sizeof k, visit_recording, &w);
 }
 
 static int visit_stream_recording(void *ctx, const MDB_val *key, const MDB_val *v)
@@ -1044,4 +1055,41 @@ int cat_verify(struct cat *c, struct cat_verify_report *ret)
 		mdb_txn_abort(txn);
 	}
 	return r;
+}
+
+/* The tier journal: one fixed-size row per recording, keyed by its id (be64). */
+int cat_tier_get(struct cat_txn *t, uint64_t id, struct cat_tier *ret)
+{
+	uint8_t k[CAT_KEY_RECORDING];
+	cat_be64(k, id);
+	return cat_db_get(t, DB_TIER, k, sizeof k, ret, sizeof *ret);
+}
+
+int cat_tier_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row)
+{
+	uint8_t k[CAT_KEY_RECORDING];
+	cat_be64(k, id);
+	return cat_db_put(t, DB_TIER, k, sizeof k, row, sizeof *row);
+}
+
+struct tier_walk {
+	int (*fn)(void *arg, uint64_t id, const struct cat_tier *row);
+	void *arg;
+};
+
+static int visit_tier(void *ctx, const MDB_val *key, const MDB_val *v)
+{
+	struct tier_walk *w = ctx;
+	struct cat_tier row;
+	if (key->mv_size != CAT_KEY_RECORDING || v->mv_size != sizeof row)
+		return -EBADMSG;
+	memcpy(&row, v->mv_data, sizeof row);
+	return w->fn(w->arg, cat_get_be64(key->mv_data), &row);
+}
+
+int cat_each_tier(struct cat_txn *t, int (*fn)(void *arg, uint64_t id, const struct cat_tier *row), void *arg)
+{
+	struct tier_walk w = {fn, arg};
+	int r = cat_db_walk(t, DB_TIER, NULL, 0, visit_tier, &w);
+	return r == 1 ? 0 : r;
 }

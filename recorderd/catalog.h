@@ -112,6 +112,9 @@ int cat_delete_recording(struct cat_txn *t, uint64_t id, struct cat_recording *r
 /* Calls fn for every recording in id order (oldest first) until fn returns non-zero
  * (which is returned; 1 stops without error). */
 int cat_each_recording(struct cat_txn *t, int (*fn)(void *arg, const struct cat_recording *r), void *arg);
+/* The same from the recording id from_id on. */
+int cat_each_recording_from(struct cat_txn *t, uint64_t from_id, int (*fn)(void *arg, const struct cat_recording *r),
+			    void *arg);
 /* Recordings of one stream starting in [from_ms, to_ms), in start order. */
 int cat_each_stream_recording(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t to_ms,
 			      int (*fn)(void *arg, const struct cat_recording *r), void *arg);
@@ -162,6 +165,28 @@ int cat_each_keyframe(struct cat_txn *t, uint32_t stream_id,
 /* The stored coverage buckets of one stream starting in [from_ms, to_ms), in order. */
 int cat_each_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t from_ms, int64_t to_ms,
 			     int (*fn)(void *arg, int64_t bucket_ms, int64_t covered_ms), void *arg);
+
+/* The tier journal (sub-database tier, docs/tier.md, decision 0035): where the copy of
+ * each recording to the object store stands. Removed with its recording. */
+enum cat_tier_state { CAT_TIER_QUEUED = 1, CAT_TIER_UPLOADING = 2, CAT_TIER_UPLOADED = 3 };
+
+struct cat_tier {
+	uint32_t state; /* enum cat_tier_state */
+	uint32_t attempts;
+	uint32_t parts_done, parts;
+	uint64_t size;
+	int64_t queued_ms;      /* wall time it was picked */
+	int64_t done_ms;        /* wall time the store's copy was verified */
+	char key[CAT_PATH_MAX]; /* the object key: the recording's path */
+	char upload_id[256];    /* a multipart upload under way ("": none) */
+	char etag[80];          /* the object's, once uploaded */
+};
+
+/* -ENOENT when the recording has no row. */
+int cat_tier_get(struct cat_txn *t, uint64_t id, struct cat_tier *ret);
+int cat_tier_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row);
+/* Every row in recording id order until fn returns non-zero (1 stops without error). */
+int cat_each_tier(struct cat_txn *t, int (*fn)(void *arg, uint64_t id, const struct cat_tier *row), void *arg);
 
 /* Repairs (keeppeekctl check --repair). Each keeps the byte total and, except the
  * last two, the coverage in step. */

@@ -64,9 +64,11 @@ static int grow(struct batch *b, size_t want)
 
 static void close_fds(struct batch *b)
 {
-	for (size_t i = 0; i < b->n; i++)
+	for (size_t i = 0; i < b->n; i++) {
 		if (b->items[i].fd >= 0)
 			close(b->items[i].fd);
+		free(b->items[i].tier);
+	}
 	b->n = 0;
 }
 
@@ -139,6 +141,13 @@ static int index_batch(struct rec_committer *c, struct batch *b)
 			r = cat_add_fragment(t, &it->rec, &it->frag);
 			if (r == 0)
 				r = rec_event_link_fragment(t, &it->rec, &it->frag);
+		} else if (it->kind == REC_ITEM_TIER) {
+			struct cat_recording rec;
+			r = cat_get_recording(t, it->rec.id, &rec);
+			if (r == 0)
+				r = cat_tier_put(t, it->rec.id, it->tier);
+			else if (r == -ENOENT)
+				r = 0; /* deleted meanwhile (retention): no journal row for it */
 		} else
 			r = cat_close_recording(t, it->rec.id);
 		/* An item the catalog refuses by itself (not the environment) is dropped: its

@@ -16,7 +16,9 @@
 #define REC_COMMIT_MAX_ITEMS   65536 /* backlog while the disk is slower than the cameras */
 #define REC_QUOTA_IDLE_MS      5000  /* after a quota pass that could delete nothing */
 
-enum rec_item_kind { REC_ITEM_FRAGMENT, REC_ITEM_CLOSE };
+/* REC_ITEM_TIER: the tier journal's row of recording rec.id (tier.h), written unless the
+ * recording is gone by then. */
+enum rec_item_kind { REC_ITEM_FRAGMENT, REC_ITEM_CLOSE, REC_ITEM_TIER };
 
 struct rec_commit_item {
 	enum rec_item_kind kind;
@@ -24,6 +26,7 @@ struct rec_commit_item {
 	unsigned sync_dirs; /* the file's first fragment: its directories are new */
 	struct cat_recording rec;
 	struct cat_fragment frag;
+	struct cat_tier *tier; /* REC_ITEM_TIER: malloc'ed, owned by the committer once pushed */
 };
 
 #define REC_COMMIT_BUCKETS 9 /* latency histogram: 5, 10, 25, 50, 100, 250, 500, 1000, 2500 ms */

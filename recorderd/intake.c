@@ -13,6 +13,7 @@
 #include "queries.h"
 #include "recorder.h"
 #include "reply.h"
+#include "tier.h"
 
 struct stream_counter {
 	char camera[KP_CAMERA_NAME_MAX + 1];
@@ -42,6 +43,11 @@ void rec_intake_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 {
 	if (f->env->which_msg == kp_Envelope_audio_unit_tag) {
 		rec_audio_unit(&f->env->msg.audio_unit, f->tail, f->tail_len);
+		return;
+	}
+	if (f->env->which_msg == kp_Envelope_tier_progress_tag || f->env->which_msg == kp_Envelope_tier_uploaded_tag ||
+	    f->env->which_msg == kp_Envelope_tier_failed_tag) {
+		rec_tier_frame(f);
 		return;
 	}
 	if (f->env->which_msg == kp_Envelope_transcode_output_tag ||
@@ -81,12 +87,14 @@ void rec_intake_link(struct kp_worker *w, kp_Peer peer)
 	rec_reply_init(w);
 	rec_picture_worker(w);
 	rec_picture_link(peer, 1);
+	rec_tier_link(peer, 1);
 }
 
 void rec_intake_lost(struct kp_worker *w, kp_Peer peer)
 {
 	(void)w;
 	rec_picture_link(peer, 0);
+	rec_tier_link(peer, 0);
 }
 
 void rec_intake_report(struct kp_worker *w)

@@ -22,6 +22,7 @@
 #include "event_sweep.h"
 #include "events.h"
 #include "picture.h"
+#include "tier.h"
 #include "queries.h"
 #include "rebuild.h"
 #include "recovery.h"
@@ -309,6 +310,7 @@ static void start_store(struct kp_worker *w)
 	rec_events_open(w, R.cat, R.env.commit, rec_arm_camera);
 	rec_picture_open(w, R.cat);
 	rec_commit_on_removed(R.env.commit, rec_picture_removed);
+	rec_tier_open(w, R.cat, R.env.commit, R.data_dirfd);
 	uv_timer_init(kp_worker_loop(w), &R.retention_timer);
 	uv_timer_start(&R.retention_timer, on_retention, 5000, REC_RETENTION_EVERY_MS);
 }
@@ -323,6 +325,7 @@ static void on_timer_closed(uv_handle_t *h)
  * waiting, their askers get answers; then the catalog closes. The data directory stays. */
 static void close_store(void)
 {
+	rec_tier_close();
 	rec_requests_close();
 	rec_queries_close();
 	for (unsigned i = 0; i < R.ncams; i++)
@@ -779,4 +782,5 @@ void rec_metrics(struct jbuf *b, struct cat *cat)
 		  "# HELP keeppeek_recorderd_catalog_events Events in the catalog.\n"
 		  "# TYPE keeppeek_recorderd_catalog_events gauge\nkeeppeek_recorderd_catalog_events %llu\n",
 		  (unsigned long long)size, (unsigned long long)media, (unsigned long long)events);
+	rec_tier_metrics(b);
 }

@@ -24,7 +24,7 @@ static void keys(struct json_w *w)
 	    [KP_KEY_ENUM] = "choice",     [KP_KEY_GB] = "gigabytes",         [KP_KEY_PORT_RANGE] = "port-range",
 	    [KP_KEY_STREAMS] = "streams", [KP_KEY_CAMERA_URL] = "url",       [KP_KEY_RTSP_URL] = "rtsp-url",
 	    [KP_KEY_LISTEN] = "listen",   [KP_KEY_HOSTPORT] = "host-port",   [KP_KEY_ADDRESSES] = "addresses",
-	    [KP_KEY_LABELS] = "labels",   [KP_KEY_RTP_PORTS] = "port-range",
+	    [KP_KEY_LABELS] = "labels",   [KP_KEY_RTP_PORTS] = "port-range", [KP_KEY_DURATION] = "duration",
 	};
 	jw_obj(w);
 	jw_key(w, "keys");

@@ -82,6 +82,8 @@ static int send_worker_config(struct proc *p, bool start)
 		integrations_config(s, wc);
 		integrations_hub_config(s, wc);
 	}
+	if (p->peer == kp_Peer_PEER_TIER || p->peer == kp_Peer_PEER_RECORDERD)
+		tier_config(s, p->peer, wc);
 	return kp_ipc_send(p->ipc, &env, NULL, 0, fds, nfds);
 }
 
@@ -162,6 +164,7 @@ int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size
 		snprintf(next.data_dir.val, sizeof next.data_dir.val, "%s", s->cfg.data_dir.val);
 		snprintf(next.run_dir.val, sizeof next.run_dir.val, "%s", s->cfg.run_dir.val);
 		snprintf(next.user.val, sizeof next.user.val, "%s", s->cfg.user.val);
+		tier_keep(&s->cfg, &next);
 		s->cfg = next;
 	}
 	s->generation++;

@@ -263,7 +263,7 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct
 	if (!strcmp(req->command, "restart") && req->args_count == 1) {
 		struct proc *p = proc_by_name(s, req->args[0]);
 		if (!p) {
-			kp_out_put(&o, "unknown worker '%s' (ingestd, recorderd, webd, rtcd, transcoder)\n",
+			kp_out_put(&o, "unknown worker '%s' (ingestd, recorderd, webd, rtcd, transcoder, tierd)\n",
 				   req->args[0]);
 			return 2;
 		}

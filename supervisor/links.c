@@ -17,6 +17,7 @@ static const kp_Peer mesh[KP_NLINKS][2] = {
     {kp_Peer_PEER_WEBD, kp_Peer_PEER_RTCD},
     {kp_Peer_PEER_RTCD, kp_Peer_PEER_TRANSCODER},
     {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_TRANSCODER},
+    {kp_Peer_PEER_RECORDERD, kp_Peer_PEER_TIER},
 };
 
 void links_init(struct supervisor *s)

@@ -2,7 +2,7 @@
  * (posix_spawn, proc_spawn.c, with its channel on fd 3) under its own uid, has every frame it sends
  * handed to its row's dispatch, is killed when it stops answering, restarted alone with
  * exponential backoff when it exits (SPEC section 1), and stopped in order with the
- * rest. A row marked on_demand (the transcoder) is not started with the rest but by
+ * rest. A row marked on_demand (the transcoder; tierd unless its row wants it) is not started with the rest but by
  * proc_start, and proc_stop ends it for good. It knows no message kind and no other module of the supervisor: what to
  * send a worker, and what else to start or close, are the hooks handed in. */
 #include <errno.h>
@@ -344,7 +344,9 @@ void proc_start_rest(struct supervisor *s)
 			return;
 	s->rest_waiting = false;
 	for (unsigned i = 0; i < KP_NPROCS; i++)
-		if (!s->procs[i].def->first && !s->procs[i].def->on_demand && proc_spawn(&s->procs[i]) < 0)
+		if (!s->procs[i].def->first &&
+		    (!s->procs[i].def->on_demand || (s->procs[i].def->wanted && s->procs[i].def->wanted(s))) &&
+		    proc_spawn(&s->procs[i]) < 0)
 			schedule_restart(&s->procs[i]);
 }
 

@@ -15,8 +15,8 @@
 #include "keeppeek.pb.h"
 #include "proc_spawn.h"
 
-#define KP_NPROCS 5
-#define KP_NLINKS 7
+#define KP_NPROCS 6
+#define KP_NLINKS 8
 
 enum proc_state { PROC_STOPPED, PROC_STARTING, PROC_RUNNING, PROC_BACKOFF, PROC_STOPPING };
 
@@ -33,6 +33,9 @@ struct proc_def {
 	/* On the path of the first durable commit (webd, recorderd): started first, in
 	 * parallel; the other rows start once these run or one of them failed. */
 	bool first;
+	/* An on_demand row this returns true for is started with the rest (tierd when [tier]
+	 * has an endpoint); NULL: only by proc_start. */
+	bool (*wanted)(const struct supervisor *s);
 	/* Every frame the worker sends, already allowed by the IPC table (common/ipc_frame.c). */
 	void (*dispatch)(struct proc *p, struct kp_ipc_frame *f);
 };
@@ -281,6 +284,14 @@ void cameras_render(const struct supervisor *s, bool json, struct kp_out *o);
 void integrations_config(const struct supervisor *s, kp_WorkerConfig *wc);
 /* [hub] and its [site "NAME"] sections, each site's CA file read here. */
 void integrations_hub_config(const struct supervisor *s, kp_WorkerConfig *wc);
+
+/* [tier] (tier.c, decision 0035): its TierConfig for tierd and recorderd (nothing when
+ * no endpoint is set), the endpoint's host resolved here so that tierd connects to that
+ * address only. */
+void tier_config(const struct supervisor *s, kp_Peer peer, kp_WorkerConfig *wc);
+/* A reload keeps the running [tier] (it takes effect when keeppeekd restarts): copies
+ * it from cur into next, with a warning when the file changed it. */
+void tier_keep(const struct kp_config *cur, struct kp_config *next);
 void integrations_send_states(struct supervisor *s);
 
 /* catalog_status.c: recorderd's last CatalogStatus, forgotten when it is started again. */

@@ -1,7 +1,7 @@
-/* The process table: KeepPeek's four workers and the transcoder started on demand, each with the dispatch of what it
- * may send the supervisor (the IPC table in common/ipc_frame.c has already refused the rest), and the engine's hooks
- * that speak to a worker: its configuration when it has started, a health request, Shutdown. Adding a worker is a row
- * here, a row of the link mesh (links.c) and its rows in the IPC table. */
+/* The process table: KeepPeek's four workers, the transcoder started on demand and tierd where [tier] is set, each with
+ * the dispatch of what it may send the supervisor (the IPC table in common/ipc_frame.c has already refused the rest),
+ * and the engine's hooks that speak to a worker: its configuration when it has started, a health request, Shutdown.
+ * Adding a worker is a row here, a row of the link mesh (links.c) and its rows in the IPC table. */
 #include <stdio.h>
 #include <string.h>
 
@@ -103,13 +103,26 @@ static void transcoder_dispatch(struct proc *p, struct kp_ipc_frame *f)
 	common_frame(p, f->env);
 }
 
+static void tier_dispatch(struct proc *p, struct kp_ipc_frame *f)
+{
+	common_frame(p, f->env);
+}
+
+/* tierd runs only where [tier] names a store (decision 0035). */
+static bool tier_wanted(const struct supervisor *s)
+{
+	return s->cfg.tier_endpoint.val[0] != '\0';
+}
+
 const struct proc_def workers_table[KP_NPROCS] = {
-    {"ingestd", kp_Peer_PEER_INGESTD, true, false, false, ingestd_dispatch},
-    {"recorderd", kp_Peer_PEER_RECORDERD, false, false, true, recorderd_dispatch},
-    {"webd", kp_Peer_PEER_WEBD, true, false, true, webd_dispatch},
-    {"rtcd", kp_Peer_PEER_RTCD, true, false, false, rtcd_dispatch},
+    {"ingestd", kp_Peer_PEER_INGESTD, true, false, false, NULL, ingestd_dispatch},
+    {"recorderd", kp_Peer_PEER_RECORDERD, false, false, true, NULL, recorderd_dispatch},
+    {"webd", kp_Peer_PEER_WEBD, true, false, true, NULL, webd_dispatch},
+    {"rtcd", kp_Peer_PEER_RTCD, true, false, false, NULL, rtcd_dispatch},
     /* Started while rtcd or recorderd has transcode jobs (transcoder.c). */
-    {"transcoder", kp_Peer_PEER_TRANSCODER, true, true, false, transcoder_dispatch},
+    {"transcoder", kp_Peer_PEER_TRANSCODER, true, true, false, NULL, transcoder_dispatch},
+    /* Started with the rest when [tier] has an endpoint. */
+    {"tierd", kp_Peer_PEER_TIER, true, true, false, tier_wanted, tier_dispatch},
 };
 
 void workers_spawned(struct proc *p)

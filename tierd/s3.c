@@ -2,6 +2,7 @@
  * its status and S3 error code mapped to an errno. */
 #include "s3.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "sigv4.h"
@@ -27,6 +29,7 @@ struct s3_client {
 	char access_key[128];
 	char secret[128];
 	long connect_ms, timeout_ms, low_bytes, low_secs;
+	struct curl_slist *pin; /* CURLOPT_RESOLVE's HOST:PORT:ADDRESS, or NULL */
 };
 
 struct req {
@@ -69,6 +72,34 @@ static int copy_field(char *dst, size_t cap, const char *src)
 		return -EINVAL;
 	strcpy(dst, src);
 	return 0;
+}
+
+/* CURLOPT_RESOLVE's "HOST:PORT:ADDRESS" for c->host (the port from the scheme when the
+ * endpoint names none); address an IP literal. */
+static int pin_address(struct s3_client *c, const char *endpoint, const char *address)
+{
+	char host[256], entry[400];
+	const char *port = strncmp(endpoint, "https://", 8) == 0 ? "443" : "80";
+	size_t hlen = c->host[0] == '[' ? strcspn(c->host, "]") + 1 : strcspn(c->host, ":");
+	if (hlen >= sizeof(host) || strpbrk(address, ":") == NULL) {
+		unsigned char a4[4];
+		if (hlen >= sizeof(host) || inet_pton(AF_INET, address, a4) != 1)
+			return -EINVAL;
+	} else {
+		unsigned char a6[16];
+		if (inet_pton(AF_INET6, address, a6) != 1)
+			return -EINVAL;
+	}
+	memcpy(host, c->host, hlen);
+	host[hlen] = '\0';
+	if (c->host[hlen] == ':')
+		port = c->host + hlen + 1;
+	int n = strchr(address, ':') ? snprintf(entry, sizeof(entry), "%s:%s:[%s]", host, port, address)
+				     : snprintf(entry, sizeof(entry), "%s:%s:%s", host, port, address);
+	if (n < 0 || (size_t)n >= sizeof(entry))
+		return -EINVAL;
+	c->pin = curl_slist_append(NULL, entry);
+	return c->pin ? 0 : -ENOMEM;
 }
 
 int s3_client_new(const struct s3_conf *conf, struct s3_client **ret)
@@ -122,6 +153,10 @@ int s3_client_new(const struct s3_conf *conf, struct s3_client **ret)
 		s3_client_free(c);
 		return -ENOMEM;
 	}
+	if (conf->address && conf->address[0] && pin_address(c, conf->endpoint, conf->address) < 0) {
+		s3_client_free(c);
+		return -EINVAL;
+	}
 	*ret = c;
 	return 0;
 }
@@ -132,6 +167,7 @@ void s3_client_free(struct s3_client *c)
 		return;
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
+	curl_slist_free_all(c->pin);
 	OPENSSL_cleanse(c->secret, sizeof(c->secret));
 	free(c);
 }
@@ -385,6 +421,8 @@ static int perform(struct s3_client *c, struct req *r, struct s3_result *res)
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	if (c->pin)
+		curl_easy_setopt(e, CURLOPT_RESOLVE, c->pin);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_ms);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, c->low_bytes);

@@ -29,6 +29,9 @@ struct s3_conf {
 	long timeout_ms;         /* the whole request; 0: 60000 */
 	long low_speed_bytes;    /* fewer bytes per second than this ... (0: 1024) */
 	long low_speed_secs;     /* ... for this long ends the request (0: 10) */
+	/* NULL or "": the endpoint's host is resolved by libcurl; else the IP literal every
+	 * connection goes to (CURLOPT_RESOLVE pins the host to it: tierd resolves nothing). */
+	const char *address;
 };
 
 /* What the last request got: HTTP status (0 when none came), S3 error code, why. */

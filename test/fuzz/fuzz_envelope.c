@@ -15,8 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *reason;
 		if (kp_frame_header(data, &len, &reason) < 0 || size - 4 < len)
 			return 0;
-		for (int from = kp_Peer_PEER_SUPERVISOR; from <= kp_Peer_PEER_TRANSCODER; from++)
-			for (int to = kp_Peer_PEER_SUPERVISOR; to <= kp_Peer_PEER_TRANSCODER; to++) {
+		for (int from = kp_Peer_PEER_SUPERVISOR; from <= kp_Peer_PEER_TIER; from++)
+			for (int to = kp_Peer_PEER_SUPERVISOR; to <= kp_Peer_PEER_TIER; to++) {
 				kp_Envelope env;
 				if (kp_frame_decode(data + 4, len, (kp_Peer)from, (kp_Peer)to, KP_IPC_TAIL_MAX_PEER,
 						    &env, &reason) == 0) {

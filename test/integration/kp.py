@@ -19,7 +19,7 @@ KEEPPEEKD = os.path.join(BUILD, "supervisor", "keeppeekd")
 KEEPPEEKCTL = os.path.join(BUILD, "supervisor", "keeppeekctl")
 WORKERS = ["ingestd", "recorderd", "webd", "rtcd"]
 # Started by keeppeekd only while rtcd has transcode jobs (decision 0014).
-ON_DEMAND = ["transcoder"]
+ON_DEMAND = ["transcoder", "tierd"]
 
 
 def fail(msg):

@@ -56,9 +56,10 @@ def test(make):
 
     rc, out, err = kp.ctl("status")
     lines = out.strip().splitlines()
-    check(rc == 0 and lines[0].split()[:3] == ["WORKER", "PID", "STATE"] and len(lines) == 6,
-          "status prints a table with the four workers and the transcoder")
+    check(rc == 0 and lines[0].split()[:3] == ["WORKER", "PID", "STATE"] and len(lines) == 7,
+          "status prints a table with the four workers, the transcoder and tierd")
     check(lines[5].split()[:3] == ["transcoder", "0", "stopped"], f"the transcoder is stopped: {lines[5]}")
+    check(lines[6].split()[:3] == ["tierd", "0", "stopped"], f"tierd is stopped without [tier]: {lines[6]}")
     rc, out, err = kp.ctl("version")
     check(rc == 0 and "keeppeekctl 0.1.0" in out and "keeppeekd 0.1.0" in out, f"version: {out.strip()}")
 

@@ -178,6 +178,50 @@ static void test_sub_url(void)
 
 /* [retention] max_disk_gb takes up to three decimals and is kept in megabytes;
  * [camera] rollover_secs sets a camera's file length. Both survive rendering. */
+/* [tier]: after is a number with a unit and is shown in the largest unit that says it
+ * exactly; an endpoint needs a bucket and both keys, and is http(s)://HOST[:PORT]. */
+static void test_tier(void)
+{
+	static const struct {
+		const char *v;
+		unsigned secs;
+		const char *shown;
+	} ok[] = {{"5s", 5, "5s"},       {"90s", 90, "90s"},      {"120s", 120, "2m"},
+		  {"12h", 43200, "12h"}, {"30d", 2592000, "30d"}, {"3650d", 315360000, "3650d"},
+		  {"1m", 60, "1m"}};
+	static char text[512], out[64 * 1024];
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		snprintf(text, sizeof text, "[tier]\nafter = %s\n", ok[i].v);
+		CHECK_EQ(load(text), 0);
+		CHECK_EQ(cfg.tier_after_secs, ok[i].secs);
+		CHECK(kp_config_render(&cfg, out, sizeof out) > 0);
+		snprintf(text, sizeof text, "after = %s\n", ok[i].shown);
+		CHECK_STR_CONTAINS(out, text);
+	}
+	static const char *const bad[] = {"0s", "5", "3651d", "5 s", "s", "-5s", "5w", "99999999999s", "1h2m"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(text, sizeof text, "[tier]\nafter = %s\n", bad[i]);
+		CHECK_EQ(load(text), -EINVAL);
+		CHECK_STR_CONTAINS(errs.text, "after in [tier] must be a number with a unit");
+	}
+	CHECK_EQ(load("[tier]\nafter = 30d\n"), 0);
+	CHECK_EQ(cfg.tier_endpoint.val[0], '\0');
+	CHECK_EQ(load("[tier]\nendpoint = http://127.0.0.1:7480\nbucket = kp\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "[tier] endpoint needs bucket, access_key and secret");
+	CHECK_EQ(load("[tier]\nendpoint = ftp://h\nbucket = kp\naccess_key = a\nsecret = s\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "[tier] endpoint must be http://HOST[:PORT]");
+	CHECK_EQ(load("[tier]\nendpoint = http://h:1/path\nbucket = kpb\naccess_key = a\nsecret = s\n"), -EINVAL);
+	CHECK_EQ(load("[tier]\nendpoint = http://h:1\nbucket = kp\naccess_key = a\nsecret = s\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "[tier] bucket must be 3 to 63 of a-z");
+	CHECK_EQ(load("[tier]\nendpoint = http://h:1\nbucket = Upper\naccess_key = a\nsecret = s\n"), -EINVAL);
+	CHECK_EQ(load("[tier]\nendpoint = https://s3.example:8443\nbucket = kp-1.x\naccess_key = a\nsecret = s\n"
+		      "part_size = 5\n"),
+		 0);
+	CHECK_EQ(cfg.tier_part_size_mib, 5);
+	CHECK(kp_config_render(&cfg, out, sizeof out) > 0);
+	CHECK(strstr(out, "secret = s\n") == NULL); /* a literal secret is never shown */
+}
+
 static void test_quota_and_rollover(void)
 {
 	static const struct {
@@ -626,6 +670,7 @@ int main(void)
 	RUN(test_long_line);
 	RUN(test_sub_url);
 	RUN(test_quota_and_rollover);
+	RUN(test_tier);
 	RUN(test_rtsp_transport);
 	RUN(test_audio);
 	RUN(test_missing_file);

@@ -14,7 +14,7 @@
 #include "test.h"
 
 #define FIRST_PEER kp_Peer_PEER_SUPERVISOR
-#define LAST_PEER  kp_Peer_PEER_TRANSCODER
+#define LAST_PEER  kp_Peer_PEER_TIER
 #define ALL_PEERS  ((KP_PEER_BIT(LAST_PEER) << 1) - KP_PEER_BIT(FIRST_PEER))
 
 static const struct kp_ipc_rule *row_of(pb_size_t which)
@@ -81,7 +81,8 @@ static size_t frame_of(pb_size_t which, uint8_t *buf)
 	kp_Envelope env = kp_Envelope_init_zero;
 	env.which_msg = which;
 	/* The kinds that must carry a descriptor declare one. */
-	env.fd_count = which == kp_Envelope_link_new_tag || which == kp_Envelope_backup_request_tag;
+	env.fd_count = which == kp_Envelope_link_new_tag || which == kp_Envelope_backup_request_tag ||
+		       which == kp_Envelope_tier_upload_tag;
 	size_t len = 0;
 	CHECK_EQ(kp_frame_encode(&env, buf, KP_FRAME_HEAD_MAX, &len), 0);
 	return len;
@@ -182,6 +183,14 @@ static void test_known_senders(void)
 	CHECK_EQ(
 	    kp_ipc_allowed(kp_Envelope_transcode_output_tag, kp_Peer_PEER_TRANSCODER, kp_Peer_PEER_RECORDERD, &reason),
 	    0);
+	/* tierd talks to recorderd only (decision 0035): a recording in, reports out; webd
+	 * can neither hand it a file nor forge a report to recorderd. */
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_upload_tag, kp_Peer_PEER_RECORDERD, kp_Peer_PEER_TIER, &reason), 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_upload_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_TIER, &reason), -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_uploaded_tag, kp_Peer_PEER_TIER, kp_Peer_PEER_RECORDERD, &reason), 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_uploaded_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_RECORDERD, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_failed_tag, kp_Peer_PEER_TIER, kp_Peer_PEER_WEBD, &reason), -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcode_output_tag, kp_Peer_PEER_TRANSCODER, kp_Peer_PEER_WEBD, &reason),
 		 -EPERM);
 }
@@ -218,6 +227,37 @@ static void empty_kind(pb_size_t which)
 	memset(&env, 0, sizeof env);
 	env.which_msg = which;
 	both_encoders(&env);
+}
+
+/* A TierUpload carries its recording's file and nothing else: one descriptor, neither
+ * none nor two; its reports carry none. */
+static void test_tier_descriptors(void)
+{
+	uint8_t buf[KP_FRAME_HEAD_MAX];
+	size_t len;
+	const char *reason = NULL;
+	kp_Envelope out;
+	for (uint32_t fds = 0; fds < 3; fds++) {
+		kp_Envelope env = kp_Envelope_init_zero;
+		env.which_msg = kp_Envelope_tier_upload_tag;
+		env.fd_count = fds;
+		env.msg.tier_upload.recording = 7;
+		snprintf(env.msg.tier_upload.key, sizeof env.msg.tier_upload.key, "recordings/cam/main/1.mp4");
+		env.msg.tier_upload.size = 7010853;
+		CHECK_EQ(kp_frame_encode(&env, buf, sizeof buf, &len), 0);
+		int r = kp_frame_decode(buf + 4, len - 4, kp_Peer_PEER_RECORDERD, kp_Peer_PEER_TIER, 0, &out, &reason);
+		CHECK_EQ(r, fds == 1 ? 0 : -EBADMSG);
+		if (fds == 1)
+			CHECK_EQ(out.msg.tier_upload.size, 7010853);
+		else
+			CHECK_STR_CONTAINS(reason, "descriptor count");
+	}
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_tier_uploaded_tag;
+	env.fd_count = 1;
+	CHECK_EQ(kp_frame_encode(&env, buf, sizeof buf, &len), 0);
+	CHECK_EQ(kp_frame_decode(buf + 4, len - 4, kp_Peer_PEER_TIER, kp_Peer_PEER_RECORDERD, 0, &out, &reason),
+		 -EBADMSG);
 }
 
 static void test_message_alone(void)
@@ -285,5 +325,6 @@ int main(void)
 	RUN(test_message_alone);
 	RUN(test_one_check);
 	RUN(test_known_senders);
+	RUN(test_tier_descriptors);
 	return TEST_EXIT();
 }

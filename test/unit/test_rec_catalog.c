@@ -1,6 +1,7 @@
 /* Catalog keys (order of big-endian ids and signed times), coverage merging (adjacent,
  * overlapping, out of order, more than 256 ranges, removal), and catalog rows with
- * their coverage added and removed in one transaction. */
+ * their coverage added and removed in one transaction; the tier journal's rows through
+ * the group commit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
@@ -11,6 +12,7 @@
 
 #include "catalog.h"
 #include "catalog_keys.h"
+#include "commit.h"
 #include "coverage.h"
 #include "test.h"
 
@@ -196,6 +198,87 @@ static void test_catalog_rows(void)
 	CHECK_EQ(system(cmd), 0);
 }
 
+static int count_tier(void *arg, uint64_t id, const struct cat_tier *row)
+{
+	(void)id;
+	(void)row;
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+/* The tier journal (decision 0035): rows go through the group commit (REC_ITEM_TIER), the
+ * newest of a recording wins, a row for a recording already gone is not written, and a
+ * recording's row goes with it. */
+static void test_tier_journal(void)
+{
+	char dir[] = "/tmp/kp-rec-tier-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	struct cat *cat;
+	CHECK_EQ(cat_open(dir, 64ull << 20, &cat), 0);
+	struct cat_txn *t;
+	CHECK_EQ(cat_begin(cat, 1, &t), 0);
+	uint32_t cam;
+	CHECK_EQ(cat_camera(t, "yard", 0, &cam), 0);
+	struct cat_recording rec = {.id = 1,
+				    .stream_id = cat_stream_id(cam, 0),
+				    .codec = 1,
+				    .start_ms = 1000,
+				    .bytes = 1000,
+				    .anchor_ms = 1000};
+	snprintf(rec.path, sizeof rec.path, "recordings/yard/main/1000.mp4");
+	struct cat_fragment f = {.recording_id = 1,
+				 .seq = 1,
+				 .samples = 25,
+				 .start_ms = 1000,
+				 .end_ms = 2000,
+				 .offset = 1000,
+				 .length = 500};
+	CHECK_EQ(cat_add_fragment(t, &rec, &f), 0);
+	CHECK_EQ(cat_commit(t), 0);
+
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(dirfd >= 0);
+	struct rec_committer *c;
+	CHECK_EQ(rec_commit_new(cat, dirfd, &c), 0);
+	static const uint32_t states[] = {CAT_TIER_QUEUED, CAT_TIER_UPLOADING, CAT_TIER_UPLOADED};
+	for (unsigned i = 0; i < 3; i++) {
+		struct cat_tier *row = calloc(1, sizeof *row);
+		row->state = states[i];
+		row->parts_done = i;
+		row->size = 1500;
+		snprintf(row->key, sizeof row->key, "%s", rec.path);
+		snprintf(row->etag, sizeof row->etag, "%s", i == 2 ? "0123456789abcdef0123456789abcdef-2" : "");
+		struct rec_commit_item it = {.kind = REC_ITEM_TIER, .fd = -1, .rec.id = 1, .tier = row};
+		CHECK_EQ(rec_commit_push(c, &it), 0);
+	}
+	struct cat_tier *orphan = calloc(1, sizeof *orphan);
+	orphan->state = CAT_TIER_QUEUED;
+	struct rec_commit_item it = {.kind = REC_ITEM_TIER, .fd = -1, .rec.id = 99, .tier = orphan};
+	CHECK_EQ(rec_commit_push(c, &it), 0);
+	rec_commit_stop(c); /* commits what is pending */
+	rec_commit_free(c);
+
+	CHECK_EQ(cat_begin(cat, 1, &t), 0);
+	struct cat_tier got;
+	CHECK_EQ(cat_tier_get(t, 1, &got), 0);
+	CHECK_EQ(got.state, CAT_TIER_UPLOADED);
+	CHECK_EQ(got.parts_done, 2);
+	CHECK_EQ(got.size, 1500);
+	CHECK_STR_CONTAINS(got.etag, "-2");
+	CHECK_EQ(cat_tier_get(t, 99, &got), -ENOENT);
+	unsigned n = 0;
+	CHECK_EQ(cat_each_tier(t, count_tier, &n), 0);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(cat_delete_recording(t, 1, NULL), 0);
+	CHECK_EQ(cat_tier_get(t, 1, &got), -ENOENT);
+	CHECK_EQ(cat_commit(t), 0);
+	cat_close(cat);
+	close(dirfd);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+}
+
 /* Sets meta/version of the catalog in dir to version, with LMDB directly. */
 static void set_version(const char *dir, uint64_t version)
 {
@@ -317,6 +400,7 @@ int main(void)
 	RUN(test_cov_overflow);
 	RUN(test_cov_buckets);
 	RUN(test_catalog_rows);
+	RUN(test_tier_journal);
 	RUN(test_schema_versions);
 	RUN(test_copy);
 	return TEST_EXIT();

@@ -121,11 +121,42 @@ static void test_multipart_etag(void)
 	CHECK_EQ(s3_multipart_etag(p, 0, out), -EINVAL);
 }
 
+/* A name pinned to an address (tierd's [tier] endpoint, resolved by keeppeekd) goes to
+ * that address without a lookup: the refusing loopback port answers for a name that
+ * resolves nowhere (.invalid, RFC 6761), and without the pin the same name fails to
+ * resolve. An address that is no IP literal is refused. */
+static void test_pinned_address(void)
+{
+	const char *port = strrchr(endpoint, ':') + 1;
+	char ep[96];
+	snprintf(ep, sizeof(ep), "http://store.invalid:%s", port);
+	struct s3_client *c = NULL;
+	struct s3_result res;
+	uint64_t size;
+	char etag[S3_ETAG_MAX];
+	struct s3_conf k = conf_of(ep, "keeppeek");
+	k.address = "127.0.0.1";
+	CHECK_EQ(s3_client_new(&k, &c), 0);
+	CHECK_EQ(s3_head(c, "a", &size, etag, &res), -ECONNREFUSED);
+	s3_client_free(c);
+	k.address = NULL;
+	CHECK_EQ(s3_client_new(&k, &c), 0);
+	int r = s3_head(c, "a", &size, etag, &res);
+	CHECK(r < 0 && r != -ECONNREFUSED);
+	s3_client_free(c);
+	k.address = "store.example";
+	CHECK_EQ(s3_client_new(&k, &c), -EINVAL);
+	k.address = "::1";
+	CHECK_EQ(s3_client_new(&k, &c), 0);
+	s3_client_free(c);
+}
+
 int main(void)
 {
 	pick_refusing_port();
 	RUN(test_conf);
 	RUN(test_ceilings);
 	RUN(test_multipart_etag);
+	RUN(test_pinned_address);
 	return TEST_EXIT();
 }

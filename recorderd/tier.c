@@ -1,0 +1,385 @@
+/* Tiering, recorderd's half (tier.h): the slots of the recordings being copied, the
+ * look for closed recordings old enough, the journal rows pushed to the group commit,
+ * and tierd's reports. Everything runs on the loop thread. */
+#include "tier.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kp_checked.h"
+#include "kp_time.h"
+#include "log.h"
+
+struct slot {
+	uint64_t id;
+	struct cat_tier row;
+	int64_t eligible_ms; /* wall time it became old enough */
+	int sent;            /* handed to tierd over the current link */
+	int done;            /* copied: kept until a look finds its uploaded row committed */
+	uint64_t done_mono;  /* ... or REC_TIER_DONE_KEEP_MS passed (its recording deleted meanwhile) */
+	uint64_t retry_mono; /* not before (after a failure) */
+};
+
+static struct {
+	struct kp_worker *w;
+	struct cat *cat;
+	struct rec_committer *commit;
+	int dirfd;
+	int enabled, linked;
+	int64_t after_ms;
+	uv_timer_t timer;
+	struct slot slots[REC_TIER_INFLIGHT];
+	unsigned n;
+	uint64_t scan_from; /* the oldest recording not known to be copied */
+	/* metrics */
+	uint64_t waiting;        /* old enough, no slot yet (as of the last look) */
+	int64_t oldest_ms;       /* eligible_ms of the oldest waiting or in a slot (0: none) */
+	uint64_t uploaded_bytes; /* since start */
+	uint64_t uploaded;
+	uint64_t failures;
+	uint64_t journal_dropped;
+} T;
+
+static struct slot *slot_of(uint64_t id)
+{
+	for (unsigned i = 0; i < T.n; i++)
+		if (T.slots[i].id == id)
+			return &T.slots[i];
+	return NULL;
+}
+
+static void slot_free(struct slot *s)
+{
+	*s = T.slots[--T.n];
+}
+
+/* The row goes into the next group commit; a full commit queue drops it (logged): the
+ * journal then lags, and a restart resumes from its older row. */
+static void journal(uint64_t id, const struct cat_tier *row)
+{
+	struct cat_tier *copy = malloc(sizeof *copy);
+	if (!copy) {
+		T.journal_dropped++;
+		kp_err("recording %llu: tier journal row not written: out of memory", (unsigned long long)id);
+		return;
+	}
+	*copy = *row;
+	struct rec_commit_item it = {.kind = REC_ITEM_TIER, .fd = -1, .rec.id = id, .tier = copy};
+	int r = rec_commit_push(T.commit, &it);
+	if (r < 0) {
+		free(copy);
+		T.journal_dropped++;
+		kp_err("recording %llu: tier journal row not written: %s", (unsigned long long)id, strerror(-r));
+	}
+}
+
+static void send_slot(struct slot *s)
+{
+	int fd = openat(T.dirfd, s->row.key, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		kp_warn("recording %llu: %s cannot be opened for tiering: %s%s", (unsigned long long)s->id, s->row.key,
+			strerror(e), e == ENOENT ? "; it was deleted meanwhile" : "");
+		if (e == ENOENT)
+			slot_free(s);
+		else
+			s->retry_mono = kp_mono_ms() + REC_TIER_RETRY_MIN_MS;
+		return;
+	}
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
+	env.which_msg = kp_Envelope_tier_upload_tag;
+	kp_TierUpload *u = &env.msg.tier_upload;
+	u->recording = s->id;
+	snprintf(u->key, sizeof u->key, "%s", s->row.key);
+	u->size = s->row.size;
+	snprintf(u->upload_id, sizeof u->upload_id, "%s", s->row.upload_id);
+	int r = kp_worker_send_peer_fds(T.w, kp_Peer_PEER_TIER, &env, NULL, 0, &fd, 1);
+	close(fd);
+	if (r == 0)
+		s->sent = 1;
+	else if (r != -ENOTCONN)
+		kp_warn("recording %llu: handing it to tierd failed: %s", (unsigned long long)s->id, strerror(-r));
+}
+
+static void send_due(void)
+{
+	uint64_t now = kp_mono_ms();
+	for (unsigned i = 0; i < T.n && T.linked; i++) {
+		struct slot *s = &T.slots[i];
+		unsigned before = T.n;
+		if (!s->sent && !s->done && s->retry_mono <= now)
+			send_slot(s);
+		if (T.n < before)
+			i--; /* slot i now holds another one */
+	}
+}
+
+struct scan {
+	struct cat_txn *t;
+	int64_t now_ms;
+	unsigned visited;
+	uint64_t first_open; /* the first recording not copied yet (0: none seen) */
+	uint64_t last_id;
+	uint64_t waiting;
+	int64_t oldest_ms;
+};
+
+static void note_pending(struct scan *sc, uint64_t id, int64_t eligible_ms)
+{
+	if (!sc->first_open)
+		sc->first_open = id;
+	if (!sc->oldest_ms || eligible_ms < sc->oldest_ms)
+		sc->oldest_ms = eligible_ms;
+}
+
+static int visit(void *arg, const struct cat_recording *rec)
+{
+	struct scan *sc = arg;
+	if (++sc->visited > REC_TIER_SCAN_ROWS)
+		return 1;
+	sc->last_id = rec->id;
+	struct cat_tier row;
+	int r = cat_tier_get(sc->t, rec->id, &row);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == 0 && row.state == CAT_TIER_UPLOADED) {
+		struct slot *s = slot_of(rec->id);
+		if (s && s->done)
+			slot_free(s);
+		return 0;
+	}
+	int64_t eligible_ms;
+	if (rec->open || kp_add_i64(rec->end_ms, T.after_ms, &eligible_ms) < 0 || eligible_ms > sc->now_ms) {
+		if (!sc->first_open)
+			sc->first_open = rec->id;
+		/* Ids go in creation order: a closed recording not old enough ends the look (a
+		 * later id that ended earlier, on another stream, waits at most one rollover more),
+		 * so that a look does not walk every recording of the last `after`. An open one,
+		 * which may be long, does not. */
+		return rec->open ? 0 : 1;
+	}
+	struct slot *have = slot_of(rec->id);
+	if (have && have->done)
+		return 0; /* its uploaded row is not committed yet */
+	note_pending(sc, rec->id, eligible_ms);
+	if (have)
+		return 0;
+	if (T.n == REC_TIER_INFLIGHT) {
+		sc->waiting++;
+		return 0;
+	}
+	struct slot *s = &T.slots[T.n++];
+	memset(s, 0, sizeof *s);
+	s->id = rec->id;
+	s->eligible_ms = eligible_ms;
+	if (r == 0) { /* queued or uploading before a restart: resumed with its upload id */
+		s->row = row;
+		kp_info("recording %llu: resuming its copy to the store (%s, %u of %u parts)",
+			(unsigned long long)rec->id, row.upload_id[0] ? "upload under way" : "queued",
+			(unsigned)row.parts_done, (unsigned)row.parts);
+		return 0;
+	}
+	s->row.state = CAT_TIER_QUEUED;
+	s->row.size = rec->bytes;
+	s->row.queued_ms = sc->now_ms;
+	snprintf(s->row.key, sizeof s->row.key, "%s", rec->path);
+	journal(rec->id, &s->row);
+	return 0;
+}
+
+static void scan(void)
+{
+	struct scan sc = {.now_ms = kp_wall_ms()};
+	int r = cat_begin(T.cat, 0, &sc.t);
+	if (r == 0) {
+		r = cat_each_recording_from(sc.t, T.scan_from, visit, &sc);
+		cat_abort(sc.t);
+	}
+	if (r < 0 && r != 1) {
+		kp_err("tiering: looking for recordings to copy failed: %s", strerror(-r));
+		return;
+	}
+	/* The next look starts at the oldest recording not copied yet, or past all of them. */
+	if (sc.first_open)
+		T.scan_from = sc.first_open;
+	else if (sc.last_id)
+		T.scan_from = sc.last_id + 1;
+	T.waiting = sc.waiting;
+	T.oldest_ms = sc.oldest_ms;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	(void)t;
+	uint64_t now = kp_mono_ms();
+	for (unsigned i = 0; i < T.n; i++)
+		if (T.slots[i].done && now - T.slots[i].done_mono > REC_TIER_DONE_KEEP_MS)
+			slot_free(&T.slots[i--]);
+	scan();
+	send_due();
+}
+
+void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit, int data_dirfd)
+{
+	const kp_WorkerConfig *wc = kp_worker_config(w);
+	if (!wc->has_tier || T.enabled)
+		return;
+	int linked = T.linked;
+	memset(&T, 0, sizeof T);
+	T.linked = linked;
+	T.w = w;
+	T.cat = cat;
+	T.commit = commit;
+	T.dirfd = data_dirfd;
+	T.after_ms = (int64_t)wc->tier.after_secs * 1000;
+	T.scan_from = 0;
+	T.enabled = 1;
+	uv_timer_init(kp_worker_loop(w), &T.timer);
+	uv_timer_start(&T.timer, on_timer, REC_TIER_SCAN_MS, REC_TIER_SCAN_MS);
+	kp_info("tiering: closed recordings older than %u s are copied to the store", (unsigned)wc->tier.after_secs);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+void rec_tier_close(void)
+{
+	if (!T.enabled)
+		return;
+	uv_close((uv_handle_t *)&T.timer, on_closed);
+	T.enabled = 0;
+	T.n = 0;
+}
+
+void rec_tier_link(kp_Peer peer, int up)
+{
+	if (peer != kp_Peer_PEER_TIER)
+		return;
+	T.linked = up;
+	for (unsigned i = 0; i < T.n; i++)
+		T.slots[i].sent = 0; /* tierd dropped what it had: sent again from the slot */
+	if (up && T.enabled)
+		send_due();
+}
+
+static void on_progress(const kp_TierProgress *m)
+{
+	struct slot *s = slot_of(m->recording);
+	if (!s || !s->sent || s->done)
+		return;
+	s->row.state = CAT_TIER_UPLOADING;
+	snprintf(s->row.upload_id, sizeof s->row.upload_id, "%s", m->upload_id);
+	s->row.parts_done = m->parts_done;
+	s->row.parts = m->parts;
+	journal(s->id, &s->row);
+}
+
+static void on_uploaded(const kp_TierUploaded *m)
+{
+	struct slot *s = slot_of(m->recording);
+	if (!s || !s->sent || s->done)
+		return;
+	if (m->size != s->row.size || strcmp(m->key, s->row.key) != 0) {
+		kp_err("recording %llu: tierd reports %s of %llu bytes, not %s of %llu; copying it again",
+		       (unsigned long long)s->id, m->key, (unsigned long long)m->size, s->row.key,
+		       (unsigned long long)s->row.size);
+		s->sent = 0;
+		s->retry_mono = kp_mono_ms() + REC_TIER_RETRY_MIN_MS;
+		return;
+	}
+	s->row.state = CAT_TIER_UPLOADED;
+	s->row.upload_id[0] = '\0';
+	s->row.parts_done = s->row.parts;
+	s->row.done_ms = kp_wall_ms();
+	snprintf(s->row.etag, sizeof s->row.etag, "%s", m->etag);
+	journal(s->id, &s->row);
+	T.uploaded++;
+	T.uploaded_bytes += m->size;
+	/* The slot stays until a look finds the row committed (the next group commit, within
+	 * REC_COMMIT_INTERVAL_MS): a look before would take the journal's older row for a
+	 * copy still to make. */
+	s->done = 1;
+	s->done_mono = kp_mono_ms();
+	s->sent = 0;
+	uv_timer_start(&T.timer, on_timer, REC_COMMIT_INTERVAL_MS * 2, REC_TIER_SCAN_MS);
+}
+
+static void on_failed(const kp_TierFailed *m)
+{
+	struct slot *s = slot_of(m->recording);
+	if (!s || !s->sent || s->done)
+		return;
+	T.failures++;
+	s->row.attempts++;
+	if (m->forget_upload) {
+		s->row.upload_id[0] = '\0';
+		s->row.parts_done = 0;
+		s->row.state = CAT_TIER_QUEUED;
+	}
+	unsigned shift = s->row.attempts > 9 ? 9 : s->row.attempts - 1;
+	uint64_t wait = (uint64_t)REC_TIER_RETRY_MIN_MS << shift;
+	if (wait > REC_TIER_RETRY_MAX_MS)
+		wait = REC_TIER_RETRY_MAX_MS;
+	s->sent = 0;
+	s->retry_mono = kp_mono_ms() + wait;
+	journal(s->id, &s->row);
+	kp_notice("recording %llu: copy %u failed (%s: %s); trying again in %llu s", (unsigned long long)s->id,
+		  (unsigned)s->row.attempts, strerror((int)m->error), m->why, (unsigned long long)(wait / 1000));
+}
+
+void rec_tier_frame(struct kp_ipc_frame *f)
+{
+	if (!T.enabled)
+		return;
+	switch (f->env->which_msg) {
+	case kp_Envelope_tier_progress_tag:
+		on_progress(&f->env->msg.tier_progress);
+		break;
+	case kp_Envelope_tier_uploaded_tag:
+		on_uploaded(&f->env->msg.tier_uploaded);
+		break;
+	case kp_Envelope_tier_failed_tag:
+		on_failed(&f->env->msg.tier_failed);
+		break;
+	default:
+		break;
+	}
+}
+
+void rec_tier_metrics(struct jbuf *b)
+{
+	if (!T.enabled)
+		return;
+	int64_t now = kp_wall_ms();
+	uint64_t pending = T.waiting;
+	for (unsigned i = 0; i < T.n; i++)
+		pending += !T.slots[i].done;
+	jb_printf(
+	    b,
+	    "# HELP keeppeek_tier_queued Recordings old enough to be copied to the store and not copied yet.\n"
+	    "# TYPE keeppeek_tier_queued gauge\n"
+	    "keeppeek_tier_queued %llu\n"
+	    "# HELP keeppeek_tier_uploaded_bytes_total Bytes of recordings copied to the store and verified.\n"
+	    "# TYPE keeppeek_tier_uploaded_bytes_total counter\n"
+	    "keeppeek_tier_uploaded_bytes_total %llu\n"
+	    "# HELP keeppeek_tier_uploaded_total Recordings copied to the store and verified.\n"
+	    "# TYPE keeppeek_tier_uploaded_total counter\n"
+	    "keeppeek_tier_uploaded_total %llu\n"
+	    "# HELP keeppeek_tier_failures_total Copies to the store that failed (each is retried).\n"
+	    "# TYPE keeppeek_tier_failures_total counter\n"
+	    "keeppeek_tier_failures_total %llu\n"
+	    "# HELP keeppeek_tier_oldest_pending_seconds Time the oldest recording waiting to be copied has been old "
+	    "enough.\n"
+	    "# TYPE keeppeek_tier_oldest_pending_seconds gauge\n"
+	    "keeppeek_tier_oldest_pending_seconds %lld\n",
+	    (unsigned long long)pending, (unsigned long long)T.uploaded_bytes, (unsigned long long)T.uploaded,
+	    (unsigned long long)T.failures,
+	    (long long)(T.oldest_ms && now > T.oldest_ms ? (now - T.oldest_ms) / 1000 : 0));
+}

@@ -1,0 +1,34 @@
+/* Tiering, recorderd's half (docs/tier.md, decision 0035): picks closed recordings
+ * older than [tier] after, hands each to tierd as an open descriptor (TierUpload), keeps
+ * where each copy stands in the catalog's tier journal (written through the group
+ * commit, so that the loop never waits for the catalog's writer) and retries a failed
+ * copy with backoff. After a crash of either process the journal says what to send again:
+ * a row queued or uploading goes to tierd again with its multipart upload id. The local
+ * file stays: nothing reads a recording from the store yet. */
+#ifndef KP_REC_TIER_H
+#define KP_REC_TIER_H
+
+#include "catalog.h"
+#include "commit.h"
+#include "ipc.h"
+#include "jbuf.h"
+#include "worker.h"
+
+#define REC_TIER_INFLIGHT     2      /* recordings handed to tierd at once */
+#define REC_TIER_SCAN_MS      1000   /* how often closed recordings are looked for */
+#define REC_TIER_SCAN_ROWS    1024   /* recordings one look visits at most */
+#define REC_TIER_RETRY_MIN_MS 2000   /* the first retry of a failed copy ... */
+#define REC_TIER_RETRY_MAX_MS 600000 /* ... doubling up to this */
+#define REC_TIER_DONE_KEEP_MS 30000  /* a copied one's slot waits this long at most for its row */
+
+/* Starts tiering when the WorkerConfig has [tier] (else does nothing). */
+void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit, int data_dirfd);
+void rec_tier_close(void);
+/* TierProgress, TierUploaded, TierFailed from tierd. */
+void rec_tier_frame(struct kp_ipc_frame *f);
+/* The link to tierd came up (up = 1) or dropped. */
+void rec_tier_link(kp_Peer peer, int up);
+/* keeppeek_tier_* for /metrics (nothing when tiering is off). */
+void rec_tier_metrics(struct jbuf *b);
+
+#endif

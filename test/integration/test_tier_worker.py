@@ -1,0 +1,172 @@
+"""keeppeek-tierd with keeppeekd, a test camera and a real Ceph RADOS Gateway (ceph_rgw.py):
+with `[tier] after = 5s` and 25-second recordings, every closed recording is copied to the
+bucket under its path (the main stream's ~6.7 MB files as multipart uploads of 5 MiB parts,
+the sub stream's as one PUT) and each object reads back byte-identical to the local file,
+which stays. The access key comes from ${ENV} and the secret from file:. The store is stalled
+(the OSD stopped) during the first multipart upload and tierd is killed with SIGKILL: it is
+restarted alone, recorderd hands the recording over again with the upload id its journal
+kept, tierd resumes that upload (or finds it completed) and the object is whole. The same
+with recorderd killed during the next multipart upload. No other worker restarts; the
+tier metrics count the copies."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import ceph_rgw
+from kp import BUILD, TIME_SCALE, TestCamera, check, fail, metric, run, wait_for, wait_streaming
+
+PROBE = os.path.join(BUILD, "tierd", "tier-s3-probe")
+
+CONFIG = """[keeppeek]
+data_dir = {{dir}}/data
+run_dir = {{dir}}/run
+[web]
+listen = 127.0.0.1:{{port}}
+[tier]
+endpoint = {endpoint}
+bucket = {bucket}
+access_key = ${{{{KP_TIER_ACCESS_KEY}}}}
+secret = file:{secret_file}
+after = 5s
+part_size = 5
+timeout = 30
+[camera "tier-cam"]
+url = {url}
+rollover_secs = 25
+"""
+
+
+def closed_recordings(data):
+    """Paths (relative to data) of the recordings that are closed: all but the newest of
+    each stream."""
+    out = []
+    root = os.path.join(data, "recordings")
+    for cam in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        for stream in sorted(os.listdir(os.path.join(root, cam))):
+            d = os.path.join(root, cam, stream)
+            files = sorted((f for f in os.listdir(d) if f.endswith(".mp4")), key=lambda f: int(f.split(".")[0]))
+            out += [os.path.relpath(os.path.join(d, f), data) for f in files[:-1]]
+    return out
+
+
+def stored(rgw, key, local, got):
+    """Whether the store has key with exactly local's bytes."""
+    env = dict(os.environ, KP_S3_ENDPOINT=rgw.endpoint, KP_S3_BUCKET=rgw.bucket, KP_S3_ACCESS_KEY=rgw.access_key,
+               KP_S3_SECRET=rgw.secret)
+    want = open(local, "rb").read()
+    r = subprocess.run([PROBE, "get", key, "0", str(len(want) + 1), got], capture_output=True, text=True, env=env,
+                       timeout=120)
+    return r.returncode == 0 and open(got, "rb").read() == want
+
+
+def test(make, rgw, work):
+    secret_file = os.path.join(work, "tier.secret")
+    with open(secret_file, "w") as f:
+        f.write(rgw.secret)
+    os.chmod(secret_file, 0o600)
+    cam = TestCamera(work, "tier-cam", "h264", "baichuan", "aes")
+    config = CONFIG.format(endpoint=rgw.endpoint, bucket=rgw.bucket, secret_file=secret_file, url=cam.url())
+    kp = make(config=config, env={"KP_TIER_ACCESS_KEY": rgw.access_key})
+    kp.wait_running()
+    st = wait_for(lambda: (s := kp.status())["tierd"]["state"] == "running" and s, 15, 0.05)
+    check(st, f"tierd runs where [tier] has an endpoint ({kp.status()['tierd']})")
+    wait_streaming(kp, "tier-cam", timeout=10.0)
+
+    # The first main recording closes after 25 s and is 5 s old 5 s later.
+    pat = re.compile(r"recording (\d+): multipart upload of (\d+) parts begun: (\S+)")
+    begun = wait_for(lambda: pat.search(kp.log_text()), 90, 0.01)
+    check(begun and int(begun.group(2)) >= 2, f"a closed main recording is copied in parts ({begun and begun.group(0)})")
+    upload_id = begun.group(3)
+    osd = rgw.procs["osd"]
+    os.kill(osd.pid, signal.SIGSTOP)
+    try:
+        # The stalled OSD holds the next request; meanwhile the group commit (every 250 ms)
+        # makes recorderd's journal row with the upload id durable.
+        time.sleep(2 * TIME_SCALE)
+        pid = kp.status()["tierd"]["pid"]
+        kp.expect_restarts("tierd")
+        os.kill(pid, signal.SIGKILL)
+    finally:
+        os.kill(osd.pid, signal.SIGCONT)
+    st = wait_for(lambda: (s := kp.status())["tierd"]["restarts"] == 1 and s["tierd"]["state"] == "running" and s,
+                  30, 0.05)
+    check(st, "tierd killed mid-upload is restarted")
+    short = upload_id[:16]
+    resumed = wait_for(lambda: re.search(r"resuming upload " + re.escape(short) + r"\.\.\., \d+ parts on the store|"
+                                         r"upload " + re.escape(short) + r"\.\.\. had completed before",
+                                         kp.log_text()), 90, 0.05)
+    check(resumed, f"recorderd hands the recording over again and tierd resumes upload {short}... "
+                   f"({resumed and resumed.group(0)})")
+
+    # recorderd killed during the next multipart upload: its journal kept the upload id;
+    # once recorderd is back it hands the recording over again and tierd resumes it.
+    second = wait_for(lambda: (ms := list(pat.finditer(kp.log_text()))) and len(ms) > 1 and ms[1], 90, 0.01)
+    check(second and second.group(3) != upload_id, f"the next main recording is copied in parts "
+                                                   f"({second and second.group(0)})")
+    upload_id2 = second.group(3)
+    os.kill(osd.pid, signal.SIGSTOP)
+    try:
+        time.sleep(2 * TIME_SCALE)
+        pid = kp.status()["recorderd"]["pid"]
+        kp.expect_restarts("recorderd")
+        os.kill(pid, signal.SIGKILL)
+    finally:
+        os.kill(osd.pid, signal.SIGCONT)
+    st = wait_for(lambda: (s := kp.status())["recorderd"]["restarts"] == 1 and
+                  s["recorderd"]["state"] == "running" and s, 30, 0.05)
+    check(st, "recorderd killed mid-upload is restarted")
+    short = upload_id2[:16]
+    resumed = wait_for(lambda: re.search(r"resuming upload " + re.escape(short) + r"\.\.\., \d+ parts on the store|"
+                                         r"upload " + re.escape(short) + r"\.\.\. had completed before",
+                                         kp.log_text()), 90, 0.05)
+    check(resumed, f"the restarted recorderd hands the recording over again from its journal and tierd resumes "
+                   f"upload {short}... ({resumed and resumed.group(0)})")
+
+    # Two closed recordings of each stream, each copied and byte-identical.
+    closed = wait_for(lambda: (c := closed_recordings(kp.data)) and
+                      sum("/main/" in p for p in c) >= 2 and sum("/sub/" in p for p in c) >= 2 and c, 120, 0.5)
+    check(closed, f"two recordings of each stream closed ({closed_recordings(kp.data)})")
+    got = os.path.join(work, "got.bin")
+    for p in closed:
+        ok = wait_for(lambda: stored(rgw, p, os.path.join(kp.data, p), got), 90, 1.0)
+        check(ok, f"{p} ({os.path.getsize(os.path.join(kp.data, p))} bytes) is in the bucket, byte-identical")
+        check(os.path.exists(os.path.join(kp.data, p)), f"{p}: the local file stays")
+    token = kp.token()
+    up = metric(kp, token, "keeppeek_tier_uploaded_total")
+    closed_now = len(closed_recordings(kp.data))
+    # Counted since recorderd's restart: at least the upload it resumed, none twice.
+    check(up is not None and 1 <= up <= closed_now,
+          f"keeppeek_tier_uploaded_total counts the copies, each recording once ({up}; {closed_now} closed)")
+    nbytes = metric(kp, token, "keeppeek_tier_uploaded_bytes_total")
+    check(nbytes and nbytes > 0, f"keeppeek_tier_uploaded_bytes_total ({nbytes})")
+    check(metric(kp, token, "keeppeek_tier_failures_total") is not None, "keeppeek_tier_failures_total is shown")
+    check(metric(kp, token, "keeppeek_tier_oldest_pending_seconds") is not None,
+          "keeppeek_tier_oldest_pending_seconds is shown")
+    cam.kill()
+
+
+def main():
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM: stopping the Ceph daemons"))
+    missing = ceph_rgw.missing()
+    if missing:
+        fail(f"Ceph programs missing: {', '.join(missing)} (scripts/install-deps installs them)")
+    with tempfile.TemporaryDirectory(prefix="kp-tier-worker-", dir=os.environ.get("KP_TEST_TMP")) as d:
+        base = os.path.join(d, "ceph")
+        os.makedirs(base)
+        t0 = time.monotonic()
+        with ceph_rgw.CephRgw(base) as rgw:
+            print(f"     cluster up in {time.monotonic() - t0:.1f} s")
+            try:
+                run(lambda make: test(make, rgw, d))
+            except SystemExit:
+                for n in ("rgw", "osd"):
+                    print(rgw.log_tail(n, 1500), file=sys.stderr)
+                raise
+
+
+if __name__ == "__main__":
+    main()

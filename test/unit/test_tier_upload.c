@@ -1,0 +1,88 @@
+/* tierd's upload queue (tierd/upload.c) at its ceiling: while the thread is held in a
+ * request to a store that accepts the connection and never answers (a loopback listener
+ * that never accepts), TIER_QUEUE_MAX recordings wait and one more is refused with
+ * -EBUSY, its descriptor left to the caller; cancelling (recorderd's link dropped) drops
+ * the waiting ones, closes their descriptors, and the running one's report, which comes
+ * when its request times out, is not delivered; a job queued after the cancel reports. */
+#include "test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "upload.h"
+
+static unsigned reports;
+static uint64_t reported;
+
+static void on_report(const kp_Envelope *env)
+{
+	reports++;
+	if (env->which_msg == kp_Envelope_tier_failed_tag)
+		reported = env->msg.tier_failed.recording;
+}
+
+static struct tier_job job_of(uint64_t id)
+{
+	struct tier_job j = {.recording = id, .size = 1000, .fd = open("/dev/null", O_RDONLY | O_CLOEXEC)};
+	snprintf(j.key, sizeof j.key, "recordings/cam/main/%llu.mp4", (unsigned long long)id);
+	return j;
+}
+
+static void test_queue_ceiling(void)
+{
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof a;
+	CHECK(ls >= 0);
+	CHECK_EQ(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
+	CHECK_EQ(listen(ls, 8), 0);
+	CHECK_EQ(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	char ep[64];
+	snprintf(ep, sizeof ep, "http://127.0.0.1:%u", ntohs(a.sin_port));
+	struct s3_conf conf = {ep, "us-east-1", "keeppeek", "AK", "SECRET", 2000, 3000, 0, 0};
+	struct s3_client *c;
+	CHECK_EQ(s3_client_new(&conf, &c), 0);
+	uv_loop_t *loop = uv_default_loop();
+	CHECK_EQ(tier_upload_start(loop, c, S3_PART_MIN, on_report), 0);
+
+	struct tier_job first = job_of(1);
+	CHECK_EQ(tier_upload_push(&first), 0);
+	/* The thread holds the first job once its connection waits in the listener. */
+	struct pollfd p = {.fd = ls, .events = POLLIN};
+	CHECK_EQ(poll(&p, 1, 5000), 1);
+	for (unsigned i = 0; i < TIER_QUEUE_MAX; i++) {
+		struct tier_job j = job_of(2 + i);
+		CHECK_EQ(tier_upload_push(&j), 0);
+	}
+	CHECK_EQ(tier_upload_pending(), TIER_QUEUE_MAX + 1);
+	struct tier_job past = job_of(100);
+	CHECK_EQ(tier_upload_push(&past), -EBUSY);
+	CHECK(fcntl(past.fd, F_GETFD) >= 0); /* still the caller's */
+	close(past.fd);
+
+	tier_upload_cancel_all();
+	CHECK_EQ(tier_upload_pending(), 1); /* the one in its request */
+	/* A job after the cancel: the first one's failure (its request times out) is not
+	 * reported, this one's is. */
+	struct tier_job after = job_of(200);
+	CHECK_EQ(tier_upload_push(&after), 0);
+	for (int i = 0; i < 1500 && !reports; i++) {
+		uv_run(loop, UV_RUN_NOWAIT);
+		usleep(10000);
+	}
+	CHECK_EQ(reports, 1u);
+	CHECK_EQ(reported, 200);
+	tier_upload_stop();
+	close(ls);
+}
+
+int main(void)
+{
+	RUN(test_queue_ceiling);
+	return TEST_EXIT();
+}

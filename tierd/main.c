@@ -1,0 +1,150 @@
+/* keeppeek-tierd: copies closed recordings to an S3-compatible store (docs/tier.md,
+ * decision 0035). Started by keeppeekd only when [tier] has an endpoint, linked to
+ * recorderd only, it sees no file system of KeepPeek's: recorderd hands it each
+ * recording as an open descriptor (TierUpload) and is told each step (TierProgress,
+ * TierUploaded, TierFailed), which it keeps in its journal. It connects to the store's
+ * address that keeppeekd resolved, and nowhere else. This file declares the worker and
+ * routes the messages to the upload thread (upload.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kp_limits.h"
+#include "log.h"
+#include "sandbox.h"
+#include "upload.h"
+#include "worker.h"
+
+static struct kp_worker *worker;
+static struct s3_client *client; /* made before confinement, then the thread's */
+static size_t part_size;
+
+static void report(const kp_Envelope *env)
+{
+	int r = kp_worker_send_peer(worker, kp_Peer_PEER_RECORDERD, env, NULL, 0);
+	if (r < 0)
+		kp_warn("telling recorderd about an upload failed: %s (it asks again from its journal)", strerror(-r));
+}
+
+/* The S3 client from [tier], before confinement: libcurl's and OpenSSL's start read
+ * their configuration files. */
+static int before_confine(struct kp_worker *w)
+{
+	const kp_WorkerConfig *cfg = kp_worker_config(w);
+	if (!cfg->has_tier || !cfg->tier.endpoint[0]) {
+		kp_err("no [tier] endpoint in the configuration; tierd has nothing to do");
+		return -EINVAL;
+	}
+	const kp_TierConfig *t = &cfg->tier;
+	if (!t->address[0]) {
+		/* keeppeekd resolves it again when it starts tierd after the backoff. */
+		kp_err("the address of %s is not known (keeppeekd could not resolve it)", t->endpoint);
+		return -EHOSTUNREACH;
+	}
+	struct s3_conf conf = {
+	    .endpoint = t->endpoint,
+	    .region = t->region,
+	    .bucket = t->bucket,
+	    .access_key = t->access_key,
+	    .secret = t->secret,
+	    .address = t->address,
+	    .connect_timeout_ms = TIER_CONNECT_MS,
+	    .timeout_ms = (long)t->timeout_secs * 1000,
+	    .low_speed_bytes = TIER_LOW_SPEED_BYTES,
+	    .low_speed_secs = TIER_LOW_SPEED_SECS,
+	};
+	int r = s3_client_new(&conf, &client);
+	if (r < 0) {
+		kp_err("[tier] endpoint %s, bucket %s: the S3 client refused them: %s", t->endpoint, t->bucket,
+		       strerror(-r));
+		return r;
+	}
+	if (t->part_size_mib < 5 || t->part_size_mib > 64) {
+		kp_err("[tier] part_size %u MiB is outside 5..64", (unsigned)t->part_size_mib);
+		return -EINVAL;
+	}
+	part_size = (size_t)t->part_size_mib * KP_MIB;
+	kp_info("copying recordings to %s (at %s), bucket %s, parts of %u MiB", t->endpoint, t->address, t->bucket,
+		(unsigned)t->part_size_mib);
+	return 0;
+}
+
+static int confined(struct kp_worker *w)
+{
+	worker = w;
+	int r = tier_upload_start(kp_worker_loop(w), client, part_size, report);
+	if (r < 0)
+		kp_err("starting the upload thread failed: %s", strerror(-r));
+	else
+		client = NULL;
+	return r;
+}
+
+static void on_upload(struct kp_ipc_frame *f)
+{
+	const kp_TierUpload *m = &f->env->msg.tier_upload;
+	struct tier_job j = {.recording = m->recording, .size = m->size, .fd = f->fds[0]};
+	snprintf(j.key, sizeof j.key, "%s", m->key);
+	snprintf(j.upload_id, sizeof j.upload_id, "%s", m->upload_id);
+	int r = m->key[0] ? tier_upload_push(&j) : -EINVAL;
+	if (r == 0) {
+		f->fds[0] = -1; /* the job's now */
+		return;
+	}
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_tier_failed_tag;
+	env.msg.tier_failed.recording = m->recording;
+	env.msg.tier_failed.error = (uint32_t)-r;
+	snprintf(env.msg.tier_failed.why, sizeof env.msg.tier_failed.why, "%s",
+		 r == -EBUSY    ? "tierd's queue is full"
+		 : r == -EINVAL ? "no object key"
+				: strerror(-r));
+	report(&env);
+}
+
+static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
+{
+	(void)w;
+	(void)from;
+	if (f->env->which_msg == kp_Envelope_tier_upload_tag)
+		on_upload(f);
+}
+
+/* recorderd's jobs end with its link: it sends them again from its journal. */
+static void on_peer_lost(struct kp_worker *w, kp_Peer peer)
+{
+	(void)w;
+	(void)peer;
+	tier_upload_cancel_all();
+}
+
+static void on_stop(struct kp_worker *w)
+{
+	(void)w;
+	tier_upload_stop();
+	s3_client_free(client);
+	client = NULL;
+}
+
+static const struct kp_worker_def tierd = {
+    .name = "tierd",
+    .self = kp_Peer_PEER_TIER,
+    .peers = {kp_Peer_PEER_RECORDERD},
+    .npeers = 1,
+    .fs = KP_WORKER_FS_NONE,
+    .read_path = "/etc/ssl/certs", /* the CA bundle of an https:// endpoint */
+    .rlimit_as = KP_TIERD_AS,
+    .rlimit_nofile = 64,
+    .syscalls = KP_SYSCALLS_NET,
+    .on_before_confine = before_confine,
+    .on_confined = confined,
+    .on_peer_frame = on_peer_frame,
+    .on_peer_lost = on_peer_lost,
+    .on_stop = on_stop,
+};
+
+int main(int argc, char **argv)
+{
+	return kp_worker_main(&tierd, argc, argv);
+}

@@ -1,0 +1,458 @@
+/* tierd's upload thread and the copy of one recording (upload.h). The thread owns the
+ * S3 client and one part buffer; what it reports goes to the loop thread through a
+ * list and a uv_async. A job whose generation was cancelled (recorderd's link dropped)
+ * stops after its current request and reports nothing: recorderd sends it again from
+ * its journal, with the upload id it recorded. */
+#include "upload.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+struct out_msg {
+	struct out_msg *next;
+	unsigned gen;
+	kp_Envelope env;
+};
+
+struct queued {
+	struct tier_job job;
+	unsigned gen;
+	struct queued *next;
+};
+
+static struct {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct queued *head, *tail;
+	unsigned nqueued, running, stop, gen;
+	struct out_msg *out_head, *out_tail;
+	uv_async_t async;
+	tier_report_fn report;
+	struct s3_client *client;
+	unsigned char *buf;
+	size_t part;
+	int bucket_ok, started;
+} U = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static int cancelled(unsigned gen)
+{
+	pthread_mutex_lock(&U.lock);
+	int c = gen != U.gen || U.stop;
+	pthread_mutex_unlock(&U.lock);
+	return c;
+}
+
+/* Hands env to the loop thread (a message of generation gen). */
+static void post(unsigned gen, const kp_Envelope *env)
+{
+	struct out_msg *m = malloc(sizeof *m);
+	if (!m) {
+		kp_err("report of recording dropped: out of memory");
+		return;
+	}
+	m->next = NULL;
+	m->gen = gen;
+	m->env = *env;
+	pthread_mutex_lock(&U.lock);
+	if (U.out_tail)
+		U.out_tail->next = m;
+	else
+		U.out_head = m;
+	U.out_tail = m;
+	pthread_mutex_unlock(&U.lock);
+	uv_async_send(&U.async);
+}
+
+static void on_async(uv_async_t *a)
+{
+	(void)a;
+	pthread_mutex_lock(&U.lock);
+	struct out_msg *m = U.out_head;
+	U.out_head = U.out_tail = NULL;
+	unsigned gen = U.gen;
+	pthread_mutex_unlock(&U.lock);
+	while (m) {
+		struct out_msg *next = m->next;
+		if (m->gen == gen)
+			U.report(&m->env);
+		free(m);
+		m = next;
+	}
+}
+
+static void progress(const struct tier_job *j, unsigned gen, const char *id, uint32_t done, uint32_t parts)
+{
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
+	env.which_msg = kp_Envelope_tier_progress_tag;
+	kp_TierProgress *p = &env.msg.tier_progress;
+	p->recording = j->recording;
+	snprintf(p->upload_id, sizeof p->upload_id, "%s", id);
+	p->parts_done = done;
+	p->parts = parts;
+	post(gen, &env);
+}
+
+static void failed(const struct tier_job *j, unsigned gen, int r, const char *why, int forget)
+{
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
+	env.which_msg = kp_Envelope_tier_failed_tag;
+	kp_TierFailed *f = &env.msg.tier_failed;
+	f->recording = j->recording;
+	f->error = (uint32_t)-r;
+	snprintf(f->why, sizeof f->why, "%s", why && why[0] ? why : strerror(-r));
+	f->forget_upload = forget;
+	kp_warn("recording %llu (%s): upload failed: %s (%s)%s", (unsigned long long)j->recording, j->key, f->why,
+		strerror(-r), forget ? "; its upload id is given up" : "");
+	post(gen, &env);
+}
+
+static void uploaded(const struct tier_job *j, unsigned gen, const char *etag)
+{
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
+	env.which_msg = kp_Envelope_tier_uploaded_tag;
+	kp_TierUploaded *u = &env.msg.tier_uploaded;
+	u->recording = j->recording;
+	snprintf(u->key, sizeof u->key, "%s", j->key);
+	u->size = j->size;
+	snprintf(u->etag, sizeof u->etag, "%s", etag);
+	kp_info("recording %llu: %s stored, %llu bytes, ETag %s", (unsigned long long)j->recording, j->key,
+		(unsigned long long)j->size, etag);
+	post(gen, &env);
+}
+
+/* len bytes at off of the file: -EIO when it is shorter (changed under us). */
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+/* The object at the job's key has our size and ETag (HEAD). */
+static int verify(const struct tier_job *j, const char *etag, struct s3_result *res)
+{
+	uint64_t size;
+	char have[S3_ETAG_MAX];
+	int r = s3_head(U.client, j->key, &size, have, res);
+	if (r < 0)
+		return r;
+	if (size != j->size || strcmp(have, etag) != 0) {
+		snprintf(res->why, sizeof res->why, "the store holds %llu bytes with ETag %s, not %llu with %s",
+			 (unsigned long long)size, have, (unsigned long long)j->size, etag);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static size_t part_len(const struct tier_job *j, size_t i)
+{
+	uint64_t off = (uint64_t)i * U.part;
+	return j->size - off < U.part ? (size_t)(j->size - off) : U.part;
+}
+
+/* Each part's number, size and MD5 read from the file (for s3_mpu_completed). */
+static int describe_parts(const struct tier_job *j, struct s3_part *parts, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t len = part_len(j, i);
+		int r = read_at(j->fd, U.buf, len, (uint64_t)i * U.part);
+		if (r < 0)
+			return r;
+		parts[i].number = (uint32_t)(i + 1);
+		parts[i].size = len;
+		s3_md5_hex(U.buf, len, parts[i].etag);
+	}
+	return 0;
+}
+
+static void run_single(const struct tier_job *j, unsigned gen)
+{
+	struct s3_result res = {0};
+	char etag[S3_ETAG_MAX];
+	int r = read_at(j->fd, U.buf, (size_t)j->size, 0);
+	if (r < 0) {
+		failed(j, gen, r, "reading the recording failed", 0);
+		return;
+	}
+	r = s3_put(U.client, j->key, U.buf, (size_t)j->size, etag, &res);
+	if (r == 0)
+		r = verify(j, etag, &res);
+	if (r < 0)
+		failed(j, gen, r, res.why, 0);
+	else
+		uploaded(j, gen, etag);
+}
+
+/* The upload id the job names, if the store still has it: -ENOENT when it is gone and
+ * the object is not its completion (start anew), 1 when the object is (done, etag set). */
+static int resume(const struct tier_job *j, struct s3_part *parts, size_t n, struct s3_part *have, size_t *nhave,
+		  char etag[S3_ETAG_MAX], struct s3_result *res)
+{
+	int r = s3_mpu_list(U.client, j->key, j->upload_id, have, n, nhave, res);
+	if (r == -E2BIG) {
+		*nhave = 0; /* more parts than ours: none of them is trusted, each is sent again */
+		return 0;
+	}
+	if (r != -ENOENT)
+		return r;
+	/* Gone: a completion whose answer never came may have completed it. */
+	r = describe_parts(j, parts, n);
+	if (r == 0)
+		r = s3_mpu_completed(U.client, j->key, parts, n, etag, res);
+	return r == 0 ? 1 : r;
+}
+
+static void run_multipart(const struct tier_job *j, unsigned gen)
+{
+	struct s3_result res = {0};
+	char etag[S3_ETAG_MAX], id[S3_UPLOAD_ID_MAX];
+	size_t n = (size_t)((j->size + U.part - 1) / U.part), nhave = 0;
+	int r;
+	if (n > S3_PARTS_MAX) {
+		failed(j, gen, -EFBIG, "more than 10000 parts of part_size", 1);
+		return;
+	}
+	struct s3_part *parts = calloc(n, sizeof *parts), *have = calloc(n, sizeof *have);
+	if (!parts || !have) {
+		failed(j, gen, -ENOMEM, "no memory for the part list", 0);
+		goto out;
+	}
+	snprintf(id, sizeof id, "%s", j->upload_id);
+	if (id[0]) {
+		r = resume(j, parts, n, have, &nhave, etag, &res);
+		if (r == 1) {
+			kp_info("recording %llu: upload %.16s... had completed before",
+				(unsigned long long)j->recording, id);
+			r = verify(j, etag, &res);
+			if (r < 0)
+				failed(j, gen, r, res.why, 1);
+			else
+				uploaded(j, gen, etag);
+			goto out;
+		}
+		if (r == -ENOENT) {
+			kp_notice("recording %llu: upload %.16s... is gone from the store; starting a new one",
+				  (unsigned long long)j->recording, id);
+			id[0] = '\0';
+		} else if (r < 0) {
+			failed(j, gen, r, res.why, r == -EBADMSG);
+			goto out;
+		} else {
+			kp_info("recording %llu: resuming upload %.16s..., %zu parts on the store",
+				(unsigned long long)j->recording, id, nhave);
+		}
+	}
+	if (!id[0]) {
+		r = s3_mpu_initiate(U.client, j->key, id, &res);
+		if (r < 0) {
+			failed(j, gen, r, res.why, 0);
+			goto out;
+		}
+		nhave = 0;
+		kp_info("recording %llu: multipart upload of %zu parts begun: %s", (unsigned long long)j->recording, n,
+			id);
+		progress(j, gen, id, 0, (uint32_t)n);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (cancelled(gen))
+			goto out;
+		size_t len = part_len(j, i);
+		r = read_at(j->fd, U.buf, len, (uint64_t)i * U.part);
+		if (r < 0) {
+			failed(j, gen, r, "reading the recording failed", 0);
+			goto out;
+		}
+		parts[i].number = (uint32_t)(i + 1);
+		parts[i].size = len;
+		s3_md5_hex(U.buf, len, parts[i].etag);
+		int kept = 0;
+		/* A part the store holds is kept only when it is ours byte for byte (its ETag is
+		 * our MD5); another is replaced (a PUT of the same number). */
+		for (size_t k = 0; k < nhave && !kept; k++)
+			kept = have[k].number == parts[i].number && have[k].size == len &&
+			       strcmp(have[k].etag, parts[i].etag) == 0;
+		if (!kept) {
+			char got[S3_ETAG_MAX];
+			r = s3_mpu_part(U.client, j->key, id, parts[i].number, U.buf, len, got, &res);
+			if (r < 0) {
+				failed(j, gen, r, res.why, 0);
+				goto out;
+			}
+		}
+		progress(j, gen, id, (uint32_t)(i + 1), (uint32_t)n);
+	}
+	r = s3_mpu_complete(U.client, j->key, id, parts, n, etag, &res);
+	if (r == -ENOENT) /* a retried completion that had completed */
+		r = s3_mpu_completed(U.client, j->key, parts, n, etag, &res);
+	if (r == 0)
+		r = verify(j, etag, &res);
+	if (r < 0)
+		failed(j, gen, r, res.why, r == -EBADMSG);
+	else
+		uploaded(j, gen, etag);
+out:
+	free(parts);
+	free(have);
+}
+
+static void run(const struct tier_job *j, unsigned gen)
+{
+	if (!U.bucket_ok) {
+		/* Made when missing. Keys allowed to write objects but not to make buckets (a
+		 * common policy) are answered 403: the bucket is taken to exist, and a PUT to a
+		 * missing one fails with its own error. */
+		struct s3_result res = {0};
+		int r = s3_bucket_create(U.client, &res);
+		if (r == -EACCES)
+			kp_notice("making the bucket was refused (%s); copying into it as it is", res.why);
+		else if (r < 0) {
+			failed(j, gen, r, res.why, 0);
+			return;
+		}
+		U.bucket_ok = 1;
+	}
+	if (j->size <= U.part)
+		run_single(j, gen);
+	else
+		run_multipart(j, gen);
+}
+
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&U.lock);
+	for (;;) {
+		while (!U.head && !U.stop)
+			pthread_cond_wait(&U.cond, &U.lock);
+		if (U.stop)
+			break;
+		struct queued *q = U.head;
+		U.head = q->next;
+		if (!U.head)
+			U.tail = NULL;
+		U.nqueued--;
+		U.running = 1;
+		unsigned current = U.gen;
+		pthread_mutex_unlock(&U.lock);
+		if (q->gen == current)
+			run(&q->job, q->gen);
+		close(q->job.fd);
+		free(q);
+		pthread_mutex_lock(&U.lock);
+		U.running = 0;
+	}
+	pthread_mutex_unlock(&U.lock);
+	return NULL;
+}
+
+int tier_upload_start(uv_loop_t *loop, struct s3_client *client, size_t part_size, tier_report_fn report)
+{
+	U.buf = malloc(part_size);
+	if (!U.buf)
+		return -ENOMEM;
+	U.client = client;
+	U.part = part_size;
+	U.report = report;
+	int r = uv_async_init(loop, &U.async, on_async);
+	if (r < 0)
+		return r;
+	r = pthread_create(&U.thread, NULL, thread_main, NULL);
+	if (r != 0) {
+		uv_close((uv_handle_t *)&U.async, NULL);
+		return -r;
+	}
+	U.started = 1;
+	return 0;
+}
+
+int tier_upload_push(const struct tier_job *job)
+{
+	struct queued *q = malloc(sizeof *q);
+	if (!q)
+		return -ENOMEM;
+	pthread_mutex_lock(&U.lock);
+	if (U.nqueued >= TIER_QUEUE_MAX) {
+		pthread_mutex_unlock(&U.lock);
+		free(q);
+		return -EBUSY;
+	}
+	q->job = *job;
+	q->job.next = NULL;
+	q->gen = U.gen;
+	q->next = NULL;
+	if (U.tail)
+		U.tail->next = q;
+	else
+		U.head = q;
+	U.tail = q;
+	U.nqueued++;
+	pthread_cond_signal(&U.cond);
+	pthread_mutex_unlock(&U.lock);
+	return 0;
+}
+
+void tier_upload_cancel_all(void)
+{
+	pthread_mutex_lock(&U.lock);
+	struct queued *q = U.head;
+	U.head = U.tail = NULL;
+	U.nqueued = 0;
+	U.gen++;
+	pthread_mutex_unlock(&U.lock);
+	while (q) {
+		struct queued *next = q->next;
+		close(q->job.fd);
+		free(q);
+		q = next;
+	}
+}
+
+unsigned tier_upload_pending(void)
+{
+	pthread_mutex_lock(&U.lock);
+	unsigned n = U.nqueued + U.running;
+	pthread_mutex_unlock(&U.lock);
+	return n;
+}
+
+void tier_upload_stop(void)
+{
+	if (!U.started)
+		return;
+	tier_upload_cancel_all();
+	pthread_mutex_lock(&U.lock);
+	U.stop = 1;
+	pthread_cond_signal(&U.cond);
+	pthread_mutex_unlock(&U.lock);
+	pthread_join(U.thread, NULL);
+	U.started = 0;
+	uv_close((uv_handle_t *)&U.async, NULL);
+	struct out_msg *m = U.out_head;
+	while (m) {
+		struct out_msg *next = m->next;
+		free(m);
+		m = next;
+	}
+	U.out_head = U.out_tail = NULL;
+	s3_client_free(U.client);
+	free(U.buf);
+}
