@@ -308,8 +308,8 @@ static const struct {
  * after it, the report writes to stderr and talks to the symbolizer over its pipes, and
  * reads /proc/self/maps with open(2) when a frame is in a module loaded after
  * confinement (rtcd's session module; docs/privsep.md, "Sanitizer builds"). */
-static const int sanitizer_syscalls[] = {SCMP_SYS(ptrace), SCMP_SYS(prctl), SCMP_SYS(clone), SCMP_SYS(wait4),
-					 SCMP_SYS(sched_setaffinity), SCMP_SYS(open)};
+static const int sanitizer_syscalls[] = {
+    SCMP_SYS(ptrace), SCMP_SYS(prctl), SCMP_SYS(clone), SCMP_SYS(wait4), SCMP_SYS(sched_setaffinity), SCMP_SYS(open)};
 
 #if KP_SANDBOX_SANITIZED
 #include <sanitizer/common_interface_defs.h>
