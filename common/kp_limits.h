@@ -106,6 +106,11 @@
 #define KP_BACKOFF_INITIAL_MS 100
 #define KP_BACKOFF_MAX_MS     30000
 #define KP_BACKOFF_RESET_MS   60000
+/* A link lost within KP_LINK_STABLE_MS of being made is re-made after a delay that starts
+ * at KP_LINK_RELINK_MIN_MS and doubles up to KP_LINK_RELINK_MAX_MS (links.c). */
+#define KP_LINK_STABLE_MS     1000
+#define KP_LINK_RELINK_MIN_MS 100
+#define KP_LINK_RELINK_MAX_MS 5000
 #define KP_HEALTH_INTERVAL_MS 2000
 #define KP_HEALTH_DEADLINE_MS 15000
 #define KP_STOP_GRACE_MS      4000

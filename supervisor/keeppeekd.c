@@ -129,6 +129,7 @@ static void stopped(struct supervisor *s)
 	discover_close();
 	camera_test_close();
 	transcoder_close(s);
+	links_close(s);
 	control_close(s);
 }
 

@@ -85,6 +85,9 @@ struct link {
 	kp_Peer a, b;
 	uint32_t generation;
 	unsigned relinks;
+	uint64_t made_ms; /* monotonic, when this generation was handed over */
+	unsigned quick;   /* losses in a row within KP_LINK_STABLE_MS of the making */
+	uint64_t due_ms;  /* a re-link waiting for this time (0: none) */
 };
 
 struct control;
@@ -142,6 +145,7 @@ struct supervisor {
 	/* The transcoder's demand (transcoder.c): rtcd's and recorderd's jobs. */
 	uint32_t transcode_jobs, picture_jobs;
 	uv_timer_t linger_timer;
+	uv_timer_t link_timer; /* links.c: the next delayed re-link */
 };
 
 /* proc.c: the privsep engine. Spawns each process of the table (fork+exec, its channel
@@ -246,6 +250,7 @@ void transcoder_close(struct supervisor *s);
 
 /* links.c */
 void links_init(struct supervisor *s);
+void links_close(struct supervisor *s);
 void links_on_ready(struct supervisor *s, struct proc *p);
 void links_on_lost(struct supervisor *s, struct proc *p, const kp_LinkLost *lost);
 const struct link *links_between(const struct supervisor *s, kp_Peer a, kp_Peer b);

@@ -55,6 +55,26 @@ def test(make):
               f"{name}: no worker restarted")
     check("relinking" in kp.log_text() or "re-linking" in kp.log_text(), "the supervisor logs each re-link")
 
+    # An end that spoils every new link at once (a worker taken over): each re-link waits
+    # longer, 100 ms, then 200, then 400 (KP_LINK_RELINK_MIN_MS doubling), instead of
+    # keeppeekd handing over new generations as fast as they are lost.
+    gen, _ = link_gen(kp.status(), "recorderd", "ingestd")
+    before = len(kp.log_text())
+    bad = struct.pack("<I", 0)
+    for k in range(4):
+        fd = steal_fd(pids["ingestd"], ingestd_end(kp, pids["ingestd"], gen))
+        os.write(fd, bad)
+        os.close(fd)
+        gen += 1
+    log = kp.log_text()[before:]
+    for delay in (100, 200, 400):
+        check(re.search(rf"lost within \d+ ms of its making \(\d+ in a row\): re-linking in {delay} ms", log),
+              f"a link spoiled again at once is re-made after {delay} ms")
+    st = wait_for(lambda: (lambda s: s if link_gen(s, "recorderd", "ingestd") == (gen, "up") else None)(kp.status()),
+                  10.0, 0.05)
+    check(st is not None, f"then it is up again, generation {gen}: one per loss, no more")
+    check(all(st[w]["pid"] == pids[w] and st[w]["restarts"] == 0 for w in WORKERS), "no worker restarted")
+
     # Garbage on a worker's own channel (fd 3) reaches the supervisor.
     kp.expect_restarts("webd")  # garbage on its supervisor channel: restarted on purpose
     fd = steal_fd(pids["webd"], 3)
