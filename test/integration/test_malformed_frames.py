@@ -5,6 +5,7 @@ alone. The bytes are written into the real link with pidfd_getfd(2)."""
 import os
 import re
 import struct
+import time
 
 from kp import WORKERS, check, run, steal_fd, wait_for
 
@@ -58,6 +59,8 @@ def test(make):
     # An end that spoils every new link at once (a worker taken over): each re-link waits
     # longer, 100 ms, then 200, then 400 (KP_LINK_RELINK_MIN_MS doubling), instead of
     # keeppeekd handing over new generations as fast as they are lost.
+    # The link lives past KP_LINK_STABLE_MS (1 s) first: its loss is re-linked at once.
+    time.sleep(1.5)
     gen, _ = link_gen(kp.status(), "recorderd", "ingestd")
     before = len(kp.log_text())
     bad = struct.pack("<I", 0)
@@ -66,9 +69,11 @@ def test(make):
         os.write(fd, bad)
         os.close(fd)
         gen += 1
-    log = kp.log_text()[before:]
+    check(re.search(rf"\(generation {gen - 4}\) lost: [^\n]*; re-linking\n", kp.log_text()[before:]),
+          "the loss of a link that lived past a second is re-linked at once")
     for delay in (100, 200, 400):
-        check(re.search(rf"lost within \d+ ms of its making \(\d+ in a row\): re-linking in {delay} ms", log),
+        pat = re.compile(rf"lost within \d+ ms of its making \(\d+ in a row\): re-linking in {delay} ms")
+        check(wait_for(lambda: pat.search(kp.log_text()[before:]), 5.0),
               f"a link spoiled again at once is re-made after {delay} ms")
     st = wait_for(lambda: (lambda s: s if link_gen(s, "recorderd", "ingestd") == (gen, "up") else None)(kp.status()),
                   10.0, 0.05)
