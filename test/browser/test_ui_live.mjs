@@ -34,6 +34,10 @@ export default async function () {
 	await playing(page, `.tile[data-camera="${tiles[0]}"] video`, `live video of ${tiles[0]} in the grid`);
 	check(await page.$eval(`.tile[data-camera="${tiles[0]}"] .badge`, (b) => b.dataset.state) === 'live', 'the tile says Live');
 	check(/\d\d:\d\d:\d\d/.test(await page.textContent('.tile .clock')), 'the tile shows the time');
+	// Off a hub there is no site bar; nothing stands in its place (it once read "null").
+	const stray = await page.evaluate(() => [...document.getElementById('app').childNodes]
+		.filter((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim()).map((n) => n.textContent));
+	check(stray.length === 0, `no stray text on the page (${JSON.stringify(stray)})`);
 
 	await page.click('button[aria-label="3 by 3 grid"]');
 	check(await page.$eval('.grid', (g) => g.style.getPropertyValue('--cols')) === '3', 'layout 3x3 applies');

@@ -201,7 +201,8 @@ function render() {
 	}
 	for (const t of old.values())
 		t.view.close();
-	main.replaceChildren(bar, siteBar(), cams.length ? grid : el('p', { class: 'empty', text: 'No cameras are configured.' }));
+	// replaceChildren would show a null (no site bar off a hub) as the text "null"
+	main.replaceChildren(...[bar, siteBar(), cams.length ? grid : el('p', { class: 'empty', text: 'No cameras are configured.' })].filter(Boolean));
 	if (enlarged && tiles[0])
 		tiles[0].node.focus();
 }
