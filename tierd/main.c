@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kp_limits.h"
@@ -87,7 +88,15 @@ static void on_upload(struct kp_ipc_frame *f)
 	struct tier_job j = {.recording = m->recording, .size = m->size, .fd = f->fds[0]};
 	snprintf(j.key, sizeof j.key, "%s", m->key);
 	snprintf(j.upload_id, sizeof j.upload_id, "%s", m->upload_id);
-	int r = m->key[0] ? tier_upload_push(&j) : -EINVAL;
+	/* The size is the descriptor's, not only the message's: a part count and the last
+	 * part's length are computed from it. */
+	struct stat st;
+	const char *why = NULL;
+	if (!m->key[0])
+		why = "no object key";
+	else if (fstat(j.fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != m->size)
+		why = "the descriptor is not a regular file of the size given";
+	int r = why ? -EINVAL : tier_upload_push(&j);
 	if (r == 0) {
 		f->fds[0] = -1; /* the job's now */
 		return;
@@ -97,9 +106,9 @@ static void on_upload(struct kp_ipc_frame *f)
 	env.msg.tier_failed.recording = m->recording;
 	env.msg.tier_failed.error = (uint32_t)-r;
 	snprintf(env.msg.tier_failed.why, sizeof env.msg.tier_failed.why, "%s",
-		 r == -EBUSY    ? "tierd's queue is full"
-		 : r == -EINVAL ? "no object key"
-				: strerror(-r));
+		 why           ? why
+		 : r == -EBUSY ? "tierd's queue is full"
+			       : strerror(-r));
 	report(&env);
 }
 
