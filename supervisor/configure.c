@@ -107,7 +107,11 @@ void configure_send(struct proc *p)
 static void reload_complete(struct supervisor *s)
 {
 	kp_info("reload to generation %u complete", (unsigned)s->generation);
-	service_reloaded(s);
+	unsigned queued = s->reload_queued;
+	s->reload_queued = 0;
+	char msg[4096];
+	if (!queued || supervisor_reload_some(s, queued, msg, sizeof msg) < 0)
+		service_reloaded(s);
 }
 
 void configure_ready(struct proc *p, bool started, uint32_t generation)
@@ -142,13 +146,8 @@ int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size
 		snprintf(msg, len, "reload refused: stopping\n");
 		return -ESHUTDOWN;
 	}
-	if (s->reload_waiting) {
-		snprintf(msg, len, "reload refused: a reload is in progress (%u workers have not answered)\n",
-			 s->reload_waiting);
-		return -EBUSY;
-	}
+	static struct kp_config next;
 	if (!s->demo) {
-		static struct kp_config next;
 		static struct kp_config_errors errs;
 		int r = kp_config_load_file(s->config_path, &next, &errs);
 		if (r < 0) {
@@ -158,6 +157,18 @@ int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size
 			       errs.text);
 			return r;
 		}
+	}
+	if (s->reload_waiting) {
+		/* The file is valid now; it is read again when the queued reload runs. */
+		s->reload_queued |= peers;
+		snprintf(msg, len,
+			 "reload queued: it runs when generation %u completes (%u workers have not answered)\n",
+			 (unsigned)s->generation, s->reload_waiting);
+		kp_info("reload queued behind generation %u (%u workers have not answered)", (unsigned)s->generation,
+			s->reload_waiting);
+		return 0;
+	}
+	if (!s->demo) {
 		if (strcmp(next.data_dir.val, s->cfg.data_dir.val) || strcmp(next.run_dir.val, s->cfg.run_dir.val) ||
 		    strcmp(next.user.val, s->cfg.user.val))
 			kp_warn("reload: data_dir, run_dir and user take effect only after a restart of keeppeekd");

@@ -123,6 +123,7 @@ struct supervisor {
 	gid_t gid;
 	uint32_t generation;
 	unsigned reload_waiting;
+	unsigned reload_queued; /* peer bits of reloads asked for while one was in progress */
 	bool stopping;
 	bool rest_waiting; /* rows off the first commit's path not started yet (proc.c) */
 	const struct proc_hooks *hooks;

@@ -72,6 +72,20 @@ def test(make):
     rc, out, err = kp.ctl("reload")
     check(rc == 0 and "generation 2" in out, f"reload: {out.strip()}")
     check(wait_for(lambda: "reload to generation 2 complete" in kp.log_text(), 5.0), "every worker acknowledged")
+    # A reload asked for while one is in progress is queued, not refused: recorderd is
+    # stopped so that it cannot answer generation 3 before the second reload arrives.
+    rec = kp.status()["recorderd"]["pid"]
+    os.kill(rec, signal.SIGSTOP)
+    try:
+        rc1, out1, err1 = kp.ctl("reload")
+        rc2, out2, err2 = kp.ctl("reload")
+    finally:
+        os.kill(rec, signal.SIGCONT)
+    check(rc1 == 0 and "generation 3 sent" in out1, f"a reload while recorderd is stopped: {out1.strip()}{err1.strip()}")
+    check(rc2 == 0 and "reload queued: it runs when generation 3 completes" in out2,
+          f"a second reload is queued behind it: {out2.strip()}{err2.strip()}")
+    check(wait_for(lambda: "reload to generation 4 complete" in kp.log_text(), 5.0),
+          "the queued reload runs once the first completes")
     with open(kp.config_path, "a") as f:
         f.write("[bogus]\nkey = 1\n")
     kp.proc.send_signal(signal.SIGHUP)
