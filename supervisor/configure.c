@@ -45,8 +45,8 @@ static int send_cameras(struct proc *p)
 	return 0;
 }
 
-/* WorkerConfig; webd's also on a reload ([mqtt] and [webhook] take effect without a
- * restart). The listening sockets go to webd with its first one only (start): webd
+/* WorkerConfig; webd's and recorderd's also on a reload ([mqtt], [webhook] and
+ * [retention] take effect without a restart). The listening sockets go to webd with its first one only (start): webd
  * keeps serving on them across reloads. */
 static int send_worker_config(struct proc *p, bool start)
 {
@@ -135,6 +135,11 @@ void configure_exited(struct proc *p)
 		reload_complete(s);
 }
 
+static bool reads_config_on_reload(const struct proc *p)
+{
+	return p->peer == kp_Peer_PEER_WEBD || p->peer == kp_Peer_PEER_RECORDERD;
+}
+
 int supervisor_reload(struct supervisor *s, char *msg, size_t len)
 {
 	return supervisor_reload_some(s, ~0u, msg, len);
@@ -194,7 +199,7 @@ int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size
 		done.which_msg = kp_Envelope_config_done_tag;
 		done.msg.config_done.generation = s->generation;
 		if (kp_ipc_send(p->ipc, &env, NULL, 0, NULL, 0) == 0 &&
-		    (p->peer != kp_Peer_PEER_WEBD || send_worker_config(p, false) == 0) && send_cameras(p) == 0 &&
+		    (!reads_config_on_reload(p) || send_worker_config(p, false) == 0) && send_cameras(p) == 0 &&
 		    kp_ipc_send(p->ipc, &done, NULL, 0, NULL, 0) == 0)
 			s->reload_waiting++;
 	}
