@@ -102,11 +102,14 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_transcode_close_tag, RTCD | REC, TXC},
     {kp_Envelope_transcode_output_tag, TXC, RTCD | REC},
     {kp_Envelope_transcode_ended_tag, TXC, RTCD | REC},
-    /* Tiering (decision 0035): recorderd hands tierd closed recordings, tierd reports. */
+    /* Tiering (decisions 0035, 0036): recorderd hands tierd closed recordings and the
+     * objects of deleted ones, tierd reports. */
     {kp_Envelope_tier_upload_tag, REC, TIER},
     {kp_Envelope_tier_progress_tag, TIER, REC},
     {kp_Envelope_tier_uploaded_tag, TIER, REC},
     {kp_Envelope_tier_failed_tag, TIER, REC},
+    {kp_Envelope_tier_delete_tag, REC, TIER},
+    {kp_Envelope_tier_deleted_tag, TIER, REC},
     /* The control socket. */
     {kp_Envelope_control_request_tag, CTL, SUP},
     {kp_Envelope_control_reply_tag, SUP, CTL},

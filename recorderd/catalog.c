@@ -17,8 +17,9 @@
 #include "kp_limits.h"
 
 static const char *const db_names[DB_COUNT] = {
-    "meta",   "cameras",        "streams",  "recordings",       "rec_by_stream", "fragments",       "keyframes",
-    "events", "events_by_time", "coverage", "events_by_camera", "event_terms",   "event_keyframes", "tier",
+    "meta",         "cameras",        "streams",  "recordings",       "rec_by_stream", "fragments",       "keyframes",
+    "events",       "events_by_time", "coverage", "events_by_camera", "event_terms",   "event_keyframes", "tier",
+    "tier_deletes",
 };
 
 struct camera_val {
@@ -592,6 +593,21 @@ static int delete_fragment(struct cat_txn *t, uint32_t stream_id, const struct c
 	return r;
 }
 
+/* A deleted recording's tier row moves to the deletes: the store may hold its object, or
+ * an unfinished upload of it, whatever state the row was in (a PUT may be under way). */
+static int tier_row_to_deletes(struct cat_txn *t, uint64_t id)
+{
+	struct cat_tier row;
+	int e = cat_tier_get(t, id, &row);
+	if (e == -ENOENT)
+		return 0;
+	uint8_t rk[CAT_KEY_RECORDING];
+	cat_be64(rk, id);
+	if (e == 0)
+		e = cat_tier_delete_put(t, id, &row);
+	return e < 0 ? e : cat_db_del(t, DB_TIER, rk, sizeof rk);
+}
+
 int cat_delete_recording(struct cat_txn *t, uint64_t id, struct cat_recording *ret_deleted)
 {
 	struct cat_recording r;
@@ -614,7 +630,7 @@ int cat_delete_recording(struct cat_txn *t, uint64_t id, struct cat_recording *r
 	if (e == 0)
 		e = cat_db_del(t, DB_RECORDINGS, rk, sizeof rk);
 	if (e == 0)
-		e = cat_db_del(t, DB_TIER, rk, sizeof rk);
+		e = tier_row_to_deletes(t, id);
 	if (e == 0)
 		e = add_bytes(t, -(int64_t)r.bytes);
 	if (e == 0 && ret_deleted)
@@ -1072,6 +1088,27 @@ int cat_tier_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row)
 	return cat_db_put(t, DB_TIER, k, sizeof k, row, sizeof *row);
 }
 
+int cat_tier_delete_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row)
+{
+	uint8_t k[CAT_KEY_RECORDING];
+	cat_be64(k, id);
+	return cat_db_put(t, DB_TIER_DELETES, k, sizeof k, row, sizeof *row);
+}
+
+int cat_tier_delete_get(struct cat_txn *t, uint64_t id, struct cat_tier *ret)
+{
+	uint8_t k[CAT_KEY_RECORDING];
+	cat_be64(k, id);
+	return cat_db_get(t, DB_TIER_DELETES, k, sizeof k, ret, sizeof *ret);
+}
+
+int cat_tier_delete_done(struct cat_txn *t, uint64_t id)
+{
+	uint8_t k[CAT_KEY_RECORDING];
+	cat_be64(k, id);
+	return cat_db_del(t, DB_TIER_DELETES, k, sizeof k);
+}
+
 struct tier_walk {
 	int (*fn)(void *arg, uint64_t id, const struct cat_tier *row);
 	void *arg;
@@ -1087,9 +1124,12 @@ static int visit_tier(void *ctx, const MDB_val *key, const MDB_val *v)
 	return w->fn(w->arg, cat_get_be64(key->mv_data), &row);
 }
 
-int cat_each_tier(struct cat_txn *t, int (*fn)(void *arg, uint64_t id, const struct cat_tier *row), void *arg)
+int cat_each_tier_delete(struct cat_txn *t, uint64_t from_id,
+			 int (*fn)(void *arg, uint64_t id, const struct cat_tier *row), void *arg)
 {
 	struct tier_walk w = {fn, arg};
-	int r = cat_db_walk(t, DB_TIER, NULL, 0, visit_tier, &w);
+	uint8_t k[CAT_KEY_RECORDING];
+	cat_be64(k, from_id);
+	int r = cat_db_walk(t, DB_TIER_DELETES, k, sizeof k, visit_tier, &w);
 	return r == 1 ? 0 : r;
 }

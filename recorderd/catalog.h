@@ -185,8 +185,16 @@ struct cat_tier {
 /* -ENOENT when the recording has no row. */
 int cat_tier_get(struct cat_txn *t, uint64_t id, struct cat_tier *ret);
 int cat_tier_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row);
-/* Every row in recording id order until fn returns non-zero (1 stops without error). */
-int cat_each_tier(struct cat_txn *t, int (*fn)(void *arg, uint64_t id, const struct cat_tier *row), void *arg);
+/* The deletes (decision 0036): the tier rows of deleted recordings, whose objects (or
+ * unfinished uploads) the store may still hold. cat_delete_recording moves a recording's
+ * row here; the row goes when tierd reports the object gone. */
+int cat_tier_delete_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row);
+int cat_tier_delete_get(struct cat_txn *t, uint64_t id, struct cat_tier *ret);
+int cat_tier_delete_done(struct cat_txn *t, uint64_t id);
+/* The deletes from recording id from_id on, in id order, until fn returns non-zero (1
+ * stops without error). */
+int cat_each_tier_delete(struct cat_txn *t, uint64_t from_id,
+			 int (*fn)(void *arg, uint64_t id, const struct cat_tier *row), void *arg);
 
 /* Repairs (keeppeekctl check --repair). Each keeps the byte total and, except the
  * last two, the coverage in step. */

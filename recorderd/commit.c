@@ -131,6 +131,26 @@ static int sync_media(struct rec_committer *c, struct batch *b)
 	return r;
 }
 
+/* A tier journal row. Its recording deleted meanwhile (retention), the row goes to the
+ * deletes instead: an upload that was under way may have left an object, or an
+ * unfinished multipart upload, which the delete must also abort. */
+static int tier_row(struct cat_txn *t, uint64_t id, const struct cat_tier *row)
+{
+	struct cat_recording rec;
+	int r = cat_get_recording(t, id, &rec);
+	if (r == 0)
+		return cat_tier_put(t, id, row);
+	if (r != -ENOENT)
+		return r;
+	struct cat_tier del = *row, had;
+	r = cat_tier_delete_get(t, id, &had);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == 0 && !del.upload_id[0])
+		snprintf(del.upload_id, sizeof del.upload_id, "%s", had.upload_id);
+	return cat_tier_delete_put(t, id, &del);
+}
+
 static int index_batch(struct rec_committer *c, struct batch *b)
 {
 	struct cat_txn *t;
@@ -142,12 +162,9 @@ static int index_batch(struct rec_committer *c, struct batch *b)
 			if (r == 0)
 				r = rec_event_link_fragment(t, &it->rec, &it->frag);
 		} else if (it->kind == REC_ITEM_TIER) {
-			struct cat_recording rec;
-			r = cat_get_recording(t, it->rec.id, &rec);
-			if (r == 0)
-				r = cat_tier_put(t, it->rec.id, it->tier);
-			else if (r == -ENOENT)
-				r = 0; /* deleted meanwhile (retention): no journal row for it */
+			r = tier_row(t, it->rec.id, it->tier);
+		} else if (it->kind == REC_ITEM_TIER_DELETED) {
+			r = cat_tier_delete_done(t, it->rec.id);
 		} else
 			r = cat_close_recording(t, it->rec.id);
 		/* An item the catalog refuses by itself (not the environment) is dropped: its

@@ -16,9 +16,11 @@
 #define REC_COMMIT_MAX_ITEMS   65536 /* backlog while the disk is slower than the cameras */
 #define REC_QUOTA_IDLE_MS      5000  /* after a quota pass that could delete nothing */
 
-/* REC_ITEM_TIER: the tier journal's row of recording rec.id (tier.h), written unless the
- * recording is gone by then. */
-enum rec_item_kind { REC_ITEM_FRAGMENT, REC_ITEM_CLOSE, REC_ITEM_TIER };
+/* REC_ITEM_TIER: the tier journal's row of recording rec.id (tier.h); a recording gone by
+ * then has its row written to the deletes instead (its object is to be deleted).
+ * REC_ITEM_TIER_DELETED: the object of deleted recording rec.id is gone from the store:
+ * its row leaves the deletes. */
+enum rec_item_kind { REC_ITEM_FRAGMENT, REC_ITEM_CLOSE, REC_ITEM_TIER, REC_ITEM_TIER_DELETED };
 
 struct rec_commit_item {
 	enum rec_item_kind kind;

@@ -1,6 +1,7 @@
 /* Tiering, recorderd's half (tier.h): the slots of the recordings being copied, the
  * look for closed recordings old enough, the journal rows pushed to the group commit,
- * and tierd's reports. Everything runs on the loop thread. */
+ * the deletes of deleted recordings' objects, and tierd's reports. Everything runs on
+ * the loop thread. */
 #include "tier.h"
 
 #include <errno.h>
@@ -24,6 +25,16 @@ struct slot {
 	uint64_t retry_mono; /* not before (after a failure) */
 };
 
+/* The delete of a deleted recording's object (a row of the catalog's deletes). */
+struct del {
+	uint64_t id;
+	struct cat_tier row;
+	int sent, done, seen;
+	uint64_t done_mono;
+	uint64_t retry_mono;
+	uint32_t attempts;
+};
+
 static struct {
 	struct kp_worker *w;
 	struct cat *cat;
@@ -42,6 +53,11 @@ static struct {
 	uint64_t uploaded;
 	uint64_t failures;
 	uint64_t journal_dropped;
+	struct del dels[REC_TIER_DELETES];
+	unsigned ndels;
+	uint64_t deletes_pending; /* rows in the deletes as of the last look (at most REC_TIER_SCAN_ROWS) */
+	uint64_t deleted;
+	uint64_t delete_failures;
 } T;
 
 static struct slot *slot_of(uint64_t id)
@@ -106,6 +122,83 @@ static void send_slot(struct slot *s)
 		kp_warn("recording %llu: handing it to tierd failed: %s", (unsigned long long)s->id, strerror(-r));
 }
 
+static struct del *del_of(uint64_t id)
+{
+	for (unsigned i = 0; i < T.ndels; i++)
+		if (T.dels[i].id == id)
+			return &T.dels[i];
+	return NULL;
+}
+
+static void send_delete(struct del *d)
+{
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
+	env.which_msg = kp_Envelope_tier_delete_tag;
+	kp_TierDelete *m = &env.msg.tier_delete;
+	m->recording = d->id;
+	snprintf(m->key, sizeof m->key, "%s", d->row.key);
+	snprintf(m->upload_id, sizeof m->upload_id, "%s", d->row.upload_id);
+	int r = kp_worker_send_peer(T.w, kp_Peer_PEER_TIER, &env, NULL, 0);
+	if (r == 0)
+		d->sent = 1;
+	else if (r != -ENOTCONN)
+		kp_warn("recording %llu: asking tierd to delete %s failed: %s", (unsigned long long)d->id, d->row.key,
+			strerror(-r));
+}
+
+struct del_look {
+	unsigned visited;
+};
+
+/* A row of the deletes: taken when there is room and no copy of that recording is under
+ * way (tierd takes jobs in order, but a copy still in a slot may be handed over again). */
+static int visit_delete(void *arg, uint64_t id, const struct cat_tier *row)
+{
+	struct del_look *l = arg;
+	if (++l->visited > REC_TIER_SCAN_ROWS)
+		return 1;
+	struct del *d = del_of(id);
+	if (d) {
+		d->seen = 1;
+		return 0;
+	}
+	if (slot_of(id) || T.ndels == REC_TIER_DELETES)
+		return 0;
+	d = &T.dels[T.ndels++];
+	memset(d, 0, sizeof *d);
+	d->id = id;
+	d->row = *row;
+	d->seen = 1;
+	return 0;
+}
+
+/* Looks at the deletes: a delete reported done leaves its slot once its row is gone (or
+ * after REC_TIER_DONE_KEEP_MS); new rows fill the free slots. */
+static void look_deletes(void)
+{
+	struct del_look l = {0};
+	for (unsigned i = 0; i < T.ndels; i++)
+		T.dels[i].seen = 0;
+	struct cat_txn *t;
+	int r = cat_begin(T.cat, 0, &t);
+	if (r == 0) {
+		r = cat_each_tier_delete(t, 0, visit_delete, &l);
+		cat_abort(t);
+	}
+	if (r < 0) {
+		kp_err("tiering: looking for objects to delete failed: %s", strerror(-r));
+		return;
+	}
+	T.deletes_pending = l.visited > REC_TIER_SCAN_ROWS ? REC_TIER_SCAN_ROWS : l.visited;
+	uint64_t now = kp_mono_ms();
+	for (unsigned i = 0; i < T.ndels; i++) {
+		struct del *d = &T.dels[i];
+		if (d->done && (!d->seen || now - d->done_mono > REC_TIER_DONE_KEEP_MS))
+			T.dels[i--] = T.dels[--T.ndels];
+	}
+}
+
 static void send_due(void)
 {
 	uint64_t now = kp_mono_ms();
@@ -116,6 +209,11 @@ static void send_due(void)
 			send_slot(s);
 		if (T.n < before)
 			i--; /* slot i now holds another one */
+	}
+	for (unsigned i = 0; i < T.ndels && T.linked; i++) {
+		struct del *d = &T.dels[i];
+		if (!d->sent && !d->done && d->retry_mono <= now)
+			send_delete(d);
 	}
 }
 
@@ -221,6 +319,7 @@ static void on_timer(uv_timer_t *t)
 		if (T.slots[i].done && now - T.slots[i].done_mono > REC_TIER_DONE_KEEP_MS)
 			slot_free(&T.slots[i--]);
 	scan();
+	look_deletes();
 	send_due();
 }
 
@@ -256,6 +355,7 @@ void rec_tier_close(void)
 	uv_close((uv_handle_t *)&T.timer, on_closed);
 	T.enabled = 0;
 	T.n = 0;
+	T.ndels = 0;
 }
 
 void rec_tier_link(kp_Peer peer, int up)
@@ -265,6 +365,8 @@ void rec_tier_link(kp_Peer peer, int up)
 	T.linked = up;
 	for (unsigned i = 0; i < T.n; i++)
 		T.slots[i].sent = 0; /* tierd dropped what it had: sent again from the slot */
+	for (unsigned i = 0; i < T.ndels; i++)
+		T.dels[i].sent = 0;
 	if (up && T.enabled)
 		send_due();
 }
@@ -334,6 +436,36 @@ static void on_failed(const kp_TierFailed *m)
 		  (unsigned)s->row.attempts, strerror((int)m->error), m->why, (unsigned long long)(wait / 1000));
 }
 
+static void on_deleted(const kp_TierDeleted *m)
+{
+	struct del *d = del_of(m->recording);
+	if (!d || !d->sent || d->done)
+		return;
+	d->sent = 0;
+	if (m->error == 0) {
+		struct rec_commit_item it = {.kind = REC_ITEM_TIER_DELETED, .fd = -1, .rec.id = d->id};
+		int r = rec_commit_push(T.commit, &it);
+		if (r < 0) /* the row stays: the object is deleted again (a missing one is success) */
+			kp_err("recording %llu: the end of its delete not written: %s", (unsigned long long)d->id,
+			       strerror(-r));
+		T.deleted++;
+		d->done = 1;
+		d->done_mono = kp_mono_ms();
+		kp_info("recording %llu: %s deleted from the store", (unsigned long long)d->id, d->row.key);
+		return;
+	}
+	T.delete_failures++;
+	d->attempts++;
+	unsigned shift = d->attempts > 9 ? 9 : d->attempts - 1;
+	uint64_t wait = (uint64_t)REC_TIER_RETRY_MIN_MS << shift;
+	if (wait > REC_TIER_RETRY_MAX_MS)
+		wait = REC_TIER_RETRY_MAX_MS;
+	d->retry_mono = kp_mono_ms() + wait;
+	kp_notice("recording %llu: deleting %s from the store failed (%s: %s); trying again in %llu s",
+		  (unsigned long long)d->id, d->row.key, strerror((int)m->error), m->why,
+		  (unsigned long long)(wait / 1000));
+}
+
 void rec_tier_frame(struct kp_ipc_frame *f)
 {
 	if (!T.enabled)
@@ -347,6 +479,9 @@ void rec_tier_frame(struct kp_ipc_frame *f)
 		break;
 	case kp_Envelope_tier_failed_tag:
 		on_failed(&f->env->msg.tier_failed);
+		break;
+	case kp_Envelope_tier_deleted_tag:
+		on_deleted(&f->env->msg.tier_deleted);
 		break;
 	default:
 		break;
@@ -378,8 +513,19 @@ void rec_tier_metrics(struct jbuf *b)
 	    "# HELP keeppeek_tier_oldest_pending_seconds Time the oldest recording waiting to be copied has been old "
 	    "enough.\n"
 	    "# TYPE keeppeek_tier_oldest_pending_seconds gauge\n"
-	    "keeppeek_tier_oldest_pending_seconds %lld\n",
+	    "keeppeek_tier_oldest_pending_seconds %lld\n"
+	    "# HELP keeppeek_tier_deletes_pending Objects of deleted recordings still to delete from the store.\n"
+	    "# TYPE keeppeek_tier_deletes_pending gauge\n"
+	    "keeppeek_tier_deletes_pending %llu\n"
+	    "# HELP keeppeek_tier_deleted_total Objects of deleted recordings deleted from the store.\n"
+	    "# TYPE keeppeek_tier_deleted_total counter\n"
+	    "keeppeek_tier_deleted_total %llu\n"
+	    "# HELP keeppeek_tier_delete_failures_total Deletes from the store that failed (each is retried).\n"
+	    "# TYPE keeppeek_tier_delete_failures_total counter\n"
+	    "keeppeek_tier_delete_failures_total %llu\n",
 	    (unsigned long long)pending, (unsigned long long)T.uploaded_bytes, (unsigned long long)T.uploaded,
 	    (unsigned long long)T.failures,
-	    (long long)(T.oldest_ms && now > T.oldest_ms ? (now - T.oldest_ms) / 1000 : 0));
+	    (long long)(T.oldest_ms && now > T.oldest_ms ? (now - T.oldest_ms) / 1000 : 0),
+	    (unsigned long long)T.deletes_pending, (unsigned long long)T.deleted,
+	    (unsigned long long)T.delete_failures);
 }

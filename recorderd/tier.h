@@ -4,7 +4,9 @@
  * commit, so that the loop never waits for the catalog's writer) and retries a failed
  * copy with backoff. After a crash of either process the journal says what to send again:
  * a row queued or uploading goes to tierd again with its multipart upload id. The local
- * file stays: nothing reads a recording from the store yet. */
+ * file stays: nothing reads a recording from the store yet. A recording deleted
+ * (retention) leaves its row in the catalog's deletes, and its object is deleted from the
+ * store (TierDelete, decision 0036) before the row goes. */
 #ifndef KP_REC_TIER_H
 #define KP_REC_TIER_H
 
@@ -20,11 +22,12 @@
 #define REC_TIER_RETRY_MIN_MS 2000   /* the first retry of a failed copy ... */
 #define REC_TIER_RETRY_MAX_MS 600000 /* ... doubling up to this */
 #define REC_TIER_DONE_KEEP_MS 30000  /* a copied one's slot waits this long at most for its row */
+#define REC_TIER_DELETES      4      /* objects of deleted recordings being deleted at once */
 
 /* Starts tiering when the WorkerConfig has [tier] (else does nothing). */
 void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit, int data_dirfd);
 void rec_tier_close(void);
-/* TierProgress, TierUploaded, TierFailed from tierd. */
+/* TierProgress, TierUploaded, TierFailed, TierDeleted from tierd. */
 void rec_tier_frame(struct kp_ipc_frame *f);
 /* The link to tierd came up (up = 1) or dropped. */
 void rec_tier_link(kp_Peer peer, int up);

@@ -2,7 +2,8 @@
  * decision 0035). Started by keeppeekd only when [tier] has an endpoint, linked to
  * recorderd only, it sees no file system of KeepPeek's: recorderd hands it each
  * recording as an open descriptor (TierUpload) and is told each step (TierProgress,
- * TierUploaded, TierFailed), which it keeps in its journal. It connects to the store's
+ * TierUploaded, TierFailed), which it keeps in its journal; the objects of recordings
+ * deleted since are deleted on its word (TierDelete, TierDeleted). It connects to the store's
  * address that keeppeekd resolved, and nowhere else. This file declares the worker and
  * routes the messages to the upload thread (upload.c). */
 #include <errno.h>
@@ -112,12 +113,34 @@ static void on_upload(struct kp_ipc_frame *f)
 	report(&env);
 }
 
+static void on_delete(struct kp_ipc_frame *f)
+{
+	const kp_TierDelete *m = &f->env->msg.tier_delete;
+	struct tier_job j = {.remove = 1, .recording = m->recording, .fd = -1};
+	snprintf(j.key, sizeof j.key, "%s", m->key);
+	snprintf(j.upload_id, sizeof j.upload_id, "%s", m->upload_id);
+	int r = m->key[0] ? tier_upload_push(&j) : -EINVAL;
+	if (r == 0)
+		return;
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_tier_deleted_tag;
+	env.msg.tier_deleted.recording = m->recording;
+	env.msg.tier_deleted.error = (uint32_t)-r;
+	snprintf(env.msg.tier_deleted.why, sizeof env.msg.tier_deleted.why, "%s",
+		 r == -EINVAL  ? "no object key"
+		 : r == -EBUSY ? "tierd's queue is full"
+			       : strerror(-r));
+	report(&env);
+}
+
 static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 {
 	(void)w;
 	(void)from;
 	if (f->env->which_msg == kp_Envelope_tier_upload_tag)
 		on_upload(f);
+	else if (f->env->which_msg == kp_Envelope_tier_delete_tag)
+		on_delete(f);
 }
 
 /* recorderd's jobs end with its link: it sends them again from its journal. */

@@ -314,8 +314,34 @@ out:
 	free(have);
 }
 
+/* The object of a deleted recording, and an upload of it that may be unfinished; a
+ * missing one is success (s3.c). */
+static void run_delete(const struct tier_job *j, unsigned gen)
+{
+	struct s3_result res = {0};
+	int r = j->upload_id[0] ? s3_mpu_abort(U.client, j->key, j->upload_id, &res) : 0;
+	if (r == 0)
+		r = s3_delete(U.client, j->key, &res);
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
+	env.which_msg = kp_Envelope_tier_deleted_tag;
+	kp_TierDeleted *d = &env.msg.tier_deleted;
+	d->recording = j->recording;
+	if (r < 0) {
+		d->error = (uint32_t)-r;
+		snprintf(d->why, sizeof d->why, "%s", res.why[0] ? res.why : strerror(-r));
+		kp_warn("recording %llu (%s): delete failed: %s (%s)", (unsigned long long)j->recording, j->key, d->why,
+			strerror(-r));
+	}
+	post(gen, &env);
+}
+
 static void run(const struct tier_job *j, unsigned gen)
 {
+	if (j->remove) {
+		run_delete(j, gen);
+		return;
+	}
 	if (!U.bucket_ok) {
 		/* Made when missing. Keys allowed to write objects but not to make buckets (a
 		 * common policy) are answered 403: the bucket is taken to exist, and a PUT to a
@@ -355,7 +381,8 @@ static void *thread_main(void *arg)
 		pthread_mutex_unlock(&U.lock);
 		if (q->gen == current)
 			run(&q->job, q->gen);
-		close(q->job.fd);
+		if (q->job.fd >= 0)
+			close(q->job.fd);
 		free(q);
 		pthread_mutex_lock(&U.lock);
 		U.running = 0;
@@ -420,7 +447,8 @@ void tier_upload_cancel_all(void)
 	pthread_mutex_unlock(&U.lock);
 	while (q) {
 		struct queued *next = q->next;
-		close(q->job.fd);
+		if (q->job.fd >= 0)
+			close(q->job.fd);
 		free(q);
 		q = next;
 	}

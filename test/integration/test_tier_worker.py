@@ -6,8 +6,9 @@ which stays. The access key comes from ${ENV} and the secret from file:. The sto
 (the OSD stopped) during the first multipart upload and tierd is killed with SIGKILL: it is
 restarted alone, recorderd hands the recording over again with the upload id its journal
 kept, tierd resumes that upload (or finds it completed) and the object is whole. The same
-with recorderd killed during the next multipart upload. No other worker restarts; the
-tier metrics count the copies."""
+with recorderd killed during the next multipart upload. Then retention (a quota set by a
+reload) deletes the recordings, and their objects are deleted from the store. No other
+worker restarts; the tier metrics count the copies and the deletes."""
 import os
 import re
 import signal
@@ -53,10 +54,20 @@ def closed_recordings(data):
     return out
 
 
+def probe_env(rgw):
+    return dict(os.environ, KP_S3_ENDPOINT=rgw.endpoint, KP_S3_BUCKET=rgw.bucket, KP_S3_ACCESS_KEY=rgw.access_key,
+                KP_S3_SECRET=rgw.secret)
+
+
+def absent(rgw, key):
+    """Whether the store answers HEAD of key with 404."""
+    r = subprocess.run([PROBE, "head", key], capture_output=True, text=True, env=probe_env(rgw), timeout=60)
+    return r.returncode == 1 and r.stdout.startswith("error ENOENT")
+
+
 def stored(rgw, key, local, got):
     """Whether the store has key with exactly local's bytes."""
-    env = dict(os.environ, KP_S3_ENDPOINT=rgw.endpoint, KP_S3_BUCKET=rgw.bucket, KP_S3_ACCESS_KEY=rgw.access_key,
-               KP_S3_SECRET=rgw.secret)
+    env = probe_env(rgw)
     want = open(local, "rb").read()
     r = subprocess.run([PROBE, "get", key, "0", str(len(want) + 1), got], capture_output=True, text=True, env=env,
                        timeout=120)
@@ -146,6 +157,24 @@ def test(make, rgw, work):
     check(metric(kp, token, "keeppeek_tier_failures_total") is not None, "keeppeek_tier_failures_total is shown")
     check(metric(kp, token, "keeppeek_tier_oldest_pending_seconds") is not None,
           "keeppeek_tier_oldest_pending_seconds is shown")
+
+    # Retention under a 5 MB quota deletes every closed recording; the objects of those
+    # copied go from the store too, after any copy still under way (decision 0036).
+    with open(kp.config_path, "a") as f:
+        f.write("[retention]\nmax_disk_gb = 0.005\n")
+    rc, out, err = kp.ctl("reload")
+    check(rc == 0, f"a reload with a 5 MB quota ({out.strip()}{err.strip()})")
+    check(wait_for(lambda: not any(os.path.exists(os.path.join(kp.data, p)) for p in closed), 30, 0.2),
+          f"retention deletes the {len(closed)} closed recordings")
+    check(wait_for(lambda: all(absent(rgw, p) for p in closed), 60, 1.0),
+          f"and their objects are deleted from the store ({[p for p in closed if not absent(rgw, p)]} remain)")
+    deleted = wait_for(lambda: (n := metric(kp, token, "keeppeek_tier_deleted_total")) and n >= len(closed) and n, 30,
+                       0.5)
+    check(deleted, f"keeppeek_tier_deleted_total counts them ({metric(kp, token, 'keeppeek_tier_deleted_total')})")
+    check(wait_for(lambda: metric(kp, token, "keeppeek_tier_deletes_pending") == 0, 30, 0.5),
+          "and no delete is left pending")
+    check(re.search(r"recording \d+: recordings/\S+ deleted from the store", kp.log_text()),
+          "each delete is logged")
     cam.kill()
 
 

@@ -191,6 +191,13 @@ static void test_known_senders(void)
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_uploaded_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_RECORDERD, &reason),
 		 -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_failed_tag, kp_Peer_PEER_TIER, kp_Peer_PEER_WEBD, &reason), -EPERM);
+	/* The delete of a recording's object: recorderd's to ask (decision 0036), no one else's. */
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_delete_tag, kp_Peer_PEER_RECORDERD, kp_Peer_PEER_TIER, &reason), 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_delete_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_TIER, &reason), -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_delete_tag, kp_Peer_PEER_SUPERVISOR, kp_Peer_PEER_TIER, &reason),
+		 -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_deleted_tag, kp_Peer_PEER_TIER, kp_Peer_PEER_RECORDERD, &reason), 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_deleted_tag, kp_Peer_PEER_TIER, kp_Peer_PEER_WEBD, &reason), -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcode_output_tag, kp_Peer_PEER_TRANSCODER, kp_Peer_PEER_WEBD, &reason),
 		 -EPERM);
 }

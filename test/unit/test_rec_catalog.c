@@ -206,9 +206,21 @@ static int count_tier(void *arg, uint64_t id, const struct cat_tier *row)
 	return 0;
 }
 
-/* The tier journal (decision 0035): rows go through the group commit (REC_ITEM_TIER), the
- * newest of a recording wins, a row for a recording already gone is not written, and a
- * recording's row goes with it. */
+static struct cat_tier *tier_row(uint32_t state, const char *key, const char *upload_id)
+{
+	struct cat_tier *row = calloc(1, sizeof *row);
+	CHECK(row != NULL);
+	row->state = state;
+	snprintf(row->key, sizeof row->key, "%s", key);
+	snprintf(row->upload_id, sizeof row->upload_id, "%s", upload_id);
+	return row;
+}
+
+/* The tier journal (decisions 0035, 0036): rows go through the group commit
+ * (REC_ITEM_TIER), the newest of a recording wins; a row for a recording already gone
+ * goes to the deletes (an upload under way may have left an object), keeping the upload
+ * id an older one had; a deleted recording's row moves to the deletes; a delete done
+ * (REC_ITEM_TIER_DELETED) takes its row away. */
 static void test_tier_journal(void)
 {
 	char dir[] = "/tmp/kp-rec-tier-XXXXXX";
@@ -251,9 +263,13 @@ static void test_tier_journal(void)
 		struct rec_commit_item it = {.kind = REC_ITEM_TIER, .fd = -1, .rec.id = 1, .tier = row};
 		CHECK_EQ(rec_commit_push(c, &it), 0);
 	}
-	struct cat_tier *orphan = calloc(1, sizeof *orphan);
-	orphan->state = CAT_TIER_QUEUED;
-	struct rec_commit_item it = {.kind = REC_ITEM_TIER, .fd = -1, .rec.id = 99, .tier = orphan};
+	/* Recording 99 does not exist: an upload of it that began, then failed. */
+	struct rec_commit_item it = {.kind = REC_ITEM_TIER,
+				     .fd = -1,
+				     .rec.id = 99,
+				     .tier = tier_row(CAT_TIER_UPLOADING, "recordings/yard/main/99.mp4", "2~upload")};
+	CHECK_EQ(rec_commit_push(c, &it), 0);
+	it.tier = tier_row(CAT_TIER_QUEUED, "recordings/yard/main/99.mp4", "");
 	CHECK_EQ(rec_commit_push(c, &it), 0);
 	rec_commit_stop(c); /* commits what is pending */
 	rec_commit_free(c);
@@ -266,12 +282,32 @@ static void test_tier_journal(void)
 	CHECK_EQ(got.size, 1500);
 	CHECK_STR_CONTAINS(got.etag, "-2");
 	CHECK_EQ(cat_tier_get(t, 99, &got), -ENOENT);
-	unsigned n = 0;
-	CHECK_EQ(cat_each_tier(t, count_tier, &n), 0);
-	CHECK_EQ(n, 1);
+	CHECK_EQ(cat_tier_delete_get(t, 99, &got), 0);
+	CHECK_STR_EQ(got.key, "recordings/yard/main/99.mp4");
+	CHECK_STR_EQ(got.upload_id, "2~upload");
+	CHECK_EQ(cat_tier_delete_get(t, 1, &got), -ENOENT);
 	CHECK_EQ(cat_delete_recording(t, 1, NULL), 0);
 	CHECK_EQ(cat_tier_get(t, 1, &got), -ENOENT);
+	CHECK_EQ(cat_tier_delete_get(t, 1, &got), 0);
+	CHECK_EQ(got.state, CAT_TIER_UPLOADED);
+	CHECK_STR_EQ(got.key, rec.path);
+	unsigned n = 0;
+	CHECK_EQ(cat_each_tier_delete(t, 0, count_tier, &n), 0);
+	CHECK_EQ(n, 2);
+	n = 0;
+	CHECK_EQ(cat_each_tier_delete(t, 2, count_tier, &n), 0);
+	CHECK_EQ(n, 1);
 	CHECK_EQ(cat_commit(t), 0);
+
+	CHECK_EQ(rec_commit_new(cat, dirfd, &c), 0);
+	struct rec_commit_item done = {.kind = REC_ITEM_TIER_DELETED, .fd = -1, .rec.id = 99};
+	CHECK_EQ(rec_commit_push(c, &done), 0);
+	rec_commit_stop(c);
+	rec_commit_free(c);
+	CHECK_EQ(cat_begin(cat, 0, &t), 0);
+	CHECK_EQ(cat_tier_delete_get(t, 99, &got), -ENOENT);
+	CHECK_EQ(cat_tier_delete_get(t, 1, &got), 0);
+	cat_abort(t);
 	cat_close(cat);
 	close(dirfd);
 	char cmd[64];
