@@ -110,6 +110,7 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_tier_failed_tag, TIER, REC},
     {kp_Envelope_tier_delete_tag, REC, TIER},
     {kp_Envelope_tier_deleted_tag, TIER, REC},
+    {kp_Envelope_tier_status_request_tag, SUP, REC},
     /* The control socket. */
     {kp_Envelope_control_request_tag, CTL, SUP},
     {kp_Envelope_control_reply_tag, SUP, CTL},

@@ -1088,6 +1088,19 @@ int cat_tier_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row)
 	return cat_db_put(t, DB_TIER, k, sizeof k, row, sizeof *row);
 }
 
+int cat_tier_counts(struct cat_txn *t, uint64_t *ret_rows, uint64_t *ret_deletes)
+{
+	MDB_stat st;
+	int r = cat_map_err(mdb_stat(t->txn, t->c->dbi[DB_TIER], &st));
+	if (r < 0)
+		return r;
+	*ret_rows = st.ms_entries;
+	r = cat_map_err(mdb_stat(t->txn, t->c->dbi[DB_TIER_DELETES], &st));
+	if (r == 0)
+		*ret_deletes = st.ms_entries;
+	return r;
+}
+
 int cat_tier_delete_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row)
 {
 	uint8_t k[CAT_KEY_RECORDING];

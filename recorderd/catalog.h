@@ -185,6 +185,8 @@ struct cat_tier {
 /* -ENOENT when the recording has no row. */
 int cat_tier_get(struct cat_txn *t, uint64_t id, struct cat_tier *ret);
 int cat_tier_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row);
+/* How many rows the tier journal and the deletes hold (LMDB's count: no walk). */
+int cat_tier_counts(struct cat_txn *t, uint64_t *ret_rows, uint64_t *ret_deletes);
 /* The deletes (decision 0036): the tier rows of deleted recordings, whose objects (or
  * unfinished uploads) the store may still hold. cat_delete_recording moves a recording's
  * row here; the row goes when tierd reports the object gone. */

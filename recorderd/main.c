@@ -10,6 +10,7 @@
 #include "requests.h"
 #include "requests_events.h"
 #include "sandbox.h"
+#include "tier.h"
 #include "worker.h"
 
 static const struct rec_query_hooks query_hooks = {
@@ -23,6 +24,7 @@ static const struct rec_request_hooks request_hooks = {
     .catalog_error = rec_catalog_error,
     .rebuild = rec_rebuild_request,
     .event_search = rec_request_event_search,
+    .tier_status = rec_tier_status,
 };
 
 static const struct kp_worker_def recorderd = {

@@ -11,6 +11,7 @@
 #include "backup.h"
 #include "catalog.h"
 #include "catalog_keys.h"
+#include "jbuf.h"
 #include "check.h"
 #include "h26x.h"
 #include "keyframe.h"
@@ -323,13 +324,26 @@ static void keyframe(struct kp_worker *w, const kp_KeyframeRequest *q)
 	free(buf);
 }
 
+static void tier_status(struct kp_worker *w, uint32_t id, int json)
+{
+	struct jbuf b;
+	jb_init(&b, REC_ANSWER_MAX);
+	Q.hooks->tier_status(&b, Q.cat, json);
+	if (b.failed)
+		rec_send_text(w, id, 1, "tier status: the answer does not fit in %u bytes\n", (unsigned)REC_ANSWER_MAX);
+	else
+		rec_send_answer(w, id, 0, b.p, b.len);
+	jb_free(&b);
+}
+
 void rec_request(struct kp_worker *w, const kp_Envelope *env)
 {
-	uint32_t id = env->which_msg == kp_Envelope_check_request_tag      ? env->msg.check_request.id
-		      : env->which_msg == kp_Envelope_coverage_request_tag ? env->msg.coverage_request.id
-		      : env->which_msg == kp_Envelope_keyframe_request_tag ? env->msg.keyframe_request.id
-		      : env->which_msg == kp_Envelope_event_search_tag     ? env->msg.event_search.id
-									   : 0;
+	uint32_t id = env->which_msg == kp_Envelope_check_request_tag         ? env->msg.check_request.id
+		      : env->which_msg == kp_Envelope_coverage_request_tag    ? env->msg.coverage_request.id
+		      : env->which_msg == kp_Envelope_keyframe_request_tag    ? env->msg.keyframe_request.id
+		      : env->which_msg == kp_Envelope_event_search_tag        ? env->msg.event_search.id
+		      : env->which_msg == kp_Envelope_tier_status_request_tag ? env->msg.tier_status_request.id
+									      : 0;
 	if (!id)
 		return;
 	if (env->which_msg == kp_Envelope_check_request_tag && env->msg.check_request.rebuild) {
@@ -353,6 +367,8 @@ void rec_request(struct kp_worker *w, const kp_Envelope *env)
 		Q.hooks->event_search(w, Q.cat, &env->msg.event_search);
 	else if (env->which_msg == kp_Envelope_coverage_request_tag)
 		coverage(w, &env->msg.coverage_request);
+	else if (env->which_msg == kp_Envelope_tier_status_request_tag)
+		tier_status(w, id, env->msg.tier_status_request.json);
 	else
 		keyframe(w, &env->msg.keyframe_request);
 }

@@ -18,10 +18,14 @@ struct cat;
 /* What the answers hand on to the recording core (recorder.c) and the event search
  * (requests_events.c): handed in by main.c before the loop runs, so that this file
  * includes neither. */
+struct jbuf;
+
 struct rec_request_hooks {
 	const char *(*catalog_error)(void);
 	void (*rebuild)(struct kp_worker *w, uint32_t id, int json);
 	void (*event_search)(struct kp_worker *w, struct cat *cat, const kp_EventSearch *s);
+	/* keeppeekctl tier status: the text (or JSON) into b. */
+	void (*tier_status)(struct jbuf *b, struct cat *cat, int json);
 };
 
 void rec_requests_hooks(const struct rec_request_hooks *h);

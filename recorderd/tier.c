@@ -529,3 +529,109 @@ void rec_tier_metrics(struct jbuf *b)
 	    (unsigned long long)T.deletes_pending, (unsigned long long)T.deleted,
 	    (unsigned long long)T.delete_failures);
 }
+
+static const char *state_name(uint32_t state)
+{
+	return state == CAT_TIER_UPLOADING ? "uploading" : state == CAT_TIER_UPLOADED ? "uploaded" : "queued";
+}
+
+/* Seconds until mono (0 when due). */
+static unsigned long long secs_until(uint64_t mono, uint64_t now)
+{
+	return mono > now ? (unsigned long long)((mono - now + 999) / 1000) : 0;
+}
+
+static void status_json(struct jbuf *b, uint64_t rows, uint64_t deletes, int64_t oldest_s)
+{
+	uint64_t now = kp_mono_ms();
+	jb_printf(b, "{\"enabled\":%s", T.enabled ? "true" : "false");
+	if (T.enabled)
+		jb_printf(b, ",\"after_secs\":%lld,\"tierd_linked\":%s,\"waiting\":%llu,\"oldest_pending_secs\":%lld",
+			  (long long)(T.after_ms / 1000), T.linked ? "true" : "false", (unsigned long long)T.waiting,
+			  (long long)oldest_s);
+	jb_printf(b, ",\"copies\":[");
+	for (unsigned i = 0; i < T.n; i++) {
+		const struct slot *s = &T.slots[i];
+		jb_printf(b, "%s{\"recording\":%llu,\"key\":", i ? "," : "", (unsigned long long)s->id);
+		jb_str(b, s->row.key);
+		jb_printf(b, ",\"state\":\"%s\",\"parts_done\":%u,\"parts\":%u,\"attempts\":%u,\"retry_in_secs\":%llu}",
+			  s->done ? "uploaded" : state_name(s->row.state), (unsigned)s->row.parts_done,
+			  (unsigned)s->row.parts, (unsigned)s->row.attempts, secs_until(s->retry_mono, now));
+	}
+	jb_printf(b, "],\"deletes\":[");
+	for (unsigned i = 0; i < T.ndels; i++) {
+		const struct del *d = &T.dels[i];
+		jb_printf(b, "%s{\"recording\":%llu,\"key\":", i ? "," : "", (unsigned long long)d->id);
+		jb_str(b, d->row.key);
+		jb_printf(b, ",\"done\":%s,\"attempts\":%u,\"retry_in_secs\":%llu}", d->done ? "true" : "false",
+			  (unsigned)d->attempts, secs_until(d->retry_mono, now));
+	}
+	jb_printf(b,
+		  "],\"uploaded\":%llu,\"uploaded_bytes\":%llu,\"failures\":%llu,\"deleted\":%llu,"
+		  "\"delete_failures\":%llu,\"journal_rows\":%llu,\"deletes_pending\":%llu}\n",
+		  (unsigned long long)T.uploaded, (unsigned long long)T.uploaded_bytes, (unsigned long long)T.failures,
+		  (unsigned long long)T.deleted, (unsigned long long)T.delete_failures, (unsigned long long)rows,
+		  (unsigned long long)deletes);
+}
+
+static void status_text(struct jbuf *b, uint64_t rows, uint64_t deletes, int64_t oldest_s)
+{
+	uint64_t now = kp_mono_ms();
+	if (!T.enabled)
+		jb_printf(b, "tiering: off (no [tier] endpoint in the configuration)\n");
+	else
+		jb_printf(b,
+			  "tiering: on, closed recordings older than %lld s are copied to the store; tierd %s\n"
+			  "waiting: %llu recordings old enough, no copy begun (the oldest for %lld s)\n",
+			  (long long)(T.after_ms / 1000), T.linked ? "linked" : "not linked",
+			  (unsigned long long)T.waiting, (long long)oldest_s);
+	for (unsigned i = 0; i < T.n; i++) {
+		const struct slot *s = &T.slots[i];
+		jb_printf(b, "copying: recording %llu %s: %s", (unsigned long long)s->id, s->row.key,
+			  s->done ? "uploaded" : state_name(s->row.state));
+		if (s->row.parts)
+			jb_printf(b, ", %u of %u parts", (unsigned)s->row.parts_done, (unsigned)s->row.parts);
+		if (s->row.attempts)
+			jb_printf(b, ", %u failed attempts, next in %llu s", (unsigned)s->row.attempts,
+				  secs_until(s->retry_mono, now));
+		jb_printf(b, "\n");
+	}
+	for (unsigned i = 0; i < T.ndels; i++) {
+		const struct del *d = &T.dels[i];
+		jb_printf(b, "deleting: recording %llu %s%s", (unsigned long long)d->id, d->row.key,
+			  d->done ? ": done" : "");
+		if (d->attempts)
+			jb_printf(b, ", %u failed attempts, next in %llu s", (unsigned)d->attempts,
+				  secs_until(d->retry_mono, now));
+		jb_printf(b, "\n");
+	}
+	jb_printf(
+	    b,
+	    "since recorderd started: %llu copied (%llu bytes), %llu copies failed, %llu deleted, %llu deletes "
+	    "failed\n"
+	    "catalog: %llu recordings with a copy made or under way, %llu objects of deleted recordings to delete\n",
+	    (unsigned long long)T.uploaded, (unsigned long long)T.uploaded_bytes, (unsigned long long)T.failures,
+	    (unsigned long long)T.deleted, (unsigned long long)T.delete_failures, (unsigned long long)rows,
+	    (unsigned long long)deletes);
+}
+
+void rec_tier_status(struct jbuf *b, struct cat *cat, int json)
+{
+	uint64_t rows = 0, deletes = 0;
+	struct cat_txn *t;
+	int r = cat_begin(cat, 0, &t);
+	if (r == 0) {
+		r = cat_tier_counts(t, &rows, &deletes);
+		cat_abort(t);
+	}
+	if (r < 0) {
+		jb_printf(b, "tier status: reading the catalog failed: %s\n", strerror(-r));
+		return;
+	}
+	int64_t now = kp_wall_ms();
+	int64_t oldest_s = T.oldest_ms && now > T.oldest_ms ? (now - T.oldest_ms) / 1000 : 0;
+	if (json)
+		status_json(b, rows, deletes, oldest_s);
+	else
+		status_text(b, rows, deletes, oldest_s);
+}

@@ -31,6 +31,9 @@ void rec_tier_close(void);
 void rec_tier_frame(struct kp_ipc_frame *f);
 /* The link to tierd came up (up = 1) or dropped. */
 void rec_tier_link(kp_Peer peer, int up);
+/* keeppeekctl tier status: whether tiering is on, the copies and deletes under way, the
+ * counts since recorderd started and the catalog's rows, as text or JSON. */
+void rec_tier_status(struct jbuf *b, struct cat *cat, int json);
 /* keeppeek_tier_* for /metrics (nothing when tiering is off). */
 void rec_tier_metrics(struct jbuf *b);
 

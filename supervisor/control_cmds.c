@@ -227,6 +227,19 @@ static int events_search(struct supervisor *s, const kp_ControlRequest *req, uin
 	return relay(s, &env, &q->id, ticket, o);
 }
 
+/* tier-status: recorderd keeps the tier journal and its counts. */
+static int tier_status(struct supervisor *s, const kp_ControlRequest *req, uint64_t ticket, struct kp_out *o)
+{
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_tier_status_request_tag;
+	env.msg.tier_status_request.json = req->json;
+	if (req->args_count) {
+		kp_out_put(o, "usage: tier status [--json]\n");
+		return 2;
+	}
+	return relay(s, &env, &env.msg.tier_status_request.id, ticket, o);
+}
+
 int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct control_extra *x, char *buf,
 		size_t len, uint64_t ticket)
 {
@@ -248,6 +261,8 @@ int control_run(struct supervisor *s, const kp_ControlRequest *req, const struct
 		return keyframe(s, req, ticket, &o);
 	if (!strcmp(req->command, "events-search"))
 		return events_search(s, req, ticket, &o);
+	if (!strcmp(req->command, "tier-status"))
+		return tier_status(s, req, ticket, &o);
 	if (!strncmp(req->command, "user-", 5) || !strncmp(req->command, "token-", 6)) {
 		const struct auth_asker asker = {.ticket = ticket};
 		return auth_control(s, req, &o, &asker);

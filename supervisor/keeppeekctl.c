@@ -60,6 +60,8 @@ static void usage(FILE *f)
 		   "  events search [--camera C] [--from T] [--to T] [--label L] [--limit N]\n"
 		   "                [--cursor X] [TERMS...]\n"
 		   "                         events, newest first; T: Unix ms, ISO 8601 or -1h/-30m\n"
+		   "  tier status            copies to the object store and deletes from it: under way,\n"
+		   "                         waiting, done and failed\n"
 		   "  version                client and daemon versions\n"
 		   "  user add NAME --role admin|viewer [--password-file FILE]\n"
 		   "  user passwd NAME [--password-file FILE]\n"
@@ -465,6 +467,13 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		return call(sock, cmd, rest + 1, n - 1, false, false);
+	}
+	if (!strcmp(cmd, "tier")) {
+		if (n != 2 || strcmp(rest[1], "status")) {
+			usage(stderr);
+			return 2;
+		}
+		return call(sock, "tier-status", NULL, 0, json, false);
 	}
 	if (!strcmp(cmd, "user") || !strcmp(cmd, "token"))
 		return auth_command(sock, n, rest, json);

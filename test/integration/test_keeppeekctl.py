@@ -1,6 +1,7 @@
 """keeppeekctl: exit codes (0 ok, 1 failure, 2 usage), config check with FILE:LINE,
 config show with secrets redacted, reload (and a refused reload of a broken file),
 version, and a control socket that survives garbage."""
+import json
 import os
 import signal
 import socket
@@ -60,6 +61,13 @@ def test(make):
           "status prints a table with the four workers, the transcoder and tierd")
     check(lines[5].split()[:3] == ["transcoder", "0", "stopped"], f"the transcoder is stopped: {lines[5]}")
     check(lines[6].split()[:3] == ["tierd", "0", "stopped"], f"tierd is stopped without [tier]: {lines[6]}")
+    rc, out, err = kp.ctl("tier", "status")
+    check(rc == 0 and out.startswith("tiering: off (no [tier] endpoint") and "catalog: 0 recordings" in out,
+          f"tier status without [tier]: {out.strip()}{err.strip()}")
+    rc, out, err = kp.ctl("tier", "status", "--json")
+    check(rc == 0 and json.loads(out).get("enabled") is False, f"tier status --json: {out.strip()}{err.strip()}")
+    rc, out, err = kp.ctl("tier", "bogus")
+    check(rc == 2 and "usage" in err, f"tier with an unknown verb: usage, exit 2 ({rc})")
     rc, out, err = kp.ctl("version")
     check(rc == 0 and "keeppeekctl 0.1.0" in out and "keeppeekd 0.1.0" in out, f"version: {out.strip()}")
 

@@ -9,6 +9,7 @@ kept, tierd resumes that upload (or finds it completed) and the object is whole.
 with recorderd killed during the next multipart upload. Then retention (a quota set by a
 reload) deletes the recordings, and their objects are deleted from the store. No other
 worker restarts; the tier metrics count the copies and the deletes."""
+import json
 import os
 import re
 import signal
@@ -98,6 +99,14 @@ def test(make, rgw, work):
         # The stalled OSD holds the next request; meanwhile the group commit (every 250 ms)
         # makes recorderd's journal row with the upload id durable.
         time.sleep(2 * TIME_SCALE)
+        rc, out, err = kp.ctl("tier", "status", "--json")
+        stt = json.loads(out) if rc == 0 else {}
+        cp = [c for c in stt.get("copies", []) if c["recording"] == int(begun.group(1))]
+        check(stt.get("enabled") and stt.get("tierd_linked") and cp and cp[0]["state"] == "uploading" and
+              cp[0]["parts"] >= 2, f"keeppeekctl tier status --json shows the upload under way ({rc} {out}{err})")
+        rc, out, err = kp.ctl("tier", "status")
+        check(rc == 0 and f"copying: recording {begun.group(1)} " in out and ": uploading" in out,
+              f"and so does its text ({out.strip()}{err.strip()})")
         pid = kp.status()["tierd"]["pid"]
         kp.expect_restarts("tierd")
         os.kill(pid, signal.SIGKILL)
@@ -175,6 +184,11 @@ def test(make, rgw, work):
           "and no delete is left pending")
     check(re.search(r"recording \d+: recordings/\S+ deleted from the store", kp.log_text()),
           "each delete is logged")
+    rc, out, err = kp.ctl("tier", "status", "--json")
+    stt = json.loads(out) if rc == 0 else {}
+    check(stt.get("deleted", 0) >= len(closed) and stt.get("journal_rows", 0) >= 1 and
+          stt.get("uploaded_bytes", 0) > 0 and "deletes_pending" in stt,
+          f"keeppeekctl tier status counts the copies and deletes ({out.strip()}{err.strip()})")
     cam.kill()
 
 
