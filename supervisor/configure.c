@@ -135,6 +135,16 @@ void configure_exited(struct proc *p)
 		reload_complete(s);
 }
 
+/* [rtc] is read by rtcd before its confinement (its sockets and STUN server are prepared
+ * then): a change reaches it when it restarts. */
+static bool rtc_changed(const struct kp_config *cur, const struct kp_config *next)
+{
+	return cur->udp_port_min != next->udp_port_min || cur->udp_port_max != next->udp_port_max ||
+	       strcmp(cur->stun_server.val, next->stun_server.val) != 0 ||
+	       strcmp(cur->rtc_addresses.val, next->rtc_addresses.val) != 0 ||
+	       cur->max_transcodes != next->max_transcodes;
+}
+
 static bool reads_config_on_reload(const struct proc *p)
 {
 	return p->peer == kp_Peer_PEER_WEBD || p->peer == kp_Peer_PEER_RECORDERD;
@@ -151,6 +161,7 @@ int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size
 		snprintf(msg, len, "reload refused: stopping\n");
 		return -ESHUTDOWN;
 	}
+	bool rtc_later = false;
 	static struct kp_config next;
 	if (!s->demo) {
 		static struct kp_config_errors errs;
@@ -181,6 +192,10 @@ int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size
 		snprintf(next.run_dir.val, sizeof next.run_dir.val, "%s", s->cfg.run_dir.val);
 		snprintf(next.user.val, sizeof next.user.val, "%s", s->cfg.user.val);
 		tier_keep(&s->cfg, &next);
+		rtc_later = rtc_changed(&s->cfg, &next);
+		if (rtc_later)
+			kp_warn("reload: [rtc] takes effect when rtcd restarts (keeppeekctl restart rtcd; it ends the "
+				"live views)");
 		s->cfg = next;
 	}
 	s->generation++;
@@ -208,6 +223,9 @@ int supervisor_reload_some(struct supervisor *s, unsigned peers, char *msg, size
 	service_reloading(s);
 	if (!s->reload_waiting)
 		service_reloaded(s);
-	snprintf(msg, len, "reload to generation %u sent to %u workers\n", (unsigned)s->generation, s->reload_waiting);
+	snprintf(msg, len, "reload to generation %u sent to %u workers\n%s", (unsigned)s->generation, s->reload_waiting,
+		 rtc_later
+		     ? "[rtc] takes effect when rtcd restarts: keeppeekctl restart rtcd (it ends the live views)\n"
+		     : "");
 	return 0;
 }

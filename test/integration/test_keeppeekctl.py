@@ -94,6 +94,16 @@ def test(make):
           f"a second reload is queued behind it: {out2.strip()}{err2.strip()}")
     check(wait_for(lambda: "reload to generation 4 complete" in kp.log_text(), 5.0),
           "the queued reload runs once the first completes")
+    with open(kp.config_path) as f:
+        good = f.read()
+    with open(kp.config_path, "a") as f:
+        f.write("[rtc]\nmax_transcodes = 3\n")
+    rc, out, err = kp.ctl("reload")
+    check(rc == 0 and "[rtc] takes effect when rtcd restarts: keeppeekctl restart rtcd" in out,
+          f"a reload that changes [rtc] says when it takes effect: {out.strip()}{err.strip()}")
+    with open(kp.config_path, "w") as f:
+        f.write(good)
+    check(wait_for(lambda: "reload to generation 5 complete" in kp.log_text(), 5.0), "that reload completes")
     with open(kp.config_path, "a") as f:
         f.write("[bogus]\nkey = 1\n")
     kp.proc.send_signal(signal.SIGHUP)
