@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kp_limits.h"
@@ -89,14 +88,8 @@ static void on_upload(struct kp_ipc_frame *f)
 	struct tier_job j = {.recording = m->recording, .size = m->size, .fd = f->fds[0]};
 	snprintf(j.key, sizeof j.key, "%s", m->key);
 	snprintf(j.upload_id, sizeof j.upload_id, "%s", m->upload_id);
-	/* The size is the descriptor's, not only the message's: a part count and the last
-	 * part's length are computed from it. */
-	struct stat st;
-	const char *why = NULL;
-	if (!m->key[0])
-		why = "no object key";
-	else if (fstat(j.fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != m->size)
-		why = "the descriptor is not a regular file of the size given";
+	/* The size is the descriptor's, not only the message's. */
+	const char *why = m->key[0] ? tier_upload_check_fd(j.fd, m->size) : "no object key";
 	int r = why ? -EINVAL : tier_upload_push(&j);
 	if (r == 0) {
 		f->fds[0] = -1; /* the job's now */

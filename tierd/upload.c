@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -409,6 +410,18 @@ int tier_upload_start(uv_loop_t *loop, struct s3_client *client, size_t part_siz
 	}
 	U.started = 1;
 	return 0;
+}
+
+const char *tier_upload_check_fd(int fd, uint64_t size)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return "the descriptor cannot be examined";
+	if (!S_ISREG(st.st_mode))
+		return "the descriptor is not a regular file";
+	if ((uint64_t)st.st_size != size)
+		return "the file is not of the size given";
+	return NULL;
 }
 
 int tier_upload_push(const struct tier_job *job)

@@ -40,6 +40,9 @@ int tier_upload_start(uv_loop_t *loop, struct s3_client *client, size_t part_siz
  * already, and then the caller keeps the fd. Jobs run in the order they came, so a
  * delete sent after a copy of the same object runs after it. */
 int tier_upload_push(const struct tier_job *job);
+/* Whether fd is a regular file of size bytes, as a copy's must be (its part count and
+ * last part's length are computed from the size): NULL, or why not. */
+const char *tier_upload_check_fd(int fd, uint64_t size);
 /* Drops every waiting job and asks the running one to stop after its current request
  * (recorderd's link dropped: it sends them again from its journal). */
 void tier_upload_cancel_all(void);

@@ -3,7 +3,8 @@
  * that never accepts), TIER_QUEUE_MAX recordings wait and one more is refused with
  * -EBUSY, its descriptor left to the caller; cancelling (recorderd's link dropped) drops
  * the waiting ones, closes their descriptors, and the running one's report, which comes
- * when its request times out, is not delivered; a job queued after the cancel reports. */
+ * when its request times out, is not delivered; a job queued after the cancel reports.
+ * And the check of a copy's descriptor: a regular file of exactly the size given. */
 #include "test.h"
 
 #include <errno.h>
@@ -31,6 +32,31 @@ static struct tier_job job_of(uint64_t id)
 	struct tier_job j = {.recording = id, .size = 1000, .fd = open("/dev/null", O_RDONLY | O_CLOEXEC)};
 	snprintf(j.key, sizeof j.key, "recordings/cam/main/%llu.mp4", (unsigned long long)id);
 	return j;
+}
+
+/* A copy's descriptor must be a regular file of the size recorderd gave: its part count
+ * and the last part's length are computed from that size. */
+static void test_check_fd(void)
+{
+	char path[] = "/tmp/kp-tier-fd-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	unlink(path);
+	static const char bytes[1000];
+	CHECK_EQ(write(fd, bytes, sizeof bytes), (ssize_t)sizeof bytes);
+	CHECK(tier_upload_check_fd(fd, 1000) == NULL);
+	CHECK_STR_EQ(tier_upload_check_fd(fd, 999), "the file is not of the size given");
+	CHECK_STR_EQ(tier_upload_check_fd(fd, 1001), "the file is not of the size given");
+	close(fd);
+	int p[2];
+	CHECK_EQ(pipe(p), 0);
+	CHECK_STR_EQ(tier_upload_check_fd(p[0], 0), "the descriptor is not a regular file");
+	close(p[0]);
+	close(p[1]);
+	int dir = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK_STR_EQ(tier_upload_check_fd(dir, 0), "the descriptor is not a regular file");
+	close(dir);
+	CHECK_STR_EQ(tier_upload_check_fd(dir, 0), "the descriptor cannot be examined");
 }
 
 static void test_queue_ceiling(void)
@@ -83,6 +109,7 @@ static void test_queue_ceiling(void)
 
 int main(void)
 {
+	RUN(test_check_fd);
 	RUN(test_queue_ceiling);
 	return TEST_EXIT();
 }
