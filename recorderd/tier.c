@@ -122,6 +122,15 @@ static void send_slot(struct slot *s)
 		kp_warn("recording %llu: handing it to tierd failed: %s", (unsigned long long)s->id, strerror(-r));
 }
 
+/* The wait before the next try after attempts failed ones (attempts >= 1): the first
+ * REC_TIER_RETRY_MIN_MS, doubling up to REC_TIER_RETRY_MAX_MS. */
+static uint64_t retry_wait(uint32_t attempts)
+{
+	unsigned shift = attempts > 9 ? 9 : attempts - 1;
+	uint64_t wait = (uint64_t)REC_TIER_RETRY_MIN_MS << shift;
+	return wait > REC_TIER_RETRY_MAX_MS ? REC_TIER_RETRY_MAX_MS : wait;
+}
+
 static struct del *del_of(uint64_t id)
 {
 	for (unsigned i = 0; i < T.ndels; i++)
@@ -425,10 +434,7 @@ static void on_failed(const kp_TierFailed *m)
 		s->row.parts_done = 0;
 		s->row.state = CAT_TIER_QUEUED;
 	}
-	unsigned shift = s->row.attempts > 9 ? 9 : s->row.attempts - 1;
-	uint64_t wait = (uint64_t)REC_TIER_RETRY_MIN_MS << shift;
-	if (wait > REC_TIER_RETRY_MAX_MS)
-		wait = REC_TIER_RETRY_MAX_MS;
+	uint64_t wait = retry_wait(s->row.attempts);
 	s->sent = 0;
 	s->retry_mono = kp_mono_ms() + wait;
 	journal(s->id, &s->row);
@@ -456,10 +462,7 @@ static void on_deleted(const kp_TierDeleted *m)
 	}
 	T.delete_failures++;
 	d->attempts++;
-	unsigned shift = d->attempts > 9 ? 9 : d->attempts - 1;
-	uint64_t wait = (uint64_t)REC_TIER_RETRY_MIN_MS << shift;
-	if (wait > REC_TIER_RETRY_MAX_MS)
-		wait = REC_TIER_RETRY_MAX_MS;
+	uint64_t wait = retry_wait(d->attempts);
 	d->retry_mono = kp_mono_ms() + wait;
 	kp_notice("recording %llu: deleting %s from the store failed (%s: %s); trying again in %llu s",
 		  (unsigned long long)d->id, d->row.key, strerror((int)m->error), m->why,

@@ -82,6 +82,12 @@ static int confined(struct kp_worker *w)
 	return r;
 }
 
+/* Why a job was not queued: the check's reason, else the queue's. */
+static const char *refused_why(int r, const char *why)
+{
+	return why ? why : r == -EBUSY ? "tierd's queue is full" : strerror(-r);
+}
+
 static void on_upload(struct kp_ipc_frame *f)
 {
 	const kp_TierUpload *m = &f->env->msg.tier_upload;
@@ -99,10 +105,7 @@ static void on_upload(struct kp_ipc_frame *f)
 	env.which_msg = kp_Envelope_tier_failed_tag;
 	env.msg.tier_failed.recording = m->recording;
 	env.msg.tier_failed.error = (uint32_t)-r;
-	snprintf(env.msg.tier_failed.why, sizeof env.msg.tier_failed.why, "%s",
-		 why           ? why
-		 : r == -EBUSY ? "tierd's queue is full"
-			       : strerror(-r));
+	snprintf(env.msg.tier_failed.why, sizeof env.msg.tier_failed.why, "%s", refused_why(r, why));
 	report(&env);
 }
 
@@ -120,9 +123,7 @@ static void on_delete(struct kp_ipc_frame *f)
 	env.msg.tier_deleted.recording = m->recording;
 	env.msg.tier_deleted.error = (uint32_t)-r;
 	snprintf(env.msg.tier_deleted.why, sizeof env.msg.tier_deleted.why, "%s",
-		 r == -EINVAL  ? "no object key"
-		 : r == -EBUSY ? "tierd's queue is full"
-			       : strerror(-r));
+		 refused_why(r, m->key[0] ? NULL : "no object key"));
 	report(&env);
 }
 
