@@ -111,6 +111,8 @@ static const struct kp_ipc_rule rules[] = {
     {kp_Envelope_tier_delete_tag, REC, TIER},
     {kp_Envelope_tier_deleted_tag, TIER, REC},
     {kp_Envelope_tier_status_request_tag, SUP, REC},
+    {kp_Envelope_tier_fetch_tag, REC, TIER},
+    {kp_Envelope_tier_fetched_tag, TIER, REC},
     /* The control socket. */
     {kp_Envelope_control_request_tag, CTL, SUP},
     {kp_Envelope_control_reply_tag, SUP, CTL},
@@ -143,13 +145,15 @@ int kp_ipc_allowed(pb_size_t which, kp_Peer from, kp_Peer to, const char **ret_r
 
 /* A MediaPiece carries its file's descriptor, except a piece that only reports done or
  * an error; a control request at most one (backup's directory); a WorkerConfig the
- * listening sockets keeppeekd holds for webd; a TierUpload its recording's file. */
+ * listening sockets keeppeekd holds for webd; a TierUpload its recording's file, a
+ * TierFetch the cache file it fills. */
 static int fds_match(const kp_Envelope *env)
 {
 	switch (env->which_msg) {
 	case kp_Envelope_link_new_tag:
 	case kp_Envelope_backup_request_tag:
 	case kp_Envelope_tier_upload_tag: /* the recording's file */
+	case kp_Envelope_tier_fetch_tag:  /* the cache file written */
 		return env->fd_count == 1;
 	case kp_Envelope_control_request_tag:
 	case kp_Envelope_media_piece_tag:

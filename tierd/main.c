@@ -3,14 +3,17 @@
  * recorderd only, it sees no file system of KeepPeek's: recorderd hands it each
  * recording as an open descriptor (TierUpload) and is told each step (TierProgress,
  * TierUploaded, TierFailed), which it keeps in its journal; the objects of recordings
- * deleted since are deleted on its word (TierDelete, TierDeleted). It connects to the store's
- * address that keeppeekd resolved, and nowhere else. This file declares the worker and
+ * deleted since are deleted on its word (TierDelete, TierDeleted), and the bytes playback
+ * needs of a recording whose local media is gone are read back into the cache file it
+ * hands over (TierFetch, TierFetched). It connects to the store's address that keeppeekd
+ * resolved, and nowhere else. This file declares the worker and
  * routes the messages to the upload thread (upload.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fetch.h"
 #include "kp_limits.h"
 #include "log.h"
 #include "sandbox.h"
@@ -18,7 +21,8 @@
 #include "worker.h"
 
 static struct kp_worker *worker;
-static struct s3_client *client; /* made before confinement, then the thread's */
+/* made before confinement, then the lanes' */
+static struct s3_client *copy_client, *fetch_client;
 static size_t part_size;
 
 static void report(const kp_Envelope *env)
@@ -55,7 +59,9 @@ static int before_confine(struct kp_worker *w)
 	    .low_speed_bytes = TIER_LOW_SPEED_BYTES,
 	    .low_speed_secs = TIER_LOW_SPEED_SECS,
 	};
-	int r = s3_client_new(&conf, &client);
+	int r = s3_client_new(&conf, &copy_client);
+	if (r == 0)
+		r = s3_client_new(&conf, &fetch_client);
 	if (r < 0) {
 		kp_err("[tier] endpoint %s, bucket %s: the S3 client refused them: %s", t->endpoint, t->bucket,
 		       strerror(-r));
@@ -74,11 +80,19 @@ static int before_confine(struct kp_worker *w)
 static int confined(struct kp_worker *w)
 {
 	worker = w;
-	int r = tier_upload_start(kp_worker_loop(w), client, part_size, report);
+	int r = tier_lanes_init(kp_worker_loop(w), report);
+	if (r == 0) {
+		r = tier_upload_start(copy_client, part_size);
+		if (r == 0)
+			copy_client = NULL;
+	}
+	if (r == 0) {
+		r = tier_fetch_start(fetch_client);
+		if (r == 0)
+			fetch_client = NULL;
+	}
 	if (r < 0)
-		kp_err("starting the upload thread failed: %s", strerror(-r));
-	else
-		client = NULL;
+		kp_err("starting the copy and fetch threads failed: %s", strerror(-r));
 	return r;
 }
 
@@ -112,7 +126,7 @@ static void on_upload(struct kp_ipc_frame *f)
 static void on_delete(struct kp_ipc_frame *f)
 {
 	const kp_TierDelete *m = &f->env->msg.tier_delete;
-	struct tier_job j = {.remove = 1, .recording = m->recording, .fd = -1};
+	struct tier_job j = {.kind = TIER_JOB_REMOVE, .recording = m->recording, .fd = -1};
 	snprintf(j.key, sizeof j.key, "%s", m->key);
 	snprintf(j.upload_id, sizeof j.upload_id, "%s", m->upload_id);
 	int r = m->key[0] ? tier_upload_push(&j) : -EINVAL;
@@ -127,6 +141,33 @@ static void on_delete(struct kp_ipc_frame *f)
 	report(&env);
 }
 
+static void on_fetch(struct kp_ipc_frame *f)
+{
+	const kp_TierFetch *m = &f->env->msg.tier_fetch;
+	struct tier_job j = {.kind = TIER_JOB_FETCH,
+			     .recording = m->recording,
+			     .fd = f->fds[0],
+			     .offset = m->offset,
+			     .length = m->length,
+			     .fetch = m->fetch};
+	snprintf(j.key, sizeof j.key, "%s", m->key);
+	j.expect_len = m->expect.size <= sizeof j.expect ? m->expect.size : sizeof j.expect;
+	memcpy(j.expect, m->expect.bytes, j.expect_len);
+	int err;
+	const char *why = tier_fetch_push(&j, &err);
+	if (!why) {
+		f->fds[0] = -1; /* the job's now */
+		return;
+	}
+	kp_Envelope env = kp_Envelope_init_zero;
+	env.which_msg = kp_Envelope_tier_fetched_tag;
+	env.msg.tier_fetched.recording = m->recording;
+	env.msg.tier_fetched.fetch = m->fetch;
+	env.msg.tier_fetched.error = (uint32_t)err;
+	snprintf(env.msg.tier_fetched.why, sizeof env.msg.tier_fetched.why, "%s", why);
+	report(&env);
+}
+
 static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 {
 	(void)w;
@@ -135,6 +176,8 @@ static void on_peer_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame
 		on_upload(f);
 	else if (f->env->which_msg == kp_Envelope_tier_delete_tag)
 		on_delete(f);
+	else if (f->env->which_msg == kp_Envelope_tier_fetch_tag)
+		on_fetch(f);
 }
 
 /* recorderd's jobs end with its link: it sends them again from its journal. */
@@ -143,14 +186,18 @@ static void on_peer_lost(struct kp_worker *w, kp_Peer peer)
 	(void)w;
 	(void)peer;
 	tier_upload_cancel_all();
+	tier_fetch_cancel_all();
 }
 
 static void on_stop(struct kp_worker *w)
 {
 	(void)w;
 	tier_upload_stop();
-	s3_client_free(client);
-	client = NULL;
+	tier_fetch_stop();
+	tier_lanes_done();
+	s3_client_free(copy_client);
+	s3_client_free(fetch_client);
+	copy_client = fetch_client = NULL;
 }
 
 static const struct kp_worker_def tierd = {

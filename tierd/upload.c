@@ -1,12 +1,8 @@
-/* tierd's upload thread and the copy of one recording (upload.h). The thread owns the
- * S3 client and one part buffer; what it reports goes to the loop thread through a
- * list and a uv_async. A job whose generation was cancelled (recorderd's link dropped)
- * stops after its current request and reports nothing: recorderd sends it again from
- * its journal, with the upload id it recorded. */
+/* tierd's copies (upload.h): the copy of one recording and the delete of one object, run
+ * on the copies lane (lane.c), whose buffer holds one part. */
 #include "upload.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,77 +11,15 @@
 
 #include "log.h"
 
-struct out_msg {
-	struct out_msg *next;
-	unsigned gen;
-	kp_Envelope env;
-};
-
-struct queued {
-	struct tier_job job;
-	unsigned gen;
-	struct queued *next;
-};
-
 static struct {
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct queued *head, *tail;
-	unsigned nqueued, running, stop, gen;
-	struct out_msg *out_head, *out_tail;
-	uv_async_t async;
-	tier_report_fn report;
-	struct s3_client *client;
-	unsigned char *buf;
+	struct tier_lane lane;
 	size_t part;
-	int bucket_ok, started;
-} U = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+	int bucket_ok;
+} U;
 
-static int cancelled(unsigned gen)
-{
-	pthread_mutex_lock(&U.lock);
-	int c = gen != U.gen || U.stop;
-	pthread_mutex_unlock(&U.lock);
-	return c;
-}
-
-/* Hands env to the loop thread (a message of generation gen). */
 static void post(unsigned gen, const kp_Envelope *env)
 {
-	struct out_msg *m = malloc(sizeof *m);
-	if (!m) {
-		kp_err("report of recording dropped: out of memory");
-		return;
-	}
-	m->next = NULL;
-	m->gen = gen;
-	m->env = *env;
-	pthread_mutex_lock(&U.lock);
-	if (U.out_tail)
-		U.out_tail->next = m;
-	else
-		U.out_head = m;
-	U.out_tail = m;
-	pthread_mutex_unlock(&U.lock);
-	uv_async_send(&U.async);
-}
-
-static void on_async(uv_async_t *a)
-{
-	(void)a;
-	pthread_mutex_lock(&U.lock);
-	struct out_msg *m = U.out_head;
-	U.out_head = U.out_tail = NULL;
-	unsigned gen = U.gen;
-	pthread_mutex_unlock(&U.lock);
-	while (m) {
-		struct out_msg *next = m->next;
-		if (m->gen == gen)
-			U.report(&m->env);
-		free(m);
-		m = next;
-	}
+	tier_lane_post(&U.lane, gen, env);
 }
 
 static void progress(const struct tier_job *j, unsigned gen, const char *id, uint32_t done, uint32_t parts)
@@ -153,7 +87,7 @@ static int verify(const struct tier_job *j, const char *etag, struct s3_result *
 {
 	uint64_t size;
 	char have[S3_ETAG_MAX];
-	int r = s3_head(U.client, j->key, &size, have, res);
+	int r = s3_head(U.lane.client, j->key, &size, have, res);
 	if (r < 0)
 		return r;
 	if (size != j->size || strcmp(have, etag) != 0) {
@@ -175,12 +109,12 @@ static int describe_parts(const struct tier_job *j, struct s3_part *parts, size_
 {
 	for (size_t i = 0; i < n; i++) {
 		size_t len = part_len(j, i);
-		int r = read_at(j->fd, U.buf, len, (uint64_t)i * U.part);
+		int r = read_at(j->fd, U.lane.buf, len, (uint64_t)i * U.part);
 		if (r < 0)
 			return r;
 		parts[i].number = (uint32_t)(i + 1);
 		parts[i].size = len;
-		s3_md5_hex(U.buf, len, parts[i].etag);
+		s3_md5_hex(U.lane.buf, len, parts[i].etag);
 	}
 	return 0;
 }
@@ -189,12 +123,12 @@ static void run_single(const struct tier_job *j, unsigned gen)
 {
 	struct s3_result res = {0};
 	char etag[S3_ETAG_MAX];
-	int r = read_at(j->fd, U.buf, (size_t)j->size, 0);
+	int r = read_at(j->fd, U.lane.buf, (size_t)j->size, 0);
 	if (r < 0) {
 		failed(j, gen, r, "reading the recording failed", 0);
 		return;
 	}
-	r = s3_put(U.client, j->key, U.buf, (size_t)j->size, etag, &res);
+	r = s3_put(U.lane.client, j->key, U.lane.buf, (size_t)j->size, etag, &res);
 	if (r == 0)
 		r = verify(j, etag, &res);
 	if (r < 0)
@@ -208,7 +142,7 @@ static void run_single(const struct tier_job *j, unsigned gen)
 static int resume(const struct tier_job *j, struct s3_part *parts, size_t n, struct s3_part *have, size_t *nhave,
 		  char etag[S3_ETAG_MAX], struct s3_result *res)
 {
-	int r = s3_mpu_list(U.client, j->key, j->upload_id, have, n, nhave, res);
+	int r = s3_mpu_list(U.lane.client, j->key, j->upload_id, have, n, nhave, res);
 	if (r == -E2BIG) {
 		*nhave = 0; /* more parts than ours: none of them is trusted, each is sent again */
 		return 0;
@@ -218,7 +152,7 @@ static int resume(const struct tier_job *j, struct s3_part *parts, size_t n, str
 	/* Gone: a completion whose answer never came may have completed it. */
 	r = describe_parts(j, parts, n);
 	if (r == 0)
-		r = s3_mpu_completed(U.client, j->key, parts, n, etag, res);
+		r = s3_mpu_completed(U.lane.client, j->key, parts, n, etag, res);
 	return r == 0 ? 1 : r;
 }
 
@@ -263,7 +197,7 @@ static void run_multipart(const struct tier_job *j, unsigned gen)
 		}
 	}
 	if (!id[0]) {
-		r = s3_mpu_initiate(U.client, j->key, id, &res);
+		r = s3_mpu_initiate(U.lane.client, j->key, id, &res);
 		if (r < 0) {
 			failed(j, gen, r, res.why, 0);
 			goto out;
@@ -274,17 +208,17 @@ static void run_multipart(const struct tier_job *j, unsigned gen)
 		progress(j, gen, id, 0, (uint32_t)n);
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (cancelled(gen))
+		if (tier_lane_cancelled(&U.lane, gen))
 			goto out;
 		size_t len = part_len(j, i);
-		r = read_at(j->fd, U.buf, len, (uint64_t)i * U.part);
+		r = read_at(j->fd, U.lane.buf, len, (uint64_t)i * U.part);
 		if (r < 0) {
 			failed(j, gen, r, "reading the recording failed", 0);
 			goto out;
 		}
 		parts[i].number = (uint32_t)(i + 1);
 		parts[i].size = len;
-		s3_md5_hex(U.buf, len, parts[i].etag);
+		s3_md5_hex(U.lane.buf, len, parts[i].etag);
 		int kept = 0;
 		/* A part the store holds is kept only when it is ours byte for byte (its ETag is
 		 * our MD5); another is replaced (a PUT of the same number). */
@@ -293,7 +227,7 @@ static void run_multipart(const struct tier_job *j, unsigned gen)
 			       strcmp(have[k].etag, parts[i].etag) == 0;
 		if (!kept) {
 			char got[S3_ETAG_MAX];
-			r = s3_mpu_part(U.client, j->key, id, parts[i].number, U.buf, len, got, &res);
+			r = s3_mpu_part(U.lane.client, j->key, id, parts[i].number, U.lane.buf, len, got, &res);
 			if (r < 0) {
 				failed(j, gen, r, res.why, 0);
 				goto out;
@@ -301,9 +235,9 @@ static void run_multipart(const struct tier_job *j, unsigned gen)
 		}
 		progress(j, gen, id, (uint32_t)(i + 1), (uint32_t)n);
 	}
-	r = s3_mpu_complete(U.client, j->key, id, parts, n, etag, &res);
+	r = s3_mpu_complete(U.lane.client, j->key, id, parts, n, etag, &res);
 	if (r == -ENOENT) /* a retried completion that had completed */
-		r = s3_mpu_completed(U.client, j->key, parts, n, etag, &res);
+		r = s3_mpu_completed(U.lane.client, j->key, parts, n, etag, &res);
 	if (r == 0)
 		r = verify(j, etag, &res);
 	if (r < 0)
@@ -320,9 +254,9 @@ out:
 static void run_delete(const struct tier_job *j, unsigned gen)
 {
 	struct s3_result res = {0};
-	int r = j->upload_id[0] ? s3_mpu_abort(U.client, j->key, j->upload_id, &res) : 0;
+	int r = j->upload_id[0] ? s3_mpu_abort(U.lane.client, j->key, j->upload_id, &res) : 0;
 	if (r == 0)
-		r = s3_delete(U.client, j->key, &res);
+		r = s3_delete(U.lane.client, j->key, &res);
 	static kp_Envelope env;
 	memset(&env, 0, sizeof env);
 	env.which_msg = kp_Envelope_tier_deleted_tag;
@@ -337,9 +271,10 @@ static void run_delete(const struct tier_job *j, unsigned gen)
 	post(gen, &env);
 }
 
-static void run(const struct tier_job *j, unsigned gen)
+static void run(struct tier_lane *l, const struct tier_job *j, unsigned gen)
 {
-	if (j->remove) {
+	(void)l;
+	if (j->kind == TIER_JOB_REMOVE) {
 		run_delete(j, gen);
 		return;
 	}
@@ -348,7 +283,7 @@ static void run(const struct tier_job *j, unsigned gen)
 		 * common policy) are answered 403: the bucket is taken to exist, and a PUT to a
 		 * missing one fails with its own error. */
 		struct s3_result res = {0};
-		int r = s3_bucket_create(U.client, &res);
+		int r = s3_bucket_create(U.lane.client, &res);
 		if (r == -EACCES)
 			kp_notice("making the bucket was refused (%s); copying into it as it is", res.why);
 		else if (r < 0) {
@@ -363,53 +298,10 @@ static void run(const struct tier_job *j, unsigned gen)
 		run_multipart(j, gen);
 }
 
-static void *thread_main(void *arg)
+int tier_upload_start(struct s3_client *client, size_t part_size)
 {
-	(void)arg;
-	pthread_mutex_lock(&U.lock);
-	for (;;) {
-		while (!U.head && !U.stop)
-			pthread_cond_wait(&U.cond, &U.lock);
-		if (U.stop)
-			break;
-		struct queued *q = U.head;
-		U.head = q->next;
-		if (!U.head)
-			U.tail = NULL;
-		U.nqueued--;
-		U.running = 1;
-		unsigned current = U.gen;
-		pthread_mutex_unlock(&U.lock);
-		if (q->gen == current)
-			run(&q->job, q->gen);
-		if (q->job.fd >= 0)
-			close(q->job.fd);
-		free(q);
-		pthread_mutex_lock(&U.lock);
-		U.running = 0;
-	}
-	pthread_mutex_unlock(&U.lock);
-	return NULL;
-}
-
-int tier_upload_start(uv_loop_t *loop, struct s3_client *client, size_t part_size, tier_report_fn report)
-{
-	U.buf = malloc(part_size);
-	if (!U.buf)
-		return -ENOMEM;
-	U.client = client;
 	U.part = part_size;
-	U.report = report;
-	int r = uv_async_init(loop, &U.async, on_async);
-	if (r < 0)
-		return r;
-	r = pthread_create(&U.thread, NULL, thread_main, NULL);
-	if (r != 0) {
-		uv_close((uv_handle_t *)&U.async, NULL);
-		return -r;
-	}
-	U.started = 1;
-	return 0;
+	return tier_lane_start(&U.lane, "copies", run, client, part_size);
 }
 
 const char *tier_upload_check_fd(int fd, uint64_t size)
@@ -426,74 +318,21 @@ const char *tier_upload_check_fd(int fd, uint64_t size)
 
 int tier_upload_push(const struct tier_job *job)
 {
-	struct queued *q = malloc(sizeof *q);
-	if (!q)
-		return -ENOMEM;
-	pthread_mutex_lock(&U.lock);
-	if (U.nqueued >= TIER_QUEUE_MAX) {
-		pthread_mutex_unlock(&U.lock);
-		free(q);
-		return -EBUSY;
-	}
-	q->job = *job;
-	q->job.next = NULL;
-	q->gen = U.gen;
-	q->next = NULL;
-	if (U.tail)
-		U.tail->next = q;
-	else
-		U.head = q;
-	U.tail = q;
-	U.nqueued++;
-	pthread_cond_signal(&U.cond);
-	pthread_mutex_unlock(&U.lock);
-	return 0;
+	return tier_lane_push(&U.lane, job);
 }
 
 void tier_upload_cancel_all(void)
 {
-	pthread_mutex_lock(&U.lock);
-	struct queued *q = U.head;
-	U.head = U.tail = NULL;
-	U.nqueued = 0;
-	U.gen++;
-	pthread_mutex_unlock(&U.lock);
-	while (q) {
-		struct queued *next = q->next;
-		if (q->job.fd >= 0)
-			close(q->job.fd);
-		free(q);
-		q = next;
-	}
+	tier_lane_cancel_all(&U.lane);
 }
 
 unsigned tier_upload_pending(void)
 {
-	pthread_mutex_lock(&U.lock);
-	unsigned n = U.nqueued + U.running;
-	pthread_mutex_unlock(&U.lock);
-	return n;
+	return tier_lane_pending(&U.lane);
 }
 
 void tier_upload_stop(void)
 {
-	if (!U.started)
-		return;
-	tier_upload_cancel_all();
-	pthread_mutex_lock(&U.lock);
-	U.stop = 1;
-	pthread_cond_signal(&U.cond);
-	pthread_mutex_unlock(&U.lock);
-	pthread_join(U.thread, NULL);
-	U.started = 0;
-	uv_close((uv_handle_t *)&U.async, NULL);
-	struct out_msg *m = U.out_head;
-	while (m) {
-		struct out_msg *next = m->next;
-		free(m);
-		m = next;
-	}
-	U.out_head = U.out_tail = NULL;
-	s3_client_free(U.client);
-	free(U.buf);
+	tier_lane_stop(&U.lane);
+	U.bucket_ok = 0;
 }

@@ -82,7 +82,7 @@ static size_t frame_of(pb_size_t which, uint8_t *buf)
 	env.which_msg = which;
 	/* The kinds that must carry a descriptor declare one. */
 	env.fd_count = which == kp_Envelope_link_new_tag || which == kp_Envelope_backup_request_tag ||
-		       which == kp_Envelope_tier_upload_tag;
+		       which == kp_Envelope_tier_upload_tag || which == kp_Envelope_tier_fetch_tag;
 	size_t len = 0;
 	CHECK_EQ(kp_frame_encode(&env, buf, KP_FRAME_HEAD_MAX, &len), 0);
 	return len;
@@ -198,6 +198,13 @@ static void test_known_senders(void)
 		 -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_deleted_tag, kp_Peer_PEER_TIER, kp_Peer_PEER_RECORDERD, &reason), 0);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_deleted_tag, kp_Peer_PEER_TIER, kp_Peer_PEER_WEBD, &reason), -EPERM);
+	/* A fetch for playback: recorderd hands tierd the cache file; webd and rtcd, which
+	 * read recordings, cannot ask tierd for anything. */
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_fetch_tag, kp_Peer_PEER_RECORDERD, kp_Peer_PEER_TIER, &reason), 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_fetch_tag, kp_Peer_PEER_WEBD, kp_Peer_PEER_TIER, &reason), -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_fetch_tag, kp_Peer_PEER_RTCD, kp_Peer_PEER_TIER, &reason), -EPERM);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_fetched_tag, kp_Peer_PEER_TIER, kp_Peer_PEER_RECORDERD, &reason), 0);
+	CHECK_EQ(kp_ipc_allowed(kp_Envelope_tier_fetched_tag, kp_Peer_PEER_TIER, kp_Peer_PEER_RTCD, &reason), -EPERM);
 	CHECK_EQ(kp_ipc_allowed(kp_Envelope_transcode_output_tag, kp_Peer_PEER_TRANSCODER, kp_Peer_PEER_WEBD, &reason),
 		 -EPERM);
 }

@@ -4,7 +4,9 @@
  * -EBUSY, its descriptor left to the caller; cancelling (recorderd's link dropped) drops
  * the waiting ones, closes their descriptors, and the running one's report, which comes
  * when its request times out, is not delivered; a job queued after the cancel reports.
- * And the check of a copy's descriptor: a regular file of exactly the size given. */
+ * And the checks of a copy's descriptor (a regular file of exactly the size given) and
+ * of a fetch (tierd/fetch.c: a regular file, 1 byte to TIER_FETCH_MAX, a range whose end
+ * does not overflow), each refused before anything is queued. */
 #include "test.h"
 
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fetch.h"
 #include "upload.h"
 
 static unsigned reports;
@@ -74,7 +77,8 @@ static void test_queue_ceiling(void)
 	struct s3_client *c;
 	CHECK_EQ(s3_client_new(&conf, &c), 0);
 	uv_loop_t *loop = uv_default_loop();
-	CHECK_EQ(tier_upload_start(loop, c, S3_PART_MIN, on_report), 0);
+	CHECK_EQ(tier_lanes_init(loop, on_report), 0);
+	CHECK_EQ(tier_upload_start(c, S3_PART_MIN), 0);
 
 	struct tier_job first = job_of(1);
 	CHECK_EQ(tier_upload_push(&first), 0);
@@ -104,12 +108,50 @@ static void test_queue_ceiling(void)
 	CHECK_EQ(reports, 1u);
 	CHECK_EQ(reported, 200);
 	tier_upload_stop();
+	tier_lanes_done();
 	close(ls);
+}
+
+/* A fetch is refused before it is queued (the fetch lane is not even started here): each
+ * refusal says why and leaves the descriptor to the caller. */
+static void test_fetch_checks(void)
+{
+	char path[] = "/tmp/kp-tier-fetch-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	unlink(path);
+	struct tier_job j = {.kind = TIER_JOB_FETCH, .recording = 1, .fd = fd, .offset = 700, .length = 1000};
+	int err = 0;
+	CHECK_STR_EQ(tier_fetch_push(&j, &err), "no object key");
+	CHECK_EQ(err, EINVAL);
+	snprintf(j.key, sizeof j.key, "recordings/cam/main/1.mp4");
+	j.length = 0;
+	CHECK_STR_EQ(tier_fetch_push(&j, &err), "a fetch is 1 byte to 64 MiB");
+	j.length = TIER_FETCH_MAX + 1;
+	CHECK_STR_EQ(tier_fetch_push(&j, &err), "a fetch is 1 byte to 64 MiB");
+	j.length = TIER_FETCH_MAX;
+	j.offset = UINT64_MAX - 10;
+	CHECK_STR_EQ(tier_fetch_push(&j, &err), "the range ends past any file");
+	j.offset = (uint64_t)INT64_MAX - TIER_FETCH_MAX + 1;
+	CHECK_STR_EQ(tier_fetch_push(&j, &err), "the range ends past any file");
+	j.offset = 0;
+	/* Every check passed: the lane, not started, refuses. */
+	CHECK(tier_fetch_push(&j, &err) != NULL);
+	CHECK_EQ(err, ENOTCONN);
+	int p[2];
+	CHECK_EQ(pipe(p), 0);
+	j.fd = p[0];
+	CHECK_STR_EQ(tier_fetch_push(&j, &err), "the descriptor is not a regular file");
+	CHECK(fcntl(fd, F_GETFD) >= 0);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
 }
 
 int main(void)
 {
 	RUN(test_check_fd);
+	RUN(test_fetch_checks);
 	RUN(test_queue_ceiling);
 	return TEST_EXIT();
 }

@@ -1,0 +1,106 @@
+/* tierd's fetches (fetch.h). */
+#include "fetch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+static struct tier_lane F;
+
+static int write_at(int fd, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static void report(struct tier_lane *l, const struct tier_job *j, unsigned gen, int r, const char *why)
+{
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
+	env.which_msg = kp_Envelope_tier_fetched_tag;
+	kp_TierFetched *m = &env.msg.tier_fetched;
+	m->recording = j->recording;
+	m->fetch = j->fetch;
+	if (r < 0) {
+		m->error = (uint32_t)-r;
+		snprintf(m->why, sizeof m->why, "%s", why && why[0] ? why : strerror(-r));
+		kp_warn("recording %llu (%s): fetching %u bytes at %llu failed: %s", (unsigned long long)j->recording,
+			j->key, (unsigned)j->length, (unsigned long long)j->offset, m->why);
+	}
+	tier_lane_post(l, gen, &env);
+}
+
+static void run(struct tier_lane *l, const struct tier_job *j, unsigned gen)
+{
+	struct s3_result res = {0};
+	uint64_t done = 0;
+	int r = 0;
+	const char *why = NULL;
+	while (r == 0 && done < j->length) {
+		if (tier_lane_cancelled(l, gen))
+			return;
+		size_t want = j->length - done < l->buf_len ? (size_t)(j->length - done) : l->buf_len;
+		size_t got = 0;
+		r = s3_get(l->client, j->key, j->offset + done, want, l->buf, &got, &res);
+		why = res.why;
+		if (r == 0 && got != want) {
+			r = -ENODATA;
+			why = "the object is shorter than the recording";
+		}
+		if (r == 0 && done == 0 && j->expect_len && memcmp(l->buf, j->expect, j->expect_len) != 0) {
+			r = -EBADMSG;
+			why = "the object's bytes there are not the fragment's header";
+		}
+		if (r == 0) {
+			r = write_at(j->fd, l->buf, want, j->offset + done);
+			why = "writing the cache file failed";
+		}
+		done += want;
+	}
+	report(l, j, gen, r, r < 0 ? why : NULL);
+}
+
+int tier_fetch_start(struct s3_client *client)
+{
+	return tier_lane_start(&F, "fetches", run, client, TIER_FETCH_CHUNK);
+}
+
+const char *tier_fetch_push(const struct tier_job *j, int *ret_err)
+{
+	struct stat st;
+	uint64_t end;
+	*ret_err = EINVAL;
+	if (!j->key[0])
+		return "no object key";
+	if (fstat(j->fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return "the descriptor is not a regular file";
+	if (!j->length || j->length > TIER_FETCH_MAX)
+		return "a fetch is 1 byte to 64 MiB";
+	if (__builtin_add_overflow(j->offset, (uint64_t)j->length, &end) || end > INT64_MAX)
+		return "the range ends past any file";
+	int r = tier_lane_push(&F, j);
+	*ret_err = -r;
+	return r == 0 ? NULL : r == -EBUSY ? "tierd's fetch queue is full" : strerror(-r);
+}
+
+void tier_fetch_cancel_all(void)
+{
+	tier_lane_cancel_all(&F);
+}
+
+void tier_fetch_stop(void)
+{
+	tier_lane_stop(&F);
+}
