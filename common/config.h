@@ -108,6 +108,8 @@ struct kp_config {
 	unsigned tier_after_secs;
 	unsigned tier_part_size_mib;
 	unsigned tier_timeout_secs;
+	unsigned tier_keep_local_secs;
+	unsigned tier_cache_mib;
 	unsigned ncameras;
 	struct kp_camera_conf cameras[KP_MAX_CAMERAS];
 };

@@ -631,7 +631,7 @@ int cat_delete_recording(struct cat_txn *t, uint64_t id, struct cat_recording *r
 		e = cat_db_del(t, DB_RECORDINGS, rk, sizeof rk);
 	if (e == 0)
 		e = tier_row_to_deletes(t, id);
-	if (e == 0)
+	if (e == 0 && !(r.flags & CAT_REC_REMOTE))
 		e = add_bytes(t, -(int64_t)r.bytes);
 	if (e == 0 && ret_deleted)
 		*ret_deleted = r;
@@ -862,7 +862,8 @@ int cat_truncate_recording(struct cat_txn *t, uint64_t id, uint32_t from_seq)
 		return e;
 	if (!kept)
 		return cat_delete_recording(t, id, NULL);
-	e = add_bytes(t, (int64_t)bytes - (int64_t)r.bytes);
+	if (!(r.flags & CAT_REC_REMOTE))
+		e = add_bytes(t, (int64_t)bytes - (int64_t)r.bytes);
 	r.bytes = bytes;
 	r.fragments = kept;
 	r.end_ms = end_ms;
@@ -1088,6 +1089,17 @@ int cat_tier_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row)
 	return cat_db_put(t, DB_TIER, k, sizeof k, row, sizeof *row);
 }
 
+int cat_mark_remote(struct cat_txn *t, uint64_t id)
+{
+	struct cat_recording r;
+	int e = cat_get_recording(t, id, &r);
+	if (e < 0 || (r.flags & CAT_REC_REMOTE))
+		return e;
+	r.flags |= CAT_REC_REMOTE;
+	e = put_recording(t, &r);
+	return e < 0 ? e : add_bytes(t, -(int64_t)r.bytes);
+}
+
 int cat_tier_counts(struct cat_txn *t, uint64_t *ret_rows, uint64_t *ret_deletes)
 {
 	MDB_stat st;
@@ -1137,12 +1149,24 @@ static int visit_tier(void *ctx, const MDB_val *key, const MDB_val *v)
 	return w->fn(w->arg, cat_get_be64(key->mv_data), &row);
 }
 
-int cat_each_tier_delete(struct cat_txn *t, uint64_t from_id,
-			 int (*fn)(void *arg, uint64_t id, const struct cat_tier *row), void *arg)
+static int each_tier(struct cat_txn *t, int db, uint64_t from_id,
+		     int (*fn)(void *arg, uint64_t id, const struct cat_tier *row), void *arg)
 {
 	struct tier_walk w = {fn, arg};
 	uint8_t k[CAT_KEY_RECORDING];
 	cat_be64(k, from_id);
-	int r = cat_db_walk(t, DB_TIER_DELETES, k, sizeof k, visit_tier, &w);
+	int r = cat_db_walk(t, db, k, sizeof k, visit_tier, &w);
 	return r == 1 ? 0 : r;
+}
+
+int cat_each_tier_delete(struct cat_txn *t, uint64_t from_id,
+			 int (*fn)(void *arg, uint64_t id, const struct cat_tier *row), void *arg)
+{
+	return each_tier(t, DB_TIER_DELETES, from_id, fn, arg);
+}
+
+int cat_each_tier(struct cat_txn *t, uint64_t from_id, int (*fn)(void *arg, uint64_t id, const struct cat_tier *row),
+		  void *arg)
+{
+	return each_tier(t, DB_TIER, from_id, fn, arg);
 }

@@ -31,13 +31,18 @@ struct cat_recording {
 	int64_t start_ms, end_ms;
 	uint64_t bytes; /* file offset after the last indexed fragment */
 	uint32_t fragments;
-	uint32_t reserved;
+	uint32_t flags; /* CAT_REC_* */
 	/* Wall time of the fragments: anchor_ms + (anchor_offset + tfdt) / 90 ms, so that
 	 * consecutive fragments and files of one continuous run meet exactly. */
 	int64_t anchor_ms;
 	uint64_t anchor_offset;  /* 90 kHz from the run's first keyframe to this file's */
 	char path[CAT_PATH_MAX]; /* relative to data_dir */
 };
+
+/* Its media is in the object store only (docs/tier.md): the local file keeps the init
+ * segment and each fragment's header, and playback reads the rest back through the
+ * read cache. It then counts nothing towards total_bytes. */
+#define CAT_REC_REMOTE 1u
 
 struct cat_fragment {
 	uint64_t recording_id;
@@ -168,7 +173,16 @@ int cat_each_coverage_bucket(struct cat_txn *t, uint32_t stream_id, int64_t from
 
 /* The tier journal (sub-database tier, docs/tier.md, decision 0035): where the copy of
  * each recording to the object store stands. Removed with its recording. */
-enum cat_tier_state { CAT_TIER_QUEUED = 1, CAT_TIER_UPLOADING = 2, CAT_TIER_UPLOADED = 3 };
+/* queued -> uploading -> uploaded (the copy verified) -> remote (the recording's row says
+ * CAT_REC_REMOTE, committed in the same transaction) -> stripped (the local file holds
+ * headers only). */
+enum cat_tier_state {
+	CAT_TIER_QUEUED = 1,
+	CAT_TIER_UPLOADING = 2,
+	CAT_TIER_UPLOADED = 3,
+	CAT_TIER_REMOTE = 4,
+	CAT_TIER_STRIPPED = 5
+};
 
 struct cat_tier {
 	uint32_t state; /* enum cat_tier_state */
@@ -185,6 +199,9 @@ struct cat_tier {
 /* -ENOENT when the recording has no row. */
 int cat_tier_get(struct cat_txn *t, uint64_t id, struct cat_tier *ret);
 int cat_tier_put(struct cat_txn *t, uint64_t id, const struct cat_tier *row);
+/* Marks recording id CAT_REC_REMOTE (no more bytes of total_bytes); nothing when it is
+ * already. */
+int cat_mark_remote(struct cat_txn *t, uint64_t id);
 /* How many rows the tier journal and the deletes hold (LMDB's count: no walk). */
 int cat_tier_counts(struct cat_txn *t, uint64_t *ret_rows, uint64_t *ret_deletes);
 /* The deletes (decision 0036): the tier rows of deleted recordings, whose objects (or
@@ -197,6 +214,9 @@ int cat_tier_delete_done(struct cat_txn *t, uint64_t id);
  * stops without error). */
 int cat_each_tier_delete(struct cat_txn *t, uint64_t from_id,
 			 int (*fn)(void *arg, uint64_t id, const struct cat_tier *row), void *arg);
+/* The tier journal's rows likewise. */
+int cat_each_tier(struct cat_txn *t, uint64_t from_id, int (*fn)(void *arg, uint64_t id, const struct cat_tier *row),
+		  void *arg);
 
 /* Repairs (keeppeekctl check --repair). Each keeps the byte total and, except the
  * last two, the coverage in step. */

@@ -208,7 +208,7 @@ static int check_fragment(void *arg, const struct cat_fragment *f)
 		const char *why = NULL;
 		if (f->keyframe_offset < f->offset || f->keyframe_offset + f->keyframe_length > f->offset + f->length)
 			why = "lies outside its fragment";
-		else
+		else if (!(w->rec->flags & CAT_REC_REMOTE)) /* its samples are in the store only */
 			why = keyframe_problem(w->fd, (enum kp_codec)w->rec->codec, f->keyframe_offset,
 					       f->keyframe_length, buf, sizeof buf);
 		if (why) {

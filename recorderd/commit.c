@@ -138,6 +138,13 @@ static int tier_row(struct cat_txn *t, uint64_t id, const struct cat_tier *row)
 {
 	struct cat_recording rec;
 	int r = cat_get_recording(t, id, &rec);
+	if (r == 0 && row->state == CAT_TIER_REMOTE) {
+		/* The row and the journal say it together; a stripped file is never taken back. */
+		struct cat_tier had;
+		if (cat_tier_get(t, id, &had) == 0 && had.state == CAT_TIER_STRIPPED)
+			return 0;
+		r = cat_mark_remote(t, id);
+	}
 	if (r == 0)
 		return cat_tier_put(t, id, row);
 	if (r != -ENOENT)

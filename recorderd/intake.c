@@ -46,7 +46,8 @@ void rec_intake_frame(struct kp_worker *w, kp_Peer from, struct kp_ipc_frame *f)
 		return;
 	}
 	if (f->env->which_msg == kp_Envelope_tier_progress_tag || f->env->which_msg == kp_Envelope_tier_uploaded_tag ||
-	    f->env->which_msg == kp_Envelope_tier_failed_tag || f->env->which_msg == kp_Envelope_tier_deleted_tag) {
+	    f->env->which_msg == kp_Envelope_tier_failed_tag || f->env->which_msg == kp_Envelope_tier_deleted_tag ||
+	    f->env->which_msg == kp_Envelope_tier_fetched_tag) {
 		rec_tier_frame(f);
 		return;
 	}

@@ -25,6 +25,7 @@
 #include "kp_io.h"
 #include "kp_time.h"
 #include "log.h"
+#include "tier_local.h"
 
 #define JOB_BODY_MAX (64 * 1024)
 
@@ -532,8 +533,10 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_evlog *log, struct
 		gone.n = 0;
 	}
 	/* The rows are gone for good: now their files. */
-	for (size_t i = 0; i < gone.n; i++)
-		if (unlinkat(data_dirfd, gone.path[i], 0) < 0 && errno != ENOENT)
-			kp_err("%s: removing it failed: %s", gone.path[i], strerror(errno));
+	for (size_t i = 0; i < gone.n; i++) {
+		int u = rec_recording_unlink(data_dirfd, gone.path[i]);
+		if (u < 0)
+			kp_err("%s: removing it failed: %s", gone.path[i], strerror(-u));
+	}
 	free(gone.path);
 }

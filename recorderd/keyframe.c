@@ -47,7 +47,8 @@ static int find(struct cat_txn *t, uint32_t stream_id, int64_t ms, struct rec_ke
 				     .seq = kf.seq,
 				     .codec = rec.codec,
 				     .offset = kf.offset,
-				     .length = kf.length};
+				     .length = kf.length,
+				     .rec_flags = rec.flags};
 	memcpy(ret->path, rec.path, sizeof ret->path);
 	return 0;
 }
@@ -94,11 +95,8 @@ int rec_keyframe_find_event(struct cat *cat, const char *event_id, uint32_t stre
 	return r;
 }
 
-int rec_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf)
+int rec_keyframe_read_fd(int fd, const struct rec_keyframe *k, uint8_t *buf)
 {
-	int fd = openat(data_dirfd, k->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	size_t got = 0;
 	int r = 0;
 	while (got < k->length && r == 0) {
@@ -110,6 +108,15 @@ int rec_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf
 		else if (n > 0)
 			got += (size_t)n;
 	}
+	return r;
+}
+
+int rec_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf)
+{
+	int fd = openat(data_dirfd, k->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = rec_keyframe_read_fd(fd, k, buf);
 	close(fd);
 	return r;
 }

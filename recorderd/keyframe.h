@@ -20,6 +20,7 @@ struct rec_keyframe {
 	uint32_t codec; /* enum kp_codec */
 	uint64_t offset;
 	uint32_t length;
+	uint32_t rec_flags; /* its recording's CAT_REC_* */
 	char path[CAT_PATH_MAX];
 };
 
@@ -31,7 +32,9 @@ int rec_keyframe_find_txn(struct cat_txn *t, uint32_t stream_id, int64_t ms, str
  * link made at its commit, else (the GOP was not indexed yet then) the keyframe at or
  * before the event's start. -ENOENT when there is none (any more). */
 int rec_keyframe_find_event(struct cat *cat, const char *event_id, uint32_t stream, struct rec_keyframe *ret);
-/* Reads exactly k->length bytes into buf. */
+/* Reads exactly k->length bytes into buf, from its recording's file (local recordings
+ * only: tier_cache.h reads remote ones) or from fd, a file laid out as the recording. */
 int rec_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf);
+int rec_keyframe_read_fd(int fd, const struct rec_keyframe *k, uint8_t *buf);
 
 #endif

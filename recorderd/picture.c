@@ -17,6 +17,7 @@
 #include "log.h"
 #include "picture_cache.h"
 #include "reply.h"
+#include "tier_cache.h"
 
 #define THUMB_WIDTH 320
 
@@ -212,9 +213,21 @@ static struct pending *free_slot(kp_Peer from, uint32_t query_id)
 static void start(struct pending *p, int data_dirfd, const struct rec_keyframe *k)
 {
 	uint8_t *buf = malloc(k->length ? k->length : 1);
-	int r = buf ? rec_keyframe_read(data_dirfd, k, buf) : -ENOMEM;
+	int r = buf ? rec_tier_keyframe_read(data_dirfd, k, buf) : -ENOMEM;
 	if (r == 0)
 		r = h26x_sample_to_annexb(buf, k->length);
+	if (r == -EINPROGRESS) { /* the request is parked until its bytes come from the store */
+		free(buf);
+		memset(p, 0, sizeof *p);
+		return;
+	}
+	if (r == -ENOTCONN || r == -ENOSPC || r == -EBUSY) {
+		free(buf);
+		rec_reply_error(p->from, p->query_id, kp_CatalogResult_CATALOG_UNAVAILABLE, rec_tier_error_code(r),
+				"the keyframe is in the object store and cannot be read now: %s", strerror(-r));
+		memset(p, 0, sizeof *p);
+		return;
+	}
 	if (r < 0) {
 		free(buf);
 		kp_err("%s: reading the keyframe of %s failed: %s", k->path, p->name, strerror(-r));

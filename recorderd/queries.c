@@ -20,6 +20,7 @@
 #include "media.h"
 #include "picture.h"
 #include "reply.h"
+#include "tier_cache.h"
 #include "search.h"
 #include "snapshot.h"
 #include "thumbnail.h"
@@ -420,10 +421,15 @@ static void event_keyframe(kp_Peer from, const kp_EventGet *g)
 	if (r == 0 && !buf)
 		r = -ENOMEM;
 	if (r == 0)
-		r = rec_keyframe_read(Q.dirfd, &k, buf);
+		r = rec_tier_keyframe_read(Q.dirfd, &k, buf);
 	if (r == 0)
 		r = h26x_sample_to_annexb(buf, k.length);
-	if (r < 0)
+	if (r == -EINPROGRESS) /* parked until its bytes come from the store */
+		;
+	else if (r == -ENOTCONN || r == -ENOSPC || r == -EBUSY)
+		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_UNAVAILABLE, rec_tier_error_code(r),
+				"the keyframe is in the object store and cannot be read now: %s", strerror(-r));
+	else if (r < 0)
 		catalog_error(from, g->id, "keyframe read", r);
 	else
 		rec_reply(from, g->id,
@@ -501,6 +507,50 @@ static int headers_fd(uint32_t id, const uint8_t *p, size_t len, int *ret)
 	return r;
 }
 
+/* The pieces of remote recordings in s: each cached, or fetched first (0: the request is
+ * parked by rec_query_frame, or answered here with an error). Playback (not an export)
+ * is cut before the first piece not cached once it has a fragment, and asks for at most
+ * REC_TIER_PLAYBACK_BYTES: the player asks for what follows as it plays. */
+static int remote_ready(kp_Peer from, const kp_MediaOpen *m, struct rec_span *s)
+{
+	uint64_t asked = 0;
+	int waiting = 0;
+	unsigned fragments = 0;
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct rec_piece *p = &s->p[i];
+		const struct cat_recording *rec = &s->recs[p->rec];
+		if (p->hdr || !(rec->flags & CAT_REC_REMOTE)) {
+			fragments += !p->init && !p->hdr;
+			continue;
+		}
+		if (waiting && !s->export && asked + p->len > REC_TIER_PLAYBACK_BYTES)
+			break;
+		int fd = -1;
+		int r = rec_tier_cache_need(rec, p->off, p->len, p->init, &fd);
+		if (fd >= 0)
+			close(fd);
+		if (r == -EINPROGRESS && !s->export && fragments && !waiting) {
+			rec_tier_cache_cancel();
+			s->n = i > 0 && s->p[i - 1].init ? i - 1 : i; /* what is cached plays now */
+			return 1;
+		}
+		if (r == -EINPROGRESS) {
+			waiting = 1;
+			asked += p->len;
+			continue;
+		}
+		if (r < 0) {
+			rec_tier_cache_cancel();
+			kp_warn("media of %s/%s: recording %llu is in the object store: %s", m->camera,
+				m->stream ? "sub" : "main", (unsigned long long)rec->id, strerror(-r));
+			media_error(from, m->id, kp_CatalogResult_CATALOG_UNAVAILABLE, rec_tier_error_code(r));
+			return 0;
+		}
+		fragments += !p->init;
+	}
+	return !waiting;
+}
+
 static void media(kp_Peer from, const kp_MediaOpen *m)
 {
 	if (m->stream > 1 || (m->to_ms && m->from_ms >= m->to_ms)) {
@@ -527,6 +577,8 @@ static void media(kp_Peer from, const kp_MediaOpen *m)
 		media_error(from, m->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error");
 		return;
 	}
+	if (!remote_ready(from, m, &s))
+		return;
 	int hdr_fd = -1;
 	if (s.export) {
 		uint8_t *hdr;
@@ -552,7 +604,10 @@ static void media(kp_Peer from, const kp_MediaOpen *m)
 			if (fd >= 0)
 				close(fd);
 			fd_rec = p->rec;
-			fd = openat(Q.dirfd, rec->path, O_RDONLY | O_CLOEXEC);
+			fd = -1;
+			/* A remote recording's pieces are read from its cache file (all cached now). */
+			if (rec_tier_cache_need(rec, p->off, p->len, p->init, &fd) != 0)
+				fd = openat(Q.dirfd, rec->path, O_RDONLY | O_CLOEXEC);
 			if (fd < 0) {
 				kp_err("%s: opening it for %s failed: %s", rec->path, kp_peer_name(from),
 				       strerror(errno));
@@ -686,7 +741,34 @@ static uint32_t query_id(const kp_Envelope *env)
 	}
 }
 
+static void dispatch(kp_Peer from, struct kp_ipc_frame *f);
+
+/* A request parked for bytes from the store: run again, or answered with its error. */
+static void query_again(kp_Peer from, const kp_Envelope *env, int err, const char *why)
+{
+	if (err) {
+		int r = -err;
+		uint32_t id = query_id(env);
+		if (env->which_msg == kp_Envelope_media_open_tag)
+			media_error(from, id, kp_CatalogResult_CATALOG_UNAVAILABLE, rec_tier_error_code(r));
+		else
+			rec_reply_error(from, id, kp_CatalogResult_CATALOG_UNAVAILABLE, rec_tier_error_code(r), "%s",
+					why);
+		return;
+	}
+	struct kp_ipc_frame f = {.env = env};
+	dispatch(from, &f);
+	rec_tier_cache_end(from, env, query_again);
+}
+
 void rec_query_frame(kp_Peer from, struct kp_ipc_frame *f)
+{
+	rec_tier_cache_begin(0);
+	dispatch(from, f);
+	rec_tier_cache_end(from, f->env, query_again);
+}
+
+static void dispatch(kp_Peer from, struct kp_ipc_frame *f)
 {
 	const kp_Envelope *env = f->env;
 	uint32_t id = query_id(env);

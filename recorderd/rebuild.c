@@ -23,6 +23,7 @@
 #include "kp_limits.h"
 #include "log.h"
 #include "recovery.h"
+#include "tier_local.h"
 
 #define DATA_FILE REC_CATALOG_DIR "/data.mdb"
 
@@ -346,6 +347,17 @@ static int index_recording(struct cat *cat, int dirfd, const struct file_entry *
 		r = rec_index_file(t, dirfd, &rec, 0, &frags, &truncated);
 	if (r == 0)
 		r = cat_close_recording(t, rec.id);
+	/* Its media in the store (a sidecar, written before the file was stripped): the row
+	 * says so again, and the journal knows the object. */
+	struct cat_tier tier;
+	int remote = r == 0 ? rec_tier_sidecar_read(dirfd, rec.path, &tier) : -ENOENT;
+	if (remote == -EBADMSG)
+		kp_warn("rebuild: %s%s does not parse; the recording is taken as local", rec.path, REC_TIER_SIDECAR);
+	if (remote == 0) {
+		r = cat_mark_remote(t, rec.id);
+		if (r == 0)
+			r = cat_tier_put(t, rec.id, &tier);
+	}
 	if (r < 0) {
 		cat_abort(t);
 		return r;
@@ -354,6 +366,7 @@ static int index_recording(struct cat *cat, int dirfd, const struct file_entry *
 	if (r == 0) {
 		res->recordings++;
 		res->fragments += frags;
+		res->remote += remote == 0;
 	}
 	return r;
 }

@@ -33,6 +33,7 @@ struct rec_rebuild_result {
 	unsigned files;                 /* recordings/<camera>/<main|sub>/<ms>.mp4 files found */
 	unsigned recordings;            /* of those, indexed */
 	uint64_t fragments;             /* complete fragments indexed */
+	unsigned remote;                /* of the recordings, with their media in the store (a sidecar) */
 	unsigned files_set_aside;       /* recording files that are not this writer's: moved to unindexed/ */
 	unsigned records;               /* event records found (every revision; .ev files and the event log) */
 	unsigned tombstones;            /* event log tombstones found (revisions replaced, deleted, expired) */

@@ -568,12 +568,12 @@ static void on_rebuild_done(uv_async_t *h)
 		jb_str(&b, RB.err == 0 ? "" : RB.why);
 		jb_printf(&b,
 			  ",\"ms\":%ld,\"cameras\":%u,\"files\":%u,\"recordings\":%u,\"fragments\":%llu,"
-			  "\"files_set_aside\":%u,\"records\":%u,\"events\":%u,\"events_jpeg_gone\":%u,"
+			  "\"remote\":%u,\"files_set_aside\":%u,\"records\":%u,\"events\":%u,\"events_jpeg_gone\":%u,"
 			  "\"event_files_set_aside\":%u,\"log_segments\":%u,\"tombstones\":%u,"
 			  "\"log_bytes_ignored\":%llu,\"log_segments_refused\":%u,\"log_records_refused\":%u,"
 			  "\"moved_to\":",
 			  ms, res->cameras, res->files, res->recordings, (unsigned long long)res->fragments,
-			  res->files_set_aside, res->records, res->events, res->events_jpeg_gone,
+			  res->remote, res->files_set_aside, res->records, res->events, res->events_jpeg_gone,
 			  res->event_files_set_aside, res->log_segments, res->tombstones,
 			  (unsigned long long)res->log_bytes_ignored, res->log_segments_refused,
 			  res->log_records_refused);
@@ -587,14 +587,15 @@ static void on_rebuild_done(uv_async_t *h)
 	} else if (RB.err == 0) {
 		jb_printf(&b,
 			  "catalog rebuilt from the files in %ld ms\n"
-			  "recordings: %u from %u files (%llu fragments); %u files set aside in %s/\n"
+			  "recordings: %u from %u files (%llu fragments, %u with their media in the store); %u "
+			  "files set aside in %s/\n"
 			  "events: %u from %u records (%u without their JPEG, which is gone); %u event files set "
 			  "aside in %s/\n"
 			  "event log: %u segments, %u tombstones; %llu bytes that are not whole items ignored (torn "
 			  "tails); %u segments and %u records refused\n"
 			  "cameras: %u\n",
-			  ms, res->recordings, res->files, (unsigned long long)res->fragments, res->files_set_aside,
-			  REC_UNINDEXED_DIR, res->events, res->records, res->events_jpeg_gone,
+			  ms, res->recordings, res->files, (unsigned long long)res->fragments, res->remote,
+			  res->files_set_aside, REC_UNINDEXED_DIR, res->events, res->records, res->events_jpeg_gone,
 			  res->event_files_set_aside, REC_UNINDEXED_DIR, res->log_segments, res->tombstones,
 			  (unsigned long long)res->log_bytes_ignored, res->log_segments_refused,
 			  res->log_records_refused, res->cameras);

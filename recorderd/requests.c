@@ -17,6 +17,7 @@
 #include "keyframe.h"
 #include "log.h"
 #include "snapshot.h"
+#include "tier_cache.h"
 
 #define TRAILER_RESERVE 1024 /* the check's summary after its problem lines */
 
@@ -313,10 +314,12 @@ static void keyframe(struct kp_worker *w, const kp_KeyframeRequest *q)
 	if (r == 0 && !buf)
 		r = -ENOMEM;
 	if (r == 0)
-		r = rec_keyframe_read(Q.dirfd, &k, buf);
+		r = rec_tier_keyframe_read(Q.dirfd, &k, buf);
 	if (r == 0)
 		r = h26x_sample_to_annexb(buf, k.length);
-	if (r < 0)
+	if (r == -EINPROGRESS) /* parked until its bytes come from the store */
+		;
+	else if (r < 0)
 		rec_send_text(w, q->id, 1, "keyframe of %s/%s at %lld ms: %s\n", q->camera, q->stream ? "sub" : "main",
 			      (long long)q->time_ms, strerror(-r));
 	else
@@ -334,6 +337,27 @@ static void tier_status(struct kp_worker *w, uint32_t id, int json)
 	else
 		rec_send_answer(w, id, 0, b.p, b.len);
 	jb_free(&b);
+}
+
+/* keeppeekctl keyframe of a remote recording waits, like a query, for its bytes. */
+static void keyframe_again(kp_Peer from, const kp_Envelope *env, int err, const char *why)
+{
+	(void)from;
+	const kp_KeyframeRequest *q = &env->msg.keyframe_request;
+	if (err) {
+		rec_send_text(Q.w, q->id, 1, "keyframe of %s/%s at %lld ms: %s\n", q->camera,
+			      q->stream ? "sub" : "main", (long long)q->time_ms, why);
+		return;
+	}
+	keyframe(Q.w, q);
+	rec_tier_cache_end(kp_Peer_PEER_SUPERVISOR, env, keyframe_again);
+}
+
+static void keyframe_parked(struct kp_worker *w, const kp_Envelope *env)
+{
+	rec_tier_cache_begin(0);
+	keyframe(w, &env->msg.keyframe_request);
+	rec_tier_cache_end(kp_Peer_PEER_SUPERVISOR, env, keyframe_again);
 }
 
 void rec_request(struct kp_worker *w, const kp_Envelope *env)
@@ -370,7 +394,7 @@ void rec_request(struct kp_worker *w, const kp_Envelope *env)
 	else if (env->which_msg == kp_Envelope_tier_status_request_tag)
 		tier_status(w, id, env->msg.tier_status_request.json);
 	else
-		keyframe(w, &env->msg.keyframe_request);
+		keyframe_parked(w, env);
 }
 
 void rec_request_frame(struct kp_worker *w, struct kp_ipc_frame *f)

@@ -9,6 +9,7 @@
 #include "catalog.h"
 #include "catalog_events.h"
 #include "event_log.h"
+#include "tier_local.h"
 #include "jobs.h"
 
 #define DAY_MS      (86400ll * 1000)
@@ -60,11 +61,15 @@ static int consider(void *arg, const struct cat_recording *r)
 		return 0;
 	uint32_t days = days_for(ps, r->stream_id >> 8);
 	int too_old = days && r->end_ms < ps->p->now_ms - (int64_t)days * DAY_MS;
-	int over_quota = ps->p->max_bytes && ps->total > ps->p->max_bytes;
+	/* A recording whose media is in the store only takes no local space: the quota
+	 * does not delete it, its age does. */
+	int remote = (r->flags & CAT_REC_REMOTE) != 0;
+	int over_quota = !remote && ps->p->max_bytes && ps->total > ps->p->max_bytes;
 	if (!too_old && !over_quota)
 		return 0;
 	ps->ids[ps->n++] = r->id;
-	ps->total -= r->bytes < ps->total ? r->bytes : ps->total;
+	if (!remote)
+		ps->total -= r->bytes < ps->total ? r->bytes : ps->total;
 	return ps->n == PASS_MAX;
 }
 
@@ -99,9 +104,10 @@ static int one_pass(struct cat *cat, int data_dirfd, const struct rec_retention_
 	for (unsigned i = 0; i < ps.n; i++) {
 		res->deleted++;
 		res->bytes += gone[i].bytes;
-		if (unlinkat(data_dirfd, gone[i].path, 0) < 0 && errno != ENOENT) {
+		int u = rec_recording_unlink(data_dirfd, gone[i].path);
+		if (u < 0) {
 			if (!res->unlink_failed++) {
-				res->unlink_err = errno;
+				res->unlink_err = -u;
 				snprintf(res->unlink_path, sizeof res->unlink_path, "%s", gone[i].path);
 			}
 		}

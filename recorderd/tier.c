@@ -14,6 +14,8 @@
 #include "kp_checked.h"
 #include "kp_time.h"
 #include "log.h"
+#include "tier_cache.h"
+#include "tier_local.h"
 
 struct slot {
 	uint64_t id;
@@ -42,6 +44,7 @@ static struct {
 	int dirfd;
 	int enabled, linked;
 	int64_t after_ms;
+	int64_t keep_local_ms;
 	uv_timer_t timer;
 	struct slot slots[REC_TIER_INFLIGHT];
 	unsigned n;
@@ -58,6 +61,10 @@ static struct {
 	uint64_t deletes_pending; /* rows in the deletes as of the last look (at most REC_TIER_SCAN_ROWS) */
 	uint64_t deleted;
 	uint64_t delete_failures;
+	uint64_t strip_from; /* the oldest journal row not stripped yet */
+	uint64_t remote;     /* since start: marked remote, files stripped, strips failed */
+	uint64_t stripped;
+	uint64_t strip_failures;
 } T;
 
 static struct slot *slot_of(uint64_t id)
@@ -254,7 +261,7 @@ static int visit(void *arg, const struct cat_recording *rec)
 	int r = cat_tier_get(sc->t, rec->id, &row);
 	if (r < 0 && r != -ENOENT)
 		return r;
-	if (r == 0 && row.state == CAT_TIER_UPLOADED) {
+	if (r == 0 && row.state >= CAT_TIER_UPLOADED) {
 		struct slot *s = slot_of(rec->id);
 		if (s && s->done)
 			slot_free(s);
@@ -320,6 +327,109 @@ static void scan(void)
 	T.oldest_ms = sc.oldest_ms;
 }
 
+struct strip_look {
+	struct cat_txn *t;
+	int64_t now_ms;
+	unsigned visited, marked;
+	uint64_t first_open, last_id;
+	uint64_t strip[REC_TIER_STRIPS];
+	unsigned nstrip;
+};
+
+/* A journal row past its copy: uploaded and kept locally keep_local long, it becomes
+ * remote (its sidecar written first); remote, its file is stripped (after the look's
+ * transaction). Copies end in id order but for the few in flight at once, so a row not
+ * copied yet or not old enough ends the look. */
+static int visit_strip(void *arg, uint64_t id, const struct cat_tier *row)
+{
+	struct strip_look *l = arg;
+	if (++l->visited > REC_TIER_SCAN_ROWS)
+		return 1;
+	l->last_id = id;
+	if (row->state == CAT_TIER_STRIPPED)
+		return 0;
+	if (!l->first_open)
+		l->first_open = id;
+	int64_t due;
+	if (row->state < CAT_TIER_UPLOADED || kp_add_i64(row->done_ms, T.keep_local_ms, &due) < 0 || due > l->now_ms)
+		return 1;
+	if (row->state == CAT_TIER_REMOTE) {
+		if (l->nstrip < REC_TIER_STRIPS && !slot_of(id))
+			l->strip[l->nstrip++] = id;
+		return l->nstrip == REC_TIER_STRIPS;
+	}
+	struct cat_recording rec;
+	int r = cat_get_recording(l->t, id, &rec);
+	if (r == -ENOENT)
+		return 0; /* deleted: its row moves to the deletes */
+	if (r < 0)
+		return r;
+	r = rec_tier_sidecar_write(T.dirfd, rec.path, row);
+	if (r < 0) {
+		T.strip_failures++;
+		kp_err("recording %llu: writing %s%s failed: %s; its local file stays whole", (unsigned long long)id,
+		       rec.path, REC_TIER_SIDECAR, strerror(-r));
+		return 1;
+	}
+	struct cat_tier next = *row;
+	next.state = CAT_TIER_REMOTE;
+	journal(id, &next);
+	T.remote++;
+	return ++l->marked == REC_TIER_STRIPS;
+}
+
+static void strip_one(uint64_t id)
+{
+	struct cat_txn *t;
+	struct cat_recording rec;
+	struct cat_tier row;
+	int r = cat_begin(T.cat, 0, &t);
+	if (r == 0) {
+		r = cat_get_recording(t, id, &rec);
+		if (r == 0)
+			r = cat_tier_get(t, id, &row);
+		cat_abort(t);
+	}
+	if (r == 0 && (!(rec.flags & CAT_REC_REMOTE) || row.state != CAT_TIER_REMOTE))
+		return; /* changed meanwhile */
+	if (r == 0)
+		r = rec_tier_strip(T.dirfd, T.cat, &rec);
+	if (r == -ENOENT)
+		return; /* deleted meanwhile */
+	if (r < 0) {
+		T.strip_failures++;
+		kp_err("recording %llu: stripping %s to its headers failed: %s; tried again", (unsigned long long)id,
+		       rec.path, strerror(-r));
+		return;
+	}
+	row.state = CAT_TIER_STRIPPED;
+	journal(id, &row);
+	T.stripped++;
+	kp_info("recording %llu: %s now holds its headers only; its samples are read from the store",
+		(unsigned long long)id, rec.path);
+}
+
+static void look_strips(void)
+{
+	struct strip_look l = {.now_ms = kp_wall_ms()};
+	int r = cat_begin(T.cat, 0, &l.t);
+	if (r == 0) {
+		r = cat_each_tier(l.t, T.strip_from, visit_strip, &l);
+		cat_abort(l.t);
+	}
+	if (r < 0) {
+		kp_err("tiering: looking for copied recordings to strip failed: %s", strerror(-r));
+		return;
+	}
+	/* The next look starts at the oldest row not stripped, or past all of them. */
+	if (l.first_open)
+		T.strip_from = l.first_open;
+	else if (l.last_id)
+		T.strip_from = l.last_id + 1;
+	for (unsigned i = 0; i < l.nstrip; i++)
+		strip_one(l.strip[i]);
+}
+
 static void on_timer(uv_timer_t *t)
 {
 	(void)t;
@@ -328,6 +438,7 @@ static void on_timer(uv_timer_t *t)
 		if (T.slots[i].done && now - T.slots[i].done_mono > REC_TIER_DONE_KEEP_MS)
 			slot_free(&T.slots[i--]);
 	scan();
+	look_strips();
 	look_deletes();
 	send_due();
 }
@@ -345,8 +456,11 @@ void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *c
 	T.commit = commit;
 	T.dirfd = data_dirfd;
 	T.after_ms = (int64_t)wc->tier.after_secs * 1000;
+	T.keep_local_ms = (int64_t)wc->tier.keep_local_secs * 1000;
 	T.scan_from = 0;
 	T.enabled = 1;
+	if (rec_tier_cache_open(w, cat, data_dirfd, (uint64_t)wc->tier.cache_mib * 1024 * 1024) < 0)
+		kp_err("tiering: the read cache is off: recordings whose media is in the store cannot be played");
 	uv_timer_init(kp_worker_loop(w), &T.timer);
 	uv_timer_start(&T.timer, on_timer, REC_TIER_SCAN_MS, REC_TIER_SCAN_MS);
 	kp_info("tiering: closed recordings older than %u s are copied to the store", (unsigned)wc->tier.after_secs);
@@ -362,6 +476,7 @@ void rec_tier_close(void)
 	if (!T.enabled)
 		return;
 	uv_close((uv_handle_t *)&T.timer, on_closed);
+	rec_tier_cache_close();
 	T.enabled = 0;
 	T.n = 0;
 	T.ndels = 0;
@@ -372,6 +487,7 @@ void rec_tier_link(kp_Peer peer, int up)
 	if (peer != kp_Peer_PEER_TIER)
 		return;
 	T.linked = up;
+	rec_tier_cache_link(up);
 	for (unsigned i = 0; i < T.n; i++)
 		T.slots[i].sent = 0; /* tierd dropped what it had: sent again from the slot */
 	for (unsigned i = 0; i < T.ndels; i++)
@@ -486,6 +602,9 @@ void rec_tier_frame(struct kp_ipc_frame *f)
 	case kp_Envelope_tier_deleted_tag:
 		on_deleted(&f->env->msg.tier_deleted);
 		break;
+	case kp_Envelope_tier_fetched_tag:
+		rec_tier_cache_fetched(&f->env->msg.tier_fetched);
+		break;
 	default:
 		break;
 	}
@@ -525,17 +644,31 @@ void rec_tier_metrics(struct jbuf *b)
 	    "keeppeek_tier_deleted_total %llu\n"
 	    "# HELP keeppeek_tier_delete_failures_total Deletes from the store that failed (each is retried).\n"
 	    "# TYPE keeppeek_tier_delete_failures_total counter\n"
-	    "keeppeek_tier_delete_failures_total %llu\n",
+	    "keeppeek_tier_delete_failures_total %llu\n"
+	    "# HELP keeppeek_tier_remote_total Recordings marked as kept in the store only (since start).\n"
+	    "# TYPE keeppeek_tier_remote_total counter\n"
+	    "keeppeek_tier_remote_total %llu\n"
+	    "# HELP keeppeek_tier_stripped_total Local files stripped to their headers (since start).\n"
+	    "# TYPE keeppeek_tier_stripped_total counter\n"
+	    "keeppeek_tier_stripped_total %llu\n"
+	    "# HELP keeppeek_tier_strip_failures_total Sidecars or strips that failed (each is retried).\n"
+	    "# TYPE keeppeek_tier_strip_failures_total counter\n"
+	    "keeppeek_tier_strip_failures_total %llu\n",
 	    (unsigned long long)pending, (unsigned long long)T.uploaded_bytes, (unsigned long long)T.uploaded,
 	    (unsigned long long)T.failures,
 	    (long long)(T.oldest_ms && now > T.oldest_ms ? (now - T.oldest_ms) / 1000 : 0),
-	    (unsigned long long)T.deletes_pending, (unsigned long long)T.deleted,
-	    (unsigned long long)T.delete_failures);
+	    (unsigned long long)T.deletes_pending, (unsigned long long)T.deleted, (unsigned long long)T.delete_failures,
+	    (unsigned long long)T.remote, (unsigned long long)T.stripped, (unsigned long long)T.strip_failures);
+	rec_tier_cache_metrics(b);
 }
 
 static const char *state_name(uint32_t state)
 {
-	return state == CAT_TIER_UPLOADING ? "uploading" : state == CAT_TIER_UPLOADED ? "uploaded" : "queued";
+	return state == CAT_TIER_UPLOADING  ? "uploading"
+	       : state == CAT_TIER_UPLOADED ? "uploaded"
+	       : state == CAT_TIER_REMOTE   ? "remote"
+	       : state == CAT_TIER_STRIPPED ? "stripped"
+					    : "queued";
 }
 
 /* Seconds until mono (0 when due). */
@@ -571,10 +704,14 @@ static void status_json(struct jbuf *b, uint64_t rows, uint64_t deletes, int64_t
 	}
 	jb_printf(b,
 		  "],\"uploaded\":%llu,\"uploaded_bytes\":%llu,\"failures\":%llu,\"deleted\":%llu,"
-		  "\"delete_failures\":%llu,\"journal_rows\":%llu,\"deletes_pending\":%llu}\n",
+		  "\"delete_failures\":%llu,\"journal_rows\":%llu,\"deletes_pending\":%llu,\"keep_local_secs\":%lld,"
+		  "\"remote\":%llu,\"stripped\":%llu,\"strip_failures\":%llu",
 		  (unsigned long long)T.uploaded, (unsigned long long)T.uploaded_bytes, (unsigned long long)T.failures,
 		  (unsigned long long)T.deleted, (unsigned long long)T.delete_failures, (unsigned long long)rows,
-		  (unsigned long long)deletes);
+		  (unsigned long long)deletes, (long long)(T.keep_local_ms / 1000), (unsigned long long)T.remote,
+		  (unsigned long long)T.stripped, (unsigned long long)T.strip_failures);
+	rec_tier_cache_status(b, 1);
+	jb_printf(b, "}\n");
 }
 
 static void status_text(struct jbuf *b, uint64_t rows, uint64_t deletes, int64_t oldest_s)
@@ -616,6 +753,13 @@ static void status_text(struct jbuf *b, uint64_t rows, uint64_t deletes, int64_t
 	    (unsigned long long)T.uploaded, (unsigned long long)T.uploaded_bytes, (unsigned long long)T.failures,
 	    (unsigned long long)T.deleted, (unsigned long long)T.delete_failures, (unsigned long long)rows,
 	    (unsigned long long)deletes);
+	if (T.enabled)
+		jb_printf(b,
+			  "local media: kept %lld s after its copy; since recorderd started %llu recordings marked "
+			  "remote, %llu files stripped to their headers, %llu failures\n",
+			  (long long)(T.keep_local_ms / 1000), (unsigned long long)T.remote,
+			  (unsigned long long)T.stripped, (unsigned long long)T.strip_failures);
+	rec_tier_cache_status(b, 0);
 }
 
 void rec_tier_status(struct jbuf *b, struct cat *cat, int json)

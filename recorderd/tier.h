@@ -23,6 +23,7 @@
 #define REC_TIER_RETRY_MAX_MS 600000 /* ... doubling up to this */
 #define REC_TIER_DONE_KEEP_MS 30000  /* a copied one's slot waits this long at most for its row */
 #define REC_TIER_DELETES      4      /* objects of deleted recordings being deleted at once */
+#define REC_TIER_STRIPS       4      /* recordings marked remote, and files stripped, per look */
 
 /* Starts tiering when the WorkerConfig has [tier] (else does nothing). */
 void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit, int data_dirfd);

@@ -60,6 +60,8 @@ void tier_config(const struct supervisor *s, kp_Peer peer, kp_WorkerConfig *wc)
 	kp_TierConfig *t = &wc->tier;
 	wc->has_tier = true;
 	t->after_secs = c->tier_after_secs;
+	t->keep_local_secs = c->tier_keep_local_secs;
+	t->cache_mib = c->tier_cache_mib;
 	if (peer != kp_Peer_PEER_TIER)
 		return; /* recorderd needs no store and no keys */
 	snprintf(t->endpoint, sizeof t->endpoint, "%s", c->tier_endpoint.val);
@@ -80,9 +82,10 @@ void tier_keep(const struct kp_config *cur, struct kp_config *next)
 					 &cur->tier_access_key, &cur->tier_secret};
 	struct kp_conf_str *b[] = {&next->tier_endpoint, &next->tier_region, &next->tier_bucket, &next->tier_access_key,
 				   &next->tier_secret};
-	bool changed = cur->tier_after_secs != next->tier_after_secs ||
-		       cur->tier_part_size_mib != next->tier_part_size_mib ||
-		       cur->tier_timeout_secs != next->tier_timeout_secs;
+	bool changed =
+	    cur->tier_after_secs != next->tier_after_secs || cur->tier_part_size_mib != next->tier_part_size_mib ||
+	    cur->tier_timeout_secs != next->tier_timeout_secs ||
+	    cur->tier_keep_local_secs != next->tier_keep_local_secs || cur->tier_cache_mib != next->tier_cache_mib;
 	for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
 		changed |= strcmp(a[i]->val, b[i]->val) != 0;
 		*b[i] = *a[i];
@@ -90,6 +93,8 @@ void tier_keep(const struct kp_config *cur, struct kp_config *next)
 	next->tier_after_secs = cur->tier_after_secs;
 	next->tier_part_size_mib = cur->tier_part_size_mib;
 	next->tier_timeout_secs = cur->tier_timeout_secs;
+	next->tier_keep_local_secs = cur->tier_keep_local_secs;
+	next->tier_cache_mib = cur->tier_cache_mib;
 	if (changed)
 		kp_warn("reload: [tier] takes effect only after a restart of keeppeekd; keeping the running one");
 }

@@ -2,7 +2,7 @@
 with `[tier] after = 5s` and 25-second recordings, every closed recording is copied to the
 bucket under its path (the main stream's ~6.7 MB files as multipart uploads of 5 MiB parts,
 the sub stream's as one PUT) and each object reads back byte-identical to the local file,
-which stays. The access key comes from ${ENV} and the secret from file:. The store is stalled
+which stays (`keep_local = 1h`; test_tier_read.py strips them). The access key comes from ${ENV} and the secret from file:. The store is stalled
 (the OSD stopped) during the first multipart upload and tierd is killed with SIGKILL: it is
 restarted alone, recorderd hands the recording over again with the upload id its journal
 kept, tierd resumes that upload (or finds it completed) and the object is whole. The same
@@ -35,6 +35,7 @@ bucket = {bucket}
 access_key = ${{{{KP_TIER_ACCESS_KEY}}}}
 secret = file:{secret_file}
 after = 5s
+keep_local = 1h
 part_size = 5
 timeout = 30
 [camera "tier-cam"]

@@ -206,6 +206,15 @@ static void test_tier(void)
 	}
 	CHECK_EQ(load("[tier]\nafter = 30d\n"), 0);
 	CHECK_EQ(cfg.tier_endpoint.val[0], '\0');
+	/* keep_local may be 0 (the default); cache_size is 16 MiB to 1 TiB, one past each end refused. */
+	CHECK_EQ(load("[tier]\nkeep_local = 7d\ncache_size = 16\n"), 0);
+	CHECK_EQ(cfg.tier_keep_local_secs, 604800u);
+	CHECK_EQ(cfg.tier_cache_mib, 16u);
+	CHECK_EQ(load("[tier]\nkeep_local = 3651d\n"), -EINVAL);
+	CHECK_STR_CONTAINS(errs.text, "keep_local in [tier] must be a number with a unit");
+	CHECK_EQ(load("[tier]\ncache_size = 15\n"), -EINVAL);
+	CHECK_EQ(load("[tier]\ncache_size = 1048577\n"), -EINVAL);
+	CHECK_EQ(load("[tier]\ncache_size = 1048576\n"), 0);
 	CHECK_EQ(load("[tier]\nendpoint = http://127.0.0.1:7480\nbucket = kp\n"), -EINVAL);
 	CHECK_STR_CONTAINS(errs.text, "[tier] endpoint needs bucket, access_key and secret");
 	CHECK_EQ(load("[tier]\nendpoint = ftp://h\nbucket = kp\naccess_key = a\nsecret = s\n"), -EINVAL);
@@ -218,6 +227,8 @@ static void test_tier(void)
 		      "part_size = 5\n"),
 		 0);
 	CHECK_EQ(cfg.tier_part_size_mib, 5);
+	CHECK_EQ(cfg.tier_keep_local_secs, 0u); /* the default: stripped as soon as copied */
+	CHECK_EQ(cfg.tier_cache_mib, 1024u);
 	CHECK(kp_config_render(&cfg, out, sizeof out) > 0);
 	CHECK(strstr(out, "secret = s\n") == NULL); /* a literal secret is never shown */
 }

@@ -1,0 +1,242 @@
+"""The read path of tiering (docs/tier.md, step 7) with keeppeekd, a test camera and a real
+Ceph RADOS Gateway (ceph_rgw.py). With `[tier] after = 2s` and `keep_local = 12s`, each closed
+recording is copied, kept whole 12 s more, then marked remote (a sidecar `<file>.tier` says
+where its object is) and stripped to its init segment and fragment headers: the file keeps
+its size but not its disk blocks. An export of a recording made while it was local and the
+same export once it is remote are the same bytes (the samples read back from the store with
+ranged GETs into the read cache); the second export of it is answered from the cache, a
+thumbnail of it is decoded from a keyframe read back too. With the OSD stalled, an export of
+a remote recording not cached is answered 503 within recorderd's wait, while the API answers
+and recording goes on; with the OSD running again it is served. The OSD killed for 10 s and
+started again: every recording closed meanwhile is copied and stripped, none lost. A catalog
+rebuilt from the files knows the remote recordings from their sidecars and still plays them.
+No worker restarts."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import ceph_rgw
+from kp import TIME_SCALE, TestCamera, check, fail, metric, run, wait_for, wait_streaming
+
+CONFIG = """[keeppeek]
+data_dir = {{dir}}/data
+run_dir = {{dir}}/run
+[web]
+listen = 127.0.0.1:{{port}}
+[tier]
+endpoint = {endpoint}
+bucket = {bucket}
+access_key = ${{{{KP_TIER_ACCESS_KEY}}}}
+secret = file:{secret_file}
+after = 2s
+keep_local = 12s
+cache_size = 16
+part_size = 5
+timeout = 10
+[camera "read-cam"]
+url = {url}
+rollover_secs = 10
+"""
+
+STORED = re.compile(r"recording (\d+): (recordings/read-cam/main/(\d+)\.mp4) stored, (\d+) bytes")
+STRIPPED = re.compile(r"recording (\d+): (recordings/read-cam/main/\d+\.mp4) now holds its headers only")
+
+
+def recording_of(kp, tok, name_ms):
+    """The main recording whose file is named name_ms (its start, or up to 15 ms after)."""
+    st, _, body = kp.http("GET", f"/api/v1/recordings?camera=read-cam&stream=main&from={name_ms - 60000}"
+                                 f"&to={name_ms + 60000}", None, {"Authorization": "Bearer " + tok})
+    check(st == 200, f"recordings: {st} {body[:200]!r}")
+    for r in json.loads(body)["recordings"]:
+        if 0 <= name_ms - r["start_ms"] <= 15:
+            return r
+    return None
+
+
+def recorded_until(kp, tok):
+    """The end of the newest main recording (the open one grows with each fragment)."""
+    now = int(time.time() * 1000)
+    st, _, body = kp.http("GET", f"/api/v1/recordings?camera=read-cam&stream=main&from={now - 120000}&to={now}",
+                          None, {"Authorization": "Bearer " + tok})
+    return max((r["end_ms"] for r in json.loads(body)["recordings"]), default=0) if st == 200 else 0
+
+
+def export(kp, tok, rec, timeout=30):
+    """(status, body) of the export of the whole recording rec."""
+    st, _, body = kp.http("GET", f"/api/v1/export?camera=read-cam&stream=main&from={rec['start_ms']}"
+                                 f"&to={rec['end_ms']}", None, {"Authorization": "Bearer " + tok},
+                          timeout=timeout)
+    return st, body
+
+
+def plays(work, body):
+    path = os.path.join(work, "clip.mp4")
+    with open(path, "wb") as f:
+        f.write(body)
+    p = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-"], capture_output=True,
+                       text=True)
+    return p.returncode == 0 and not p.stderr.strip(), p.stderr[:300]
+
+
+def test(make, rgw, work):
+    secret_file = os.path.join(work, "tier.secret")
+    with open(secret_file, "w") as f:
+        f.write(rgw.secret)
+    cam = TestCamera(work, "read-cam", "h264", "baichuan", "aes")
+    config = CONFIG.format(endpoint=rgw.endpoint, bucket=rgw.bucket, secret_file=secret_file, url=cam.url())
+    kp = make(config=config, env={"KP_TIER_ACCESS_KEY": rgw.access_key})
+    kp.wait_running()
+    wait_streaming(kp, "read-cam", timeout=10.0)
+    tok = kp.token()
+
+    # The first main recording copied: exported while it is still local (keep_local).
+    first = wait_for(lambda: STORED.search(kp.log_text()), 90, 0.05)
+    check(first, "a closed main recording is copied to the store")
+    rid, key, name_ms = first.group(1), first.group(2), int(first.group(3))
+    rec = recording_of(kp, tok, name_ms)
+    check(rec, f"{key} is listed")
+    st, before = export(kp, tok, rec)
+    check(st == 200 and len(before) > 100000, f"export of {key} while local: {st}, {len(before)} bytes")
+    ok, why = plays(work, before)
+    check(ok, f"it plays ({why})")
+    local = os.path.join(kp.data, key)
+    size = os.path.getsize(local)
+
+    # Marked remote and stripped once keep_local has passed.
+    stripped = wait_for(lambda: re.search(r"recording " + rid + r": \S+ now holds its headers only",
+                                          kp.log_text()), 60, 0.1)
+    check(stripped, f"{key} is stripped 12 s after its copy")
+    side = open(local + ".tier").read()
+    check(f"key={key}\n" in side and f"size={size}\n" in side and "etag=" in side,
+          f"its sidecar says where its object is ({side!r})")
+    stt = os.stat(local)
+    check(stt.st_size == size and stt.st_blocks * 512 < size // 4,
+          f"the local file keeps its size ({stt.st_size} of {size}) but not its blocks ({stt.st_blocks * 512} bytes)")
+
+    fetches0 = metric(kp, tok, "keeppeek_tier_fetches_total") or 0
+    st, after = export(kp, tok, rec)
+    check(st == 200 and after == before,
+          f"the export of the remote {key} is the same {len(before)} bytes as when it was local "
+          f"({st}, {len(after)} bytes{', differing' if st == 200 and after != before else ''})")
+    fetches1 = metric(kp, tok, "keeppeek_tier_fetches_total")
+    check(fetches1 and fetches1 > fetches0, f"its samples were read back from the store ({fetches0} -> {fetches1})")
+    hits0 = metric(kp, tok, "keeppeek_tier_cache_hits_total")
+    st, again = export(kp, tok, rec)
+    check(st == 200 and again == before and metric(kp, tok, "keeppeek_tier_fetches_total") == fetches1 and
+          metric(kp, tok, "keeppeek_tier_cache_hits_total") > hits0,
+          "a second export is answered from the read cache, no fetch")
+    mid = (rec["start_ms"] + rec["end_ms"]) // 2
+    st, h, jpeg = kp.http("GET", f"/api/v1/cameras/read-cam/thumbnail?t={mid}", None,
+                          {"Authorization": "Bearer " + tok}, timeout=30)
+    check(st == 200 and h.get("content-type") == "image/jpeg" and jpeg[:2] == b"\xff\xd8",
+          f"a thumbnail of the remote recording decodes from a keyframe read back ({st} {jpeg[:80]!r})")
+    cache = metric(kp, tok, "keeppeek_tier_cache_bytes")
+    limit = metric(kp, tok, "keeppeek_tier_cache_limit_bytes")
+    check(cache and limit == 16 * 1024 * 1024 and cache <= limit, f"the read cache holds {cache} of {limit} bytes")
+    rc, out, err = kp.ctl("tier", "status")
+    check(rc == 0 and "files stripped to their headers" in out and "read cache:" in out,
+          f"keeppeekctl tier status tells the strips and the cache ({out.strip()}{err.strip()})")
+
+    # The OSD stalled: a remote recording not cached is answered 503 within recorderd's
+    # wait (8 s), the API answers meanwhile and recording goes on.
+    seen = {rid}
+    other = wait_for(lambda: next((m for m in STRIPPED.finditer(kp.log_text()) if m.group(1) not in seen), None),
+                     60, 0.1)
+    check(other, "another main recording is stripped")
+    rec2 = recording_of(kp, tok, int(os.path.basename(other.group(2)).split(".")[0]))
+    osd = rgw.procs["osd"]
+    os.kill(osd.pid, signal.SIGSTOP)
+    try:
+        got = {}
+
+        def slow():
+            t0 = time.monotonic()
+            got["st"], got["body"] = export(kp, tok, rec2, timeout=60)
+            got["s"] = time.monotonic() - t0
+        th = threading.Thread(target=slow)
+        th.start()
+        time.sleep(1)
+        t0 = time.monotonic()
+        st, _, _ = kp.http("GET", "/api/v1/cameras", None, {"Authorization": "Bearer " + tok})
+        fast = time.monotonic() - t0
+        check(st == 200 and fast < 1.0 * TIME_SCALE, f"the API answers while the store stalls ({st} in {fast:.2f} s)")
+        end0 = recorded_until(kp, tok)
+        th.join(60)
+        check(got.get("st") == 503 and got["s"] < 12 * TIME_SCALE,
+              f"the export of a remote recording with the store stalled is refused 503 in {got.get('s', 0):.1f} s "
+              f"({got.get('st')} {got.get('body', b'')[:160]!r})")
+        check(b"store_unavailable" in got["body"], f"and says why ({got['body'][:200]!r})")
+        later = wait_for(lambda: end0 and recorded_until(kp, tok) > end0 + 2000, 20, 0.5)
+        check(later, f"recording goes on while the store stalls ({end0} -> {recorded_until(kp, tok)})")
+    finally:
+        os.kill(osd.pid, signal.SIGCONT)
+    refused = metric(kp, tok, "keeppeek_tier_reads_refused_total")
+    check(refused and refused >= 1, f"keeppeek_tier_reads_refused_total counts it ({refused})")
+    st, body = export(kp, tok, rec2)
+    ok, why = plays(work, body) if st == 200 else (False, "")
+    check(st == 200 and ok, f"with the OSD running again it is served ({st}, {len(body)} bytes) and plays ({why})")
+
+    # The OSD killed for 10 s: a copy under way waits for it or fails and is retried; once
+    # it is back every closed main recording is copied and stripped.
+    # Killed 2.5 s after a main recording closes: its copy (after = 2s) is under way.
+    opened = len(re.findall(r"read-cam/main: recording to ", kp.log_text()))
+    check(wait_for(lambda: len(re.findall(r"read-cam/main: recording to ", kp.log_text())) > opened, 30, 0.05),
+          "a main recording closes")
+    time.sleep(2.5)
+    rgw.kill("osd")
+    killed_at = int(time.time() * 1000)
+    time.sleep(10)
+    rgw.start("osd")
+    resumed_after = int(time.time() * 1000)
+
+    def all_stripped():
+        root = os.path.join(kp.data, "recordings", "read-cam", "main")
+        names = sorted((f for f in os.listdir(root) if f.endswith(".mp4")), key=lambda f: int(f.split(".")[0]))
+        closed = [f for f in names[:-1] if int(f.split(".")[0]) < resumed_after]
+        spanned = [f for f in closed if int(f.split(".")[0]) > killed_at - 10000]
+        if len(spanned) < 2:
+            return None
+        return all(os.path.exists(os.path.join(root, f + ".tier")) for f in closed) and closed
+    done = wait_for(all_stripped, 180, 1.0)
+    check(done, "with the OSD back, every recording closed before and during its 10 s down is copied and stripped")
+    print(f"     copies failed and retried meanwhile: {metric(kp, tok, 'keeppeek_tier_failures_total')}")
+
+    # A catalog rebuilt from the files: the remote recordings are known from their sidecars.
+    rc, out, err = kp.ctl("check", "--rebuild")
+    m = re.search(r"recordings: \d+ from \d+ files \(\d+ fragments, (\d+) with their media in the store\)", out)
+    check(rc == 0 and m and int(m.group(1)) >= len(done),
+          f"the rebuild finds the remote recordings' sidecars ({out.strip()}{err.strip()})")
+    rec = wait_for(lambda: recording_of(kp, tok, name_ms), 20, 0.5)
+    st, rebuilt = export(kp, tok, rec) if rec else (0, b"")
+    check(st == 200 and rebuilt == before, f"after the rebuild the first recording still exports the same bytes "
+                                           f"({st}, {len(rebuilt)} bytes)")
+    cam.kill()
+
+
+def main():
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM: stopping the Ceph daemons"))
+    missing = ceph_rgw.missing()
+    if missing:
+        fail(f"Ceph programs missing: {', '.join(missing)} (scripts/install-deps installs them)")
+    with tempfile.TemporaryDirectory(prefix="kp-tier-read-", dir=os.environ.get("KP_TEST_TMP")) as d:
+        base = os.path.join(d, "ceph")
+        os.makedirs(base)
+        t0 = time.monotonic()
+        with ceph_rgw.CephRgw(base) as rgw:
+            print(f"     cluster up in {time.monotonic() - t0:.1f} s")
+            try:
+                run(lambda make: test(make, rgw, d))
+            except SystemExit:
+                for n in ("rgw", "osd"):
+                    print(rgw.log_tail(n, 1500), file=sys.stderr)
+                raise
+
+
+if __name__ == "__main__":
+    main()
