@@ -443,6 +443,11 @@ static void on_timer(uv_timer_t *t)
 	send_due();
 }
 
+static int send_fetch(const kp_Envelope *env, int fd)
+{
+	return kp_worker_send_peer_fds(T.w, kp_Peer_PEER_TIER, env, NULL, 0, &fd, 1);
+}
+
 void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit, int data_dirfd)
 {
 	const kp_WorkerConfig *wc = kp_worker_config(w);
@@ -459,7 +464,8 @@ void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *c
 	T.keep_local_ms = (int64_t)wc->tier.keep_local_secs * 1000;
 	T.scan_from = 0;
 	T.enabled = 1;
-	if (rec_tier_cache_open(w, cat, data_dirfd, (uint64_t)wc->tier.cache_mib * 1024 * 1024) < 0)
+	if (rec_tier_cache_open(kp_worker_loop(w), cat, data_dirfd, (uint64_t)wc->tier.cache_mib * 1024 * 1024,
+				send_fetch) < 0)
 		kp_err("tiering: the read cache is off: recordings whose media is in the store cannot be played");
 	uv_timer_init(kp_worker_loop(w), &T.timer);
 	uv_timer_start(&T.timer, on_timer, REC_TIER_SCAN_MS, REC_TIER_SCAN_MS);

@@ -26,7 +26,7 @@ struct cached {
 	uint64_t id;
 	uint64_t size;  /* the recording's bytes: the cache file's length */
 	uint64_t bytes; /* of it held (the sum of the ranges) */
-	uint64_t used_mono;
+	uint64_t used;  /* C.uses when last read: the least is evicted first */
 	unsigned n;
 	struct range r[REC_TIER_RANGES_MAX];
 };
@@ -56,12 +56,13 @@ struct parked {
 };
 
 static struct {
-	struct kp_worker *w;
+	rec_tier_send_fn send;
 	struct cat *cat;
 	int dirfd;
 	int open, linked;
 	uint64_t cap, held;
 	uint64_t reserved; /* bytes of the fetches asked and not ended: room kept for them */
+	uint64_t uses;
 	struct cached *c[REC_TIER_CACHED_MAX];
 	unsigned nc;
 	struct fetch f[REC_TIER_FETCHES_MAX];
@@ -126,7 +127,7 @@ static int make_room(uint64_t len, const struct cached *keep, int adding)
 		for (unsigned i = 0; i < C.nc; i++) {
 			if (C.c[i] == keep || fetching(C.c[i]->id))
 				continue;
-			if (victim < 0 || C.c[i]->used_mono < C.c[victim]->used_mono)
+			if (victim < 0 || C.c[i]->used < C.c[victim]->used)
 				victim = (int)i;
 		}
 		if (victim < 0)
@@ -257,6 +258,8 @@ static int ask(const struct cat_recording *rec, uint64_t off, uint64_t end)
 	}
 	if (!ext && C.req_nwaits == REC_TIER_REQ_FETCHES)
 		return 0; /* enough for one run: the request asks for the rest when run again */
+	if (end - off > C.cap)
+		return -ENOSPC; /* nothing evicted for what can never fit */
 	int r = make_room(end - off, cached_of(rec->id), 0);
 	if (r < 0)
 		return r;
@@ -308,7 +311,7 @@ int rec_tier_cache_need(const struct cat_recording *rec, uint64_t off, uint64_t 
 		return -ENOTCONN;
 	struct cached *c = cached_of(rec->id);
 	if (c && holds(c, off, end)) {
-		c->used_mono = kp_mono_ms();
+		c->used = ++C.uses;
 		C.hits++;
 		int fd = open_cached(c);
 		if (fd < 0)
@@ -318,7 +321,7 @@ int rec_tier_cache_need(const struct cat_recording *rec, uint64_t off, uint64_t 
 	}
 	if (!c && !(c = cached_new(rec)))
 		return -ENOSPC;
-	c->used_mono = kp_mono_ms();
+	c->used = ++C.uses;
 	if (from_local) {
 		int r = make_room(end - off, c, 0);
 		if (r == 0)
@@ -407,7 +410,7 @@ static int send_fetch(struct fetch *f)
 	m->fetch = f->id;
 	m->expect.size = (pb_size_t)f->expect_len;
 	memcpy(m->expect.bytes, f->expect, f->expect_len);
-	int r = kp_worker_send_peer_fds(C.w, kp_Peer_PEER_TIER, &env, NULL, 0, &fd, 1);
+	int r = C.send(&env, fd);
 	close(fd);
 	if (r == 0) {
 		f->sent = 1;
@@ -598,14 +601,14 @@ static int empty_dir(void)
 	return r;
 }
 
-int rec_tier_cache_open(struct kp_worker *w, struct cat *cat, int data_dirfd, uint64_t cache_bytes)
+int rec_tier_cache_open(uv_loop_t *loop, struct cat *cat, int data_dirfd, uint64_t cache_bytes, rec_tier_send_fn send)
 {
 	if (C.open)
 		return 0;
 	int linked = C.linked;
 	memset(&C, 0, sizeof C);
 	C.linked = linked;
-	C.w = w;
+	C.send = send;
 	C.cat = cat;
 	C.dirfd = data_dirfd;
 	C.cap = cache_bytes;
@@ -614,7 +617,7 @@ int rec_tier_cache_open(struct kp_worker *w, struct cat *cat, int data_dirfd, ui
 		kp_err("%s: emptying the read cache failed: %s", REC_TIER_CACHE_DIR, strerror(-r));
 		return r;
 	}
-	uv_timer_init(kp_worker_loop(w), &C.timer);
+	uv_timer_init(loop, &C.timer);
 	uv_timer_start(&C.timer, on_tick, TICK_MS, TICK_MS);
 	C.open = 1;
 	return 0;

@@ -13,7 +13,8 @@
 #include "catalog.h"
 #include "jbuf.h"
 #include "keyframe.h"
-#include "worker.h"
+#include "ipc.h"
+#include <uv.h>
 
 #define REC_TIER_CACHED_MAX     256                 /* recordings with bytes in the cache */
 #define REC_TIER_RANGES_MAX     64                  /* separate byte ranges of one cached recording */
@@ -29,9 +30,12 @@
  * why. env is the request as it came. */
 typedef void (*rec_tier_again_fn)(kp_Peer from, const kp_Envelope *env, int err, const char *why);
 
-/* Starts the cache with cache_bytes of room (0: tiering off, every remote read refused),
- * emptying data_dir/tier-cache of what a previous run left. */
-int rec_tier_cache_open(struct kp_worker *w, struct cat *cat, int data_dirfd, uint64_t cache_bytes);
+/* Hands a TierFetch and the cache file (fd, still the caller's) to tierd: 0 or -errno. */
+typedef int (*rec_tier_send_fn)(const kp_Envelope *env, int fd);
+
+/* Starts the cache on loop with cache_bytes of room, emptying data_dir/tier-cache of
+ * what a previous run left; fetches go to tierd through send. */
+int rec_tier_cache_open(uv_loop_t *loop, struct cat *cat, int data_dirfd, uint64_t cache_bytes, rec_tier_send_fn send);
 void rec_tier_cache_close(void);
 
 /* Around one request's handler: begin clears what the handler may ask for; end parks the

@@ -116,7 +116,7 @@ int rec_tier_sidecar_read(int data_dirfd, const char *path, struct cat_tier *row
 		} else if (!strncmp(line, "size=", 5)) {
 			errno = 0;
 			unsigned long long v = strtoull(line + 5, &end, 10);
-			if (errno || *end || end == line + 5)
+			if (errno || *end || line[5] < '0' || line[5] > '9')
 				return -EBADMSG;
 			row->size = v;
 			have |= 2;
