@@ -953,16 +953,24 @@ int cat_rebuild_coverage(struct cat_txn *t, uint32_t stream_id)
 	return r;
 }
 
+/* The bytes total_bytes counts: a remote recording's media is in the store (0037). */
 static int sum_bytes(void *arg, const struct cat_recording *r)
 {
-	*(uint64_t *)arg += r->bytes;
+	if (!(r->flags & CAT_REC_REMOTE))
+		*(uint64_t *)arg += r->bytes;
 	return 0;
+}
+
+int cat_sum_local_bytes(struct cat_txn *t, uint64_t *ret)
+{
+	*ret = 0;
+	return cat_each_recording(t, sum_bytes, ret);
 }
 
 int cat_recount_bytes(struct cat_txn *t)
 {
 	uint64_t total = 0;
-	int r = cat_each_recording(t, sum_bytes, &total);
+	int r = cat_sum_local_bytes(t, &total);
 	return r < 0 ? r : set_meta_u64(t, "total_bytes", total);
 }
 

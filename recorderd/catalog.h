@@ -229,7 +229,9 @@ int cat_drop_keyframe(struct cat_txn *t, uint64_t recording_id, uint32_t seq);
 int cat_delete_keyframe_row(struct cat_txn *t, uint32_t stream_id, int64_t ms);
 /* Rewrites a stream's coverage summaries from its fragments. */
 int cat_rebuild_coverage(struct cat_txn *t, uint32_t stream_id);
-/* Sets the byte total to the sum over the recordings. */
+/* The bytes of the recordings kept locally (a remote one's media is in the store), what
+ * total_bytes must say; cat_recount_bytes sets it to that. */
+int cat_sum_local_bytes(struct cat_txn *t, uint64_t *ret);
 int cat_recount_bytes(struct cat_txn *t);
 
 #endif

@@ -427,12 +427,6 @@ static int add_stream(void *arg, uint32_t stream_id)
 	return 0;
 }
 
-static int sum_bytes(void *arg, const struct cat_recording *r)
-{
-	*(uint64_t *)arg += r->bytes;
-	return 0;
-}
-
 struct event_walk {
 	struct run *run;
 	struct cat_txn *t;
@@ -523,7 +517,7 @@ static int check_all(struct run *run)
 	if (r == 0)
 		r = cat_total_bytes(t, &total);
 	if (r == 0)
-		r = cat_each_recording(t, sum_bytes, &sum);
+		r = cat_sum_local_bytes(t, &sum);
 	cat_abort(t);
 	if (r < 0)
 		return r;

@@ -605,8 +605,17 @@ static void media(kp_Peer from, const kp_MediaOpen *m)
 				close(fd);
 			fd_rec = p->rec;
 			fd = -1;
-			/* A remote recording's pieces are read from its cache file (all cached now). */
-			if (rec_tier_cache_need(rec, p->off, p->len, p->init, &fd) != 0)
+			/* A remote recording's pieces are read from its cache file (all cached now:
+			 * remote_ready saw them, and they are pinned until the request ends). */
+			int tr = rec_tier_cache_need(rec, p->off, p->len, p->init, &fd);
+			if (tr < 0) {
+				rec_tier_cache_cancel();
+				kp_err("%s: its cached samples for %s are gone: %s", rec->path, kp_peer_name(from),
+				       strerror(-tr));
+				media_error(from, m->id, kp_CatalogResult_CATALOG_UNAVAILABLE, rec_tier_error_code(tr));
+				break;
+			}
+			if (tr == 1)
 				fd = openat(Q.dirfd, rec->path, O_RDONLY | O_CLOEXEC);
 			if (fd < 0) {
 				kp_err("%s: opening it for %s failed: %s", rec->path, kp_peer_name(from),

@@ -338,8 +338,8 @@ struct strip_look {
 
 /* A journal row past its copy: uploaded and kept locally keep_local long, it becomes
  * remote (its sidecar written first); remote, its file is stripped (after the look's
- * transaction). Copies end in id order but for the few in flight at once, so a row not
- * copied yet or not old enough ends the look. */
+ * transaction). Copies end in about id order, so a row copied but not old enough ends
+ * the look; one not copied yet is passed over. */
 static int visit_strip(void *arg, uint64_t id, const struct cat_tier *row)
 {
 	struct strip_look *l = arg;
@@ -350,8 +350,10 @@ static int visit_strip(void *arg, uint64_t id, const struct cat_tier *row)
 		return 0;
 	if (!l->first_open)
 		l->first_open = id;
+	if (row->state < CAT_TIER_UPLOADED)
+		return 0; /* not copied yet (a copy that keeps failing holds up no other) */
 	int64_t due;
-	if (row->state < CAT_TIER_UPLOADED || kp_add_i64(row->done_ms, T.keep_local_ms, &due) < 0 || due > l->now_ms)
+	if (kp_add_i64(row->done_ms, T.keep_local_ms, &due) < 0 || due > l->now_ms)
 		return 1;
 	if (row->state == CAT_TIER_REMOTE) {
 		if (l->nstrip < REC_TIER_STRIPS && !slot_of(id))

@@ -24,6 +24,7 @@ struct range {
 
 struct cached {
 	uint64_t id;
+	uint64_t gen;   /* which entry of this id: a fetch for an entry dropped since is not its */
 	uint64_t size;  /* the recording's bytes: the cache file's length */
 	uint64_t bytes; /* of it held (the sum of the ranges) */
 	uint64_t used;  /* C.uses when last read: the least is evicted first */
@@ -34,6 +35,7 @@ struct cached {
 struct fetch {
 	uint32_t id; /* 0: free */
 	uint64_t rec;
+	uint64_t cache_gen; /* the entry it fills */
 	struct range want;
 	int sent;
 	uint64_t sent_mono;
@@ -63,6 +65,10 @@ static struct {
 	uint64_t cap, held;
 	uint64_t reserved; /* bytes of the fetches asked and not ended: room kept for them */
 	uint64_t uses;
+	uint64_t next_gen;
+	/* recordings the request being handled has read or asked for: not evicted under it */
+	uint64_t pinned[REC_TIER_PINNED_MAX];
+	unsigned npinned;
 	struct cached *c[REC_TIER_CACHED_MAX];
 	unsigned nc;
 	struct fetch f[REC_TIER_FETCHES_MAX];
@@ -107,6 +113,25 @@ static int fetching(uint64_t id)
 	return 0;
 }
 
+static int pinned(uint64_t id)
+{
+	for (unsigned i = 0; i < C.npinned; i++)
+		if (C.pinned[i] == id)
+			return 1;
+	return 0;
+}
+
+/* The request being handled holds id: a request touches few recordings (a span has at
+ * most REC_MEDIA_MAX_FILES); past REC_TIER_PINNED_MAX the oldest pins go first. */
+static void pin(uint64_t id)
+{
+	if (pinned(id))
+		return;
+	if (C.npinned == REC_TIER_PINNED_MAX)
+		memmove(C.pinned, C.pinned + 1, --C.npinned * sizeof C.pinned[0]);
+	C.pinned[C.npinned++] = id;
+}
+
 static void drop_cached(unsigned i)
 {
 	char path[64];
@@ -125,7 +150,7 @@ static int make_room(uint64_t len, const struct cached *keep, int adding)
 	while (C.held + C.reserved + len > C.cap || (adding && C.nc == REC_TIER_CACHED_MAX)) {
 		int victim = -1;
 		for (unsigned i = 0; i < C.nc; i++) {
-			if (C.c[i] == keep || fetching(C.c[i]->id))
+			if (C.c[i] == keep || fetching(C.c[i]->id) || pinned(C.c[i]->id))
 				continue;
 			if (victim < 0 || C.c[i]->used < C.c[victim]->used)
 				victim = (int)i;
@@ -183,6 +208,7 @@ static struct cached *cached_new(const struct cat_recording *rec)
 	}
 	close(fd);
 	c->id = rec->id;
+	c->gen = ++C.next_gen;
 	c->size = rec->bytes;
 	C.c[C.nc++] = c;
 	return c;
@@ -240,11 +266,11 @@ static void wait_on(uint32_t fetch_id)
 /* A new fetch of [off, end) of rec, or the one this request asked for last extended when
  * the range follows it. Not sent yet: rec_tier_cache_end sends it once the request is
  * parked. */
-static int ask(const struct cat_recording *rec, uint64_t off, uint64_t end)
+static int ask(const struct cat_recording *rec, struct cached *c, uint64_t off, uint64_t end)
 {
 	for (unsigned i = 0; i < REC_TIER_FETCHES_MAX; i++) {
 		struct fetch *f = &C.f[i];
-		if (f->id && f->rec == rec->id && f->want.off <= off && end <= f->want.end) {
+		if (f->id && f->rec == rec->id && f->cache_gen == c->gen && f->want.off <= off && end <= f->want.end) {
 			wait_on(f->id); /* under way (when this run waits for enough, for a later one) */
 			return 0;
 		}
@@ -252,15 +278,15 @@ static int ask(const struct cat_recording *rec, uint64_t off, uint64_t end)
 	struct fetch *ext = NULL;
 	for (unsigned i = 0; C.req_nwaits && i < REC_TIER_FETCHES_MAX && !ext; i++) {
 		struct fetch *f = &C.f[i];
-		if (f->id == C.req_waits[C.req_nwaits - 1] && !f->sent && f->rec == rec->id && f->want.end == off &&
-		    end - f->want.off <= REC_TIER_FETCH_BYTES)
+		if (f->id == C.req_waits[C.req_nwaits - 1] && !f->sent && f->rec == rec->id && f->cache_gen == c->gen &&
+		    f->want.end == off && end - f->want.off <= REC_TIER_FETCH_BYTES)
 			ext = f;
 	}
 	if (!ext && C.req_nwaits == REC_TIER_REQ_FETCHES)
 		return 0; /* enough for one run: the request asks for the rest when run again */
 	if (end - off > C.cap)
 		return -ENOSPC; /* nothing evicted for what can never fit */
-	int r = make_room(end - off, cached_of(rec->id), 0);
+	int r = make_room(end - off, c, 0);
 	if (r < 0)
 		return r;
 	if (ext) {
@@ -291,6 +317,7 @@ static int ask(const struct cat_recording *rec, uint64_t off, uint64_t end)
 		C.next_fetch = 1;
 	f->id = C.next_fetch;
 	f->rec = rec->id;
+	f->cache_gen = c->gen;
 	f->want = (struct range){off, end};
 	snprintf(f->key, sizeof f->key, "%s", rec->path);
 	memcpy(f->expect, head, (size_t)n);
@@ -309,6 +336,7 @@ int rec_tier_cache_need(const struct cat_recording *rec, uint64_t off, uint64_t 
 		return -EINVAL;
 	if (!C.open || !C.cap)
 		return -ENOTCONN;
+	pin(rec->id);
 	struct cached *c = cached_of(rec->id);
 	if (c && holds(c, off, end)) {
 		c->used = ++C.uses;
@@ -339,7 +367,7 @@ int rec_tier_cache_need(const struct cat_recording *rec, uint64_t off, uint64_t 
 		return -ENOSPC; /* fetched and evicted again: the cache is too small for the readers */
 	if (!C.linked)
 		return -ENOTCONN;
-	int r = ask(rec, off, end);
+	int r = ask(rec, c, off, end);
 	return r < 0 ? r : -EINPROGRESS;
 }
 
@@ -381,6 +409,7 @@ void rec_tier_cache_begin(unsigned attempt)
 {
 	C.attempt = attempt;
 	C.req_nwaits = 0;
+	C.npinned = 0;
 }
 
 void rec_tier_cache_cancel(void)
@@ -421,6 +450,7 @@ static int send_fetch(struct fetch *f)
 
 int rec_tier_cache_end(kp_Peer from, const kp_Envelope *env, rec_tier_again_fn again)
 {
+	C.npinned = 0;
 	if (!C.req_nwaits)
 		return 0;
 	struct parked *p = NULL;
@@ -512,8 +542,8 @@ void rec_tier_cache_fetched(const kp_TierFetched *m)
 	int err = (int)m->error;
 	if (!err) {
 		struct cached *c = cached_of(done.rec);
-		if (!c) {
-			err = ENOENT; /* evicted meanwhile: cannot be, it was fetching */
+		if (!c || c->gen != done.cache_gen) {
+			err = ENOENT; /* its entry was dropped meanwhile: the bytes went with its file */
 		} else {
 			int r = add_range(c, done.want.off, done.want.end);
 			for (unsigned i = 0; r < 0 && i < C.nc; i++)
@@ -605,9 +635,15 @@ int rec_tier_cache_open(uv_loop_t *loop, struct cat *cat, int data_dirfd, uint64
 {
 	if (C.open)
 		return 0;
+	/* Fetch ids and entry generations go on from the last run's: a late answer to a
+	 * fetch asked before a rebuild (which renumbers recordings) names nothing now. */
 	int linked = C.linked;
+	uint32_t next_fetch = C.next_fetch;
+	uint64_t next_gen = C.next_gen;
 	memset(&C, 0, sizeof C);
 	C.linked = linked;
+	C.next_fetch = next_fetch;
+	C.next_gen = next_gen;
 	C.send = send;
 	C.cat = cat;
 	C.dirfd = data_dirfd;

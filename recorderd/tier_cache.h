@@ -24,7 +24,8 @@
 #define REC_TIER_FETCH_BYTES    (32u * 1024 * 1024) /* one fetch (adjacent pieces merged) at most */
 #define REC_TIER_PLAYBACK_BYTES (8u * 1024 * 1024)  /* fetched for one playback answer at most */
 #define REC_TIER_WAIT_MS        8000                /* a parked request is answered within this */
-#define REC_TIER_ATTEMPTS       3                   /* runs of one request that may ask for fetches */
+#define REC_TIER_ATTEMPTS       8                   /* runs of one request that may ask for fetches */
+#define REC_TIER_PINNED_MAX     64                  /* recordings one request keeps from eviction */
 
 /* Runs a parked request again (err 0), or answers it with an error: err (an errno) and
  * why. env is the request as it came. */

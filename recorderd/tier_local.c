@@ -220,6 +220,15 @@ int rec_tier_strip(int data_dirfd, struct cat *cat, const struct cat_recording *
 	else if (dst >= 0)
 		unlinkat(data_dirfd, tmp, 0);
 	free(l.f);
+	/* Retention (on the committer's thread) may have deleted the recording, and its file,
+	 * while the copy was made: the rename then made the file again. */
+	if (r == 0 && (r = cat_begin(cat, 0, &t)) == 0) {
+		struct cat_recording now;
+		r = cat_get_recording(t, rec->id, &now);
+		cat_abort(t);
+		if (r == -ENOENT)
+			rec_recording_unlink(data_dirfd, rec->path);
+	}
 	return r;
 }
 

@@ -119,6 +119,11 @@ def test(make, rgw, work):
     check(stt.st_size == size and stt.st_blocks * 512 < size // 4,
           f"the local file keeps its size ({stt.st_size} of {size}) but not its blocks ({stt.st_blocks * 512} bytes)")
 
+    rc, out, err = kp.ctl("check")
+    check(rc == 0 and "byte total" not in out,
+          f"keeppeekctl check finds nothing wrong with a remote recording (its byte total, its headers) "
+          f"({rc} {out.strip()[-400:]}{err.strip()})")
+
     fetches0 = metric(kp, tok, "keeppeek_tier_fetches_total") or 0
     st, after = export(kp, tok, rec)
     check(st == 200 and after == before,
