@@ -10,8 +10,14 @@ a remote recording not cached is answered 503 within recorderd's wait, while the
 and recording goes on; with the OSD running again it is served. The OSD killed for 10 s and
 started again: every recording closed meanwhile is copied and stripped, none lost. A catalog
 rebuilt from the files knows the remote recordings from their sidecars and still plays them.
-No worker restarts."""
+Stored playback of a remote recording over WebRTC (rtcd's cursor, aiortc) with its first
+fragment alone cached (a thumbnail read it back) and the OSD stalled: that fragment plays at
+once and the continuation waits for the store; with the OSD running again the rest is read
+back and the position goes seconds past that fragment; the frames decode without error
+(aiortc, and ffmpeg from the access units received). No worker restarts."""
+import asyncio
 import json
+import logging
 import os
 import re
 import signal
@@ -22,6 +28,7 @@ import threading
 import time
 
 import ceph_rgw
+import kp_rtc  # before anything starts: it runs the test again under Debian's python3 (aiortc)
 from kp import TIME_SCALE, TestCamera, check, fail, metric, run, wait_for, wait_streaming
 
 CONFIG = """[keeppeek]
@@ -84,6 +91,71 @@ def plays(work, body):
     return p.returncode == 0 and not p.stderr.strip(), p.stderr[:300]
 
 
+class AccessUnits(logging.Handler):
+    """While open: the access units (Annex B) aiortc's H.264 decoder is given, in order, and
+    the decode failures it logs (it skips such a frame without telling the track)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.units, self.failures = [], []
+
+    def __enter__(self):
+        import aiortc.codecs.h264 as h264
+        self.cls, self.plain = h264.H264Decoder, h264.H264Decoder.decode
+        self.log = logging.getLogger(h264.__name__)
+        self.log.addHandler(self)
+
+        def decode(decoder, frame):
+            self.units.append(bytes(frame.data))
+            return self.plain(decoder, frame)
+        self.cls.decode = decode
+        return self
+
+    def emit(self, record):
+        self.failures.append(record.getMessage())
+
+    def __exit__(self, *exc):
+        self.cls.decode = self.plain
+        self.log.removeHandler(self)
+
+
+async def play(kp, tok, at_ms, osd):
+    """A stored playback session of read-cam's main stream from at_ms: 3 s of it with the
+    OSD stalled, then with it running again until its position is 5 s past at_ms (15 s at
+    most). Its decoded frames, the positions of its states and its errors (an "ended" state
+    too) in each part, and the reads waiting for the store at the end of the first."""
+    sig = kp_rtc.Signaling(kp, tok, asyncio.get_running_loop())
+    parts = []
+
+    async def follow(v, seconds, until_ms=None):
+        positions, errors = [], []
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not errors and not (until_ms and positions and positions[-1] >= until_ms):
+            try:
+                m = await sig.next("pb-remote", ("state", "error", "closed"), timeout=end - time.monotonic())
+            except asyncio.TimeoutError:
+                break
+            if m["type"] != "state" or m.get("ended"):
+                errors.append(m)
+            elif m.get("connected") and m.get("playing"):
+                positions.append(m["position_ms"])
+        parts.append((v.frames, positions, errors))
+
+    try:
+        v = kp_rtc.Viewer(sig, "pb-remote", "read-cam", stream="main", mode="playback", at_ms=at_ms)
+        os.kill(osd.pid, signal.SIGSTOP)
+        try:
+            await v.open()
+            await follow(v, 3.0)
+            waiting = metric(kp, tok, "keeppeek_tier_reads_waiting")
+        finally:
+            os.kill(osd.pid, signal.SIGCONT)
+        await follow(v, 15.0, at_ms + 5000)
+        return parts, waiting
+    finally:
+        await kp_rtc.close_all()
+
+
 def test(make, rgw, work):
     secret_file = os.path.join(work, "tier.secret")
     with open(secret_file, "w") as f:
@@ -119,18 +191,68 @@ def test(make, rgw, work):
     check(stt.st_size == size and stt.st_blocks * 512 < size // 4,
           f"the local file keeps its size ({stt.st_size} of {size}) but not its blocks ({stt.st_blocks * 512} bytes)")
 
+    # Stored playback of the remote recording, through rtcd's cursor (MediaOpen spans of 60 s,
+    # then continuations). A thumbnail at its start reads back its first fragment alone. With
+    # the OSD stalled, the cursor's first answer is that fragment at once (cut before the
+    # first piece not cached) and its continuation waits for the store; with the OSD running
+    # again the rest of the recording is read back and the playback goes on.
+    at = rec["start_ms"] + 200
+    fetches0 = metric(kp, tok, "keeppeek_tier_fetches_total") or 0
+    st, _, jpeg = kp.http("GET", f"/api/v1/cameras/read-cam/thumbnail?t={at}&stream=main", None,
+                          {"Authorization": "Bearer " + tok}, timeout=30)
+    fetches1 = metric(kp, tok, "keeppeek_tier_fetches_total")
+    cached = metric(kp, tok, "keeppeek_tier_cache_bytes")
+    check(st == 200 and jpeg[:2] == b"\xff\xd8" and fetches1 == fetches0 + 1 and cached < size // 2,
+          f"a thumbnail at the start of the remote {key} reads back one fragment ({st}, fetches {fetches0} -> "
+          f"{fetches1}, {cached} of its {size} bytes cached)")
+    t0 = time.monotonic()
+    with AccessUnits() as aus:
+        ((frames0, stalled, errors0), (frames, positions, errors)), waiting = asyncio.run(
+            play(kp, tok, at, rgw.procs["osd"]))
+    took = time.monotonic() - t0
+    fetches2 = metric(kp, tok, "keeppeek_tier_fetches_total")
+    print(f"     playback of the remote recording in {took:.1f} s: with the OSD stalled {frames0} frames, positions "
+          f"{[p - rec['start_ms'] for p in stalled]}, {waiting} reads waiting; then {frames} frames, positions "
+          f"{[p - rec['start_ms'] for p in positions]} ms from its start; fetches {fetches1} -> {fetches2}")
+    check(not errors0 and not errors, f"the playback of the remote {key} goes on without an error or an end "
+                                      f"({errors0 + errors})")
+    check(frames0 >= 15 and stalled and stalled[-1] >= at + 300 and max(stalled) < rec["start_ms"] + 2000 and
+          waiting and waiting >= 1,
+          f"with the store stalled its cached first fragment (1 s) plays at once ({frames0} frames, positions "
+          f"{[p - rec['start_ms'] for p in stalled]} ms from its start) and the continuation waits for the "
+          f"store ({waiting} reads waiting)")
+    check(positions and positions[-1] >= at + 5000,
+          f"with the store back the continuation is answered and the position goes 5 s in, past the fragment "
+          f"cached before ({[p - rec['start_ms'] for p in positions]} ms from its start)")
+    check(fetches2 > fetches1, f"its samples were read back from the store ({fetches1} -> {fetches2})")
+    check(frames >= 100 and len(aus.units) >= 100 and not aus.failures,
+          f"aiortc decodes {frames} frames of it without a failure ({len(aus.units)} access units; "
+          f"{aus.failures[:3]})")
+    path = os.path.join(work, "playback.h264")
+    with open(path, "wb") as f:
+        f.write(b"".join(aus.units))
+    p = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "h264", "-i", path, "-f", "null", "-"],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0 and not p.stderr.strip(),
+          f"ffmpeg decodes the {len(aus.units)} access units received without a message ({p.stderr[-300:]!r})")
+
     rc, out, err = kp.ctl("check")
     check(rc == 0 and "byte total" not in out,
           f"keeppeekctl check finds nothing wrong with a remote recording (its byte total, its headers) "
           f"({rc} {out.strip()[-400:]}{err.strip()})")
 
-    fetches0 = metric(kp, tok, "keeppeek_tier_fetches_total") or 0
+    # The thumbnail and the playback read all its samples back (a playback answer asks for
+    # up to 8 MiB): its export is answered from the read cache, and is the same bytes.
+    fetches1 = metric(kp, tok, "keeppeek_tier_fetches_total")
+    hits0 = metric(kp, tok, "keeppeek_tier_cache_hits_total")
     st, after = export(kp, tok, rec)
     check(st == 200 and after == before,
           f"the export of the remote {key} is the same {len(before)} bytes as when it was local "
           f"({st}, {len(after)} bytes{', differing' if st == 200 and after != before else ''})")
-    fetches1 = metric(kp, tok, "keeppeek_tier_fetches_total")
-    check(fetches1 and fetches1 > fetches0, f"its samples were read back from the store ({fetches0} -> {fetches1})")
+    check(metric(kp, tok, "keeppeek_tier_fetches_total") == fetches1 and
+          metric(kp, tok, "keeppeek_tier_cache_hits_total") > hits0,
+          f"it is answered from what the playback read back from the store, no fetch ({fetches1} -> "
+          f"{metric(kp, tok, 'keeppeek_tier_fetches_total')})")
     hits0 = metric(kp, tok, "keeppeek_tier_cache_hits_total")
     st, again = export(kp, tok, rec)
     check(st == 200 and again == before and metric(kp, tok, "keeppeek_tier_fetches_total") == fetches1 and
