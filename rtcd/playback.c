@@ -67,7 +67,7 @@ struct rtc_cursor {
 	bool playing, ended, closing;
 	const char *error;
 	char why[96];
-	int64_t position_ms, reported_us;
+	int64_t position_ms, reported_us, reported_ms; /* reported_ms: the position last said */
 
 	struct piece q[PIECES_MAX];
 	unsigned qhead, qlen;
@@ -103,6 +103,7 @@ static void report(struct rtc_cursor *c)
 	    .error = c->error,
 	};
 	c->reported_us = now_us();
+	c->reported_ms = c->position_ms;
 	if (c->state)
 		c->state(c->arg, &st);
 }
@@ -272,6 +273,10 @@ static void tick(uv_timer_t *t)
 			c->next = NULL;
 			kick_loader(c);
 			if (!c->cur) {
+				/* Starved (the next piece is being read, or recorderd is fetching it from
+				 * the store): the position of the last frame sent is said now. */
+				if (c->playing && !c->closing && c->position_ms != c->reported_ms)
+					report(c);
 				continue_or_end(c);
 				return;
 			}
