@@ -10,7 +10,7 @@ through the HTTP API in the same run.
 Workload: a one-node Ceph cluster with radosgw on loopback (test/integration/ceph_rgw.py,
 the tests' harness), keeppeekd from the build tree (test/integration/kp.py) with one
 Baichuan test camera (H.264, 1920x1080 main ~2 Mbit/s, 640x360 sub, 25 fps, a keyframe
-every second), `rollover_secs = 10` and `[tier] after = 2s, keep_local = --keep-local`:
+about every second), `rollover_secs = 10` and `[tier] after = 2s, keep_local = --keep-local`:
 every closed recording (about 10 s) is copied to the store, kept whole --keep-local s
 more, then stripped to its headers, its samples read back with ranged GETs into the read
 cache (data_dir/tier-cache, emptied only when recorderd starts) when played. The runner
@@ -19,8 +19,10 @@ request (the connect is in every figure), `GET /api/v1/export` of the whole reco
 
 * when tierd reports it stored (still local, within keep_local): **local, page cache
   dropped** (posix_fadvise(DONTNEED) of the file first; mincore counts the pages still
-  cached), whose body is the recording's reference bytes; then **local, page cache**
-  (the same export again: the file's pages cached, as for a recording just played);
+  cached) and **local, page cache** (the file read whole by the runner first; mincore
+  checks every page is cached: a recording just recorded or played), one first for one
+  recording and the other first for the next; the first body is the recording's
+  reference bytes;
 * when recorderd reports it stripped: **remote, cold** (its samples fetched from the
   store: every measured run is a recording not read before, none cached), then --warm
   times **remote, warm** (the same export again, from the read cache).
@@ -28,20 +30,20 @@ request (the connect is in every figure), `GET /api/v1/export` of the whole reco
 Before each request the runner waits (at most 5 s) until no copy is queued or under way
 (keeppeek_tier_queued = 0): main and sub close together and their copies start 2 s later,
 so a request would otherwise often be timed against tierd's upload and the OSD's write of
-the other stream's recording. The first --warmup
-recordings stripped are exported the same way and checked, not counted (nor are their
-local exports). The run ends when --runs recordings were exported
-cold. Then, with --thumbs > 0, timeline thumbnails (`GET /api/v1/cameras/CAM/thumbnail
-?t=MS`, decision 0025: the sub stream's keyframe decoded by the transcoder), alternating
-**local** (a GOP of a closed, not yet stripped sub recording, its file's pages dropped
-first) and **remote, cold** (a GOP of a stripped sub recording, its keyframe fetched from
-the store): each a keyframe not pictured before, so each is a decode; one of each first,
-unmeasured (it starts the transcoder).
+the other stream's recording. The first --warmup recordings stripped are exported the
+same way and checked, not counted (nor are their local exports). The run ends when --runs
+recordings were exported cold. Then, with --thumbs > 0, timeline thumbnails (`GET
+/api/v1/cameras/CAM/thumbnail?t=MS`, decision 0025: the sub stream's keyframe decoded by
+the transcoder), alternating **local** (a GOP of a closed, not yet stripped sub
+recording, its file's pages dropped first) and **remote, cold** (a GOP of a stripped sub
+recording, its keyframe's fragment fetched from the store): each a keyframe not pictured
+before, so each is a decode; one of each first, unmeasured (the first starts the
+transcoder).
 
 Checks (exit 1 on any): every answer 200; every export body byte-equal to the reference
 (the same recording's export while local); the references ffprobe-clean with a packet
-per 40 ms of their span (within 2); around each request, from /metrics: a cold export or remote
-thumbnail raised keeppeek_tier_fetches_total by >= 1, a warm export raised it by 0 and
+per 40 ms of their span (within 2); around each request, from /metrics: a cold export or
+remote thumbnail raised keeppeek_tier_fetches_total by >= 1, a warm export raised it by 0 and
 keeppeek_tier_cache_hits_total by >= 1, a local export or thumbnail raised it by 0; the
 file was local (no `.tier` sidecar) before and after a local request and stripped (a
 sidecar, under a quarter of its blocks) before a remote one; each thumbnail a JPEG of a
@@ -127,12 +129,26 @@ class LoadSampler(threading.Thread):
             self.stop.wait(1.0)
 
 
+def file_pages(path):
+    ps = os.sysconf("SC_PAGE_SIZE")
+    return (os.path.getsize(path) + ps - 1) // ps
+
+
 def drop_cached(path):
     """posix_fadvise(DONTNEED) of the whole file, then the number of its pages still in
-    the page cache (mincore over a mapping that is never touched)."""
+    the page cache."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return resident_pages(path)
+
+
+def resident_pages(path):
+    """The file's pages in the page cache: mincore over a mapping that is never touched."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
         size = os.fstat(fd).st_size
         if size == 0:
             return 0
@@ -161,6 +177,7 @@ class Bench:
         self.recs = {}  # main recordings by file name (ms): reference bytes and state
         self.stripped_sub = []  # file names (ms) of stripped sub recordings, in order
         self.cold_done = 0
+        self.keyframes = set()  # Keyframe-Time of every thumbnail answered
         self.resident_after_drop = 0
 
     # -- keeppeekd's API ----------------------------------------------------------
@@ -208,9 +225,11 @@ class Bench:
         that a request is not timed against tierd's upload of the recording just closed
         (main and sub close together; their copies start 2 s later). Returns the wait."""
         t0 = time.monotonic()
+        polls = 0
         while self.metrics().get("keeppeek_tier_queued", 0) and time.monotonic() - t0 < SETTLE_S:
+            polls += 1
             time.sleep(0.02)
-        return time.monotonic() - t0
+        return time.monotonic() - t0, polls > 0
 
     # -- the state of a file ----------------------------------------------------------
     def is_local(self, path):
@@ -221,20 +240,28 @@ class Bench:
         return os.path.exists(path + ".tier") and st.st_blocks * 512 < st.st_size // 4
 
     # -- one request, with the counters around it ----------------------------------
-    def measure(self, case, path, what, counted, ref=None, local=None, drop=False):
-        """One GET of `what`, timed; checks its answer and the counters around it. Returns
-        the body, or None when the file's state changed under the request (not counted,
-        not a failure: the caller picks another)."""
+    def measure(self, case, path, what, counted, ref=None, local=None, drop=False, load=False):
+        """One GET of `what`, timed; checks its answer and the counters around it. drop:
+        the file's pages dropped from the page cache first; load: read whole first (all
+        its pages cached). Returns the body, or None when the file's state changed under
+        the request (not counted, not a failure: the caller picks another)."""
         file_ = what.split("?")[0]
         if local is True and not self.is_local(path):
             return None
         if local is False and not self.is_stripped(path):
             self.fail(f"{case}: {path} is not stripped before its remote request")
             return None
-        settle = self.settle()
+        settle, waited = self.settle()
         resident = drop_cached(path) if drop else None
         if resident:
             self.resident_after_drop += resident
+        if load:
+            with open(path, "rb") as f:
+                while f.read(1 << 20):
+                    pass
+            missing = file_pages(path) - resident_pages(path)
+            if missing:
+                self.fail(f"{case}: {missing} pages of {path} not cached after reading it")
         m0 = self.metrics()
         st, h, body, ms = self.get(what)
         m1 = self.metrics()
@@ -246,7 +273,7 @@ class Bench:
                "fetched_bytes": int(d["keeppeek_tier_fetched_bytes_total"]),
                "cache_hits": int(d["keeppeek_tier_cache_hits_total"]),
                "cache_misses": int(d["keeppeek_tier_cache_misses_total"]), "resident_pages_after_drop": resident,
-               "settle_ms": round(settle * 1000.0, 1), "copies_queued_before": int(m0["keeppeek_tier_queued"]),
+               "settle_ms": round(settle * 1000.0, 1), "waited_for_copy": waited,
                "copies_during": int(d["keeppeek_tier_uploaded_total"] + m1["keeppeek_tier_queued"]),
                "strips_during": int(d["keeppeek_tier_stripped_total"]), "t_unix": round(time.time(), 3)}
         self.rows.append(row)
@@ -271,6 +298,9 @@ class Bench:
             if made != 1:
                 bad.append(f"{made:.0f} pictures made, not 1 (a keyframe not pictured before)")
             row["keyframe_time"] = h.get("keyframe-time")
+            if not row["keyframe_time"] or row["keyframe_time"] in self.keyframes:
+                bad.append(f"keyframe {row['keyframe_time']} answered before")
+            self.keyframes.add(row["keyframe_time"])
         if bad:
             row["failed"] = "; ".join(bad)
             self.fail(f"{case} {file_} of {row['file']}: " + "; ".join(bad))
@@ -281,12 +311,13 @@ class Bench:
 
     # -- the exports, as keeppeekd's log tells what happened to each recording -----
     def new_log(self):
-        with open(self.kp.log_path, errors="replace") as f:
+        """keeppeekd's log lines written since the last call (whole lines only)."""
+        with open(self.kp.log_path, "rb") as f:
             f.seek(self.log_off)
-            text = f.read()
-        cut = text.rfind("\n") + 1
-        self.log_off += len(text[:cut].encode("utf-8", "replace"))
-        return text[:cut]
+            data = f.read()
+        cut = data.rfind(b"\n") + 1
+        self.log_off += cut
+        return data[:cut].decode("utf-8", "replace")
 
     def export_path(self, rec):
         return f"/api/v1/export?camera={CAM}&stream=main&from={rec['start_ms']}&to={rec['end_ms']}"
@@ -298,12 +329,18 @@ class Bench:
             self.fail(f"main recording {name_ms} stored but not listed")
             return
         counted = len(self.recs) >= self.a.warmup
-        ref = self.measure("local_dropped", path, self.export_path(rec), counted, local=True, drop=True)
-        if ref is None:
-            print(f"tier-playback: main/{name_ms} stripped before its local export; skipped", flush=True)
-            return
+        # The two local exports in turns, first one then the other first, so that what
+        # the first request leaves behind (and the load after a copy) falls on both alike.
+        order = ("local_dropped", "local_cached") if len(self.recs) % 2 == 0 else ("local_cached", "local_dropped")
+        ref = None
+        for case in order:
+            body = self.measure(case, path, self.export_path(rec), counted, ref=ref, local=True,
+                                drop=case == "local_dropped", load=case == "local_cached")
+            if body is None:
+                print(f"tier-playback: main/{name_ms} stripped before its local exports; skipped", flush=True)
+                return
+            ref = ref or body
         self.recs[name_ms] = {"rec": rec, "ref": ref, "sha256": hashlib.sha256(ref).hexdigest(), "cold": False}
-        self.measure("local_cached", path, self.export_path(rec), counted, ref=ref, local=True)
 
     def on_stripped(self, name_ms):
         r = self.recs.get(name_ms)
@@ -481,14 +518,19 @@ def run(kp_mod, ceph_rgw, a, report, failures):
             except (AssertionError, RuntimeError, OSError) as e:
                 failures.append(f"{type(e).__name__}: {e}")
             finally:
-                cam.kill()
+                try:
+                    if k is not None:
+                        k.stop()  # before the camera: its loss is then no warning in the log
+                finally:
+                    cam.kill()
                 if k is not None:
-                    k.stop()
                     bad = k.unexpected_restarts()
                     if bad:
                         failures.append(f"workers restarted: {bad}")
                     log = k.log_text()
-                    report["keeppeekd_problems"] = [m.group(0)[:400] for m in PROBLEM.finditer(log)][:200]
+                    stop = log.find("stopping all workers")
+                    report["keeppeekd_problems"] = [{"line": m.group(0)[:400], "at_stop": 0 <= stop < m.start()}
+                                                    for m in PROBLEM.finditer(log)][:200]
                     report["keeppeekd_log_lines"] = log.count("\n")
                     if failures:
                         print("---- keeppeekd log (tail) ----\n" + log[-6000:], file=sys.stderr)
@@ -539,7 +581,8 @@ def main():
 
     failures = []
     report = {"benchmark": "tier-playback", "label": a.label, "machine": pc.machine(),
-              "revision": pc.git_revision(a.source), "build": build, "dir_fs": pc.fs_type(a.dir), "nice": os.nice(0),
+              "revision": pc.git_revision(a.source), "build": build, "buildtype": buildtype(build),
+              "dir_fs": pc.fs_type(a.dir), "nice": os.nice(0),
               "params": {"runs": a.runs, "warmup": a.warmup, "warm": a.warm, "thumbs": a.thumbs,
                          "keep_local_s": a.keep_local, "rollover_s": 10, "rgw_nodelay": a.rgw_nodelay}}
     cores, waited = pc.wait_quiet(a.wait_quiet, a.max_other)
@@ -588,6 +631,14 @@ def main():
     return 0
 
 
+def buildtype(build):
+    try:
+        with open(os.path.join(build, "meson-info", "intro-buildoptions.json")) as f:
+            return next((o["value"] for o in json.load(f) if o["name"] == "buildtype"), "?")
+    except (OSError, ValueError):
+        return "?"
+
+
 def per_request(rows, case):
     """Bytes answered, fetches and bytes fetched per counted request of a case (p50)."""
     rows = [r for r in rows if r["case"] == case and r["counted"] and "failed" not in r]
@@ -604,7 +655,8 @@ def markdown(rep):
     ld = rep["load_during"]
     p = rep["params"]
     lines = [f"# tier-playback ({rep['label']})", "",
-             f"Machine: {pc.machine_md(rep['machine'])}. Revision {rep['revision']}. {rep.get('ceph', '')}, one mon + "
+             f"Machine: {pc.machine_md(rep['machine'])}. Revision {rep['revision']}, build {rep['buildtype']}. "
+             f"{rep.get('ceph', '')}, one mon + "
              f"one bluestore OSD + radosgw on loopback (tcp_nodelay {'on' if p['rgw_nodelay'] else 'off, the default'}"
              f"), Ceph on {rep['dir_fs']}, keeppeekd's data on {rep.get('data_fs', '?')}; nice {rep['nice']}.",
              f"Load average (1 min): {f(rep['load_before'][0])} before, {f(rep['load_after'][0])} after, "
@@ -637,12 +689,13 @@ def markdown(rep):
     if refs:
         lines += ["", f"{len(refs)} recordings exported while local (the references): "
                   f"{f(min(r['bytes'] for r in refs))}–{f(max(r['bytes'] for r in refs))} bytes, "
-                  f"{min(r['packets'] for r in refs)}–{max(r['packets'] for r in refs)} video packets, ffprobe-clean; "
+                  f"{min(r['packets'] for r in refs)}–{max(r['packets'] for r in refs)} video packets, "
+                  "ffprobe-clean; "
                   f"every remote export byte-equal to its reference. Pages of a local file still cached after "
                   f"DONTNEED: {rep.get('resident_pages_after_drop', 0)} in all."]
     rows = rep.get("requests", [])
     if rows:
-        waited = [r["settle_ms"] for r in rows if r["settle_ms"] >= 1.0]
+        waited = [r["settle_ms"] for r in rows if r["waited_for_copy"]]
         lines += ["", f"{len(rows)} requests in all (warm-up included); {len(waited)} waited for a copy to end first "
                   f"(at most {f(max(waited, default=0.0), 0)} ms); during {sum(1 for r in rows if r['copies_during'])} "
                   f"a copy was queued or ended, during {sum(1 for r in rows if r['strips_during'])} a file was "
@@ -653,7 +706,7 @@ def markdown(rep):
     probs = rep.get("keeppeekd_problems", [])
     lines += ["", f"keeppeekd's log: {rep.get('keeppeekd_log_lines', 0)} lines, {len(probs)} warnings or errors"
               + (":" if probs else ".")]
-    lines += [f"    {x}" for x in probs[:20]]
+    lines += [f"    {x['line']}{'  (after keeppeekd began to stop)' if x['at_stop'] else ''}" for x in probs[:20]]
     if rep["failures"]:
         lines += ["", "## Failures", ""] + [f"* {x}" for x in rep["failures"]]
     return "\n".join(lines) + "\n"
