@@ -16,6 +16,7 @@ once and the continuation waits for the store; with the OSD running again the re
 back and the position goes seconds past that fragment; the frames decode without error
 (aiortc, and ffmpeg from the access units received). No worker restarts."""
 import asyncio
+import atexit
 import json
 import logging
 import os
@@ -161,6 +162,7 @@ def test(make, rgw, work):
     with open(secret_file, "w") as f:
         f.write(rgw.secret)
     cam = TestCamera(work, "read-cam", "h264", "baichuan", "aes")
+    atexit.register(cam.kill)  # also when a check fails before the end
     config = CONFIG.format(endpoint=rgw.endpoint, bucket=rgw.bucket, secret_file=secret_file, url=cam.url())
     kp = make(config=config, env={"KP_TIER_ACCESS_KEY": rgw.access_key})
     kp.wait_running()

@@ -10,6 +10,7 @@ with recorderd killed during the next multipart upload, and with radosgw killed 
 third (started again 2 s later). Then retention (a quota set by a
 reload) deletes the recordings, and their objects are deleted from the store. No other
 worker restarts; the tier metrics count the copies and the deletes."""
+import atexit
 import json
 import os
 import re
@@ -83,6 +84,7 @@ def test(make, rgw, work):
         f.write(rgw.secret)
     os.chmod(secret_file, 0o600)
     cam = TestCamera(work, "tier-cam", "h264", "baichuan", "aes")
+    atexit.register(cam.kill)  # also when a check fails before the end
     config = CONFIG.format(endpoint=rgw.endpoint, bucket=rgw.bucket, secret_file=secret_file, url=cam.url())
     kp = make(config=config, env={"KP_TIER_ACCESS_KEY": rgw.access_key})
     kp.wait_running()
