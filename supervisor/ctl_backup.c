@@ -108,19 +108,43 @@ static int copy_fd_to(int in, int dirfd, const char *name, uid_t uid, gid_t gid,
 	static char buf[1 << 20];
 	uint64_t total = 0;
 	int r = 0;
-	for (;;) {
-		ssize_t n = read(in, buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
+	/* Its data, hole by hole: a recording stripped to its headers (its media in the object
+	 * store, decision 0037) stays as sparse in the copy as it is here. */
+	struct stat st;
+	off_t pos = 0, end = 0;
+	if (fstat(in, &st) < 0)
+		r = -errno;
+	else
+		end = st.st_size;
+	while (r == 0 && pos < end) {
+		off_t data = lseek(in, pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break; /* a hole up to the end */
+		off_t hole = data < 0 ? -1 : lseek(in, data, SEEK_HOLE);
+		if (data < 0 || hole < 0) {
 			r = -errno;
-		if (n <= 0)
 			break;
-		r = write_full_fd(out, buf, (size_t)n);
-		if (r < 0)
-			break;
-		total += (uint64_t)n;
+		}
+		if (hole > end)
+			hole = end;
+		for (pos = data; r == 0 && pos < hole;) {
+			size_t want = (size_t)(hole - pos) < sizeof buf ? (size_t)(hole - pos) : sizeof buf;
+			ssize_t n = pread(in, buf, want, pos);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				r = -errno;
+			} else if (n == 0) {
+				hole = end = pos; /* shorter than it was: copied up to where it has got */
+			} else {
+				r = lseek(out, pos, SEEK_SET) < 0 ? -errno : write_full_fd(out, buf, (size_t)n);
+				pos += n;
+				total += (uint64_t)n;
+			}
+		}
 	}
+	if (r == 0 && ftruncate(out, end) < 0)
+		r = -errno;
 	if (r == 0 && uid != (uid_t)-1 && fchown(out, uid, gid) < 0)
 		r = -errno;
 	if (r == 0 && fsync(out) < 0)

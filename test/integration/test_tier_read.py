@@ -9,7 +9,8 @@ thumbnail of it is decoded from a keyframe read back too. With the OSD stalled, 
 a remote recording not cached is answered 503 within recorderd's wait, while the API answers
 and recording goes on; with the OSD running again it is served. The OSD killed for 10 s and
 started again: every recording closed meanwhile is copied and stripped, none lost. A catalog
-rebuilt from the files knows the remote recordings from their sidecars and still plays them.
+rebuilt from the files knows the remote recordings from their sidecars and still plays them;
+a backup with the media copies a stripped file as sparse as it is.
 Stored playback of a remote recording over WebRTC (rtcd's cursor, aiortc) with its first
 fragment alone cached (a thumbnail read it back) and the OSD stalled: that fragment plays at
 once and the continuation waits for the store; with the OSD running again the rest is read
@@ -345,6 +346,19 @@ def test(make, rgw, work):
     st, rebuilt = export(kp, tok, rec) if rec else (0, b"")
     check(st == 200 and rebuilt == before, f"after the rebuild the first recording still exports the same bytes "
                                            f"({st}, {len(rebuilt)} bytes)")
+
+    # A backup with the media keeps a stripped file as sparse as it is, and its sidecar.
+    backup = os.path.join(work, "backup")
+    rc, out, err = kp.ctl("backup", backup, "--media")
+    copy = os.path.join(backup, "data", key)
+    check(rc == 0 and os.path.isfile(copy) and os.path.isfile(copy + ".tier"),
+          f"keeppeekctl backup --media copies the stripped file and its sidecar ({rc} {err.strip()})")
+    with open(local, "rb") as a, open(copy, "rb") as b:
+        same = a.read() == b.read()
+    cst = os.stat(copy)
+    check(same and cst.st_size == size and cst.st_blocks * 512 < size // 4,
+          f"the copy has the same bytes and size ({cst.st_size}) and stays sparse ({cst.st_blocks * 512} bytes "
+          f"of blocks)")
     cam.kill()
 
 
