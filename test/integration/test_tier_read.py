@@ -10,7 +10,9 @@ a remote recording not cached is answered 503 within recorderd's wait, while the
 and recording goes on; with the OSD running again it is served. The OSD killed for 10 s and
 started again: every recording closed meanwhile is copied and stripped, none lost. A catalog
 rebuilt from the files knows the remote recordings from their sidecars and still plays them;
-a backup with the media copies a stripped file as sparse as it is.
+a backup with the media copies a stripped file as sparse as it is. Then everything is
+restarted (keeppeekd stopped, radosgw killed and started, keeppeekd started on the same
+data): the remote recording is read back again, the same bytes, and tiering goes on.
 Stored playback of a remote recording over WebRTC (rtcd's cursor, aiortc) with its first
 fragment alone cached (a thumbnail read it back) and the OSD stalled: that fragment plays at
 once and the continuation waits for the store; with the OSD running again the rest is read
@@ -359,6 +361,28 @@ def test(make, rgw, work):
     check(same and cst.st_size == size and cst.st_blocks * 512 < size // 4,
           f"the copy has the same bytes and size ({cst.st_size}) and stays sparse ({cst.st_blocks * 512} bytes "
           f"of blocks)")
+
+    # Everything restarted: keeppeekd stopped, radosgw killed and started again, keeppeekd
+    # started again on the same data directory. The read cache starts empty; the remote
+    # recording is read back from the store again, the same bytes; the catalog checks clean.
+    check(kp.stop() is not None, "keeppeekd stops")
+    rgw.kill("rgw")
+    rgw.start("rgw")
+    again = make(config=config.replace("data_dir = {dir}/data", f"data_dir = {kp.data}"),
+                 env={"KP_TIER_ACCESS_KEY": rgw.access_key})
+    again.wait_running()
+    tok2 = again.token()
+    check(not os.listdir(os.path.join(kp.data, "tier-cache")), "the read cache starts empty")
+    rec = wait_for(lambda: recording_of(again, tok2, name_ms), 20, 0.5)
+    f0 = metric(again, tok2, "keeppeek_tier_fetches_total") or 0
+    st, restarted = export(again, tok2, rec) if rec else (0, b"")
+    check(st == 200 and restarted == before and metric(again, tok2, "keeppeek_tier_fetches_total") > f0,
+          f"after the restart the first recording is read back from the store, the same bytes ({st}, "
+          f"{len(restarted)} bytes)")
+    rc, out, err = again.ctl("check")
+    check(rc == 0 and " 0 problems" in out, f"keeppeekctl check finds no problem after it ({out.strip()[-200:]})")
+    newer = wait_for(lambda: re.search(r"recording \d+: \S+ now holds its headers only", again.log_text()), 60, 0.5)
+    check(newer, "the restarted server goes on copying and stripping")
     cam.kill()
 
 
