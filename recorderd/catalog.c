@@ -571,6 +571,19 @@ static int collect_fragment(void *arg, const struct cat_fragment *f)
 	return 0;
 }
 
+int cat_fragments_of(struct cat_txn *t, uint64_t recording_id, struct cat_fragment **ret, size_t *ret_n)
+{
+	struct frag_list l = {0};
+	int e = cat_each_fragment(t, recording_id, collect_fragment, &l);
+	if (e < 0) {
+		free(l.f);
+		return e;
+	}
+	*ret = l.f;
+	*ret_n = l.n;
+	return 0;
+}
+
 static int delete_fragment(struct cat_txn *t, uint32_t stream_id, const struct cat_fragment *f)
 {
 	int r = 0;

@@ -126,6 +126,9 @@ int cat_each_stream_recording(struct cat_txn *t, uint32_t stream_id, int64_t fro
 /* Fragments of one recording in sequence order. */
 int cat_each_fragment(struct cat_txn *t, uint64_t recording_id, int (*fn)(void *arg, const struct cat_fragment *f),
 		      void *arg);
+/* Every fragment row of recording_id, in seq order, as a malloc'ed array (*ret, free it;
+ * NULL and 0 when there is none). */
+int cat_fragments_of(struct cat_txn *t, uint64_t recording_id, struct cat_fragment **ret, size_t *ret_n);
 
 /* The newest keyframe of a stream at or before ms; -ENOENT when none. */
 int cat_keyframe_at(struct cat_txn *t, uint32_t stream_id, int64_t ms, int64_t *ret_ms, struct cat_keyframe *ret);

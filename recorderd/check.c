@@ -18,6 +18,7 @@
 #include "event_log.h"
 #include "event_record.h"
 #include "jobs.h"
+#include "kp_io.h"
 #include "h26x.h"
 #include "rebuild.h"
 
@@ -109,22 +110,6 @@ static void stream_label(const struct run *run, uint32_t stream_id, char *buf, s
 		snprintf(buf, len, "camera %u/%s", (unsigned)(stream_id >> 8), s);
 }
 
-static int read_exact(int fd, uint8_t *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ENODATA;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 /* Walks the length-prefixed units of a keyframe range to its first picture slice; NULL
  * when that is an IDR/IRAP slice, else why not (possibly in why). */
 static const char *keyframe_problem(int fd, enum kp_codec codec, uint64_t off, uint32_t len, char *why, size_t whylen)
@@ -132,7 +117,7 @@ static const char *keyframe_problem(int fd, enum kp_codec codec, uint64_t off, u
 	uint64_t pos = off, end = off + len;
 	for (int i = 0; i < KEYFRAME_NALS; i++) {
 		uint8_t h[6];
-		if (pos + sizeof h > end || read_exact(fd, h, sizeof h, pos) < 0)
+		if (pos + sizeof h > end || kp_pread_all(fd, h, sizeof h, pos) < 0)
 			return "ends before its first picture NAL unit";
 		uint32_t n = cat_get_be32(h);
 		if (n < 2 || pos + 4 + n > end)
@@ -195,7 +180,7 @@ static int check_fragment(void *arg, const struct cat_fragment *f)
 		return 0;
 	}
 	uint8_t head[8];
-	if (read_exact(w->fd, head, sizeof head, f->offset) < 0 || memcmp(head + 4, "prft", 4)) {
+	if (kp_pread_all(w->fd, head, sizeof head, f->offset) < 0 || memcmp(head + 4, "prft", 4)) {
 		problem(run, "%s: fragment %u at byte %llu does not start with a fragment header", path,
 			(unsigned)f->seq, (unsigned long long)f->offset);
 		fix(run, cut);

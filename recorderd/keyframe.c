@@ -8,6 +8,7 @@
 
 #include "catalog_events.h"
 #include "catalog_keys.h"
+#include "kp_io.h"
 
 /* Whether ms lies in the keyframe's fragment or in the fragments without a keyframe that
  * continue its GOP (a GOP too long for one fragment); *until_ms is where the GOP's
@@ -97,18 +98,8 @@ int rec_keyframe_find_event(struct cat *cat, const char *event_id, uint32_t stre
 
 int rec_keyframe_read_fd(int fd, const struct rec_keyframe *k, uint8_t *buf)
 {
-	size_t got = 0;
-	int r = 0;
-	while (got < k->length && r == 0) {
-		ssize_t n = pread(fd, buf + got, k->length - got, (off_t)(k->offset + got));
-		if (n < 0 && errno != EINTR)
-			r = -errno;
-		else if (n == 0)
-			r = -ENODATA; /* the catalog names bytes the file does not have */
-		else if (n > 0)
-			got += (size_t)n;
-	}
-	return r;
+	/* -ENODATA: the catalog names bytes the file does not have */
+	return kp_pread_all(fd, buf, k->length, k->offset);
 }
 
 int rec_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf)

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kp_io.h"
 #include "kp_time.h"
 #include "log.h"
 #include "tier_local.h"
@@ -233,11 +234,10 @@ static int copy_local(const struct cat_recording *rec, struct cached *c, uint64_
 	int src = openat(C.dirfd, rec->path, O_RDONLY | O_CLOEXEC);
 	int dst = openat(C.dirfd, path, O_WRONLY | O_CLOEXEC);
 	int r = src < 0 || dst < 0 ? -errno : 0;
-	ssize_t n = r == 0 ? pread(src, buf, (size_t)(end - off), (off_t)off) : 0;
-	if (r == 0 && n != (ssize_t)(end - off))
-		r = n < 0 ? -errno : -ENODATA;
-	if (r == 0 && pwrite(dst, buf, (size_t)n, (off_t)off) != n)
-		r = -EIO;
+	if (r == 0)
+		r = kp_pread_all(src, buf, (size_t)(end - off), off);
+	if (r == 0)
+		r = kp_pwrite_all(dst, buf, (size_t)(end - off), off);
 	if (src >= 0)
 		close(src);
 	if (dst >= 0)
@@ -305,13 +305,13 @@ static int ask(const struct cat_recording *rec, struct cached *c, uint64_t off, 
 	/* The range starts at a fragment, whose header the stripped file still has: the
 	 * object must begin there with the same bytes. */
 	uint8_t head[16];
+	size_t n = end - off < sizeof head ? (size_t)(end - off) : sizeof head;
 	int fd = openat(C.dirfd, rec->path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : pread(fd, head, sizeof head, (off_t)off);
-	int e = errno;
+	int e = fd < 0 ? -errno : kp_pread_all(fd, head, n, off);
 	if (fd >= 0)
 		close(fd);
-	if (n < 0)
-		return -e;
+	if (e < 0)
+		return e;
 	memset(f, 0, sizeof *f);
 	if (++C.next_fetch == 0)
 		C.next_fetch = 1;
@@ -320,8 +320,8 @@ static int ask(const struct cat_recording *rec, struct cached *c, uint64_t off, 
 	f->cache_gen = c->gen;
 	f->want = (struct range){off, end};
 	snprintf(f->key, sizeof f->key, "%s", rec->path);
-	memcpy(f->expect, head, (size_t)n);
-	f->expect_len = (size_t)n;
+	memcpy(f->expect, head, n);
+	f->expect_len = n;
 	C.reserved += end - off;
 	wait_on(f->id);
 	return 0;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fmp4.h"
+#include "kp_io.h"
 
 #define SIDECAR_MAX 1024
 
@@ -18,36 +19,6 @@ static int sidecar_path(const char *path, char *out, size_t len)
 {
 	int n = snprintf(out, len, "%s%s", path, REC_TIER_SIDECAR);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-static int write_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ENODATA;
-		got += (size_t)n;
-	}
-	return 0;
 }
 
 /* The directory of path (relative to data_dir), synced. */
@@ -77,7 +48,7 @@ int rec_tier_sidecar_write(int data_dirfd, const char *path, const struct cat_ti
 	int fd = openat(data_dirfd, side, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -errno;
-	r = write_all(fd, text, (size_t)n, 0);
+	r = kp_pwrite_all(fd, text, (size_t)n, 0);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	close(fd);
@@ -130,66 +101,47 @@ int rec_tier_sidecar_read(int data_dirfd, const char *path, struct cat_tier *row
 	return have == 7 && row->key[0] ? 0 : -EBADMSG;
 }
 
-struct frags {
-	struct cat_fragment *f;
-	size_t n, cap;
-};
-
-static int collect(void *arg, const struct cat_fragment *f)
-{
-	struct frags *l = arg;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct cat_fragment *nf = realloc(l->f, cap * sizeof *nf);
-		if (!nf)
-			return -ENOMEM;
-		l->f = nf;
-		l->cap = cap;
-	}
-	l->f[l->n++] = *f;
-	return 0;
-}
-
 /* Copies the init segment and each fragment's header from src to dst. */
-static int copy_headers(int src, int dst, const struct frags *l)
+static int copy_headers(int src, int dst, const struct cat_fragment *frags, size_t n)
 {
 	static uint8_t buf[FMP4_FRAG_HEADER_MAX > FMP4_READ_INIT_MAX ? FMP4_FRAG_HEADER_MAX : FMP4_READ_INIT_MAX];
-	uint64_t init_len = l->n ? l->f[0].offset : 0;
+	uint64_t init_len = n ? frags[0].offset : 0;
 	if (init_len > sizeof buf)
 		return -EFBIG;
-	int r = read_all(src, buf, (size_t)init_len, 0);
+	int r = kp_pread_all(src, buf, (size_t)init_len, 0);
 	if (r == 0)
-		r = write_all(dst, buf, (size_t)init_len, 0);
-	for (size_t i = 0; r == 0 && i < l->n; i++) {
-		const struct cat_fragment *f = &l->f[i];
+		r = kp_pwrite_all(dst, buf, (size_t)init_len, 0);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const struct cat_fragment *f = &frags[i];
 		/* A header is a few hundred bytes: 4 KiB first, all it may be if that is short. */
 		size_t most = f->length < FMP4_FRAG_HEADER_MAX ? (size_t)f->length : FMP4_FRAG_HEADER_MAX;
 		size_t want = most < 4096 ? most : 4096;
 		struct fmp4_frag fi;
-		r = read_all(src, buf, want, f->offset);
+		r = kp_pread_all(src, buf, want, f->offset);
 		if (r == 0)
 			r = fmp4_read_frag(NULL, buf, want, &fi);
 		if (r == -EAGAIN && want < most) {
 			want = most;
-			r = read_all(src, buf, want, f->offset);
+			r = kp_pread_all(src, buf, want, f->offset);
 			if (r == 0)
 				r = fmp4_read_frag(NULL, buf, want, &fi);
 		}
 		if (r == 0 && fi.header_len > want)
 			r = -EBADMSG;
 		if (r == 0)
-			r = write_all(dst, buf, fi.header_len, f->offset);
+			r = kp_pwrite_all(dst, buf, fi.header_len, f->offset);
 	}
 	return r;
 }
 
 int rec_tier_strip(int data_dirfd, struct cat *cat, const struct cat_recording *rec)
 {
-	struct frags l = {0};
+	struct cat_fragment *frags = NULL;
+	size_t n = 0;
 	struct cat_txn *t;
 	int r = cat_begin(cat, 0, &t);
 	if (r == 0) {
-		r = cat_each_fragment(t, rec->id, collect, &l);
+		r = cat_fragments_of(t, rec->id, &frags, &n);
 		cat_abort(t);
 	}
 	char tmp[64];
@@ -203,10 +155,10 @@ int rec_tier_strip(int data_dirfd, struct cat *cat, const struct cat_recording *
 	struct stat st;
 	if (r == 0 && fstat(src, &st) < 0)
 		r = -errno;
-	if (r == 0 && l.n == 0)
+	if (r == 0 && n == 0)
 		r = -ENODATA;
 	if (r == 0)
-		r = copy_headers(src, dst, &l);
+		r = copy_headers(src, dst, frags, n);
 	if (r == 0 && (ftruncate(dst, st.st_size) < 0 || fsync(dst) < 0))
 		r = -errno;
 	if (src >= 0)
@@ -219,7 +171,7 @@ int rec_tier_strip(int data_dirfd, struct cat *cat, const struct cat_recording *
 		r = sync_dir_of(data_dirfd, rec->path);
 	else if (dst >= 0)
 		unlinkat(data_dirfd, tmp, 0);
-	free(l.f);
+	free(frags);
 	/* Retention (on the committer's thread) may have deleted the recording, and its file,
 	 * while the copy was made: the rename then made the file again. */
 	if (r == 0 && (r = cat_begin(cat, 0, &t)) == 0) {

@@ -7,23 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kp_io.h"
 #include "log.h"
 
 static struct tier_lane F;
-
-static int write_at(int fd, const void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
 
 static void report(struct tier_lane *l, const struct tier_job *j, unsigned gen, int r, const char *why)
 {
@@ -65,7 +52,7 @@ static void run(struct tier_lane *l, const struct tier_job *j, unsigned gen)
 			why = "the object's bytes there are not the fragment's header";
 		}
 		if (r == 0) {
-			r = write_at(j->fd, l->buf, want, j->offset + done);
+			r = kp_pwrite_all(j->fd, l->buf, want, j->offset + done);
 			why = "writing the cache file failed";
 		}
 		done += want;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kp_io.h"
 #include "log.h"
 
 static struct {
@@ -65,23 +66,6 @@ static void uploaded(const struct tier_job *j, unsigned gen, const char *etag)
 	post(gen, &env);
 }
 
-/* len bytes at off of the file: -EIO when it is shorter (changed under us). */
-static int read_at(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 /* The object at the job's key has our size and ETag (HEAD). */
 static int verify(const struct tier_job *j, const char *etag, struct s3_result *res)
 {
@@ -109,7 +93,7 @@ static int describe_parts(const struct tier_job *j, struct s3_part *parts, size_
 {
 	for (size_t i = 0; i < n; i++) {
 		size_t len = part_len(j, i);
-		int r = read_at(j->fd, U.lane.buf, len, (uint64_t)i * U.part);
+		int r = kp_pread_all(j->fd, U.lane.buf, len, (uint64_t)i * U.part);
 		if (r < 0)
 			return r;
 		parts[i].number = (uint32_t)(i + 1);
@@ -123,7 +107,7 @@ static void run_single(const struct tier_job *j, unsigned gen)
 {
 	struct s3_result res = {0};
 	char etag[S3_ETAG_MAX];
-	int r = read_at(j->fd, U.lane.buf, (size_t)j->size, 0);
+	int r = kp_pread_all(j->fd, U.lane.buf, (size_t)j->size, 0);
 	if (r < 0) {
 		failed(j, gen, r, "reading the recording failed", 0);
 		return;
@@ -211,7 +195,7 @@ static void run_multipart(const struct tier_job *j, unsigned gen)
 		if (tier_lane_cancelled(&U.lane, gen))
 			goto out;
 		size_t len = part_len(j, i);
-		r = read_at(j->fd, U.lane.buf, len, (uint64_t)i * U.part);
+		r = kp_pread_all(j->fd, U.lane.buf, len, (uint64_t)i * U.part);
 		if (r < 0) {
 			failed(j, gen, r, "reading the recording failed", 0);
 			goto out;
