@@ -9,6 +9,8 @@ started again on its own. Decision 0027 records the settings and why.
     with CephRgw(base) as rgw:
         rgw.endpoint, rgw.access_key, rgw.secret
         rgw.kill("osd"); rgw.start("osd")
+
+or, for a whole test, with_cluster("kp-tier-x-", lambda rgw, workdir: ...).
 """
 import glob
 import os
@@ -16,6 +18,8 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -227,3 +231,26 @@ rgw_enable_usage_log = false
     def __exit__(self, *exc):
         self.stop()
         return False
+
+
+def with_cluster(prefix, test):
+    """Runs test(rgw, workdir) against a new cluster in a temporary directory (below
+    $KP_TEST_TMP when set): fails at once when Ceph's programs are missing, stops the
+    daemons on SIGTERM too (meson's timeout; they run in sessions of their own), and
+    prints the daemons' log tails when the test fails."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM: stopping the Ceph daemons"))
+    gone = missing()
+    if gone:
+        sys.exit(f"FAIL: Ceph programs missing: {', '.join(gone)} (scripts/install-deps installs them)")
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=os.environ.get("KP_TEST_TMP")) as d:
+        base = os.path.join(d, "ceph")
+        os.makedirs(base)
+        t0 = time.monotonic()
+        with CephRgw(base) as rgw:
+            print(f"     cluster up in {time.monotonic() - t0:.1f} s")
+            try:
+                test(rgw, d)
+            except (SystemExit, AssertionError):
+                for n in ("rgw", "osd", "mon"):
+                    print(rgw.log_tail(n, 1500), file=sys.stderr)
+                raise

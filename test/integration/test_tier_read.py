@@ -26,14 +26,12 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 
 import ceph_rgw
 import kp_rtc  # before anything starts: it runs the test again under Debian's python3 (aiortc)
-from kp import TIME_SCALE, TestCamera, check, fail, metric, run, wait_for, wait_streaming
+from kp import TIME_SCALE, TestCamera, check, metric, run, wait_for, wait_streaming
 
 CONFIG = """[keeppeek]
 data_dir = {{dir}}/data
@@ -387,22 +385,7 @@ def test(make, rgw, work):
 
 
 def main():
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM: stopping the Ceph daemons"))
-    missing = ceph_rgw.missing()
-    if missing:
-        fail(f"Ceph programs missing: {', '.join(missing)} (scripts/install-deps installs them)")
-    with tempfile.TemporaryDirectory(prefix="kp-tier-read-", dir=os.environ.get("KP_TEST_TMP")) as d:
-        base = os.path.join(d, "ceph")
-        os.makedirs(base)
-        t0 = time.monotonic()
-        with ceph_rgw.CephRgw(base) as rgw:
-            print(f"     cluster up in {time.monotonic() - t0:.1f} s")
-            try:
-                run(lambda make: test(make, rgw, d))
-            except SystemExit:
-                for n in ("rgw", "osd"):
-                    print(rgw.log_tail(n, 1500), file=sys.stderr)
-                raise
+    ceph_rgw.with_cluster("kp-tier-read-", lambda rgw, d: run(lambda make: test(make, rgw, d)))
 
 
 if __name__ == "__main__":

@@ -11,11 +11,10 @@ import random
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 import ceph_rgw
-from kp import BUILD, check, fail
+from kp import BUILD, check
 
 PROBE = os.path.join(BUILD, "tierd", "tier-s3-probe")
 
@@ -37,28 +36,11 @@ def last(out):
 
 
 def main():
-    # The daemons run in sessions of their own: a SIGTERM (meson's timeout) must still
-    # reach the `with` that stops them.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM: stopping the Ceph daemons"))
-    missing = ceph_rgw.missing()
-    if missing:
-        fail(f"Ceph programs missing: {', '.join(missing)} (scripts/install-deps installs them)")
-    with tempfile.TemporaryDirectory(prefix="kp-tier-s3-", dir=os.environ.get("KP_TEST_TMP")) as d:
-        base = os.path.join(d, "ceph")
-        os.makedirs(base)
-        t0 = time.monotonic()
-        with ceph_rgw.CephRgw(base) as rgw:
-            try:
-                run(rgw, d, t0)
-            except AssertionError:
-                for n in ("rgw", "osd", "mon"):
-                    print(rgw.log_tail(n, 1500), file=sys.stderr)
-                raise
+    ceph_rgw.with_cluster("kp-tier-s3-", run)
     print("1 passed, 0 failed")
 
 
-def run(rgw, d, t0):
-    print(f"     cluster up in {time.monotonic() - t0:.1f} s")
+def run(rgw, d):
     rnd = random.Random(22)
     small = os.path.join(d, "small.bin")
     big = os.path.join(d, "big.bin")
