@@ -1,12 +1,15 @@
 """Shared by the perf/ runners: nearest-rank percentiles, the machine description every
 report carries, load-average and whole-machine CPU snapshots (to tell a measurement
-taken on a busy machine from one taken on an idle one), and report writing."""
+taken on a busy machine from one taken on an idle one, and over a run: Window), and
+report writing."""
 import datetime
 import json
 import math
 import os
 import platform
+import resource
 import subprocess
+import threading
 import time
 
 
@@ -141,3 +144,40 @@ def fmt(v, digits=2):
 def machine_md(m):
     return (f"{m['nproc']} CPUs ({m['cpu_model']}), {m['mem_gib']} GiB RAM, Linux {m['kernel']}, "
             f"{m['os']}; {m['date_utc']}")
+
+
+class Window(threading.Thread):
+    """The machine over a benchmark's run, from its start: the load average sampled every
+    second, and whole-machine CPU from /proc/stat. finish(report) stops it and writes
+    load_after, load_during, window_s, machine_busy_cores, own_cores (this runner and
+    every child it has reaped), other_cores and steal_cores into report."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.samples = []
+        self.stop = threading.Event()
+        self.jiffies0 = cpu_jiffies()
+        self.t0 = time.monotonic()
+        self.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            self.samples.append(loadavg()[0])
+            self.stop.wait(1.0)
+
+    def finish(self, report):
+        self.stop.set()
+        self.join()
+        jiffies1 = cpu_jiffies()
+        window = time.monotonic() - self.t0
+        hz = os.sysconf("SC_CLK_TCK")
+        busy = (jiffies1[0] - self.jiffies0[0]) / hz
+        own = sum(resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime
+                  for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        report["load_after"] = loadavg()
+        report["load_during"] = summary(self.samples)
+        report["window_s"] = round(window, 1)
+        report["machine_busy_cores"] = round(busy / window, 2)
+        report["own_cores"] = round(own / window, 2)
+        report["other_cores"] = round(max(0.0, busy - own) / window, 2)
+        report["steal_cores"] = round((jiffies1[1] - self.jiffies0[1]) / hz / window, 2)

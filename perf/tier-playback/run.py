@@ -59,12 +59,10 @@ import hashlib
 import json
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -113,20 +111,6 @@ _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
-
-
-class LoadSampler(threading.Thread):
-    """/proc/loadavg every second while the benchmark runs."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.samples = []
-        self.stop = threading.Event()
-
-    def run(self):
-        while not self.stop.is_set():
-            self.samples.append(pc.loadavg()[0])
-            self.stop.wait(1.0)
 
 
 def file_pages(path):
@@ -588,27 +572,9 @@ def main():
     cores, waited = pc.wait_quiet(a.wait_quiet, a.max_other)
     report["quiet_check"] = {"busy_cores": cores, "waited_s": waited, "quiet": cores <= a.max_other}
     report["load_before"] = pc.loadavg()
-    sampler = LoadSampler()
-    jiffies0 = pc.cpu_jiffies()
-    t_start = time.monotonic()
-    sampler.start()
+    window = pc.Window()
     run(kp, ceph_rgw, a, report, failures)
-    sampler.stop.set()
-    sampler.join()
-    jiffies1 = pc.cpu_jiffies()
-    window = time.monotonic() - t_start
-    hz = os.sysconf("SC_CLK_TCK")
-    report["load_after"] = pc.loadavg()
-    report["load_during"] = pc.summary(sampler.samples)
-    report["window_s"] = round(window, 1)
-    report["machine_busy_cores"] = round((jiffies1[0] - jiffies0[0]) / hz / window, 2)
-    # Ours: this runner and every child (keeppeekd with its workers, the test camera, the
-    # Ceph daemons), all reaped by now.
-    own = sum(resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime
-              for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    report["own_cores"] = round(own / window, 2)
-    report["other_cores"] = round(max(0.0, (jiffies1[0] - jiffies0[0]) / hz - own) / window, 2)
-    report["steal_cores"] = round((jiffies1[1] - jiffies0[1]) / hz / window, 2)
+    window.finish(report)
     samples = report.get("samples", {})
     for key, _ in CASES:
         want = {"local_dropped": None, "local_cached": None, "remote_cold": a.runs, "remote_warm": a.runs * a.warm,

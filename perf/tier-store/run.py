@@ -29,7 +29,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,20 +38,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 import perfcommon as pc  # noqa: E402
 
 FPS = 25
-
-
-class LoadSampler(threading.Thread):
-    """/proc/loadavg every second while the benchmark runs."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.samples = []
-        self.stop = threading.Event()
-
-    def run(self):
-        while not self.stop.is_set():
-            self.samples.append(pc.loadavg()[0])
-            self.stop.wait(1.0)
 
 
 def proc_cpu_s(pid):
@@ -255,13 +240,10 @@ def main():
               "revision": pc.git_revision(a.source), "dir_fs": pc.fs_type(a.dir), "nice": os.nice(0),
               "params": {"runs": a.runs, "warmup": a.warmup, "reads": a.reads, "long_runs": a.long_runs,
                          "camera_mbit": a.camera_mbit}}
-    sampler = LoadSampler()
     cores, waited = pc.wait_quiet(a.wait_quiet, a.max_other)
     report["quiet_check"] = {"busy_cores": cores, "waited_s": waited, "quiet": cores <= a.max_other}
     report["load_before"] = pc.loadavg()
-    jiffies0 = pc.cpu_jiffies()
-    t_start = time.monotonic()
-    sampler.start()
+    window = pc.Window()
     with tempfile.TemporaryDirectory(prefix="kp-tier-store-", dir=a.dir) as d:
         local = os.path.join(d, "local")
         os.makedirs(local)
@@ -304,21 +286,7 @@ def main():
                 print("tier-store: ranged GETs with the OSD stopped", flush=True)
                 report["stalled_osd"] = stalled_reads(rgw, probe, "cam1/main/set0/r000-put.mp4", recs[0]["path"],
                                                       d, failures)
-    sampler.stop.set()
-    sampler.join()
-    jiffies1 = pc.cpu_jiffies()
-    window = time.monotonic() - t_start
-    hz = os.sysconf("SC_CLK_TCK")
-    report["load_after"] = pc.loadavg()
-    report["load_during"] = pc.summary(sampler.samples)
-    report["window_s"] = round(window, 1)
-    report["machine_busy_cores"] = round((jiffies1[0] - jiffies0[0]) / hz / window, 2)
-    # Ours: this runner and every child, the Ceph daemons included (reaped by now).
-    own = sum(resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime
-              for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    report["own_cores"] = round(own / window, 2)
-    report["other_cores"] = round(max(0.0, (jiffies1[0] - jiffies0[0]) / hz - own) / window, 2)
-    report["steal_cores"] = round((jiffies1[1] - jiffies0[1]) / hz / window, 2)
+    window.finish(report)
     report["failures"] = failures
     md = markdown(report)
     jpath, mpath = pc.write_reports(os.path.join(build, "perf"), "tier-store", report, md)
