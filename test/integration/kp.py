@@ -63,13 +63,15 @@ def sanitized():
 
 
 def proc_status(pid):
+    """/proc/PID/status as a dict, or None once the process is gone (it can go between the
+    open and the read, which then fails with ESRCH)."""
     out = {}
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 k, _, v = line.partition(":")
                 out[k] = v.strip()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return None
     return out
 
@@ -224,7 +226,10 @@ class Keeppeek:
         elapsed = time.monotonic() - start
         for p in self.known_pids:
             if alive(p):
-                os.kill(p, signal.SIGKILL)
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
