@@ -153,6 +153,7 @@ static void on_fetch(struct kp_ipc_frame *f)
 	snprintf(j.key, sizeof j.key, "%s", m->key);
 	j.expect_len = m->expect.size <= sizeof j.expect ? m->expect.size : sizeof j.expect;
 	memcpy(j.expect, m->expect.bytes, j.expect_len);
+	snprintf(j.etag, sizeof j.etag, "%s", m->etag);
 	int err;
 	const char *why = tier_fetch_push(&j, &err);
 	if (!why) {

@@ -135,6 +135,14 @@ static void test_fetch_checks(void)
 	j.offset = (uint64_t)INT64_MAX - TIER_FETCH_MAX + 1;
 	CHECK_STR_EQ(tier_fetch_push(&j, &err), "the range ends past any file");
 	j.offset = 0;
+	snprintf(j.etag, sizeof j.etag, "0123456789ABCDEF0123456789abcdef");
+	CHECK_STR_EQ(tier_fetch_push(&j, &err), "an ETag is checked on a whole object, as 32 lower-case hex digits");
+	snprintf(j.etag, sizeof j.etag, "0123456789abcdef0123456789abcde");
+	CHECK_STR_EQ(tier_fetch_push(&j, &err), "an ETag is checked on a whole object, as 32 lower-case hex digits");
+	snprintf(j.etag, sizeof j.etag, "0123456789abcdef0123456789abcdef");
+	j.offset = 1;
+	CHECK_STR_EQ(tier_fetch_push(&j, &err), "an ETag is checked on a whole object, as 32 lower-case hex digits");
+	j.offset = 0;
 	/* Every check passed: the lane, not started, refuses. */
 	CHECK(tier_fetch_push(&j, &err) != NULL);
 	CHECK_EQ(err, ENOTCONN);
