@@ -33,6 +33,19 @@ struct cached {
 	struct range r[REC_TIER_RANGES_MAX];
 };
 
+/* What is read back: a remote recording (the stripped file at local holds the first bytes
+ * of every range asked: its fragment headers) or an event JPEG (fetched whole, its MD5
+ * checked against etag). */
+struct object {
+	uint64_t id;
+	const char *key;
+	uint64_t size;
+	const char *local;
+	const uint8_t *head; /* without local: the bytes the object begins with */
+	size_t head_len;
+	const char *etag;
+};
+
 struct fetch {
 	uint32_t id; /* 0: free */
 	uint64_t rec;
@@ -43,6 +56,7 @@ struct fetch {
 	char key[CAT_PATH_MAX];
 	uint8_t expect[16];
 	size_t expect_len;
+	char etag[33];
 };
 
 struct parked {
@@ -190,7 +204,7 @@ static int add_range(struct cached *c, uint64_t off, uint64_t end)
 	return 0;
 }
 
-static struct cached *cached_new(const struct cat_recording *rec)
+static struct cached *cached_new(const struct object *o)
 {
 	if (make_room(0, NULL, 1) < 0)
 		return NULL;
@@ -198,9 +212,9 @@ static struct cached *cached_new(const struct cat_recording *rec)
 	if (!c)
 		return NULL;
 	char path[64];
-	cache_path(rec->id, path, sizeof path);
+	cache_path(o->id, path, sizeof path);
 	int fd = openat(C.dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0 || ftruncate(fd, (off_t)rec->bytes) < 0) {
+	if (fd < 0 || ftruncate(fd, (off_t)o->size) < 0) {
 		kp_err("%s: making the read cache file failed: %s", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -208,9 +222,9 @@ static struct cached *cached_new(const struct cat_recording *rec)
 		return NULL;
 	}
 	close(fd);
-	c->id = rec->id;
+	c->id = o->id;
 	c->gen = ++C.next_gen;
-	c->size = rec->bytes;
+	c->size = o->size;
 	C.c[C.nc++] = c;
 	return c;
 }
@@ -224,14 +238,14 @@ static int open_cached(const struct cached *c)
 }
 
 /* [off, end) of rec's stripped file (the init segment) into the cache file. */
-static int copy_local(const struct cat_recording *rec, struct cached *c, uint64_t off, uint64_t end)
+static int copy_local(const struct object *o, struct cached *c, uint64_t off, uint64_t end)
 {
 	if (end - off > 64 * 1024)
 		return -EFBIG; /* an init segment is a few hundred bytes */
 	static uint8_t buf[64 * 1024];
 	char path[64];
 	cache_path(c->id, path, sizeof path);
-	int src = openat(C.dirfd, rec->path, O_RDONLY | O_CLOEXEC);
+	int src = openat(C.dirfd, o->local, O_RDONLY | O_CLOEXEC);
 	int dst = openat(C.dirfd, path, O_WRONLY | O_CLOEXEC);
 	int r = src < 0 || dst < 0 ? -errno : 0;
 	if (r == 0)
@@ -263,14 +277,14 @@ static void wait_on(uint32_t fetch_id)
 		C.req_waits[C.req_nwaits++] = fetch_id;
 }
 
-/* A new fetch of [off, end) of rec, or the one this request asked for last extended when
+/* A new fetch of [off, end) of o, or the one this request asked for last extended when
  * the range follows it. Not sent yet: rec_tier_cache_end sends it once the request is
  * parked. */
-static int ask(const struct cat_recording *rec, struct cached *c, uint64_t off, uint64_t end)
+static int ask(const struct object *o, struct cached *c, uint64_t off, uint64_t end)
 {
 	for (unsigned i = 0; i < REC_TIER_FETCHES_MAX; i++) {
 		struct fetch *f = &C.f[i];
-		if (f->id && f->rec == rec->id && f->cache_gen == c->gen && f->want.off <= off && end <= f->want.end) {
+		if (f->id && f->rec == o->id && f->cache_gen == c->gen && f->want.off <= off && end <= f->want.end) {
 			wait_on(f->id); /* under way (when this run waits for enough, for a later one) */
 			return 0;
 		}
@@ -278,7 +292,7 @@ static int ask(const struct cat_recording *rec, struct cached *c, uint64_t off, 
 	struct fetch *ext = NULL;
 	for (unsigned i = 0; C.req_nwaits && i < REC_TIER_FETCHES_MAX && !ext; i++) {
 		struct fetch *f = &C.f[i];
-		if (f->id == C.req_waits[C.req_nwaits - 1] && !f->sent && f->rec == rec->id && f->cache_gen == c->gen &&
+		if (f->id == C.req_waits[C.req_nwaits - 1] && !f->sent && f->rec == o->id && f->cache_gen == c->gen &&
 		    f->want.end == off && end - f->want.off <= REC_TIER_FETCH_BYTES)
 			ext = f;
 	}
@@ -302,24 +316,30 @@ static int ask(const struct cat_recording *rec, struct cached *c, uint64_t off, 
 			f = &C.f[i];
 	if (!f)
 		return -EBUSY;
-	/* The range starts at a fragment, whose header the stripped file still has: the
-	 * object must begin there with the same bytes. */
+	/* A recording's range starts at a fragment, whose header the stripped file still has:
+	 * the object must begin there with the same bytes. */
 	uint8_t head[16];
 	size_t n = end - off < sizeof head ? (size_t)(end - off) : sizeof head;
-	int fd = openat(C.dirfd, rec->path, O_RDONLY | O_CLOEXEC);
-	int e = fd < 0 ? -errno : kp_pread_all(fd, head, n, off);
-	if (fd >= 0)
-		close(fd);
-	if (e < 0)
-		return e;
+	if (o->local) {
+		int fd = openat(C.dirfd, o->local, O_RDONLY | O_CLOEXEC);
+		int e = fd < 0 ? -errno : kp_pread_all(fd, head, n, off);
+		if (fd >= 0)
+			close(fd);
+		if (e < 0)
+			return e;
+	} else {
+		n = o->head_len < n ? o->head_len : n;
+		memcpy(head, o->head, n);
+	}
 	memset(f, 0, sizeof *f);
 	if (++C.next_fetch == 0)
 		C.next_fetch = 1;
 	f->id = C.next_fetch;
-	f->rec = rec->id;
+	f->rec = o->id;
 	f->cache_gen = c->gen;
 	f->want = (struct range){off, end};
-	snprintf(f->key, sizeof f->key, "%s", rec->path);
+	snprintf(f->key, sizeof f->key, "%s", o->key);
+	snprintf(f->etag, sizeof f->etag, "%s", o->etag ? o->etag : "");
 	memcpy(f->expect, head, n);
 	f->expect_len = n;
 	C.reserved += end - off;
@@ -327,17 +347,15 @@ static int ask(const struct cat_recording *rec, struct cached *c, uint64_t off, 
 	return 0;
 }
 
-int rec_tier_cache_need(const struct cat_recording *rec, uint64_t off, uint64_t len, int from_local, int *ret_fd)
+static int need(const struct object *o, uint64_t off, uint64_t len, int from_local, int *ret_fd)
 {
-	if (!(rec->flags & CAT_REC_REMOTE))
-		return 1;
 	uint64_t end;
-	if (__builtin_add_overflow(off, len, &end) || end > rec->bytes)
+	if (__builtin_add_overflow(off, len, &end) || end > o->size)
 		return -EINVAL;
 	if (!C.open || !C.cap)
 		return -ENOTCONN;
-	pin(rec->id);
-	struct cached *c = cached_of(rec->id);
+	pin(o->id);
+	struct cached *c = cached_of(o->id);
 	if (c && holds(c, off, end)) {
 		c->used = ++C.uses;
 		C.hits++;
@@ -347,13 +365,13 @@ int rec_tier_cache_need(const struct cat_recording *rec, uint64_t off, uint64_t 
 		*ret_fd = fd;
 		return 0;
 	}
-	if (!c && !(c = cached_new(rec)))
+	if (!c && !(c = cached_new(o)))
 		return -ENOSPC;
 	c->used = ++C.uses;
 	if (from_local) {
 		int r = make_room(end - off, c, 0);
 		if (r == 0)
-			r = copy_local(rec, c, off, end);
+			r = copy_local(o, c, off, end);
 		if (r < 0)
 			return r;
 		int fd = open_cached(c);
@@ -367,8 +385,28 @@ int rec_tier_cache_need(const struct cat_recording *rec, uint64_t off, uint64_t 
 		return -ENOSPC; /* fetched and evicted again: the cache is too small for the readers */
 	if (!C.linked)
 		return -ENOTCONN;
-	int r = ask(rec, c, off, end);
+	int r = ask(o, c, off, end);
 	return r < 0 ? r : -EINPROGRESS;
+}
+
+int rec_tier_cache_need(const struct cat_recording *rec, uint64_t off, uint64_t len, int from_local, int *ret_fd)
+{
+	if (!(rec->flags & CAT_REC_REMOTE))
+		return 1;
+	struct object o = {.id = rec->id, .key = rec->path, .size = rec->bytes, .local = rec->path};
+	return need(&o, off, len, from_local, ret_fd);
+}
+
+int rec_tier_cache_need_jpeg(uint64_t id, const struct cat_tier *side, int *ret_fd)
+{
+	static const uint8_t soi[] = {0xff, 0xd8, 0xff}; /* every JPEG begins with SOI and a marker */
+	if (!side->size || side->size > UINT32_MAX)
+		return -EBADMSG;
+	/* A JPEG over part_size went up in parts: its ETag is not its MD5. */
+	const char *md5 = strlen(side->etag) == 32 ? side->etag : NULL;
+	struct object o = {
+	    .id = id, .key = side->key, .size = side->size, .head = soi, .head_len = sizeof soi, .etag = md5};
+	return need(&o, 0, side->size, 0, ret_fd);
 }
 
 int rec_tier_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf)
@@ -439,6 +477,7 @@ static int send_fetch(struct fetch *f)
 	m->fetch = f->id;
 	m->expect.size = (pb_size_t)f->expect_len;
 	memcpy(m->expect.bytes, f->expect, f->expect_len);
+	snprintf(m->etag, sizeof m->etag, "%s", f->etag);
 	int r = C.send(&env, fd);
 	close(fd);
 	if (r == 0) {
@@ -520,8 +559,8 @@ static void fetch_ended(uint32_t id, int err, const char *why)
 			p->waits[j--] = p->waits[--p->nwaits];
 			if (err && !p->err) {
 				p->err = err;
-				snprintf(p->why, sizeof p->why,
-					 "reading the recording back from the object store failed: %s", why);
+				snprintf(p->why, sizeof p->why, "reading it back from the object store failed: %s",
+					 why);
 			}
 		}
 		if (p->used && (!p->nwaits || p->err))
@@ -690,46 +729,48 @@ void rec_tier_cache_metrics(struct jbuf *b)
 		parked += C.p[i].used;
 	for (unsigned i = 0; i < REC_TIER_FETCHES_MAX; i++)
 		fetches += C.f[i].id != 0;
-	jb_printf(b,
-		  "# HELP keeppeek_tier_cache_bytes Bytes of recordings read back from the store held in the read "
-		  "cache.\n"
-		  "# TYPE keeppeek_tier_cache_bytes gauge\n"
-		  "keeppeek_tier_cache_bytes %llu\n"
-		  "# HELP keeppeek_tier_cache_limit_bytes The read cache's size ([tier] cache_size).\n"
-		  "# TYPE keeppeek_tier_cache_limit_bytes gauge\n"
-		  "keeppeek_tier_cache_limit_bytes %llu\n"
-		  "# HELP keeppeek_tier_cache_hits_total Reads of remote recordings the read cache answered.\n"
-		  "# TYPE keeppeek_tier_cache_hits_total counter\n"
-		  "keeppeek_tier_cache_hits_total %llu\n"
-		  "# HELP keeppeek_tier_cache_misses_total Reads of remote recordings that needed a fetch.\n"
-		  "# TYPE keeppeek_tier_cache_misses_total counter\n"
-		  "keeppeek_tier_cache_misses_total %llu\n"
-		  "# HELP keeppeek_tier_cache_evicted_total Recordings dropped from the read cache for room.\n"
-		  "# TYPE keeppeek_tier_cache_evicted_total counter\n"
-		  "keeppeek_tier_cache_evicted_total %llu\n"
-		  "# HELP keeppeek_tier_fetches_total Byte ranges read back from the store.\n"
-		  "# TYPE keeppeek_tier_fetches_total counter\n"
-		  "keeppeek_tier_fetches_total %llu\n"
-		  "# HELP keeppeek_tier_fetched_bytes_total Bytes read back from the store.\n"
-		  "# TYPE keeppeek_tier_fetched_bytes_total counter\n"
-		  "keeppeek_tier_fetched_bytes_total %llu\n"
-		  "# HELP keeppeek_tier_fetch_failures_total Reads back from the store that failed.\n"
-		  "# TYPE keeppeek_tier_fetch_failures_total counter\n"
-		  "keeppeek_tier_fetch_failures_total %llu\n"
-		  "# HELP keeppeek_tier_fetches_inflight Reads back from the store under way.\n"
-		  "# TYPE keeppeek_tier_fetches_inflight gauge\n"
-		  "keeppeek_tier_fetches_inflight %u\n"
-		  "# HELP keeppeek_tier_reads_waiting Requests waiting for bytes from the store.\n"
-		  "# TYPE keeppeek_tier_reads_waiting gauge\n"
-		  "keeppeek_tier_reads_waiting %u\n"
-		  "# HELP keeppeek_tier_reads_refused_total Requests for remote recordings answered with an error "
-		  "(the store failed or was too slow, or too many waited).\n"
-		  "# TYPE keeppeek_tier_reads_refused_total counter\n"
-		  "keeppeek_tier_reads_refused_total %llu\n",
-		  (unsigned long long)C.held, (unsigned long long)C.cap, (unsigned long long)C.hits,
-		  (unsigned long long)C.misses, (unsigned long long)C.evicted, (unsigned long long)C.fetched,
-		  (unsigned long long)C.fetched_bytes, (unsigned long long)C.fetch_failures, fetches, parked,
-		  (unsigned long long)C.refused);
+	jb_printf(
+	    b,
+	    "# HELP keeppeek_tier_cache_bytes Bytes of recordings and event JPEGs read back from the store "
+	    "held in the read cache.\n"
+	    "# TYPE keeppeek_tier_cache_bytes gauge\n"
+	    "keeppeek_tier_cache_bytes %llu\n"
+	    "# HELP keeppeek_tier_cache_limit_bytes The read cache's size ([tier] cache_size).\n"
+	    "# TYPE keeppeek_tier_cache_limit_bytes gauge\n"
+	    "keeppeek_tier_cache_limit_bytes %llu\n"
+	    "# HELP keeppeek_tier_cache_hits_total Reads of remote recordings or event JPEGs the read cache answered.\n"
+	    "# TYPE keeppeek_tier_cache_hits_total counter\n"
+	    "keeppeek_tier_cache_hits_total %llu\n"
+	    "# HELP keeppeek_tier_cache_misses_total Reads of remote recordings or event JPEGs that needed a fetch.\n"
+	    "# TYPE keeppeek_tier_cache_misses_total counter\n"
+	    "keeppeek_tier_cache_misses_total %llu\n"
+	    "# HELP keeppeek_tier_cache_evicted_total Recordings and event JPEGs dropped from the read cache for "
+	    "room.\n"
+	    "# TYPE keeppeek_tier_cache_evicted_total counter\n"
+	    "keeppeek_tier_cache_evicted_total %llu\n"
+	    "# HELP keeppeek_tier_fetches_total Byte ranges read back from the store.\n"
+	    "# TYPE keeppeek_tier_fetches_total counter\n"
+	    "keeppeek_tier_fetches_total %llu\n"
+	    "# HELP keeppeek_tier_fetched_bytes_total Bytes read back from the store.\n"
+	    "# TYPE keeppeek_tier_fetched_bytes_total counter\n"
+	    "keeppeek_tier_fetched_bytes_total %llu\n"
+	    "# HELP keeppeek_tier_fetch_failures_total Reads back from the store that failed.\n"
+	    "# TYPE keeppeek_tier_fetch_failures_total counter\n"
+	    "keeppeek_tier_fetch_failures_total %llu\n"
+	    "# HELP keeppeek_tier_fetches_inflight Reads back from the store under way.\n"
+	    "# TYPE keeppeek_tier_fetches_inflight gauge\n"
+	    "keeppeek_tier_fetches_inflight %u\n"
+	    "# HELP keeppeek_tier_reads_waiting Requests waiting for bytes from the store.\n"
+	    "# TYPE keeppeek_tier_reads_waiting gauge\n"
+	    "keeppeek_tier_reads_waiting %u\n"
+	    "# HELP keeppeek_tier_reads_refused_total Requests for remote recordings answered with an error "
+	    "(the store failed or was too slow, or too many waited).\n"
+	    "# TYPE keeppeek_tier_reads_refused_total counter\n"
+	    "keeppeek_tier_reads_refused_total %llu\n",
+	    (unsigned long long)C.held, (unsigned long long)C.cap, (unsigned long long)C.hits,
+	    (unsigned long long)C.misses, (unsigned long long)C.evicted, (unsigned long long)C.fetched,
+	    (unsigned long long)C.fetched_bytes, (unsigned long long)C.fetch_failures, fetches, parked,
+	    (unsigned long long)C.refused);
 }
 
 void rec_tier_cache_status(struct jbuf *b, int json)

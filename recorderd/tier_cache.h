@@ -56,6 +56,13 @@ void rec_tier_cache_cancel(void);
  * Other errors: -ENOSPC (the cache cannot hold them), -ENOTCONN (tierd is not there),
  * -EBUSY (too many fetches), -errno of the files. */
 int rec_tier_cache_need(const struct cat_recording *rec, uint64_t off, uint64_t len, int from_local, int *ret_fd);
+/* The whole of an event JPEG whose file went to the store (docs/tier.md, step 8), cached
+ * as id (REC_TIER_EVENT_ID of its revision's seq); side is its sidecar. 0 (*ret_fd the
+ * cache file, of side->size bytes), -EINPROGRESS or an error as above. tierd checks the
+ * bytes against the sidecar's ETag when it is an MD5 (the JPEG went up in one PUT: one of
+ * at most part_size, the default 16 MiB being KP_ANALYSIS_JPEG_MAX), and that they begin
+ * as a JPEG. */
+int rec_tier_cache_need_jpeg(uint64_t id, const struct cat_tier *side, int *ret_fd);
 /* A keyframe's bytes into buf, from its recording's file or, remote, from the cache
  * (its whole fragment fetched): 0, -EINPROGRESS as above, or an error. */
 int rec_tier_keyframe_read(int data_dirfd, const struct rec_keyframe *k, uint8_t *buf);

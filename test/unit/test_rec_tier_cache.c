@@ -357,6 +357,51 @@ static void test_count_ceiling(void)
 	CHECK_EQ(nsent, 1u);
 }
 
+/* An event JPEG: fetched whole, from offset 0, beginning with SOI and checked against its
+ * sidecar's ETag by tierd; then served from the cache. A JPEG larger than the whole cache
+ * is -ENOSPC; an empty one -EBADMSG. */
+static void test_event_jpeg(void)
+{
+	open_cache(1024 * 1024);
+	struct cat_tier side = {.size = 5000, .state = CAT_TIER_REMOTE};
+	snprintf(side.key, sizeof side.key, "events/ab/ev-1-1796280364985.jpg");
+	snprintf(side.etag, sizeof side.etag, "0123456789abcdef0123456789abcdef");
+	uint64_t id = REC_TIER_EVENT_ID(42);
+	CHECK(REC_TIER_IS_EVENT(id));
+	CHECK(!REC_TIER_IS_EVENT(recs[1].id));
+	int fd = -1;
+	rec_tier_cache_begin(0);
+	CHECK_EQ(rec_tier_cache_need_jpeg(id, &side, &fd), -EINPROGRESS);
+	kp_Envelope env = request(9);
+	CHECK_EQ(rec_tier_cache_end(kp_Peer_PEER_WEBD, &env, again_record), 1);
+	CHECK_EQ(nsent, 1u);
+	CHECK_EQ(sent[0].m.recording, id);
+	CHECK_EQ(sent[0].m.offset, 0u);
+	CHECK_EQ(sent[0].m.length, 5000u);
+	CHECK_STR_EQ(sent[0].m.key, side.key);
+	CHECK_STR_EQ(sent[0].m.etag, side.etag);
+	CHECK_EQ(sent[0].m.expect.size, 3);
+	CHECK_EQ(sent[0].m.expect.bytes[0], 0xff);
+	CHECK_EQ(sent[0].m.expect.bytes[1], 0xd8);
+	answer(0, 0);
+	CHECK_EQ(out[9].runs, 1u);
+	rec_tier_cache_begin(0);
+	CHECK_EQ(rec_tier_cache_need_jpeg(id, &side, &fd), 0);
+	CHECK_EQ(rec_tier_cache_end(kp_Peer_PEER_WEBD, &env, again_record), 0);
+	uint8_t b[5000];
+	CHECK_EQ(pread(fd, b, sizeof b, 0), (ssize_t)sizeof b);
+	for (unsigned k = 0; k < sizeof b; k++)
+		CHECK_EQ(b[k], object_byte(id, k));
+	close(fd);
+	side.size = 2 * 1024 * 1024;
+	rec_tier_cache_begin(0);
+	CHECK_EQ(rec_tier_cache_need_jpeg(REC_TIER_EVENT_ID(43), &side, &fd), -ENOSPC);
+	side.size = 0;
+	CHECK_EQ(rec_tier_cache_need_jpeg(REC_TIER_EVENT_ID(44), &side, &fd), -EBADMSG);
+	CHECK_EQ(rec_tier_cache_end(kp_Peer_PEER_WEBD, &env, again_record), 0);
+	CHECK_EQ(nsent, 1u);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/kp-tier-cache-XXXXXX";
@@ -373,6 +418,7 @@ int main(void)
 	RUN(test_size_ceiling);
 	RUN(test_ranges_ceiling);
 	RUN(test_count_ceiling);
+	RUN(test_event_jpeg);
 	rec_tier_cache_close();
 	uv_run(&loop, UV_RUN_NOWAIT);
 	uv_loop_close(&loop);
