@@ -229,6 +229,15 @@ int cat_each_event(struct cat_txn *t, int (*fn)(void *arg, int64_t start_ms, uin
 	return cat_db_walk(t, DB_EVENTS_BY_TIME, NULL, 0, visit_time, &w);
 }
 
+int cat_each_event_from(struct cat_txn *t, int64_t from_ms, uint64_t from_seq,
+			int (*fn)(void *arg, int64_t start_ms, uint64_t seq, const char *id), void *arg)
+{
+	struct time_walk w = {.fn = fn, .arg = arg};
+	uint8_t k[CAT_KEY_EVENT_BY_TIME];
+	cat_key_event_by_time(k, from_ms, from_seq);
+	return cat_db_walk(t, DB_EVENTS_BY_TIME, k, CAT_KEY_EVENT_BY_TIME, visit_time, &w);
+}
+
 struct term_walk {
 	const char *prefix;
 	size_t len;

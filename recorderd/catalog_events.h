@@ -63,6 +63,9 @@ int cat_each_event_back(struct cat_txn *t, uint32_t camera_id, int64_t before_ms
 			int (*fn)(void *arg, int64_t start_ms, uint64_t seq, const char *id), void *arg);
 /* Oldest first, every camera. */
 int cat_each_event(struct cat_txn *t, int (*fn)(void *arg, int64_t start_ms, uint64_t seq, const char *id), void *arg);
+/* Oldest first, every camera, from (from_ms, from_seq) on (itself included). */
+int cat_each_event_from(struct cat_txn *t, int64_t from_ms, uint64_t from_seq,
+			int (*fn)(void *arg, int64_t start_ms, uint64_t seq, const char *id), void *arg);
 /* Every (start, seq) indexed under a term that begins with prefix (exact: equals it). */
 int cat_each_term(struct cat_txn *t, const char *prefix, int exact,
 		  int (*fn)(void *arg, int64_t start_ms, uint64_t seq), void *arg);

@@ -1,4 +1,5 @@
-/* The sidecar, the strip and the removal of a tiered recording's files (tier_local.h). */
+/* The sidecar, the strip and the removal of a tiered recording's files, and the sidecars
+ * of deleted event JPEGs retired to tier-deletes (tier_local.h). */
 #include "tier_local.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 
 #include "fmp4.h"
 #include "kp_io.h"
+#include "log.h"
 
 #define SIDECAR_MAX 1024
 
@@ -190,4 +192,50 @@ int rec_recording_unlink(int data_dirfd, const char *path)
 	if (sidecar_path(path, side, sizeof side) == 0)
 		unlinkat(data_dirfd, side, 0); /* most recordings have none */
 	return unlinkat(data_dirfd, path, 0) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* The name in tier-deletes of the sidecar of key: the key with its slashes as '+' and
+ * the sidecar's suffix, so that rec_tier_sidecar_read reads it (an
+ * event's key has neither '+' nor a leading dot: event ids are [A-Za-z0-9._:-]). */
+static int retired_name(const char *key, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/%s%s", REC_TIER_DELETES_DIR, key, REC_TIER_SIDECAR);
+	if (n < 0 || (size_t)n >= len || !key[0] || key[0] == '.' || strchr(key, '+'))
+		return -EINVAL;
+	for (char *c = out + sizeof REC_TIER_DELETES_DIR; *c; c++)
+		if (*c == '/')
+			*c = '+';
+	return 0;
+}
+
+int rec_tier_sidecar_retire(int data_dirfd, const char *path)
+{
+	char side[CAT_PATH_MAX + 8], to[CAT_PATH_MAX + 32];
+	struct cat_tier row;
+	int r = sidecar_path(path, side, sizeof side);
+	if (r == 0)
+		r = rec_tier_sidecar_read(data_dirfd, path, &row);
+	if (r == -ENOENT)
+		return 0;
+	if (r == 0)
+		r = retired_name(row.key, to, sizeof to);
+	if (r < 0) { /* names no object we could delete: nothing to keep it for */
+		unlinkat(data_dirfd, side, 0);
+		return r;
+	}
+	if (mkdirat(data_dirfd, REC_TIER_DELETES_DIR, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	if (renameat(data_dirfd, side, data_dirfd, to) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	r = sync_dir_of(data_dirfd, to);
+	return r == 0 ? sync_dir_of(data_dirfd, path) : r;
+}
+
+int rec_event_file_unlink(int data_dirfd, const char *path)
+{
+	int r = unlinkat(data_dirfd, path, 0) < 0 && errno != ENOENT ? -errno : 0;
+	int e = rec_tier_sidecar_retire(data_dirfd, path);
+	if (e < 0)
+		kp_err("%s: keeping the sidecar of its object for the object's delete failed: %s", path, strerror(-e));
+	return r;
 }

@@ -8,8 +8,13 @@
 
 #include "catalog.h"
 
-#define REC_TIER_CACHE_DIR "tier-cache" /* in data_dir: the read cache and the strip's work file */
-#define REC_TIER_SIDECAR   ".tier"      /* appended to a recording's path */
+#define REC_TIER_CACHE_DIR   "tier-cache"   /* in data_dir: the read cache and the strip's work file */
+#define REC_TIER_SIDECAR     ".tier"        /* appended to a recording's or event JPEG's path */
+#define REC_TIER_DELETES_DIR "tier-deletes" /* in data_dir: sidecars of deleted event JPEGs */
+/* The id of an event revision's JPEG in tierd's messages and the read cache: its seq with
+ * the top bit set (recording ids are below). */
+#define REC_TIER_EVENT_ID(seq) ((uint64_t)(seq) | (1ull << 63))
+#define REC_TIER_IS_EVENT(id)  (((id) >> 63) != 0)
 
 /* Writes (and syncs) path.tier with row's key, size and ETag. */
 int rec_tier_sidecar_write(int data_dirfd, const char *path, const struct cat_tier *row);
@@ -23,5 +28,12 @@ int rec_tier_strip(int data_dirfd, struct cat *cat, const struct cat_recording *
 /* Removes a deleted recording's file and its sidecar (ENOENT is success); -errno of the
  * file's removal. */
 int rec_recording_unlink(int data_dirfd, const char *path);
+/* Moves path's sidecar (an event JPEG's, whose revision is gone) to tier-deletes, named
+ * after its object's key and synced, where tiering finds it and deletes the object (the
+ * file then goes). 0 when path has no sidecar; one that does not parse is removed. */
+int rec_tier_sidecar_retire(int data_dirfd, const char *path);
+/* Removes a file of a gone event revision (its JPEG, thumbnail or record) and retires its
+ * sidecar (ENOENT is success); -errno of the file's removal. */
+int rec_event_file_unlink(int data_dirfd, const char *path);
 
 #endif

@@ -2,7 +2,11 @@
  * rec_tier_sidecar_write writes reads back the same; a sidecar cut short, with a line
  * it does not know, a size that is not a number, a key longer than a key may be, or a
  * field missing is refused (-EBADMSG), so that a rebuild never takes a damaged one for a
- * remote recording; none at all is -ENOENT; rec_recording_unlink removes both files. */
+ * remote recording; none at all is -ENOENT; rec_recording_unlink removes both files.
+ * An event JPEG's (step 8): rec_event_file_unlink removes the JPEG and retires its sidecar
+ * to tier-deletes under a name made of its key (read back there the same); a file without
+ * a sidecar is only removed; a sidecar that does not parse, or whose key cannot name a
+ * file there, is removed rather than kept. */
 #include "test.h"
 
 #include <errno.h>
@@ -10,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tier_local.h"
@@ -71,6 +76,39 @@ static void test_refused(void)
 	}
 }
 
+static void test_event_retire(void)
+{
+	CHECK_EQ(mkdirat(dirfd_, "events", 0750), 0);
+	CHECK_EQ(mkdirat(dirfd_, "events/ab", 0750), 0);
+	struct cat_tier row = {.size = 17153};
+	snprintf(row.key, sizeof row.key, "events/ab/ev-1-1796280364985.jpg");
+	snprintf(row.etag, sizeof row.etag, "630230be695d245cc83e73540d1a79b7");
+	put("events/ab/ev-1.jpg", "x");
+	CHECK_EQ(rec_tier_sidecar_write(dirfd_, "events/ab/ev-1.jpg", &row), 0);
+	CHECK_EQ(rec_event_file_unlink(dirfd_, "events/ab/ev-1.jpg"), 0);
+	CHECK(faccessat(dirfd_, "events/ab/ev-1.jpg", F_OK, 0) < 0);
+	CHECK(faccessat(dirfd_, "events/ab/ev-1.jpg.tier", F_OK, 0) < 0);
+	struct cat_tier got;
+	CHECK_EQ(rec_tier_sidecar_read(dirfd_, "tier-deletes/events+ab+ev-1-1796280364985.jpg", &got), 0);
+	CHECK_STR_EQ(got.key, row.key);
+	CHECK_EQ(got.size, row.size);
+	/* No sidecar (a thumbnail, a JPEG still local): removed, nothing retired. */
+	put("events/ab/ev-2.thumb.jpg", "t");
+	CHECK_EQ(rec_event_file_unlink(dirfd_, "events/ab/ev-2.thumb.jpg"), 0);
+	CHECK(faccessat(dirfd_, "events/ab/ev-2.thumb.jpg", F_OK, 0) < 0);
+	CHECK_EQ(rec_event_file_unlink(dirfd_, "events/ab/ev-2.thumb.jpg"), 0); /* gone already */
+	/* A damaged sidecar, and keys that cannot name a file in tier-deletes: removed. */
+	put("events/ab/ev-3.jpg.tier", "key=k\nsize=1\n");
+	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-3.jpg"), -EBADMSG);
+	CHECK(faccessat(dirfd_, "events/ab/ev-3.jpg.tier", F_OK, 0) < 0);
+	put("events/ab/ev-4.jpg.tier", "key=events/ab/a+b.jpg\nsize=1\netag=e\n");
+	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-4.jpg"), -EINVAL);
+	CHECK(faccessat(dirfd_, "events/ab/ev-4.jpg.tier", F_OK, 0) < 0);
+	put("events/ab/ev-5.jpg.tier", "key=.hidden\nsize=1\netag=e\n");
+	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-5.jpg"), -EINVAL);
+	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/none.jpg"), 0);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/kp-tier-local-XXXXXX";
@@ -79,6 +117,7 @@ int main(void)
 	CHECK(dirfd_ >= 0);
 	RUN(test_round_trip);
 	RUN(test_refused);
+	RUN(test_event_retire);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	CHECK_EQ(system(cmd), 0);
