@@ -21,6 +21,7 @@
 #include "kp_io.h"
 #include "h26x.h"
 #include "rebuild.h"
+#include "tier_local.h"
 
 #define CHECK_CAMERAS 1024
 #define KEYFRAME_NALS 64 /* units looked at for the picture of a keyframe */
@@ -460,9 +461,20 @@ static int check_event(void *arg, int64_t start_ms, uint64_t seq, const char *id
 		return cancelled(run) ? -ECANCELED : 0;
 	rec_event_jpeg_path(id, row.revision, path, sizeof path);
 	struct stat st;
-	if (fstatat(run->dirfd, path, &st, 0) < 0)
-		problem(run, "event %s: its JPEG %s: %s", id, path, strerror(errno));
-	else if ((uint64_t)st.st_size != row.jpeg_len)
+	struct cat_tier side;
+	if (fstatat(run->dirfd, path, &st, 0) < 0) {
+		int e = errno;
+		int m = e == ENOENT ? rec_tier_sidecar_read(run->dirfd, path, &side) : -e;
+		if (m == 0 && side.size == row.jpeg_len)
+			return 0; /* in the object store, its sidecar says (docs/tier.md, step 8) */
+		if (m == 0)
+			problem(run, "event %s: the sidecar of its JPEG %s says %llu bytes, the catalog says %u", id,
+				path, (unsigned long long)side.size, (unsigned)row.jpeg_len);
+		else if (e != ENOENT || m == -ENOENT)
+			problem(run, "event %s: its JPEG %s: %s", id, path, strerror(e));
+		else
+			problem(run, "event %s: the sidecar of its JPEG %s: %s", id, path, strerror(-m));
+	} else if ((uint64_t)st.st_size != row.jpeg_len)
 		problem(run, "event %s: its JPEG %s has %llu bytes, the catalog says %u", id, path,
 			(unsigned long long)st.st_size, (unsigned)row.jpeg_len);
 	else

@@ -12,6 +12,7 @@
 #include "catalog_events.h"
 #include "jobs.h"
 #include "log.h"
+#include "tier_local.h"
 
 static int ends_with(const char *s, const char *suffix, size_t *ret_stem)
 {
@@ -22,12 +23,14 @@ static int ends_with(const char *s, const char *suffix, size_t *ret_stem)
 	return 1;
 }
 
-/* Whether events/<dir>/<name> is the JPEG, thumbnail or record of a stored revision. */
+/* Whether events/<dir>/<name> is the JPEG, thumbnail, record or JPEG's sidecar (its
+ * object's key, when the JPEG went to the store) of a stored revision. */
 static int referenced(struct cat_txn *t, const char *dir, const char *name)
 {
 	size_t stem;
 	int record = ends_with(name, ".ev", &stem);
-	if (!record && !ends_with(name, ".thumb.jpg", &stem) && !ends_with(name, ".jpg", &stem))
+	if (!record && !ends_with(name, ".thumb.jpg", &stem) && !ends_with(name, ".jpg", &stem) &&
+	    !ends_with(name, ".jpg" REC_TIER_SIDECAR, &stem))
 		return 0;
 	char id[CAT_EVENT_ID_MAX + 16];
 	if (stem >= sizeof id)
@@ -81,6 +84,18 @@ int rec_events_sweep(struct cat *cat, int data_dirfd, struct rec_sweep_result *r
 			ret->files_checked++;
 			if (referenced(t, e->d_name, f->d_name))
 				continue;
+			size_t stem;
+			if (ends_with(f->d_name, REC_TIER_SIDECAR, &stem)) { /* its object is deleted */
+				char jpeg[CAT_PATH_MAX];
+				snprintf(jpeg, sizeof jpeg, "events/%s/%.*s", e->d_name, (int)stem, f->d_name);
+				int u = rec_tier_sidecar_retire(data_dirfd, jpeg);
+				if (u == 0)
+					ret->files_removed++;
+				else
+					kp_warn("events/%s/%s: retiring an unreferenced sidecar failed: %s", e->d_name,
+						f->d_name, strerror(-u));
+				continue;
+			}
 			if (unlinkat(sub, f->d_name, 0) == 0)
 				ret->files_removed++;
 			else

@@ -13,6 +13,7 @@
 #include "kp_time.h"
 #include "log.h"
 #include "reply.h"
+#include "tier_events.h"
 
 #define REASONS_MAX 16
 
@@ -81,6 +82,8 @@ static void finish(struct rec_job *j)
 		else
 			E.committed_analysis++;
 		fan_out(j);
+		if (j->jpeg_len)
+			rec_tier_events_stored(j->ev.start_ms);
 	} else if (j->kind == REC_JOB_EVENT) {
 		count_reject(j->code);
 		if (j->asker == kp_Peer_PEER_NONE)

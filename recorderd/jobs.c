@@ -534,7 +534,8 @@ void rec_jobs_run(struct cat *cat, int data_dirfd, struct rec_evlog *log, struct
 	}
 	/* The rows are gone for good: now their files. */
 	for (size_t i = 0; i < gone.n; i++) {
-		int u = rec_recording_unlink(data_dirfd, gone.path[i]);
+		int u = strncmp(gone.path[i], "events/", 7) == 0 ? rec_event_file_unlink(data_dirfd, gone.path[i])
+								 : rec_recording_unlink(data_dirfd, gone.path[i]);
 		if (u < 0)
 			kp_err("%s: removing it failed: %s", gone.path[i], strerror(-u));
 	}

@@ -21,6 +21,7 @@
 #include "picture.h"
 #include "reply.h"
 #include "tier_cache.h"
+#include "tier_local.h"
 #include "search.h"
 #include "snapshot.h"
 #include "thumbnail.h"
@@ -308,11 +309,9 @@ static void search(kp_Peer from, const kp_EventSearch *s)
 }
 
 /* The whole file at path (at most max bytes), malloc'ed. */
-static int read_file(const char *path, size_t max, uint8_t **ret, size_t *ret_len)
+/* All of fd (at most max bytes) into a new buffer; fd stays the caller's. */
+static int read_fd(int fd, size_t max, uint8_t **ret, size_t *ret_len)
 {
-	int fd = openat(Q.dirfd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	struct stat st;
 	int r = fstat(fd, &st) < 0 ? -errno : 0;
 	if (r == 0 && (st.st_size < 0 || (uint64_t)st.st_size > max))
@@ -330,7 +329,6 @@ static int read_file(const char *path, size_t max, uint8_t **ret, size_t *ret_le
 		else if (n > 0)
 			got += (size_t)n;
 	}
-	close(fd);
 	if (r < 0) {
 		free(buf);
 		return r;
@@ -338,6 +336,37 @@ static int read_file(const char *path, size_t max, uint8_t **ret, size_t *ret_le
 	*ret = buf;
 	*ret_len = got;
 	return 0;
+}
+
+static int read_file(const char *path, size_t max, uint8_t **ret, size_t *ret_len)
+{
+	int fd = openat(Q.dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = read_fd(fd, max, ret, ret_len);
+	close(fd);
+	return r;
+}
+
+/* A revision's JPEG at path: its file, or, when it moved to the store (its sidecar says
+ * where), the read cache's copy; -EINPROGRESS when it is being fetched (the request is
+ * parked), -ENOTCONN, -ENOSPC, -EBUSY when the store cannot be read now. */
+static int read_event_jpeg(const char *path, const struct cat_event_row *row, uint8_t **ret, size_t *ret_len)
+{
+	int r = read_file(path, KP_ANALYSIS_JPEG_MAX, ret, ret_len);
+	if (r != -ENOENT)
+		return r;
+	struct cat_tier side;
+	int e = rec_tier_sidecar_read(Q.dirfd, path, &side);
+	if (e < 0)
+		return e == -ENOENT ? r : e;
+	int fd = -1;
+	e = rec_tier_cache_need_jpeg(REC_TIER_EVENT_ID(row->seq), &side, &fd);
+	if (e < 0)
+		return e;
+	e = read_fd(fd, KP_ANALYSIS_JPEG_MAX, ret, ret_len);
+	close(fd);
+	return e;
 }
 
 static int jpeg_whole(const uint8_t *p, size_t n)
@@ -381,7 +410,7 @@ static void event_image(kp_Peer from, const kp_EventGet *g, const struct cat_eve
 		buf = NULL;
 	}
 	rec_event_jpeg_path(g->event_id, row->revision, path, sizeof path);
-	r = read_file(path, KP_ANALYSIS_JPEG_MAX, &buf, &len);
+	r = read_event_jpeg(path, row, &buf, &len);
 	if (r == 0 && g->part == kp_EventPart_EVENT_PART_THUMBNAIL) {
 		uint8_t *th;
 		size_t tl;
@@ -394,7 +423,11 @@ static void event_image(kp_Peer from, const kp_EventGet *g, const struct cat_eve
 			cache_thumb(path, buf, len);
 		}
 	}
-	if (r < 0) {
+	if (r == -EINPROGRESS) { /* parked until it is read back from the store */
+	} else if (r == -ENOTCONN || r == -ENOSPC || r == -EBUSY) {
+		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_UNAVAILABLE, rec_tier_error_code(r),
+				"the JPEG is in the object store and cannot be read now: %s", strerror(-r));
+	} else if (r < 0) {
 		kp_err("%s: reading event %s's JPEG failed: %s", path, g->event_id, strerror(-r));
 		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_FAILED, "catalog_error",
 				"reading the JPEG failed: %s", strerror(-r));

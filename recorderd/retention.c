@@ -207,8 +207,9 @@ static int one_event_pass(struct cat *cat, int data_dirfd, struct rec_evlog *log
 		rec_event_thumb_path(ep.ids[i], gone[i].revision, path, sizeof path);
 		unlinkat(data_dirfd, path, 0);
 		rec_event_jpeg_path(ep.ids[i], gone[i].revision, path, sizeof path);
-		if (unlinkat(data_dirfd, path, 0) < 0 && errno != ENOENT && !res->unlink_failed++) {
-			res->unlink_err = errno;
+		int u = rec_event_file_unlink(data_dirfd, path); /* its object too, when it is in the store */
+		if (u < 0 && !res->unlink_failed++) {
+			res->unlink_err = -u;
 			snprintf(res->unlink_path, sizeof res->unlink_path, "%s", path);
 		}
 	}

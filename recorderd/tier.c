@@ -15,6 +15,7 @@
 #include "kp_time.h"
 #include "log.h"
 #include "tier_cache.h"
+#include "tier_events.h"
 #include "tier_local.h"
 
 struct slot {
@@ -129,9 +130,7 @@ static void send_slot(struct slot *s)
 		kp_warn("recording %llu: handing it to tierd failed: %s", (unsigned long long)s->id, strerror(-r));
 }
 
-/* The wait before the next try after attempts failed ones (attempts >= 1): the first
- * REC_TIER_RETRY_MIN_MS, doubling up to REC_TIER_RETRY_MAX_MS. */
-static uint64_t retry_wait(uint32_t attempts)
+uint64_t rec_tier_retry_wait(uint32_t attempts)
 {
 	unsigned shift = attempts > 9 ? 9 : attempts - 1;
 	uint64_t wait = (uint64_t)REC_TIER_RETRY_MIN_MS << shift;
@@ -443,6 +442,7 @@ static void on_timer(uv_timer_t *t)
 	look_strips();
 	look_deletes();
 	send_due();
+	rec_tier_events_look();
 }
 
 static int send_fetch(const kp_Envelope *env, int fd)
@@ -466,6 +466,10 @@ void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *c
 	T.keep_local_ms = (int64_t)wc->tier.keep_local_secs * 1000;
 	T.scan_from = 0;
 	T.enabled = 1;
+	int64_t jpeg_age_ms;
+	if (kp_add_i64(T.after_ms, T.keep_local_ms, &jpeg_age_ms) < 0)
+		jpeg_age_ms = INT64_MAX;
+	rec_tier_events_open(w, cat, data_dirfd, jpeg_age_ms);
 	if (rec_tier_cache_open(kp_worker_loop(w), cat, data_dirfd, (uint64_t)wc->tier.cache_mib * 1024 * 1024,
 				send_fetch) < 0)
 		kp_err("tiering: the read cache is off: recordings whose media is in the store cannot be played");
@@ -496,6 +500,7 @@ void rec_tier_link(kp_Peer peer, int up)
 		return;
 	T.linked = up;
 	rec_tier_cache_link(up);
+	rec_tier_events_link(up);
 	for (unsigned i = 0; i < T.n; i++)
 		T.slots[i].sent = 0; /* tierd dropped what it had: sent again from the slot */
 	for (unsigned i = 0; i < T.ndels; i++)
@@ -558,7 +563,7 @@ static void on_failed(const kp_TierFailed *m)
 		s->row.parts_done = 0;
 		s->row.state = CAT_TIER_QUEUED;
 	}
-	uint64_t wait = retry_wait(s->row.attempts);
+	uint64_t wait = rec_tier_retry_wait(s->row.attempts);
 	s->sent = 0;
 	s->retry_mono = kp_mono_ms() + wait;
 	journal(s->id, &s->row);
@@ -586,7 +591,7 @@ static void on_deleted(const kp_TierDeleted *m)
 	}
 	T.delete_failures++;
 	d->attempts++;
-	uint64_t wait = retry_wait(d->attempts);
+	uint64_t wait = rec_tier_retry_wait(d->attempts);
 	d->retry_mono = kp_mono_ms() + wait;
 	kp_notice("recording %llu: deleting %s from the store failed (%s: %s); trying again in %llu s",
 		  (unsigned long long)d->id, d->row.key, strerror((int)m->error), m->why,
@@ -597,6 +602,16 @@ void rec_tier_frame(struct kp_ipc_frame *f)
 {
 	if (!T.enabled)
 		return;
+	const kp_Envelope *env = f->env;
+	uint64_t id = env->which_msg == kp_Envelope_tier_progress_tag   ? env->msg.tier_progress.recording
+		      : env->which_msg == kp_Envelope_tier_uploaded_tag ? env->msg.tier_uploaded.recording
+		      : env->which_msg == kp_Envelope_tier_failed_tag   ? env->msg.tier_failed.recording
+		      : env->which_msg == kp_Envelope_tier_deleted_tag  ? env->msg.tier_deleted.recording
+									: 0;
+	if (REC_TIER_IS_EVENT(id)) {
+		rec_tier_events_frame(env);
+		return;
+	}
 	switch (f->env->which_msg) {
 	case kp_Envelope_tier_progress_tag:
 		on_progress(&f->env->msg.tier_progress);
@@ -668,6 +683,7 @@ void rec_tier_metrics(struct jbuf *b)
 	    (unsigned long long)T.deletes_pending, (unsigned long long)T.deleted, (unsigned long long)T.delete_failures,
 	    (unsigned long long)T.remote, (unsigned long long)T.stripped, (unsigned long long)T.strip_failures);
 	rec_tier_cache_metrics(b);
+	rec_tier_events_metrics(b);
 }
 
 static const char *state_name(uint32_t state)
@@ -719,6 +735,7 @@ static void status_json(struct jbuf *b, uint64_t rows, uint64_t deletes, int64_t
 		  (unsigned long long)deletes, (long long)(T.keep_local_ms / 1000), (unsigned long long)T.remote,
 		  (unsigned long long)T.stripped, (unsigned long long)T.strip_failures);
 	rec_tier_cache_status(b, 1);
+	rec_tier_events_status(b, 1);
 	jb_printf(b, "}\n");
 }
 
@@ -768,6 +785,7 @@ static void status_text(struct jbuf *b, uint64_t rows, uint64_t deletes, int64_t
 			  (long long)(T.keep_local_ms / 1000), (unsigned long long)T.remote,
 			  (unsigned long long)T.stripped, (unsigned long long)T.strip_failures);
 	rec_tier_cache_status(b, 0);
+	rec_tier_events_status(b, 0);
 }
 
 void rec_tier_status(struct jbuf *b, struct cat *cat, int json)

@@ -25,6 +25,9 @@
 #define REC_TIER_DELETES      4      /* objects of deleted recordings being deleted at once */
 #define REC_TIER_STRIPS       4      /* recordings marked remote, and files stripped, per look */
 
+/* The wait before the next try after attempts failed ones (attempts >= 1): the first
+ * REC_TIER_RETRY_MIN_MS, doubling up to REC_TIER_RETRY_MAX_MS. */
+uint64_t rec_tier_retry_wait(uint32_t attempts);
 /* Starts tiering when the WorkerConfig has [tier] (else does nothing). */
 void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit, int data_dirfd);
 void rec_tier_close(void);
