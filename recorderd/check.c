@@ -465,6 +465,8 @@ static int check_event(void *arg, int64_t start_ms, uint64_t seq, const char *id
 	if (fstatat(run->dirfd, path, &st, 0) < 0) {
 		int e = errno;
 		int m = e == ENOENT ? rec_tier_sidecar_read(run->dirfd, path, &side) : -e;
+		if (m == 0 && !side.etag[0])
+			m = -ENOENT; /* an intent only: the copy never ended, and the JPEG is gone */
 		if (m == 0 && side.size == row.jpeg_len)
 			return 0; /* in the object store, its sidecar says (docs/tier.md, step 8) */
 		if (m == 0)

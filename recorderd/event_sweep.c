@@ -46,7 +46,10 @@ static int referenced(struct cat_txn *t, const char *dir, const char *name)
 	if (*end || !rev)
 		return 0;
 	struct cat_event_row row;
-	if (cat_event_get(t, id, &row, NULL) < 0 || row.revision != rev || (!row.jpeg_len && !record))
+	int r = cat_event_get(t, id, &row, NULL);
+	if (r < 0 && r != -ENOENT)
+		return 1; /* the catalog cannot say now: kept */
+	if (r < 0 || row.revision != rev || (!row.jpeg_len && !record))
 		return 0;
 	char want[CAT_PATH_MAX];
 	rec_event_jpeg_path(id, (uint32_t)rev, want, sizeof want);
@@ -88,7 +91,7 @@ int rec_events_sweep(struct cat *cat, int data_dirfd, struct rec_sweep_result *r
 			if (ends_with(f->d_name, REC_TIER_SIDECAR, &stem)) { /* its object is deleted */
 				char jpeg[CAT_PATH_MAX];
 				snprintf(jpeg, sizeof jpeg, "events/%s/%.*s", e->d_name, (int)stem, f->d_name);
-				int u = rec_tier_sidecar_retire(data_dirfd, jpeg);
+				int u = rec_tier_sidecar_retire(data_dirfd, jpeg, NULL);
 				if (u == 0)
 					ret->files_removed++;
 				else

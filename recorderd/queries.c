@@ -358,8 +358,8 @@ static int read_event_jpeg(const char *path, const struct cat_event_row *row, ui
 		return r;
 	struct cat_tier side;
 	int e = rec_tier_sidecar_read(Q.dirfd, path, &side);
-	if (e < 0)
-		return e == -ENOENT ? r : e;
+	if (e < 0 || !side.etag[0]) /* none, or an intent only: the JPEG is gone */
+		return e == -ENOENT || e == 0 ? r : e;
 	int fd = -1;
 	e = rec_tier_cache_need_jpeg(REC_TIER_EVENT_ID(row->seq), &side, &fd);
 	if (e < 0)

@@ -549,7 +549,7 @@ static int store_event(struct cat_txn *t, int dirfd, const struct rec_evlog_key 
 		rec_event_jpeg_path(e->id, e->revision, path, sizeof path);
 		if (fstatat(dirfd, path, &st, 0) == 0 && st.st_size > 0 && st.st_size <= KP_ANALYSIS_JPEG_MAX) {
 			jpeg_len = (uint32_t)st.st_size;
-		} else if (rec_tier_sidecar_read(dirfd, path, &side) == 0 && side.size > 0 &&
+		} else if (rec_tier_sidecar_read(dirfd, path, &side) == 0 && side.etag[0] && side.size > 0 &&
 			   side.size <= KP_ANALYSIS_JPEG_MAX) {
 			jpeg_len = (uint32_t)side.size; /* in the object store (docs/tier.md, step 8) */
 		} else {

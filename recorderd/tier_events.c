@@ -26,6 +26,7 @@ struct ev_slot {
 	uint32_t revision;
 	char path[CAT_PATH_MAX];
 	struct cat_tier row; /* key, size, upload_id of a multipart copy under way */
+	int intent;          /* its sidecar without an ETag is written */
 	int sent;
 	uint32_t attempts;
 	uint64_t retry_mono;
@@ -80,8 +81,10 @@ static struct ev_slot *slot_of(uint64_t seq)
 void rec_tier_events_open(struct kp_worker *w, struct cat *cat, int data_dirfd, int64_t age_ms)
 {
 	int linked = E.linked;
+	uint64_t next_del = E.next_del; /* a late TierDeleted of before a rebuild names no new delete */
 	memset(&E, 0, sizeof E);
 	E.linked = linked;
+	E.next_del = next_del;
 	E.w = w;
 	E.cat = cat;
 	E.dirfd = data_dirfd;
@@ -91,17 +94,60 @@ void rec_tier_events_open(struct kp_worker *w, struct cat *cat, int data_dirfd, 
 	E.enabled = 1;
 }
 
+/* 1 while s's revision is the event's stored one, 0 once it was replaced or deleted,
+ * or -errno. */
+static int current(const struct ev_slot *s)
+{
+	struct cat_txn *t;
+	struct cat_event_row row;
+	int r = cat_begin(E.cat, 0, &t);
+	if (r == 0) {
+		r = cat_event_get(t, s->id, &row, NULL);
+		cat_abort(t);
+	}
+	return r == -ENOENT ? 0 : r < 0 ? r : row.seq == s->seq;
+}
+
+/* s's revision is gone: the sidecar at its path, when it is s's (its key), goes to
+ * tier-deletes, so that an object this copy may have stored is deleted; the slot frees. A
+ * sidecar of another key there is a newer revision's at the same path (an event deleted
+ * and published again), left alone. */
+static void drop_gone(struct ev_slot *s)
+{
+	int r = rec_tier_sidecar_retire(E.dirfd, s->path, s->row.key);
+	if (r < 0)
+		kp_err("event %s: retiring the sidecar of a gone revision failed: %s", s->id, strerror(-r));
+	memset(s, 0, sizeof *s);
+}
+
 static void send_slot(struct ev_slot *s)
 {
+	int r = current(s);
+	if (r == 0) {
+		drop_gone(s);
+		return;
+	}
+	/* The intent first (the sidecar without an ETag): a revision deleted from here on has
+	 * it retired with its JPEG, so that an object stored meanwhile is deleted, crash or
+	 * not. */
+	if (r == 1 && !s->intent) {
+		r = rec_tier_sidecar_write(E.dirfd, s->path, &s->row);
+		s->intent = r == 0;
+	}
+	if (r < 0) {
+		kp_warn("event %s: %s cannot be handed over for tiering: %s", s->id, s->path, strerror(-r));
+		s->retry_mono = kp_mono_ms() + rec_tier_retry_wait(++s->attempts);
+		return;
+	}
 	int fd = openat(E.dirfd, s->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		if (e != ENOENT)
-			kp_warn("event %s: %s cannot be opened for tiering: %s", s->id, s->path, strerror(e));
-		if (e == ENOENT) /* the revision was replaced or deleted meanwhile */
-			memset(s, 0, sizeof *s);
-		else
-			s->retry_mono = kp_mono_ms() + rec_tier_retry_wait(++s->attempts);
+		if (e == ENOENT) { /* the revision went meanwhile */
+			drop_gone(s);
+			return;
+		}
+		kp_warn("event %s: %s cannot be opened for tiering: %s", s->id, s->path, strerror(e));
+		s->retry_mono = kp_mono_ms() + rec_tier_retry_wait(++s->attempts);
 		return;
 	}
 	static kp_Envelope env;
@@ -112,7 +158,7 @@ static void send_slot(struct ev_slot *s)
 	snprintf(u->key, sizeof u->key, "%s", s->row.key);
 	u->size = s->row.size;
 	snprintf(u->upload_id, sizeof u->upload_id, "%s", s->row.upload_id);
-	int r = kp_worker_send_peer_fds(E.w, kp_Peer_PEER_TIER, &env, NULL, 0, &fd, 1);
+	r = kp_worker_send_peer_fds(E.w, kp_Peer_PEER_TIER, &env, NULL, 0, &fd, 1);
 	close(fd);
 	if (r == 0)
 		s->sent = 1;
@@ -131,23 +177,32 @@ struct walk {
 	uint64_t waiting;
 };
 
-/* Whether the revision (seq) of event id has a JPEG to copy: still local, no sidecar, not
- * being copied (1: *ret_path, *row and *ret_size set). A JPEG left beside its sidecar by a
- * crash is removed here. */
+/* Whether the revision (seq) of event id has a JPEG to copy: still local, no sidecar but
+ * its own intent, not being copied (1: *ret_path, *row and *ret_size set). A JPEG left
+ * beside its whole sidecar by a crash is removed here; a sidecar of another key (a gone
+ * revision's at the same path) is retired. */
 static int local_jpeg(struct walk *k, uint64_t seq, const char *id, char *ret_path, struct cat_event_row *row,
 		      uint64_t *ret_size)
 {
 	if (cat_event_get(k->t, id, row, NULL) < 0 || row->seq != seq || !row->jpeg_len || slot_of(seq))
 		return 0;
 	struct stat st;
+	char key[CAT_PATH_MAX];
 	rec_event_jpeg_path(id, row->revision, ret_path, CAT_PATH_MAX);
-	if (fstatat(E.dirfd, ret_path, &st, 0) < 0)
+	for (unsigned i = 0; i < REC_TIER_EV_INFLIGHT; i++)
+		if (E.slots[i].seq && !strcmp(E.slots[i].path, ret_path))
+			return 0; /* a gone revision's at the same path still has its slot */
+	if (fstatat(E.dirfd, ret_path, &st, 0) < 0 || object_key(ret_path, row->committed_ms, key, sizeof key) < 0)
 		return 0; /* in the store already (or lost: keeppeekctl check says so) */
 	struct cat_tier side;
 	if (rec_tier_sidecar_read(E.dirfd, ret_path, &side) == 0) {
-		/* Copied, and the JPEG's removal was cut short by a crash. */
-		unlinkat(E.dirfd, ret_path, 0);
-		return 0;
+		if (side.etag[0] && !strcmp(side.key, key)) {
+			/* Copied, and the JPEG's removal was cut short by a crash. */
+			unlinkat(E.dirfd, ret_path, 0);
+			return 0;
+		}
+		if (strcmp(side.key, key)) /* a gone revision's whose retirement a crash cut short */
+			rec_tier_sidecar_retire(E.dirfd, ret_path, side.key);
 	}
 	*ret_size = (uint64_t)st.st_size;
 	return 1;
@@ -327,29 +382,32 @@ void rec_tier_events_look(void)
  * retire: the sidecar written here is retired instead. */
 static void moved(struct ev_slot *s, const char *etag)
 {
-	snprintf(s->row.etag, sizeof s->row.etag, "%s", etag);
-	int r = rec_tier_sidecar_write(E.dirfd, s->path, &s->row);
+	int r = current(s);
+	if (r == 0) {
+		drop_gone(s);
+		return;
+	}
+	if (r == 1) {
+		snprintf(s->row.etag, sizeof s->row.etag, "%s", etag);
+		r = rec_tier_sidecar_write(E.dirfd, s->path, &s->row);
+	}
 	if (r < 0) {
+		s->row.etag[0] = '\0';
 		kp_err("event %s: writing the sidecar of %s failed: %s; its JPEG stays local", s->id, s->path,
 		       strerror(-r));
 		s->retry_mono = kp_mono_ms() + rec_tier_retry_wait(++s->attempts);
 		return;
 	}
-	struct cat_txn *t;
-	struct cat_event_row row;
-	r = cat_begin(E.cat, 0, &t);
+	/* The revision may have gone while the sidecar was written: its removal retired the
+	 * intent, or finds this sidecar, or has not run yet and will. */
+	r = current(s);
 	if (r == 0) {
-		r = cat_event_get(t, s->id, &row, NULL);
-		cat_abort(t);
+		drop_gone(s);
+		return;
 	}
-	if (r == -ENOENT || (r == 0 && row.seq != s->seq)) {
-		r = rec_tier_sidecar_retire(E.dirfd, s->path);
-		if (r < 0)
-			kp_err("event %s: retiring the sidecar of a gone revision failed: %s", s->id, strerror(-r));
-	} else if (r == 0 && unlinkat(E.dirfd, s->path, 0) < 0 && errno != ENOENT) {
+	if (r == 1 && unlinkat(E.dirfd, s->path, 0) < 0 && errno != ENOENT)
 		kp_err("event %s: removing %s after its copy failed: %s (the next pass does)", s->id, s->path,
 		       strerror(errno));
-	}
 	E.uploaded++;
 	E.uploaded_bytes += s->row.size;
 	kp_info("event %s: its JPEG (%llu bytes) is in the store as %s", s->id, (unsigned long long)s->row.size,

@@ -47,14 +47,22 @@ int rec_tier_sidecar_write(int data_dirfd, const char *path, const struct cat_ti
 	int n = snprintf(text, sizeof text, "key=%s\nsize=%" PRIu64 "\netag=%s\n", row->key, row->size, row->etag);
 	if (n < 0 || (size_t)n >= sizeof text)
 		return -ENAMETOOLONG;
-	int fd = openat(data_dirfd, side, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	/* Written beside and renamed over: a reader (a retirement on the commit thread) sees the
+	 * old sidecar or the new one, never a part. */
+	char tmp[CAT_PATH_MAX + 16];
+	snprintf(tmp, sizeof tmp, "%s.new", side);
+	int fd = openat(data_dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -errno;
 	r = kp_pwrite_all(fd, text, (size_t)n, 0);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	close(fd);
-	if (r == 0)
+	if (r == 0 && renameat(data_dirfd, tmp, data_dirfd, side) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(data_dirfd, tmp, 0);
+	else
 		r = sync_dir_of(data_dirfd, path);
 	return r;
 }
@@ -208,23 +216,25 @@ static int retired_name(const char *key, char *out, size_t len)
 	return 0;
 }
 
-int rec_tier_sidecar_retire(int data_dirfd, const char *path)
+int rec_tier_sidecar_retire(int data_dirfd, const char *path, const char *only_key)
 {
 	char side[CAT_PATH_MAX + 8], to[CAT_PATH_MAX + 32];
 	struct cat_tier row;
 	int r = sidecar_path(path, side, sizeof side);
 	if (r == 0)
 		r = rec_tier_sidecar_read(data_dirfd, path, &row);
-	if (r == -ENOENT)
+	if (r == -ENOENT || (r == 0 && only_key && strcmp(row.key, only_key) != 0))
 		return 0;
 	if (r == 0)
 		r = retired_name(row.key, to, sizeof to);
-	if (r < 0) { /* names no object we could delete: nothing to keep it for */
-		unlinkat(data_dirfd, side, 0);
+	if (r < 0) /* left where it is, for keeppeekctl check to report */
 		return r;
-	}
-	if (mkdirat(data_dirfd, REC_TIER_DELETES_DIR, 0750) < 0 && errno != EEXIST)
-		return -errno;
+	if (mkdirat(data_dirfd, REC_TIER_DELETES_DIR, 0750) == 0)
+		r = sync_dir_of(data_dirfd, REC_TIER_DELETES_DIR); /* data_dir itself */
+	else if (errno != EEXIST)
+		r = -errno;
+	if (r < 0)
+		return r;
 	if (renameat(data_dirfd, side, data_dirfd, to) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	r = sync_dir_of(data_dirfd, to);
@@ -234,7 +244,7 @@ int rec_tier_sidecar_retire(int data_dirfd, const char *path)
 int rec_event_file_unlink(int data_dirfd, const char *path)
 {
 	int r = unlinkat(data_dirfd, path, 0) < 0 && errno != ENOENT ? -errno : 0;
-	int e = rec_tier_sidecar_retire(data_dirfd, path);
+	int e = rec_tier_sidecar_retire(data_dirfd, path, NULL);
 	if (e < 0)
 		kp_err("%s: keeping the sidecar of its object for the object's delete failed: %s", path, strerror(-e));
 	return r;

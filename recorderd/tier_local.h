@@ -16,7 +16,9 @@
 #define REC_TIER_EVENT_ID(seq) ((uint64_t)(seq) | (1ull << 63))
 #define REC_TIER_IS_EVENT(id)  (((id) >> 63) != 0)
 
-/* Writes (and syncs) path.tier with row's key, size and ETag. */
+/* Writes (and syncs) path.tier with row's key, size and ETag, replacing any (written
+ * beside and renamed over). An event JPEG's sidecar with an empty ETag is an intent: the
+ * JPEG is being copied under that key, and is still local. */
 int rec_tier_sidecar_write(int data_dirfd, const char *path, const struct cat_tier *row);
 /* Reads path.tier into row (state CAT_TIER_REMOTE, key, size, etag); -ENOENT when there
  * is none, -EBADMSG when it does not parse. */
@@ -30,8 +32,10 @@ int rec_tier_strip(int data_dirfd, struct cat *cat, const struct cat_recording *
 int rec_recording_unlink(int data_dirfd, const char *path);
 /* Moves path's sidecar (an event JPEG's, whose revision is gone) to tier-deletes, named
  * after its object's key and synced, where tiering finds it and deletes the object (the
- * file then goes). 0 when path has no sidecar; one that does not parse is removed. */
-int rec_tier_sidecar_retire(int data_dirfd, const char *path);
+ * file then goes). 0 when path has no sidecar, or (only_key not NULL) one of another key;
+ * one that does not parse, or whose key cannot name a file there, stays (-EBADMSG,
+ * -EINVAL). */
+int rec_tier_sidecar_retire(int data_dirfd, const char *path, const char *only_key);
 /* Removes a file of a gone event revision (its JPEG, thumbnail or record) and retires its
  * sidecar (ENOENT is success); -errno of the file's removal. */
 int rec_event_file_unlink(int data_dirfd, const char *path);

@@ -31,7 +31,7 @@ struct tier_job {
 	uint32_t fetch;     /* ... recorderd's id of it ... */
 	uint8_t expect[16]; /* ... and the bytes its range must begin with */
 	size_t expect_len;
-	char etag[33]; /* ... and, when set, the MD5 of the whole object it is */
+	char etag[40]; /* ... and, when set, the MD5 of the whole object it is (longer: refused) */
 };
 
 struct tier_lane;

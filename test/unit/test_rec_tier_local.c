@@ -5,8 +5,8 @@
  * remote recording; none at all is -ENOENT; rec_recording_unlink removes both files.
  * An event JPEG's (step 8): rec_event_file_unlink removes the JPEG and retires its sidecar
  * to tier-deletes under a name made of its key (read back there the same); a file without
- * a sidecar is only removed; a sidecar that does not parse, or whose key cannot name a
- * file there, is removed rather than kept. */
+ * a sidecar is only removed; a sidecar of another key than the one asked for stays, and
+ * so does one that does not parse or whose key cannot name a file there. */
 #include "test.h"
 
 #include <errno.h>
@@ -97,16 +97,31 @@ static void test_event_retire(void)
 	CHECK_EQ(rec_event_file_unlink(dirfd_, "events/ab/ev-2.thumb.jpg"), 0);
 	CHECK(faccessat(dirfd_, "events/ab/ev-2.thumb.jpg", F_OK, 0) < 0);
 	CHECK_EQ(rec_event_file_unlink(dirfd_, "events/ab/ev-2.thumb.jpg"), 0); /* gone already */
-	/* A damaged sidecar, and keys that cannot name a file in tier-deletes: removed. */
+	/* Only the sidecar of the key asked for: another key's (a newer revision's at the same
+	 * path) stays. An intent (no ETag yet) is retired like a whole one. */
+	put("events/ab/ev-6.jpg.tier", "key=events/ab/ev-6-2.jpg\nsize=1\netag=\n");
+	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-6.jpg", "events/ab/ev-6-1.jpg"), 0);
+	CHECK(faccessat(dirfd_, "events/ab/ev-6.jpg.tier", F_OK, 0) == 0);
+	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-6.jpg", "events/ab/ev-6-2.jpg"), 0);
+	CHECK(faccessat(dirfd_, "events/ab/ev-6.jpg.tier", F_OK, 0) < 0);
+	CHECK_EQ(rec_tier_sidecar_read(dirfd_, "tier-deletes/events+ab+ev-6-2.jpg", &got), 0);
+	CHECK_STR_EQ(got.etag, "");
+	/* A damaged sidecar, and keys that cannot name a file in tier-deletes: left where they
+	 * are, for keeppeekctl check to report. */
 	put("events/ab/ev-3.jpg.tier", "key=k\nsize=1\n");
-	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-3.jpg"), -EBADMSG);
-	CHECK(faccessat(dirfd_, "events/ab/ev-3.jpg.tier", F_OK, 0) < 0);
+	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-3.jpg", NULL), -EBADMSG);
+	CHECK(faccessat(dirfd_, "events/ab/ev-3.jpg.tier", F_OK, 0) == 0);
 	put("events/ab/ev-4.jpg.tier", "key=events/ab/a+b.jpg\nsize=1\netag=e\n");
-	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-4.jpg"), -EINVAL);
-	CHECK(faccessat(dirfd_, "events/ab/ev-4.jpg.tier", F_OK, 0) < 0);
+	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-4.jpg", NULL), -EINVAL);
+	CHECK(faccessat(dirfd_, "events/ab/ev-4.jpg.tier", F_OK, 0) == 0);
 	put("events/ab/ev-5.jpg.tier", "key=.hidden\nsize=1\netag=e\n");
-	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-5.jpg"), -EINVAL);
-	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/none.jpg"), 0);
+	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/ev-5.jpg", NULL), -EINVAL);
+	CHECK_EQ(rec_tier_sidecar_retire(dirfd_, "events/ab/none.jpg", NULL), 0);
+	/* A sidecar is replaced whole (written beside, renamed over): no work file stays. */
+	CHECK_EQ(rec_tier_sidecar_write(dirfd_, "events/ab/ev-5.jpg", &row), 0);
+	CHECK_EQ(rec_tier_sidecar_read(dirfd_, "events/ab/ev-5.jpg", &got), 0);
+	CHECK_STR_EQ(got.key, row.key);
+	CHECK(faccessat(dirfd_, "events/ab/ev-5.jpg.tier.new", F_OK, 0) < 0);
 }
 
 int main(void)
