@@ -114,15 +114,7 @@ static void send_slot(struct slot *s)
 			s->retry_mono = kp_mono_ms() + REC_TIER_RETRY_MIN_MS;
 		return;
 	}
-	static kp_Envelope env;
-	memset(&env, 0, sizeof env);
-	env.which_msg = kp_Envelope_tier_upload_tag;
-	kp_TierUpload *u = &env.msg.tier_upload;
-	u->recording = s->id;
-	snprintf(u->key, sizeof u->key, "%s", s->row.key);
-	u->size = s->row.size;
-	snprintf(u->upload_id, sizeof u->upload_id, "%s", s->row.upload_id);
-	int r = kp_worker_send_peer_fds(T.w, kp_Peer_PEER_TIER, &env, NULL, 0, &fd, 1);
+	int r = rec_tier_send_upload(s->id, &s->row, fd);
 	close(fd);
 	if (r == 0)
 		s->sent = 1;
@@ -137,6 +129,31 @@ uint64_t rec_tier_retry_wait(uint32_t attempts)
 	return wait > REC_TIER_RETRY_MAX_MS ? REC_TIER_RETRY_MAX_MS : wait;
 }
 
+int rec_tier_send_upload(uint64_t id, const struct cat_tier *row, int fd)
+{
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
+	env.which_msg = kp_Envelope_tier_upload_tag;
+	kp_TierUpload *u = &env.msg.tier_upload;
+	u->recording = id;
+	snprintf(u->key, sizeof u->key, "%s", row->key);
+	u->size = row->size;
+	snprintf(u->upload_id, sizeof u->upload_id, "%s", row->upload_id);
+	return kp_worker_send_peer_fds(T.w, kp_Peer_PEER_TIER, &env, NULL, 0, &fd, 1);
+}
+
+int rec_tier_send_delete(uint64_t id, const struct cat_tier *row)
+{
+	static kp_Envelope env;
+	memset(&env, 0, sizeof env);
+	env.which_msg = kp_Envelope_tier_delete_tag;
+	kp_TierDelete *m = &env.msg.tier_delete;
+	m->recording = id;
+	snprintf(m->key, sizeof m->key, "%s", row->key);
+	snprintf(m->upload_id, sizeof m->upload_id, "%s", row->upload_id);
+	return kp_worker_send_peer(T.w, kp_Peer_PEER_TIER, &env, NULL, 0);
+}
+
 static struct del *del_of(uint64_t id)
 {
 	for (unsigned i = 0; i < T.ndels; i++)
@@ -147,14 +164,7 @@ static struct del *del_of(uint64_t id)
 
 static void send_delete(struct del *d)
 {
-	static kp_Envelope env;
-	memset(&env, 0, sizeof env);
-	env.which_msg = kp_Envelope_tier_delete_tag;
-	kp_TierDelete *m = &env.msg.tier_delete;
-	m->recording = d->id;
-	snprintf(m->key, sizeof m->key, "%s", d->row.key);
-	snprintf(m->upload_id, sizeof m->upload_id, "%s", d->row.upload_id);
-	int r = kp_worker_send_peer(T.w, kp_Peer_PEER_TIER, &env, NULL, 0);
+	int r = rec_tier_send_delete(d->id, &d->row);
 	if (r == 0)
 		d->sent = 1;
 	else if (r != -ENOTCONN)
@@ -469,7 +479,7 @@ void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *c
 	int64_t jpeg_age_ms;
 	if (kp_add_i64(T.after_ms, T.keep_local_ms, &jpeg_age_ms) < 0)
 		jpeg_age_ms = INT64_MAX;
-	rec_tier_events_open(w, cat, data_dirfd, jpeg_age_ms);
+	rec_tier_events_open(cat, data_dirfd, jpeg_age_ms);
 	if (rec_tier_cache_open(kp_worker_loop(w), cat, data_dirfd, (uint64_t)wc->tier.cache_mib * 1024 * 1024,
 				send_fetch) < 0)
 		kp_err("tiering: the read cache is off: recordings whose media is in the store cannot be played");

@@ -28,6 +28,11 @@
 /* The wait before the next try after attempts failed ones (attempts >= 1): the first
  * REC_TIER_RETRY_MIN_MS, doubling up to REC_TIER_RETRY_MAX_MS. */
 uint64_t rec_tier_retry_wait(uint32_t attempts);
+/* Hand tierd the copy of id (a recording, or an event JPEG: REC_TIER_EVENT_ID) as row's
+ * key, size and upload id, from fd (still the caller's), or the delete of row's key (and
+ * upload id): 0 or -errno (-ENOTCONN: tierd is not linked). */
+int rec_tier_send_upload(uint64_t id, const struct cat_tier *row, int fd);
+int rec_tier_send_delete(uint64_t id, const struct cat_tier *row);
 /* Starts tiering when the WorkerConfig has [tier] (else does nothing). */
 void rec_tier_open(struct kp_worker *w, struct cat *cat, struct rec_committer *commit, int data_dirfd);
 void rec_tier_close(void);

@@ -42,7 +42,6 @@ struct ev_del {
 };
 
 static struct {
-	struct kp_worker *w;
 	struct cat *cat;
 	int dirfd;
 	int enabled, linked;
@@ -78,14 +77,13 @@ static struct ev_slot *slot_of(uint64_t seq)
 	return NULL;
 }
 
-void rec_tier_events_open(struct kp_worker *w, struct cat *cat, int data_dirfd, int64_t age_ms)
+void rec_tier_events_open(struct cat *cat, int data_dirfd, int64_t age_ms)
 {
 	int linked = E.linked;
 	uint64_t next_del = E.next_del; /* a late TierDeleted of before a rebuild names no new delete */
 	memset(&E, 0, sizeof E);
 	E.linked = linked;
 	E.next_del = next_del;
-	E.w = w;
 	E.cat = cat;
 	E.dirfd = data_dirfd;
 	E.age_ms = age_ms;
@@ -150,15 +148,7 @@ static void send_slot(struct ev_slot *s)
 		s->retry_mono = kp_mono_ms() + rec_tier_retry_wait(++s->attempts);
 		return;
 	}
-	static kp_Envelope env;
-	memset(&env, 0, sizeof env);
-	env.which_msg = kp_Envelope_tier_upload_tag;
-	kp_TierUpload *u = &env.msg.tier_upload;
-	u->recording = REC_TIER_EVENT_ID(s->seq);
-	snprintf(u->key, sizeof u->key, "%s", s->row.key);
-	u->size = s->row.size;
-	snprintf(u->upload_id, sizeof u->upload_id, "%s", s->row.upload_id);
-	r = kp_worker_send_peer_fds(E.w, kp_Peer_PEER_TIER, &env, NULL, 0, &fd, 1);
+	r = rec_tier_send_upload(REC_TIER_EVENT_ID(s->seq), &s->row, fd);
 	close(fd);
 	if (r == 0)
 		s->sent = 1;
@@ -349,13 +339,7 @@ static void look_deletes(void)
 
 static void send_delete(struct ev_del *x)
 {
-	static kp_Envelope env;
-	memset(&env, 0, sizeof env);
-	env.which_msg = kp_Envelope_tier_delete_tag;
-	kp_TierDelete *m = &env.msg.tier_delete;
-	m->recording = x->id;
-	snprintf(m->key, sizeof m->key, "%s", x->row.key);
-	int r = kp_worker_send_peer(E.w, kp_Peer_PEER_TIER, &env, NULL, 0);
+	int r = rec_tier_send_delete(x->id, &x->row);
 	if (r == 0)
 		x->sent = 1;
 	else if (r != -ENOTCONN)
@@ -415,73 +399,81 @@ static void moved(struct ev_slot *s, const char *etag)
 	memset(s, 0, sizeof *s);
 }
 
+/* The slot a report of tierd's answers (its send done), or NULL for a stale report. */
+static struct ev_slot *answered(uint64_t id)
+{
+	struct ev_slot *s = slot_of(id & ~REC_TIER_EVENT_ID(0));
+	if (!s || !s->sent)
+		return NULL;
+	s->sent = 0;
+	return s;
+}
+
+static void on_uploaded(const kp_TierUploaded *m)
+{
+	struct ev_slot *s = answered(m->recording);
+	if (!s)
+		return;
+	if (m->size != s->row.size || strcmp(m->key, s->row.key) != 0) {
+		kp_err("event %s: tierd reports %s of %llu bytes, not %s of %llu; copying it again", s->id, m->key,
+		       (unsigned long long)m->size, s->row.key, (unsigned long long)s->row.size);
+		s->retry_mono = kp_mono_ms() + rec_tier_retry_wait(++s->attempts);
+		return;
+	}
+	moved(s, m->etag);
+}
+
+static void on_failed(const kp_TierFailed *m)
+{
+	struct ev_slot *s = answered(m->recording);
+	if (!s)
+		return;
+	E.failures++;
+	if (m->forget_upload)
+		s->row.upload_id[0] = '\0';
+	uint64_t wait = rec_tier_retry_wait(++s->attempts);
+	s->retry_mono = kp_mono_ms() + wait;
+	kp_notice("event %s: copying its JPEG failed (%s: %s); trying again in %llu s", s->id, strerror((int)m->error),
+		  m->why, (unsigned long long)(wait / 1000));
+}
+
+static void on_deleted(const kp_TierDeleted *m)
+{
+	struct ev_del *x = del_of(m->recording);
+	if (!x || !x->sent)
+		return;
+	x->sent = 0;
+	if (m->error) {
+		E.delete_failures++;
+		uint64_t wait = rec_tier_retry_wait(++x->attempts);
+		x->retry_mono = kp_mono_ms() + wait;
+		kp_notice("deleting %s from the store failed (%s: %s); trying again in %llu s", x->row.key,
+			  strerror((int)m->error), m->why, (unsigned long long)(wait / 1000));
+		return;
+	}
+	char side[CAT_PATH_MAX + 8];
+	snprintf(side, sizeof side, "%s%s", x->name, REC_TIER_SIDECAR);
+	if (unlinkat(E.dirfd, side, 0) < 0 && errno != ENOENT)
+		kp_err("%s: removing it after its object's delete failed: %s", side, strerror(errno));
+	E.deleted++;
+	kp_info("%s deleted from the store (its event revision is gone)", x->row.key);
+	memset(x, 0, sizeof *x);
+}
+
 void rec_tier_events_frame(const kp_Envelope *env)
 {
 	if (!E.enabled)
 		return;
-	switch (env->which_msg) {
-	case kp_Envelope_tier_progress_tag: {
-		const kp_TierProgress *m = &env->msg.tier_progress;
-		struct ev_slot *s = slot_of(m->recording & ~REC_TIER_EVENT_ID(0));
+	if (env->which_msg == kp_Envelope_tier_progress_tag) {
+		struct ev_slot *s = slot_of(env->msg.tier_progress.recording & ~REC_TIER_EVENT_ID(0));
 		if (s && s->sent) /* a JPEG over part_size: a retry in this run resumes it */
-			snprintf(s->row.upload_id, sizeof s->row.upload_id, "%s", m->upload_id);
-		break;
-	}
-	case kp_Envelope_tier_uploaded_tag: {
-		const kp_TierUploaded *m = &env->msg.tier_uploaded;
-		struct ev_slot *s = slot_of(m->recording & ~REC_TIER_EVENT_ID(0));
-		if (!s || !s->sent)
-			break;
-		s->sent = 0;
-		if (m->size != s->row.size || strcmp(m->key, s->row.key) != 0) {
-			kp_err("event %s: tierd reports %s of %llu bytes, not %s of %llu; copying it again", s->id,
-			       m->key, (unsigned long long)m->size, s->row.key, (unsigned long long)s->row.size);
-			s->retry_mono = kp_mono_ms() + rec_tier_retry_wait(++s->attempts);
-			break;
-		}
-		moved(s, m->etag);
-		break;
-	}
-	case kp_Envelope_tier_failed_tag: {
-		const kp_TierFailed *m = &env->msg.tier_failed;
-		struct ev_slot *s = slot_of(m->recording & ~REC_TIER_EVENT_ID(0));
-		if (!s || !s->sent)
-			break;
-		s->sent = 0;
-		E.failures++;
-		if (m->forget_upload)
-			s->row.upload_id[0] = '\0';
-		uint64_t wait = rec_tier_retry_wait(++s->attempts);
-		s->retry_mono = kp_mono_ms() + wait;
-		kp_notice("event %s: copying its JPEG failed (%s: %s); trying again in %llu s", s->id,
-			  strerror((int)m->error), m->why, (unsigned long long)(wait / 1000));
-		break;
-	}
-	case kp_Envelope_tier_deleted_tag: {
-		const kp_TierDeleted *m = &env->msg.tier_deleted;
-		struct ev_del *x = del_of(m->recording);
-		if (!x || !x->sent)
-			break;
-		x->sent = 0;
-		if (m->error) {
-			E.delete_failures++;
-			uint64_t wait = rec_tier_retry_wait(++x->attempts);
-			x->retry_mono = kp_mono_ms() + wait;
-			kp_notice("deleting %s from the store failed (%s: %s); trying again in %llu s", x->row.key,
-				  strerror((int)m->error), m->why, (unsigned long long)(wait / 1000));
-			break;
-		}
-		char side[CAT_PATH_MAX + 8];
-		snprintf(side, sizeof side, "%s%s", x->name, REC_TIER_SIDECAR);
-		if (unlinkat(E.dirfd, side, 0) < 0 && errno != ENOENT)
-			kp_err("%s: removing it after its object's delete failed: %s", side, strerror(errno));
-		E.deleted++;
-		kp_info("%s deleted from the store (its event revision is gone)", x->row.key);
-		memset(x, 0, sizeof *x);
-		break;
-	}
-	default:
-		break;
+			snprintf(s->row.upload_id, sizeof s->row.upload_id, "%s", env->msg.tier_progress.upload_id);
+	} else if (env->which_msg == kp_Envelope_tier_uploaded_tag) {
+		on_uploaded(&env->msg.tier_uploaded);
+	} else if (env->which_msg == kp_Envelope_tier_failed_tag) {
+		on_failed(&env->msg.tier_failed);
+	} else if (env->which_msg == kp_Envelope_tier_deleted_tag) {
+		on_deleted(&env->msg.tier_deleted);
 	}
 }
 

@@ -21,7 +21,7 @@
 #define REC_TIER_EV_PASS_MS  (10 * 60 * 1000) /* a walk at the young events starts over after this */
 
 /* age_ms: how old (by start) an event is when its JPEG moves. */
-void rec_tier_events_open(struct kp_worker *w, struct cat *cat, int data_dirfd, int64_t age_ms);
+void rec_tier_events_open(struct cat *cat, int data_dirfd, int64_t age_ms);
 /* One look: walks on, fills the free slots, looks at tier-deletes, sends what is due. */
 void rec_tier_events_look(void);
 /* A revision with a JPEG was stored for an event that starts at start_ms: a walk already
