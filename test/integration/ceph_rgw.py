@@ -69,6 +69,45 @@ class CephRgw:
         self.procs = {}
         self.osd_uuid = str(uuid.uuid4())
 
+    # -- what tests ask of it ----------------------------------------------
+    def tier_keys(self, workdir):
+        """This store's lines of a [tier] section, for a keeppeek.conf template that kp's
+        make() formats (its braces doubled): endpoint, bucket, the access key from
+        $KP_TIER_ACCESS_KEY (pass env=rgw.tier_env() to make) and the secret from a file
+        written in workdir (0600)."""
+        secret_file = os.path.join(workdir, "tier.secret")
+        with open(secret_file, "w") as f:
+            f.write(self.secret)
+        os.chmod(secret_file, 0o600)
+        return (f"endpoint = {self.endpoint}\nbucket = {self.bucket}\n"
+                "access_key = ${{KP_TIER_ACCESS_KEY}}\n" f"secret = file:{secret_file}\n")
+
+    def tier_env(self):
+        return {"KP_TIER_ACCESS_KEY": self.access_key}
+
+    def probe_env(self, secret=None):
+        """The environment of tier-s3-probe (tierd's S3 client from the command line)."""
+        return dict(os.environ, KP_S3_ENDPOINT=self.endpoint, KP_S3_BUCKET=self.bucket,
+                    KP_S3_ACCESS_KEY=self.access_key, KP_S3_SECRET=secret or self.secret)
+
+    def probe(self, *args, timeout=60):
+        from kp import BUILD
+        return subprocess.run([os.path.join(BUILD, "tierd", "tier-s3-probe"), *args], capture_output=True,
+                              text=True, env=self.probe_env(), timeout=timeout)
+
+    def absent(self, key):
+        """Whether the store answers HEAD of key with 404."""
+        r = self.probe("head", key)
+        return r.returncode == 1 and r.stdout.startswith("error ENOENT")
+
+    def object_bytes(self, key, path, most=64 << 20):
+        """The bytes of object key (read through path), or None."""
+        r = self.probe("get", key, "0", str(most), path, timeout=120)
+        if r.returncode != 0:
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+
     # -- set-up ------------------------------------------------------------
     def _write_conf(self):
         b = self.base

@@ -16,14 +16,11 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import time
 
 import ceph_rgw
 import kp_events
-from kp import BUILD, TestCamera, check, metric, run, wait_for, wait_streaming
-
-PROBE = os.path.join(BUILD, "tierd", "tier-s3-probe")
+from kp import TestCamera, check, metric, run, wait_for, wait_streaming
 
 CONFIG = """[keeppeek]
 data_dir = {{dir}}/data
@@ -31,33 +28,12 @@ run_dir = {{dir}}/run
 [web]
 listen = 127.0.0.1:{{port}}
 [tier]
-endpoint = {endpoint}
-bucket = {bucket}
-access_key = ${{{{KP_TIER_ACCESS_KEY}}}}
-secret = file:{secret_file}
-after = 20s
+{store}after = 20s
 cache_size = 16
 timeout = 10
 [camera "front"]
 url = {url}
 """
-
-
-def probe(rgw, *args):
-    env = dict(os.environ, KP_S3_ENDPOINT=rgw.endpoint, KP_S3_BUCKET=rgw.bucket, KP_S3_ACCESS_KEY=rgw.access_key,
-               KP_S3_SECRET=rgw.secret)
-    return subprocess.run([PROBE, *args], capture_output=True, text=True, env=env, timeout=60)
-
-
-def absent(rgw, key):
-    r = probe(rgw, "head", key)
-    return r.returncode == 1 and r.stdout.startswith("error ENOENT")
-
-
-def object_bytes(rgw, key, work):
-    got = os.path.join(work, "got")
-    r = probe(rgw, "get", key, "0", str(16 << 20), got)
-    return open(got, "rb").read() if r.returncode == 0 else None
 
 
 def jpeg_path(data, eid, rev):
@@ -85,13 +61,11 @@ def moved(data, eid, rev):
 
 
 def test(make, rgw, work):
-    secret_file = os.path.join(work, "tier.secret")
-    with open(secret_file, "w") as f:
-        f.write(rgw.secret)
     cam = TestCamera(work, "front", "h264", "baichuan", "aes")
     atexit.register(cam.kill)
-    config = CONFIG.format(endpoint=rgw.endpoint, bucket=rgw.bucket, secret_file=secret_file, url=cam.url())
-    kp = make(config=config, env={"KP_TIER_ACCESS_KEY": rgw.access_key})
+    config = CONFIG.format(store=rgw.tier_keys(work), url=cam.url())
+    kp = make(config=config, env=rgw.tier_env())
+    got = os.path.join(work, "got")
     kp.wait_running()
     wait_streaming(kp, "front", timeout=10.0)
     tok = kp.token("admin")
@@ -117,7 +91,7 @@ def test(make, rgw, work):
     check(wait_for(lambda: moved(kp.data, "old-2", 1), 30, 0.2), "the second old event's JPEG moves too")
     young = jpeg_path(kp.data, "young", 1)
     check(young and os.path.exists(young) and not sidecar(young), "the young event's JPEG stays local")
-    check(int(side["size"]) == len(snap) and object_bytes(rgw, side["key"], work) == snap,
+    check(int(side["size"]) == len(snap) and rgw.object_bytes(side["key"], got) == snap,
           f"the object {side['key']} is the JPEG's bytes")
     check(re.fullmatch(r"events/[0-9a-f]{2}/old-1-1-\d+\.jpg", side["key"]),
           f"the object key names the revision and its commit time: {side['key']}")
@@ -136,10 +110,10 @@ def test(make, rgw, work):
 
     # A new revision: the old revision's object is deleted, the new JPEG moves in its turn.
     publish("old-1", 2, now - 60000, other)
-    check(wait_for(lambda: absent(rgw, side["key"]), 30, 0.5),
+    check(wait_for(lambda: rgw.absent(side["key"]), 30, 0.5),
           "the replaced revision's object is deleted from the store")
     side2 = wait_for(lambda: moved(kp.data, "old-1", 2), 60, 0.2)
-    check(side2 and side2["key"] != side["key"] and object_bytes(rgw, side2["key"], work) == other,
+    check(side2 and side2["key"] != side["key"] and rgw.object_bytes(side2["key"], got) == other,
           "the new revision's JPEG moves to an object of its own")
     st, _, body = get("old-1", "snapshot")
     check(st == 200 and body == other, f"the new revision's snapshot is read back: {st}")
@@ -150,14 +124,14 @@ def test(make, rgw, work):
     tampered = os.path.join(work, "tampered.jpg")
     with open(tampered, "wb") as f:
         f.write(other)
-    check(probe(rgw, "put", side_b["key"], tampered).returncode == 0, "the object is replaced behind our back")
+    check(rgw.probe("put", side_b["key"], tampered).returncode == 0, "the object is replaced behind our back")
     fail = metric(kp, tok, "keeppeek_tier_fetch_failures_total")
     st, _, body = get("old-3", "snapshot")
     check(st == 503 and body != other and metric(kp, tok, "keeppeek_tier_fetch_failures_total") > fail,
           f"a JPEG whose object's MD5 is not its ETag is refused: {st} {body[:120]!r}")
     with open(tampered, "wb") as f:
         f.write(snap)
-    check(probe(rgw, "put", side_b["key"], tampered).returncode == 0, "the object is put back")
+    check(rgw.probe("put", side_b["key"], tampered).returncode == 0, "the object is put back")
 
     # A crash between the sidecar and the JPEG's removal, and one before a retirement.
     young_side = wait_for(lambda: moved(kp.data, "young", 1), 60, 0.2)
@@ -169,7 +143,7 @@ def test(make, rgw, work):
     orphan = os.path.join(orphan_dir, "gone-1.jpg")
     shutil.copy(tampered, os.path.join(work, "orphan.jpg"))
     orphan_key = "events/00/gone-1-1.jpg"
-    check(probe(rgw, "put", orphan_key, os.path.join(work, "orphan.jpg")).returncode == 0, "an orphan's object")
+    check(rgw.probe("put", orphan_key, os.path.join(work, "orphan.jpg")).returncode == 0, "an orphan's object")
     with open(orphan + ".tier", "w") as f:
         f.write(f"key={orphan_key}\nsize={len(snap)}\netag=0\n")
     kp.expect_restarts("recorderd")
@@ -177,7 +151,7 @@ def test(make, rgw, work):
     check(wait_for(lambda: (s := kp.status()) and s["recorderd"]["restarts"] == 1 and
                    s["recorderd"]["state"] == "running", 30, 0.2), "recorderd is restarted")
     check(wait_for(lambda: not os.path.exists(left), 30, 0.2), "a JPEG left beside its sidecar is removed")
-    check(wait_for(lambda: absent(rgw, orphan_key), 30, 0.5) and not os.path.exists(orphan + ".tier"),
+    check(wait_for(lambda: rgw.absent(orphan_key), 30, 0.5) and not os.path.exists(orphan + ".tier"),
           "a sidecar no revision names is retired at start and its object deleted")
     st, _, body = get("young", "snapshot")
     check(st == 200 and body == snap, f"after the restart the moved JPEG is read back: {st}")
@@ -195,7 +169,7 @@ def test(make, rgw, work):
     st, _, body = kp.http("POST", "/delete", '{"recordings":[],"events":["old-1"]}',
                           kp_events.auth(tok, {"Content-Type": "application/json"}), timeout=30)
     check(st == 200, f"delete event old-1: {st} {body[:200]!r}")
-    check(wait_for(lambda: absent(rgw, side2["key"]), 30, 0.5), "a deleted event's object is deleted from the store")
+    check(wait_for(lambda: rgw.absent(side2["key"]), 30, 0.5), "a deleted event's object is deleted from the store")
     check(not moved(kp.data, "old-1", 2), "its sidecar is gone")
     rc, out, _ = kp.ctl("tier", "status")
     check(rc == 0 and "event JPEGs: moved once their event is 20 s old" in out, f"tier status: {out.strip()}")

@@ -39,11 +39,7 @@ run_dir = {{dir}}/run
 [web]
 listen = 127.0.0.1:{{port}}
 [tier]
-endpoint = {endpoint}
-bucket = {bucket}
-access_key = ${{{{KP_TIER_ACCESS_KEY}}}}
-secret = file:{secret_file}
-after = 2s
+{store}after = 2s
 keep_local = 12s
 cache_size = 16
 part_size = 5
@@ -159,13 +155,10 @@ async def play(kp, tok, at_ms, osd):
 
 
 def test(make, rgw, work):
-    secret_file = os.path.join(work, "tier.secret")
-    with open(secret_file, "w") as f:
-        f.write(rgw.secret)
     cam = TestCamera(work, "read-cam", "h264", "baichuan", "aes")
     atexit.register(cam.kill)  # also when a check fails before the end
-    config = CONFIG.format(endpoint=rgw.endpoint, bucket=rgw.bucket, secret_file=secret_file, url=cam.url())
-    kp = make(config=config, env={"KP_TIER_ACCESS_KEY": rgw.access_key})
+    config = CONFIG.format(store=rgw.tier_keys(work), url=cam.url())
+    kp = make(config=config, env=rgw.tier_env())
     kp.wait_running()
     wait_streaming(kp, "read-cam", timeout=10.0)
     tok = kp.token()
@@ -369,7 +362,7 @@ def test(make, rgw, work):
     rgw.kill("rgw")
     rgw.start("rgw")
     again = make(config=config.replace("data_dir = {dir}/data", f"data_dir = {kp.data}"),
-                 env={"KP_TIER_ACCESS_KEY": rgw.access_key})
+                 env=rgw.tier_env())
     again.wait_running()
     tok2 = again.token()
     # (A strip's work file, strip-ID, may be there: recordings closed meanwhile are stripped.)

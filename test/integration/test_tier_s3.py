@@ -20,8 +20,7 @@ PROBE = os.path.join(BUILD, "tierd", "tier-s3-probe")
 
 
 def probe(rgw, *args, secret=None, env_extra=None, timeout=120):
-    env = dict(os.environ, KP_S3_ENDPOINT=rgw.endpoint, KP_S3_BUCKET=rgw.bucket,
-               KP_S3_ACCESS_KEY=rgw.access_key, KP_S3_SECRET=secret or rgw.secret)
+    env = rgw.probe_env(secret)
     env.update(env_extra or {})
     r = subprocess.run([PROBE] + list(args), capture_output=True, text=True, env=env, timeout=timeout)
     out = r.stdout.strip()

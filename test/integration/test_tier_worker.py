@@ -15,13 +15,10 @@ import json
 import os
 import re
 import signal
-import subprocess
 import time
 
 import ceph_rgw
-from kp import BUILD, TIME_SCALE, TestCamera, check, metric, run, wait_for, wait_streaming
-
-PROBE = os.path.join(BUILD, "tierd", "tier-s3-probe")
+from kp import TIME_SCALE, TestCamera, check, metric, run, wait_for, wait_streaming
 
 CONFIG = """[keeppeek]
 data_dir = {{dir}}/data
@@ -29,11 +26,7 @@ run_dir = {{dir}}/run
 [web]
 listen = 127.0.0.1:{{port}}
 [tier]
-endpoint = {endpoint}
-bucket = {bucket}
-access_key = ${{{{KP_TIER_ACCESS_KEY}}}}
-secret = file:{secret_file}
-after = 5s
+{store}after = 5s
 keep_local = 1h
 part_size = 5
 timeout = 30
@@ -56,35 +49,17 @@ def closed_recordings(data):
     return out
 
 
-def probe_env(rgw):
-    return dict(os.environ, KP_S3_ENDPOINT=rgw.endpoint, KP_S3_BUCKET=rgw.bucket, KP_S3_ACCESS_KEY=rgw.access_key,
-                KP_S3_SECRET=rgw.secret)
-
-
-def absent(rgw, key):
-    """Whether the store answers HEAD of key with 404."""
-    r = subprocess.run([PROBE, "head", key], capture_output=True, text=True, env=probe_env(rgw), timeout=60)
-    return r.returncode == 1 and r.stdout.startswith("error ENOENT")
-
-
 def stored(rgw, key, local, got):
     """Whether the store has key with exactly local's bytes."""
-    env = probe_env(rgw)
     want = open(local, "rb").read()
-    r = subprocess.run([PROBE, "get", key, "0", str(len(want) + 1), got], capture_output=True, text=True, env=env,
-                       timeout=120)
-    return r.returncode == 0 and open(got, "rb").read() == want
+    return rgw.object_bytes(key, got, len(want) + 1) == want
 
 
 def test(make, rgw, work):
-    secret_file = os.path.join(work, "tier.secret")
-    with open(secret_file, "w") as f:
-        f.write(rgw.secret)
-    os.chmod(secret_file, 0o600)
     cam = TestCamera(work, "tier-cam", "h264", "baichuan", "aes")
     atexit.register(cam.kill)  # also when a check fails before the end
-    config = CONFIG.format(endpoint=rgw.endpoint, bucket=rgw.bucket, secret_file=secret_file, url=cam.url())
-    kp = make(config=config, env={"KP_TIER_ACCESS_KEY": rgw.access_key})
+    config = CONFIG.format(store=rgw.tier_keys(work), url=cam.url())
+    kp = make(config=config, env=rgw.tier_env())
     kp.wait_running()
     st = wait_for(lambda: (s := kp.status())["tierd"]["state"] == "running" and s, 15, 0.05)
     check(st, f"tierd runs where [tier] has an endpoint ({kp.status()['tierd']})")
@@ -197,8 +172,8 @@ def test(make, rgw, work):
     check(rc == 0, f"a reload with a 5 MB quota ({out.strip()}{err.strip()})")
     check(wait_for(lambda: not any(os.path.exists(os.path.join(kp.data, p)) for p in closed), 30, 0.2),
           f"retention deletes the {len(closed)} closed recordings")
-    check(wait_for(lambda: all(absent(rgw, p) for p in closed), 60, 1.0),
-          f"and their objects are deleted from the store ({[p for p in closed if not absent(rgw, p)]} remain)")
+    check(wait_for(lambda: all(rgw.absent(p) for p in closed), 60, 1.0),
+          f"and their objects are deleted from the store ({[p for p in closed if not rgw.absent(p)]} remain)")
     deleted = wait_for(lambda: (n := metric(kp, token, "keeppeek_tier_deleted_total")) and n >= len(closed) and n, 30,
                        0.5)
     check(deleted, f"keeppeek_tier_deleted_total counts them ({metric(kp, token, 'keeppeek_tier_deleted_total')})")
