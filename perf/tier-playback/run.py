@@ -78,11 +78,7 @@ run_dir = {{dir}}/run
 [web]
 listen = 127.0.0.1:{{port}}
 [tier]
-endpoint = {endpoint}
-bucket = {bucket}
-access_key = ${{{{KP_TIER_ACCESS_KEY}}}}
-secret = file:{secret_file}
-after = 2s
+{store}after = 2s
 keep_local = {keep_local}s
 part_size = 5
 timeout = 10
@@ -471,16 +467,12 @@ def run(kp_mod, ceph_rgw, a, report, failures):
             report["ceph_up_s"] = round(time.monotonic() - t0, 1)
             report["ceph"] = subprocess.run(["ceph", "--version"], capture_output=True, text=True).stdout.strip()
             print(f"tier-playback: Ceph up in {report['ceph_up_s']} s ({report['ceph']})", flush=True)
-            secret_file = os.path.join(d, "tier.secret")
-            with open(secret_file, "w") as f:
-                f.write(rgw.secret)
             cam = kp_mod.TestCamera(d, CAM, "h264", "baichuan", "aes")
             k = None
             try:
-                k = kp_mod.Keeppeek(config=CONFIG.format(endpoint=rgw.endpoint, bucket=rgw.bucket,
-                                                         secret_file=secret_file, url=cam.url(),
+                k = kp_mod.Keeppeek(config=CONFIG.format(store=rgw.tier_keys(d), url=cam.url(),
                                                          keep_local=a.keep_local, cam=CAM),
-                                    env={"KP_TIER_ACCESS_KEY": rgw.access_key})
+                                    env=rgw.tier_env())
                 k.wait_running()
                 kp_mod.wait_streaming(k, CAM, timeout=10.0)
                 report["data_fs"] = pc.fs_type(k.dir)
