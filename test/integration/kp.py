@@ -306,14 +306,35 @@ class TestCamera:
         for f in faults:
             self.args += ["--fault", f]
         self.user, self.password = user, password
+        # A port chosen here may be taken by another test between the check and the
+        # camera's bind (tests run four at once): then another is chosen.
+        for _ in range(4 if port is None else 0):
+            if self._spawn():
+                return
+            i = self.args.index(f"--{protocol}-port") + 1
+            self.port = free_port() if protocol != "bcudp" else free_udp_port()
+            self.args[i] = str(self.port)
         self.start()
 
-    def start(self):
+    def _spawn(self):
+        """Starts the camera: True when ready, False when its port was taken meanwhile."""
         self.log = open(self.log_path, "a")
+        at = self.log.tell()
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.proc.stdout.readline()
-        if line.strip() != "ready":
-            fail(f"test camera {self.name} did not start: {line!r}\n{open(self.log_path).read()}")
+        if line.strip() == "ready":
+            return True
+        self.proc.wait()
+        self.log.close()
+        with open(self.log_path) as f:
+            f.seek(at)
+            if "Address already in use" in f.read():
+                return False
+        fail(f"test camera {self.name} did not start: {line!r}\n{open(self.log_path).read()}")
+
+    def start(self):
+        if not self._spawn():
+            fail(f"test camera {self.name} did not start: port {self.port} is taken\n{open(self.log_path).read()}")
 
     def url(self, password=None):
         pw = self.password if password is None else password
@@ -373,19 +394,30 @@ class TestCameraGroup:
     def __init__(self, workdir, name, n, codec="h264", encryption="aes", replay=True, user="admin",
                  password="cam-pass", names=None):
         self.name = name
-        self.base = free_port_run(n)
         self.stats_path = os.path.join(workdir, f"{name}.stats.json")
         self.log_path = os.path.join(workdir, f"{name}.log")
-        self.args = [TEST_CAMERA, "--main", os.path.join(FIXTURES, f"main.{codec}"),
-                     "--sub", os.path.join(FIXTURES, f"sub.{codec}"), "--baichuan-port", str(self.base),
-                     "--cameras", str(n), "--user", user, "--password", password, "--encryption", encryption,
-                     "--stats", self.stats_path] + (["--replay"] if replay else [])
         self.user, self.password = user, password
-        self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        line = self.proc.stdout.readline()
-        if line.strip() != "ready":
-            fail(f"test cameras {name} did not start: {line!r}\n{open(self.log_path).read()}")
+        # The run of ports may be taken by another test between the check and the binds
+        # (tests run four at once): then another run is chosen.
+        for attempt in range(5):
+            self.base = free_port_run(n)
+            self.args = [TEST_CAMERA, "--main", os.path.join(FIXTURES, f"main.{codec}"),
+                         "--sub", os.path.join(FIXTURES, f"sub.{codec}"), "--baichuan-port", str(self.base),
+                         "--cameras", str(n), "--user", user, "--password", password, "--encryption", encryption,
+                         "--stats", self.stats_path] + (["--replay"] if replay else [])
+            self.log = open(self.log_path, "a")
+            at = self.log.tell()
+            self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+            line = self.proc.stdout.readline()
+            if line.strip() == "ready":
+                break
+            self.proc.wait()
+            self.log.close()
+            with open(self.log_path) as f:
+                f.seek(at)
+                taken = "Address already in use" in f.read()
+            if not taken or attempt == 4:
+                fail(f"test cameras {name} did not start: {line!r}\n{open(self.log_path).read()}")
         names = names or [f"{name}{i:02d}" for i in range(n)]
         self.cameras = [GroupCamera(self, i, names[i]) for i in range(n)]
 
