@@ -70,6 +70,15 @@ int rec_keyframe_find_txn(struct cat_txn *t, uint32_t stream_id, int64_t ms, str
 	return find(t, stream_id, ms, ret);
 }
 
+/* Whether the stream has a recording and none of it reaches past ms yet. */
+static int not_yet(struct cat_txn *t, uint32_t stream_id, int64_t ms)
+{
+	uint64_t id = 0;
+	struct cat_recording rec;
+	return cat_stream_last_recording(t, stream_id, &id) == 0 && id && cat_get_recording(t, id, &rec) == 0 &&
+	       rec.end_ms <= ms;
+}
+
 int rec_keyframe_find_event(struct cat *cat, const char *event_id, uint32_t stream, struct rec_keyframe *ret)
 {
 	struct cat_txn *t;
@@ -89,6 +98,10 @@ int rec_keyframe_find_event(struct cat *cat, const char *event_id, uint32_t stre
 			r = -ENOENT;
 	} else if (r == 0 && linked == -ENOENT) {
 		r = find(t, stream_id, e.start_ms, ret); /* not yet indexed at the commit */
+		if (r == -ENOENT && not_yet(t, stream_id, e.start_ms)) {
+			r = -EAGAIN;
+			ret->ms = e.start_ms;
+		}
 	} else if (r == 0) {
 		r = linked;
 	}

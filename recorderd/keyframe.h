@@ -30,7 +30,10 @@ int rec_keyframe_find(struct cat *cat, uint32_t stream_id, int64_t ms, struct re
 int rec_keyframe_find_txn(struct cat_txn *t, uint32_t stream_id, int64_t ms, struct rec_keyframe *ret);
 /* The keyframe for an event and a stream (0 main, 1 sub): through the event->keyframe
  * link made at its commit, else (the GOP was not indexed yet then) the keyframe at or
- * before the event's start. -ENOENT when there is none (any more). */
+ * before the event's start. -ENOENT when there is none (any more). -EAGAIN when there is
+ * no link and nothing of the stream is recorded from the event's start on yet: the GOP
+ * that holds it may still be being written (it commits when the next keyframe comes),
+ * or may never be; ret->ms is then the event's start. */
 int rec_keyframe_find_event(struct cat *cat, const char *event_id, uint32_t stream, struct rec_keyframe *ret);
 /* Reads exactly k->length bytes into buf, from its recording's file (local recordings
  * only: tier_cache.h reads remote ones) or from fd, a file laid out as the recording. */

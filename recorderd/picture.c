@@ -12,6 +12,7 @@
 #include "catalog_keys.h"
 #include "h26x.h"
 #include "keyframe.h"
+#include "kp_checked.h"
 #include "kp_limits.h"
 #include "kp_time.h"
 #include "log.h"
@@ -37,6 +38,16 @@ struct pending {
 	int64_t deadline_ms;
 };
 
+/* An event's picture waiting for its GOP to commit (picture.h). */
+struct gop_wait {
+	int used;
+	kp_Peer from;
+	kp_EventGet g;
+	uint32_t revision;
+	int data_dirfd;
+	int64_t until_ms; /* monotonic: then it has none */
+};
+
 static struct {
 	struct kp_worker *w;
 	struct cat *cat;
@@ -46,11 +57,13 @@ static struct {
 	int timer_on, link_up;
 	uint32_t next_job, demand;
 	struct pending p[REC_PICTURE_PENDING];
+	struct gop_wait gw[REC_PICTURE_GOP_WAITING];
 	/* Jobs the transcoder holds (0: none), from their open to their TranscodeEnded or
 	 * our close: it runs KP_TRANSCODE_PICTURE_JOBS at once and refuses more. */
 	uint32_t in_tx[KP_TRANSCODE_PICTURE_JOBS];
 	struct rec_pcache cache;
 	uint64_t made, hits, failed, timeouts, busy;
+	uint64_t gop_came, gop_missed; /* pictures that waited for their GOP: it came; it did not */
 } P = {.cache = {.cap = REC_PICTURE_CACHE_BYTES}};
 
 void rec_picture_worker(struct kp_worker *w)
@@ -139,8 +152,9 @@ static void send_job(struct pending *p)
 			close_job(p->job); /* no job waits there without its keyframe */
 	}
 	if (r < 0) {
-		kp_warn("picture of %s: sending its keyframe to the transcoder failed: %s; tried again in a second",
-			p->name, strerror(-r));
+		kp_warn(
+		    "picture of %s: sending its keyframe to the transcoder failed: %s; tried again at the next tick",
+		    p->name, strerror(-r));
 		p->hold = 1;
 		return;
 	}
@@ -166,11 +180,40 @@ static void send_next(void)
 	}
 }
 
+static void ask(int data_dirfd, kp_Peer from, const kp_EventGet *g, uint32_t revision, int64_t until_ms);
+static void ticking(void);
+
+static unsigned gop_waiting(void)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < REC_PICTURE_GOP_WAITING; i++)
+		n += P.gw[i].used;
+	return n;
+}
+
+/* Asks again for the pictures waiting for their GOP (each is parked again, answered or
+ * sent to the transcoder); answers them when the catalog is closed. */
+static void gop_retry(void)
+{
+	for (unsigned i = 0; i < REC_PICTURE_GOP_WAITING; i++) {
+		struct gop_wait w = P.gw[i];
+		if (!w.used)
+			continue;
+		P.gw[i].used = 0;
+		if (P.cat)
+			ask(w.data_dirfd, w.from, &w.g, w.revision, w.until_ms);
+		else
+			rec_reply_error(w.from, w.g.id, kp_CatalogResult_CATALOG_UNAVAILABLE, "no_catalog",
+					"recorderd closed its catalog");
+	}
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	(void)t;
+	gop_retry();
 	int64_t now = (int64_t)kp_mono_ms();
-	unsigned left = 0;
+	unsigned left = gop_waiting();
 	for (unsigned i = 0; i < REC_PICTURE_PENDING; i++) {
 		struct pending *p = &P.p[i];
 		if (!p->used)
@@ -195,6 +238,24 @@ static void on_tick(uv_timer_t *t)
 		P.timer_on = 0;
 	}
 	send_next();
+}
+
+static int room(void)
+{
+	return waiting() < REC_PICTURE_PENDING;
+}
+
+/* The tick runs while a picture waits. */
+static void ticking(void)
+{
+	if (P.timer_on || !P.w)
+		return;
+	if (!P.timer.data) {
+		uv_timer_init(kp_worker_loop(P.w), &P.timer);
+		P.timer.data = &P;
+	}
+	uv_timer_start(&P.timer, on_tick, REC_PICTURE_TICK_MS, REC_PICTURE_TICK_MS);
+	P.timer_on = 1;
 }
 
 static struct pending *free_slot(kp_Peer from, uint32_t query_id)
@@ -244,17 +305,33 @@ static void start(struct pending *p, int data_dirfd, const struct rec_keyframe *
 	p->deadline_ms = (int64_t)kp_mono_ms() + REC_PICTURE_WAIT_MS;
 	demand();
 	send_next();
-	if (!P.timer_on) {
-		if (!P.timer.data) {
-			uv_timer_init(kp_worker_loop(P.w), &P.timer);
-			P.timer.data = &P;
-		}
-		uv_timer_start(&P.timer, on_tick, 1000, 1000);
-		P.timer_on = 1;
-	}
+	ticking();
 }
 
-void rec_picture_ask(struct cat *cat, int data_dirfd, kp_Peer from, const kp_EventGet *g, uint32_t revision)
+/* Parks g until until_ms (monotonic) for its event's GOP; 503 when all places are taken. */
+static void gop_park(int data_dirfd, kp_Peer from, const kp_EventGet *g, uint32_t revision, int64_t until_ms)
+{
+	for (unsigned i = 0; i < REC_PICTURE_GOP_WAITING; i++) {
+		struct gop_wait *w = &P.gw[i];
+		if (w->used)
+			continue;
+		*w = (struct gop_wait){.used = 1,
+				       .from = from,
+				       .g = *g,
+				       .revision = revision,
+				       .data_dirfd = data_dirfd,
+				       .until_ms = until_ms};
+		ticking();
+		return;
+	}
+	P.busy++;
+	rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "busy",
+			"%d pictures wait for their events' video to be recorded; retry shortly",
+			REC_PICTURE_GOP_WAITING);
+}
+
+/* rec_picture_ask; until_ms is 0 the first time, else how long it may still wait. */
+static void ask(int data_dirfd, kp_Peer from, const kp_EventGet *g, uint32_t revision, int64_t until_ms)
 {
 	int thumb = g->part == kp_EventPart_EVENT_PART_THUMBNAIL;
 	struct rec_pkey key = {.revision = revision};
@@ -266,13 +343,34 @@ void rec_picture_ask(struct cat *cat, int data_dirfd, kp_Peer from, const kp_Eve
 		rec_reply(from, g->id, kp_CatalogBody_CATALOG_BODY_JPEG, jpeg, len);
 		return;
 	}
-	struct pending *p = free_slot(from, g->id);
-	if (!p)
-		return;
 	struct rec_keyframe k;
-	int r = rec_keyframe_find_event(cat, g->event_id, thumb ? 1 : 0, &k);
+	int r = rec_keyframe_find_event(P.cat, g->event_id, thumb ? 1 : 0, &k);
 	if (r == -ENOENT && thumb)
-		r = rec_keyframe_find_event(cat, g->event_id, 0, &k); /* no sub stream recorded */
+		r = rec_keyframe_find_event(P.cat, g->event_id, 0, &k); /* no sub stream recorded */
+	int waited = until_ms != 0;
+	if (r == -EAGAIN) {
+		int64_t now = (int64_t)kp_mono_ms();
+		if (!waited) {
+			/* From the event's start; a start ahead of our clock waits the whole
+			 * time, one that overflows not at all. */
+			int64_t left = 0;
+			if (kp_add_i64(k.ms, REC_PICTURE_GOP_WAIT_MS, &left) < 0 ||
+			    kp_sub_i64(left, kp_wall_ms(), &left) < 0)
+				left = 0;
+			until_ms = now + (left < 0                         ? 0
+					  : left > REC_PICTURE_GOP_WAIT_MS ? REC_PICTURE_GOP_WAIT_MS
+									   : left);
+		}
+		if (now < until_ms) {
+			gop_park(data_dirfd, from, g, revision, until_ms);
+			return;
+		}
+		P.gop_missed += waited;
+		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_NOT_FOUND, "not_found",
+				"event %s has no JPEG, and no video of its start was recorded within %d ms of it",
+				g->event_id, REC_PICTURE_GOP_WAIT_MS);
+		return;
+	}
 	if (r == -ENOENT) {
 		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_NOT_FOUND, "not_found",
 				"event %s has no JPEG and no recorded keyframe", g->event_id);
@@ -284,9 +382,22 @@ void rec_picture_ask(struct cat *cat, int data_dirfd, kp_Peer from, const kp_Eve
 				"finding the keyframe failed: %s", strerror(-r));
 		return;
 	}
+	if (waited && !room() && (int64_t)kp_mono_ms() < until_ms) {
+		gop_park(data_dirfd, from, g, revision, until_ms); /* its video came: it waits for room */
+		return;
+	}
+	P.gop_came += waited;
+	struct pending *p = free_slot(from, g->id);
+	if (!p)
+		return;
 	*p = (struct pending){.from = from, .query_id = g->id, .key = key, .thumb = thumb};
 	snprintf(p->name, sizeof p->name, "event %.40s %s", g->event_id, thumb ? "thumbnail" : "snapshot");
 	start(p, data_dirfd, &k);
+}
+
+void rec_picture_ask(int data_dirfd, kp_Peer from, const kp_EventGet *g, uint32_t revision)
+{
+	ask(data_dirfd, from, g, revision, 0);
 }
 
 /* The keyframe at or before q->time_ms: the sub stream's first unless a stream is asked;
@@ -495,6 +606,15 @@ void rec_picture_metrics(struct jbuf *b)
 	    "# HELP keeppeek_recorderd_pictures_waiting Pictures waiting for the transcoder (at most %d).\n"
 	    "# TYPE keeppeek_recorderd_pictures_waiting gauge\n"
 	    "keeppeek_recorderd_pictures_waiting %u\n"
+	    "# HELP keeppeek_recorderd_pictures_waiting_video Pictures of fresh events waiting for their video to "
+	    "be recorded (at most %d).\n"
+	    "# TYPE keeppeek_recorderd_pictures_waiting_video gauge\n"
+	    "keeppeek_recorderd_pictures_waiting_video %u\n"
+	    "# HELP keeppeek_recorderd_picture_video_waits_total Pictures of fresh events that waited for their "
+	    "video, by whether it came within %d ms of the event's start.\n"
+	    "# TYPE keeppeek_recorderd_picture_video_waits_total counter\n"
+	    "keeppeek_recorderd_picture_video_waits_total{result=\"came\"} %llu\n"
+	    "keeppeek_recorderd_picture_video_waits_total{result=\"none\"} %llu\n"
 	    "# HELP keeppeek_recorderd_picture_cache_bytes Bytes of thumbnails in the cache (at most %d).\n"
 	    "# TYPE keeppeek_recorderd_picture_cache_bytes gauge\n"
 	    "keeppeek_recorderd_picture_cache_bytes %zu\n"
@@ -510,6 +630,7 @@ void rec_picture_metrics(struct jbuf *b)
 	    "keeppeek_recorderd_picture_cache_purged_total %llu\n",
 	    (unsigned long long)P.made, (unsigned long long)P.hits, (unsigned long long)P.failed,
 	    (unsigned long long)P.timeouts, (unsigned long long)P.busy, REC_PICTURE_PENDING, waiting(),
-	    REC_PICTURE_CACHE_BYTES, P.cache.bytes, P.cache.entries, (unsigned long long)P.cache.evicted,
-	    (unsigned long long)P.cache.purged);
+	    REC_PICTURE_GOP_WAITING, gop_waiting(), REC_PICTURE_GOP_WAIT_MS, (unsigned long long)P.gop_came,
+	    (unsigned long long)P.gop_missed, REC_PICTURE_CACHE_BYTES, P.cache.bytes, P.cache.entries,
+	    (unsigned long long)P.cache.evicted, (unsigned long long)P.cache.purged);
 }

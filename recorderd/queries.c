@@ -392,7 +392,7 @@ static void event_image(kp_Peer from, const kp_EventGet *g, const struct cat_eve
 {
 	char path[CAT_PATH_MAX];
 	if (!row->jpeg_len) {
-		rec_picture_ask(Q.cat, Q.dirfd, from, g, row->revision);
+		rec_picture_ask(Q.dirfd, from, g, row->revision);
 		return;
 	}
 	uint8_t *buf = NULL;
@@ -447,6 +447,12 @@ static void event_keyframe(kp_Peer from, const kp_EventGet *g)
 	int r = rec_keyframe_find_event(Q.cat, g->event_id, g->stream, &k);
 	if (r == -ENOENT) {
 		rec_reply_error(from, g->id, GONE, "not_found", "no keyframe of the %s stream at or before event %s",
+				g->stream ? "sub" : "main", g->event_id);
+		return;
+	}
+	if (r == -EAGAIN) {
+		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "not_yet_recorded",
+				"the %s stream's video at event %s is not recorded yet; retry in a second",
 				g->stream ? "sub" : "main", g->event_id);
 		return;
 	}
