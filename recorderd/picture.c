@@ -191,8 +191,8 @@ static unsigned gop_waiting(void)
 	return n;
 }
 
-/* Asks again for the pictures waiting for their GOP (each is parked again, answered or
- * sent to the transcoder); answers them when the catalog is closed. */
+/* Asks again for the pictures waiting for their GOP: each is parked again, answered
+ * (no_catalog when the catalog was closed) or sent to the transcoder. */
 static void gop_retry(void)
 {
 	for (unsigned i = 0; i < REC_PICTURE_GOP_WAITING; i++) {
@@ -200,11 +200,7 @@ static void gop_retry(void)
 		if (!w.used)
 			continue;
 		P.gw[i].used = 0;
-		if (P.cat)
-			ask(w.data_dirfd, w.from, &w.g, w.revision, w.until_ms);
-		else
-			rec_reply_error(w.from, w.g.id, kp_CatalogResult_CATALOG_UNAVAILABLE, "no_catalog",
-					"recorderd closed its catalog");
+		ask(w.data_dirfd, w.from, &w.g, w.revision, w.until_ms);
 	}
 }
 
@@ -341,6 +337,11 @@ static void ask(int data_dirfd, kp_Peer from, const kp_EventGet *g, uint32_t rev
 	if (jpeg) {
 		P.hits++;
 		rec_reply(from, g->id, kp_CatalogBody_CATALOG_BODY_JPEG, jpeg, len);
+		return;
+	}
+	if (!P.cat) {
+		rec_reply_error(from, g->id, kp_CatalogResult_CATALOG_UNAVAILABLE, "no_catalog",
+				"recorderd has no catalog open (see its log)");
 		return;
 	}
 	struct rec_keyframe k;
