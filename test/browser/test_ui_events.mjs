@@ -2,7 +2,8 @@
 // thumbnails, free-text and label search narrow the list, the detail shows the JPEG and
 // plays the recording around the event, and an event published while the page is open
 // appears live (with the JPEG from the WebSocket). Every card has a picture: the demo
-// cameras' motion alarms (no JPEG) show their recorded keyframe's thumbnail (issue 20).
+// cameras' motion alarms (no JPEG) show their recorded keyframe's thumbnail (issue 20),
+// one arriving live as soon as its video is recorded (decision 0039).
 // The detail plays from 5 s before the event, links the timeline there and offers the
 // clip (start - 5 s ... end + 10 s) to download. Screenshots desktop and mobile.
 import { check, shoot, waitFor, waitStreaming, publishEvent } from './helpers.mjs';
@@ -60,6 +61,17 @@ export default async function () {
 	check(true, 'the live event shows the JPEG it came with');
 	await shoot(page, 'events-desktop');
 
+	// A demo camera alarm (every 30 s) arriving live: no JPEG, its video still being
+	// recorded; its card asks for the thumbnail at once and shows the keyframe's once
+	// recorderd has it (decision 0039), without a reload and without an error.
+	const listed = await page.$$eval('.ev-item', (x) => x.map((e) => e.dataset.id));
+	const alarmId = await waitFor(() => page.$$eval('.ev-item', (x, seen) => {
+		const b = x.find((e) => !e.dataset.id.startsWith('ev-') && !seen.includes(e.dataset.id));
+		return b ? b.dataset.id : null;
+	}, listed), 45000, 'a camera alarm arrives live');
+	await waitFor(() => page.$eval(`.ev-item[data-id="${alarmId}"] img`, (i) => i.complete && i.naturalWidth === 320).catch(() => false), 15000, 'the live alarm shows its keyframe, 320 px wide');
+	check(true, `the camera alarm that arrived live (${alarmId}) shows its keyframe's thumbnail`);
+
 	await page.click('.ev-item[data-id="ev-porch"]');
 	await page.waitForSelector('dialog.detail[open] video', { timeout: 5000 });
 	await shoot(page, 'events-detail-desktop');
@@ -70,13 +82,13 @@ export default async function () {
 	const t = await page.$eval('.tl', (x) => ({ from: +x.dataset.from, to: +x.dataset.to, at: +x.querySelector('.tl-handle').getAttribute('aria-valuenow') }));
 	check(t.to - t.from === 30 * 60000 && Math.abs(t.at - (now - 4000 - 5000)) < 1000, 'the detail links to the timeline at the event (half an hour around it, playhead 5 s before it)');
 
-	// A camera alarm of the demo (every 30 s), once its keyframes are linked.
+	// The alarm that arrived live, its keyframes linked by now.
 	const auth = { headers: { Authorization: `Bearer ${s.token}` } };
 	const camEv = await waitFor(async () => {
-		const r = await fetch(s.kp.url + '/api/v1/events?limit=100', auth);
-		const j = r.status === 200 ? await r.json() : { events: [] };
-		return j.events.find((e) => e.source === 'camera' && e.keyframes.length === 2);
-	}, 70000, 'a camera alarm with its keyframes');
+		const r = await fetch(s.kp.url + `/api/v1/events/${encodeURIComponent(alarmId)}`, auth);
+		const e = r.status === 200 ? await r.json() : null;
+		return e && e.source === 'camera' && e.keyframes.length === 2 ? e : null;
+	}, 10000, 'the camera alarm with its keyframes');
 	await page.goto(s.kp.url + '/events.html');
 	await page.waitForSelector(`.ev-item[data-id="${camEv.id}"]`, { timeout: 15000 });
 	await waitFor(() => page.$$eval('.ev-item', (items) => items.every((b) => { const i = b.querySelector('img'); return i && i.complete && i.naturalWidth > 0; })), 20000, 'every event card shows a picture');

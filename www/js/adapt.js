@@ -62,11 +62,6 @@ export function normalizeEvent(e) {
 	};
 }
 
-// One event by id.
-export async function event(id) {
-	return normalizeEvent(await get(`/api/v1/events/${encodeURIComponent(id)}`));
-}
-
 // One page of a search: {events, cursor} (cursor '' at the end). On a hub a search of
 // every camera is the sites' merged search; the hub's own cameras' events are searched
 // by choosing one of them.

@@ -4,7 +4,7 @@
 // attributes, the recording from 5 s before it over WebRTC, the timeline there and a
 // clip to download) and new events arriving live from /api/v1/live.
 import { startShell, showError } from './shell.js';
-import { allCameras, events as searchEvents, event as getEvent, thumbnailUrl, snapshotUrl } from './adapt.js';
+import { allCameras, events as searchEvents, thumbnailUrl, snapshotUrl } from './adapt.js';
 import { subscribe } from './feed.js';
 import { RtcView } from './rtc.js';
 import { el, dateTime, ymd, parseLocal, toLocalInput, duration } from './format.js';
@@ -19,20 +19,19 @@ const labelsSeen = new Set(['person', 'vehicle', 'animal', 'motion']);
 const ui = {};
 const BEFORE_MS = 5000; // the player and the clip start this long before the event
 const AFTER_MS = 10000; // and the clip ends this long after it
-const LINK_TRIES = 10; // a camera event's keyframe is linked when its GOP commits
-const LINK_TRY_MS = 2000;
+const FRESH_MS = 8000; // recorderd waits this long from an event's start for its video (decision 0039)
 
-// An event without a picture yet (a camera alarm whose group of pictures is still being
-// recorded) shows a grey box until the event lists its keyframes, then its thumbnail.
-async function whenLinked(box, ev) {
-	for (let i = 0; i < LINK_TRIES && box.isConnected && !ev.site; i++) {
-		await new Promise((r) => setTimeout(r, LINK_TRY_MS));
-		const now = await getEvent(ev.id).catch(() => null);
-		if (now && now.hasPicture) {
-			box.replaceWith(el('img', { class: 'ev-thumb', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id, ev.site) }));
-			return;
-		}
-	}
+// An event without a picture (no JPEG, no linked keyframe) that has just started may be a
+// camera alarm whose group of pictures is still being recorded: its thumbnail is asked
+// for at once (recorderd answers when the video is there); an older one, or one whose
+// answer is an error, shows a grey box.
+function noPicture(ev) {
+	const box = () => el('div', { class: 'ev-thumb', 'aria-hidden': 'true' });
+	if (Date.now() - ev.start > FRESH_MS)
+		return box();
+	const img = el('img', { class: 'ev-thumb', loading: 'lazy', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id, ev.site) });
+	img.addEventListener('error', () => img.replaceWith(box()), { once: true });
+	return img;
 }
 
 const clipUrl = (ev) => `/api/v1/export?${new URLSearchParams({ camera: ev.camera, stream: 'main', from: ev.start - BEFORE_MS, to: Math.max(ev.end, ev.start) + AFTER_MS })}`;
@@ -65,8 +64,7 @@ function item(ev, jpegBlob) {
 	} else if (ev.hasPicture) {
 		img = el('img', { class: 'ev-thumb', loading: 'lazy', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id, ev.site) });
 	} else {
-		img = el('div', { class: 'ev-thumb', 'aria-hidden': 'true' });
-		whenLinked(img, ev);
+		img = noPicture(ev);
 	}
 	const b = el('button', {
 		class: 'ev-item', type: 'button', 'data-id': ev.id,
