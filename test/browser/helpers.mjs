@@ -225,8 +225,20 @@ export async function startTestCamera(dir, name) {
 
 // The real supervisor in a private directory: demo mode (two test cameras, the admin
 // password it prints) or, with opts.config(dir, port) -> INI text, that configuration
-// plus an admin user made with `keeppeekctl user add`.
+// plus an admin user made with `keeppeekctl user add`. A port another process took
+// between freePort and webd's bind is tried again with a new one (up to 3 times).
 export async function startKeeppeek(opts = {}) {
+	for (let attempt = 1; ; attempt++) {
+		try {
+			return await startOnce(opts);
+		} catch (err) {
+			if (!err.portTaken || attempt === 3)
+				throw err;
+		}
+	}
+}
+
+async function startOnce(opts) {
 	const dir = mkdtempSync(join(tmpdir(), 'kp-browser-'));
 	chmodSync(dir, 0o755); // the workers run as another user (keeppeek or nobody)
 	const port = await freePort();
@@ -251,7 +263,7 @@ export async function startKeeppeek(opts = {}) {
 	proc.stdout.on('data', (d) => (log += d));
 	proc.stderr.on('data', (d) => (log += d));
 	const exited = new Promise((ok) => proc.on('exit', ok));
-	atExit(async () => {
+	const stop = async () => { // a second call finds it stopped
 		if (proc.exitCode === null) {
 			process.kill(-proc.pid, 'SIGTERM');
 			const t = setTimeout(() => proc.exitCode === null && process.kill(-proc.pid, 'SIGKILL'), 8000);
@@ -259,17 +271,27 @@ export async function startKeeppeek(opts = {}) {
 			clearTimeout(t);
 		}
 		rmSync(dir, { recursive: true, force: true });
-	});
+	};
+	atExit(stop);
 	const url = `http://127.0.0.1:${port}`;
 	const tail = () => log.split('\n').slice(-30).join('\n');
+	const taken = `listening on 127.0.0.1:${port} failed: address already in use`;
 	await waitFor(async () => {
 		if (proc.exitCode !== null)
 			throw new Error(`keeppeekd exited with ${proc.exitCode}`);
-		const r = await fetch(url + '/healthz');
+		if (log.includes(taken))
+			return true; // answered below
+		const r = await fetch(url + '/healthz', { signal: AbortSignal.timeout(2000) }); // another server may hold the port
 		return r.status === 200;
 	}, 30000, `keeppeekd /healthz at ${url}`).catch((err) => {
 		throw new Error(err.message + '\n' + tail());
 	});
+	if (log.includes(taken)) {
+		await stop();
+		const err = new Error(`port ${port} was taken before webd bound it`);
+		err.portTaken = true;
+		throw err;
+	}
 	const kp = {
 		url, dir, sock, user: 'admin', password: '', log: () => log,
 		allowed: new Set(),
