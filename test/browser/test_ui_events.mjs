@@ -71,6 +71,11 @@ export default async function () {
 	}, listed), 45000, 'a camera alarm arrives live');
 	await waitFor(() => page.$eval(`.ev-item[data-id="${alarmId}"] img`, (i) => i.complete && i.naturalWidth === 320).catch(() => false), 15000, 'the live alarm shows its keyframe, 320 px wide');
 	check(true, `the camera alarm that arrived live (${alarmId}) shows its keyframe's thumbnail`);
+	await page.click(`.ev-item[data-id="${alarmId}"]`);
+	await waitFor(() => page.$eval('dialog.detail[open] img', (i) => i.complete && i.naturalWidth === 1920).catch(() => false), 15000, 'the live alarm\'s snapshot in its detail');
+	check(true, 'its detail, opened from the card that arrived live, shows its snapshot');
+	await page.keyboard.press('Escape');
+	await page.waitForSelector('dialog.detail[open]', { state: 'detached', timeout: 5000 }).catch(() => {});
 
 	await page.click('.ev-item[data-id="ev-porch"]');
 	await page.waitForSelector('dialog.detail[open] video', { timeout: 5000 });

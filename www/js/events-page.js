@@ -31,6 +31,18 @@ function noPicture(ev) {
 		return box();
 	const img = el('img', { class: 'ev-thumb', loading: 'lazy', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id, ev.site) });
 	img.addEventListener('error', () => img.replaceWith(box()), { once: true });
+	img.addEventListener('load', () => { ev.hasPicture = true; }, { once: true }); // the detail shows its snapshot
+	return img;
+}
+
+// The detail's picture: the snapshot of an event that has one or has just started (it
+// waits for the video like the thumbnail), else a notice.
+function snapshot(ev) {
+	const notice = () => el('p', { class: 'notice', text: 'This event has no picture yet.' });
+	if (!ev.hasPicture && Date.now() - ev.start > FRESH_MS)
+		return notice();
+	const img = el('img', { src: snapshotUrl(ev.id, ev.site), alt: `Snapshot of ${ev.label} on ${ev.camera}` });
+	img.addEventListener('error', () => img.replaceWith(notice()), { once: true });
 	return img;
 }
 
@@ -136,7 +148,7 @@ function openDetail(ev) {
 			ev.site ? null : el('a', { class: 'btn', href: clipUrl(ev), download: `${ev.camera}-${ev.id}.mp4`, text: 'Download clip' }),
 			el('button', { class: 'btn', type: 'button', text: 'Close', onclick: () => d.close() })),
 		el('div', { class: 'detail-body' },
-			ev.hasPicture ? el('img', { src: snapshotUrl(ev.id, ev.site), alt: `Snapshot of ${ev.label} on ${ev.camera}` }) : el('p', { class: 'notice', text: 'This event has no picture yet.' }),
+			snapshot(ev),
 			el('div', { class: 'player' }, video, el('div', { class: 'ov' }, state)),
 			attrs));
 	d.showModal();
