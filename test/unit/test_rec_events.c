@@ -584,6 +584,16 @@ static void test_jobs_and_links(void)
 	free_list(a);
 	struct rec_keyframe k;
 	CHECK_EQ(rec_keyframe_find_event(rs.cat, "early", 0, &k), -ENOENT);
+	/* After everything recorded: not yet (its GOP may still come), with its start. */
+	e = mk("late", 1, "cam", T0 + 3600000, "person", NULL);
+	a = job(rs.camera_id, &e, NULL, 0);
+	rec_jobs_run(rs.cat, rs.dirfd, rs.log, a);
+	CHECK_EQ(a->state, REC_JOB_DONE);
+	free_list(a);
+	for (uint32_t st = 0; st < 2; st++) {
+		CHECK_EQ(rec_keyframe_find_event(rs.cat, "late", st, &k), -EAGAIN);
+		CHECK_EQ(k.ms, T0 + 3600000);
+	}
 
 	/* keeppeekctl check: clean; a JPEG gone is a problem; repair keeps the event without
 	 * its JPEG, and the check is clean again. */
@@ -591,7 +601,7 @@ static void test_jobs_and_links(void)
 	struct rec_check_result cr;
 	CHECK_EQ(rec_check(rs.cat, rs.dirfd, &co, &cr), 0);
 	CHECK_EQ(cr.problems, 0);
-	CHECK_EQ(cr.events, 2);
+	CHECK_EQ(cr.events, 3); /* pub.1, early, late */
 	char moved[CAT_PATH_MAX + 8];
 	snprintf(moved, sizeof moved, "%s.away", p2);
 	CHECK_EQ(renameat(rs.dirfd, p2, rs.dirfd, moved), 0);
