@@ -21,6 +21,8 @@ const BEFORE_MS = 5000; // the player and the clip start this long before the ev
 const AFTER_MS = 10000; // and the clip ends this long after it
 const FRESH_MS = 8000; // recorderd waits this long from an event's start for its video (decision 0039)
 
+const thumbImg = (ev) => el('img', { class: 'ev-thumb', loading: 'lazy', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id, ev.site) });
+
 // An event without a picture (no JPEG, no linked keyframe) that has just started may be a
 // camera alarm whose group of pictures is still being recorded: its thumbnail is asked
 // for at once (recorderd answers when the video is there); an older one, or one whose
@@ -29,7 +31,7 @@ function noPicture(ev) {
 	const box = () => el('div', { class: 'ev-thumb', 'aria-hidden': 'true' });
 	if (Date.now() - ev.start > FRESH_MS)
 		return box();
-	const img = el('img', { class: 'ev-thumb', loading: 'lazy', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id, ev.site) });
+	const img = thumbImg(ev);
 	img.addEventListener('error', () => img.replaceWith(box()), { once: true });
 	img.addEventListener('load', () => { ev.hasPicture = true; }, { once: true }); // the detail shows its snapshot
 	return img;
@@ -74,7 +76,7 @@ function item(ev, jpegBlob) {
 		const url = URL.createObjectURL(jpegBlob);
 		img = el('img', { class: 'ev-thumb', alt: '', width: '320', height: '180', src: url, onload: () => URL.revokeObjectURL(url) });
 	} else if (ev.hasPicture) {
-		img = el('img', { class: 'ev-thumb', loading: 'lazy', decoding: 'async', alt: '', width: '320', height: '180', src: thumbnailUrl(ev.id, ev.site) });
+		img = thumbImg(ev);
 	} else {
 		img = noPicture(ev);
 	}
