@@ -1,5 +1,8 @@
 /* The framed IPC link: recvmsg/sendmsg on a uv_poll_t so that any descriptor (sockets,
- * media files) can cross with SCM_RIGHTS, and every buffer and queue is bounded. */
+ * media files) can cross with SCM_RIGHTS, and every buffer and queue is bounded. The
+ * error callback runs only from the loop (on_poll), never from inside kp_ipc_send or
+ * kp_ipc_uncork: a write that fails there is remembered (send_err) and reported at the
+ * next wakeup, so that no caller sees its own state torn down by the send it made. */
 #include "ipc.h"
 
 #include <errno.h>
@@ -35,7 +38,8 @@ struct kp_ipc {
 	int failed;
 	int destroyed;
 	int polling_write;
-	int corked; /* sends queue; kp_ipc_uncork writes them */
+	int corked;   /* sends queue; kp_ipc_uncork writes them */
+	int send_err; /* -errno of a write that failed outside on_poll, reported there */
 
 	enum read_state state;
 	uint8_t head[KP_FRAME_HEAD_MAX];
@@ -227,7 +231,8 @@ static int read_some(struct kp_ipc *c)
 }
 
 /* The queue's frames go out several per sendmsg (up to FLUSH_IOV): a frame that
- * carries descriptors starts a call of its own, since they travel with its first byte. */
+ * carries descriptors starts a call of its own, since they travel with its first byte.
+ * 0, or -errno of a failed write (the caller reports it). */
 static int flush(struct kp_ipc *c)
 {
 	if (c->corked)
@@ -260,8 +265,7 @@ static int flush(struct kp_ipc *c)
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return 0;
-			fail(c, -errno, strerror(errno));
-			return -1;
+			return -errno;
 		}
 		if (it->off == 0) {
 			for (unsigned i = 0; i < it->nfds; i++)
@@ -308,9 +312,16 @@ static void on_poll(uv_poll_t *h, int status, int events)
 			fail(c, status, uv_strerror(status));
 		return;
 	}
+	if (c->send_err) {
+		fail(c, c->send_err, strerror(-c->send_err));
+		return;
+	}
 	if (events & UV_WRITABLE) {
-		if (flush(c) < 0 || c->destroyed)
+		int r = flush(c);
+		if (r < 0) {
+			fail(c, r, strerror(-r));
 			return;
+		}
 	}
 	if (events & (UV_READABLE | UV_DISCONNECT)) {
 		for (int i = 0; i < READS_PER_WAKEUP; i++) {
@@ -325,7 +336,7 @@ static void on_poll(uv_poll_t *h, int status, int events)
 
 static void update_poll(struct kp_ipc *c)
 {
-	int want_write = c->out_head != NULL && !c->corked;
+	int want_write = (c->out_head != NULL && !c->corked) || c->send_err;
 	if (c->polling_write == want_write && uv_is_active((uv_handle_t *)&c->poll))
 		return;
 	c->polling_write = want_write;
@@ -337,12 +348,24 @@ void kp_ipc_cork(struct kp_ipc *c)
 	c->corked = 1;
 }
 
+/* A write that failed in a send or an uncork: reported by on_poll, which the write
+ * watch wakes at once (the socket is writable, or in error, or hung up). */
+static void defer_error(struct kp_ipc *c, int err)
+{
+	c->send_err = err;
+	update_poll(c);
+}
+
 void kp_ipc_uncork(struct kp_ipc *c)
 {
 	c->corked = 0;
-	if (c->failed || c->destroyed || flush(c) < 0)
+	if (c->failed || c->destroyed || c->send_err)
 		return;
-	update_poll(c);
+	int r = flush(c);
+	if (r < 0)
+		defer_error(c, r);
+	else
+		update_poll(c);
 }
 
 int kp_ipc_open(uv_loop_t *loop, int fd, const struct kp_ipc_limits *lim, kp_ipc_frame_cb on_frame,
@@ -384,7 +407,7 @@ int kp_ipc_send(struct kp_ipc *c, const kp_Envelope *env, const void *tail, size
 int kp_ipc_send_msg(struct kp_ipc *c, const struct kp_frame_msg *m, const void *tail, size_t tail_len, const int *fds,
 		    unsigned nfds)
 {
-	if (c->failed || c->destroyed)
+	if (c->failed || c->destroyed || c->send_err)
 		return -EPIPE;
 	if (nfds > KP_IPC_MAX_FDS || tail_len > UINT32_MAX)
 		return -EINVAL;
@@ -429,8 +452,11 @@ int kp_ipc_send_msg(struct kp_ipc *c, const struct kp_frame_msg *m, const void *
 	c->out_tail = it;
 	c->stats.queue_items++;
 	c->stats.queue_bytes += len;
-	if (flush(c) < 0)
+	r = flush(c);
+	if (r < 0) {
+		defer_error(c, r);
 		return -EPIPE;
+	}
 	update_poll(c);
 	return 0;
 }

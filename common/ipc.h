@@ -38,15 +38,18 @@ struct kp_ipc_stats {
 };
 
 typedef void (*kp_ipc_frame_cb)(struct kp_ipc *c, struct kp_ipc_frame *f, void *arg);
-/* Called once when the link fails (EOF, I/O error, protocol violation). The link is
- * inert afterwards; the owner calls kp_ipc_destroy, possibly from inside this callback. */
+/* Called once when the link fails (EOF, I/O error, protocol violation), always from the
+ * loop: never from inside kp_ipc_send, kp_ipc_send_msg or kp_ipc_uncork, whose failed
+ * write is reported at the next wakeup. The link is inert afterwards; the owner calls
+ * kp_ipc_destroy, possibly from inside this callback. */
 typedef void (*kp_ipc_error_cb)(struct kp_ipc *c, int err, const char *reason, void *arg);
 
 int kp_ipc_open(uv_loop_t *loop, int fd, const struct kp_ipc_limits *lim, kp_ipc_frame_cb on_frame,
 		kp_ipc_error_cb on_error, void *arg, struct kp_ipc **ret);
 
 /* Queues one frame. Descriptors are duplicated; the caller keeps its own. Returns 0,
- * -ENOBUFS when the queue is at its ceiling, -EPIPE when the link has failed. */
+ * -ENOBUFS when the queue is at its ceiling, -EPIPE when the link has failed or this
+ * write failed (the error callback follows from the loop). */
 int kp_ipc_send(struct kp_ipc *c, const kp_Envelope *env, const void *tail, size_t tail_len, const int *fds,
 		unsigned nfds);
 /* The same for one message named without an envelope (ipc_frame.h): what the hot paths

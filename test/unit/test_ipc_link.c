@@ -1,8 +1,9 @@
 /* Unit tests for the libuv IPC link over a real socketpair: frames with tails and passed
  * descriptors arrive intact, a corked link holds its frames until uncorked and then
  * delivers them in order (several per sendmsg, descriptors with their own frame), the
- * send queue refuses frames past its ceilings, and a malformed or truncated stream
- * closes the link once with a precise reason. */
+ * send queue refuses frames past its ceilings, a write that fails inside a send or an
+ * uncork is reported from the loop afterwards (never from inside the call), and a
+ * malformed or truncated stream closes the link once with a precise reason. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -233,6 +234,43 @@ static void test_queue_ceilings(void)
 	CHECK_EQ(uv_loop_close(&loop), 0);
 }
 
+/* The peer is gone: the send (or the uncork) that finds it out returns, and only the
+ * loop runs the error callback, once. The callback destroys the link, as rtcd's does
+ * (on_peer_error): before, it ran inside kp_ipc_send and freed what its caller was
+ * still using (rtcd's transcode job, a use-after-free in CI). */
+static void test_write_error_deferred(void)
+{
+	for (int corked = 0; corked < 2; corked++) {
+		uv_loop_t loop;
+		uv_loop_init(&loop);
+		int sv[2];
+		pair(sv);
+		struct rx a = {0};
+		CHECK_EQ(kp_ipc_open(&loop, sv[0], &peer, on_frame, on_error, &a, &a.ipc), 0);
+		kp_Envelope env = hello();
+		if (corked) {
+			kp_ipc_cork(a.ipc);
+			CHECK_EQ(kp_ipc_send(a.ipc, &env, NULL, 0, NULL, 0), 0);
+		}
+		close(sv[1]);
+		if (corked)
+			kp_ipc_uncork(a.ipc);
+		else
+			CHECK_EQ(kp_ipc_send(a.ipc, &env, NULL, 0, NULL, 0), -EPIPE);
+		CHECK_EQ(a.errors, 0);
+		CHECK(a.ipc != NULL);
+		CHECK_EQ(kp_ipc_send(a.ipc, &env, NULL, 0, NULL, 0), -EPIPE);
+		CHECK_EQ(a.errors, 0);
+		for (int i = 0; i < 50 && !a.errors; i++)
+			run_for(&loop, 10);
+		CHECK_EQ(a.errors, 1);
+		CHECK(a.ipc == NULL);
+		run_for(&loop, 10);
+		CHECK_EQ(a.errors, 1);
+		CHECK_EQ(uv_loop_close(&loop), 0);
+	}
+}
+
 static void expect_reason_on(kp_Peer from, const uint8_t *bytes, size_t len, int close_after, const char *want)
 {
 	uv_loop_t loop;
@@ -289,6 +327,7 @@ int main(void)
 	RUN(test_frames_tails_fds);
 	RUN(test_cork);
 	RUN(test_queue_ceilings);
+	RUN(test_write_error_deferred);
 	RUN(test_malformed_streams);
 	return TEST_EXIT();
 }
