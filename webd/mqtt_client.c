@@ -77,6 +77,7 @@ static struct {
 	size_t qbytes;
 	unsigned inflight;
 	uint64_t published, dropped, connects, failures, retain_refused;
+	char tls_why[160]; /* why the broker's certificate was refused, this attempt */
 } C;
 
 static void schedule_retry(const char *why);
@@ -115,8 +116,9 @@ static void lost(int rc)
 	} else {
 		/* Refused, reset, a TLS handshake or certificate check failed, no CONNACK. */
 		C.failures++;
-		kp_warn("mqtt: cannot connect to %s:%u: %s", C.conf.host, C.conf.port,
-			rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
+		kp_warn("mqtt: cannot connect to %s:%u: %s%s%s", C.conf.host, C.conf.port,
+			rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc),
+			C.tls_why[0] ? " The broker's certificate was refused: " : "", C.tls_why);
 	}
 	if (!was && C.next_addr < C.naddrs) {
 		try_next(); /* the name's next address, at once */
@@ -223,6 +225,7 @@ static void try_next(void)
 	while (C.next_addr < C.naddrs) {
 		const char *addr = C.addrs[C.next_addr++];
 		C.connect_started = uv_now(C.loop);
+		C.tls_why[0] = '\0';
 		C.connecting = true;
 		int rc = mosquitto_connect_async(C.m, addr, (int)C.conf.port, MQC_KEEPALIVE_S);
 		if (rc == MOSQ_ERR_SUCCESS) {
@@ -504,6 +507,18 @@ void mqc_queue(const char *topic, const void *payload, size_t len)
 	pump();
 }
 
+/* OpenSSL's verdict on each certificate of the broker's chain: the first refusal is
+ * kept for the log line of the failed connect (an unknown authority, an expired
+ * certificate, a name that does not match). */
+static int verify_cb(int ok, X509_STORE_CTX *st)
+{
+	if (!ok && !C.tls_why[0])
+		snprintf(C.tls_why, sizeof C.tls_why, "%s (chain depth %d)",
+			 X509_verify_cert_error_string(X509_STORE_CTX_get_error(st)),
+			 X509_STORE_CTX_get_error_depth(st));
+	return ok;
+}
+
 static SSL_CTX *make_ssl(const struct mqc_conf *c)
 {
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
@@ -534,7 +549,7 @@ static SSL_CTX *make_ssl(const struct mqc_conf *c)
 	if (ok)
 		ok = literal ? X509_VERIFY_PARAM_set1_ip_asc(param, c->host) == 1
 			     : X509_VERIFY_PARAM_set1_host(param, c->host, 0) == 1;
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, verify_cb);
 	if (!ok) {
 		SSL_CTX_free(ctx);
 		return NULL;

@@ -19,6 +19,7 @@ started here on a loopback port chosen at run time, watched by mosquitto_sub on 
 With [mqtt] qos = 0; test_mqtt_qos1.py runs it all with qos = 1."""
 import json
 import os
+import socket
 import pwd
 import shutil
 import signal
@@ -28,7 +29,7 @@ import threading
 import time
 
 import kp_events as E
-from kp import TestCamera, cameras, check, free_port, run, wait_for, wait_streaming
+from kp import TestCamera, cameras, check, fail, free_port, run, wait_for, wait_streaming
 
 QUEUE = 256  # mqtt_client.c MQC_QUEUE_ITEMS
 QOS = 0  # test_mqtt_qos1.py runs the same with 1
@@ -42,30 +43,57 @@ listen = 127.0.0.1:{port}
 
 
 class Broker:
-    def __init__(self, work, extra="", auth="allow_anonymous true\n"):
-        self.port = free_port()
+    """A mosquitto on 127.0.0.1: a plain listener (port) and, with tls=(cafile, certfile,
+    keyfile), a TLS one (tls_port). Both ports are chosen here; when mosquitto exits at its
+    first start because one was taken meanwhile (by another test's socket), new ones are
+    chosen, up to three times. Started again (start), it keeps its ports."""
+
+    def __init__(self, work, tls=None, auth="allow_anonymous true\n"):
         self.conf = os.path.join(work, "mosquitto.conf")
+        self.log = os.path.join(work, "mosquitto.log")
+        self.tls = tls
+        self.auth = auth
+        self.proc = None
+        for attempt in range(3):
+            self.port = free_port()
+            self.tls_port = free_port() if tls else None
+            self._write_conf()
+            if self._launch() or attempt == 2:
+                break
+        self._check_up()
+
+    def _write_conf(self):
         with open(self.conf, "w") as f:
             # Started as root, mosquitto would become user mosquitto, who cannot read the
             # test's private directory.
-            f.write(f"user {pwd.getpwuid(os.getuid()).pw_name}\npersistence false\n{auth}"
-                    f"listener {self.port} 127.0.0.1\n{extra}")
-        self.log = os.path.join(work, "mosquitto.log")
-        self.proc = None
-        self.start()
+            f.write(f"user {pwd.getpwuid(os.getuid()).pw_name}\npersistence false\n{self.auth}"
+                    f"listener {self.port} 127.0.0.1\n")
+            if self.tls:
+                f.write(f"listener {self.tls_port} 127.0.0.1\ncafile {self.tls[0]}\ncertfile {self.tls[1]}\n"
+                        f"keyfile {self.tls[2]}\n")
 
-    def start(self):
+    def _up(self):
+        try:
+            socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+            return True
+        except OSError:
+            return False
+
+    def _launch(self):
+        """Starts mosquitto; False when it exited because a port was taken."""
         self.proc = subprocess.Popen(["mosquitto", "-c", self.conf], stdout=open(self.log, "a"),
                                      stderr=subprocess.STDOUT)
-        import socket
+        wait_for(lambda: self.proc.poll() is not None or self._up(), 10.0, 0.05)
+        return not (self.proc.poll() is not None and "in use" in open(self.log).read())
 
-        def up():
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return True
-            except OSError:
-                return False
-        check(wait_for(up, 10.0, 0.05), "mosquitto listens")
+    def _check_up(self):
+        if self.proc.poll() is not None or not wait_for(self._up, 10.0, 0.05):
+            fail(f"mosquitto does not listen on {self.port}; its log: {open(self.log).read().strip()[-600:]!r}")
+        check(True, "mosquitto listens")
+
+    def start(self):
+        self._launch()
+        self._check_up()
 
     def kill(self):
         if self.proc and self.proc.poll() is None:
