@@ -6,6 +6,7 @@ import json
 import os
 import random
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -288,11 +289,21 @@ TEST_CAMERA = os.path.join(BUILD, "test", "camera", "keeppeek-test-camera")
 FIXTURES = os.path.join(BUILD, "test", "fixtures")
 
 
+def camera_password():
+    """A test camera's password of its own: four tests run at once, and a keeppeekd of
+    another test still retrying its camera's port, now a camera of this test, must be
+    refused (401) rather than stream from it (it did: test_rtsp_transport counted that
+    client's frames as its own)."""
+    return "cam-" + secrets.token_hex(6)
+
+
 class TestCamera:
-    """A real keeppeek-test-camera process on loopback ports chosen at run time."""
+    """A real keeppeek-test-camera process on loopback ports chosen at run time, with a
+    password of its own unless one is given."""
 
     def __init__(self, workdir, name, codec="h264", protocol="baichuan", encryption="aes", faults=(),
-                 user="admin", password="cam-pass", port=None, extra=(), main=None, sub=None):
+                 user="admin", password=None, port=None, extra=(), main=None, sub=None):
+        password = password or camera_password()
         self.name = name
         self.protocol = protocol
         self.port = port or free_port() if protocol != "bcudp" else port or free_udp_port()
@@ -392,7 +403,8 @@ class TestCameraGroup:
     TestCamera for url(), stats() (their own Baichuan counters), proc and kill()."""
 
     def __init__(self, workdir, name, n, codec="h264", encryption="aes", replay=True, user="admin",
-                 password="cam-pass", names=None):
+                 password=None, names=None):
+        password = password or camera_password()
         self.name = name
         self.stats_path = os.path.join(workdir, f"{name}.stats.json")
         self.log_path = os.path.join(workdir, f"{name}.log")

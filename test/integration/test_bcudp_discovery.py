@@ -32,7 +32,8 @@ def test(make):
     veth_segment(multicast=False)
     work = tempfile.mkdtemp(prefix="kp-bcudp-disc-")
     cam_a = TestCamera(work, "cam-a", "h264", "bcudp", "aes", port=2015, extra=["--host", "0.0.0.0", "--uid", UID_A])
-    cam_b = TestCamera(work, "cam-b", "h264", "bcudp", "aes", port=2018, extra=["--host", "0.0.0.0", "--uid", UID_B])
+    cam_b = TestCamera(work, "cam-b", "h264", "bcudp", "aes", port=2018, password=cam_a.password,
+                       extra=["--host", "0.0.0.0", "--uid", UID_B])
     try:
         pw = cam_a.password
         config = CONFIG
