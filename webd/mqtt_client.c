@@ -115,14 +115,15 @@ static void lost(int rc)
 		kp_warn("mqtt: connection to %s:%u lost: %s", C.conf.host, C.conf.port, mosquitto_strerror(rc));
 	} else {
 		/* Refused, reset, a TLS handshake or certificate check failed, no CONNACK. */
-		C.failures++;
-		kp_warn("mqtt: cannot connect to %s:%u: %s%s%s", C.conf.host, C.conf.port,
+		kp_warn("mqtt: cannot connect to %s:%u (%s): %s%s%s", C.conf.host, C.conf.port,
+			C.next_addr ? C.addrs[C.next_addr - 1] : "?",
 			rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc),
 			C.tls_why[0] ? " The broker's certificate was refused: " : "", C.tls_why);
-	}
-	if (!was && C.next_addr < C.naddrs) {
-		try_next(); /* the name's next address, at once */
-		return;
+		if (C.next_addr < C.naddrs) {
+			try_next(); /* the name's next address, at once */
+			return;
+		}
+		C.failures++; /* a connect fails once, when every address of the name has */
 	}
 	schedule_retry(mosquitto_strerror(rc));
 }
@@ -233,10 +234,10 @@ static void try_next(void)
 			return;
 		}
 		C.connecting = false;
-		C.failures++;
 		kp_warn("mqtt: cannot connect to %s:%u (%s): %s", C.conf.host, C.conf.port, addr,
 			rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
 	}
+	C.failures++;
 	schedule_retry("no address answered");
 }
 
