@@ -19,10 +19,10 @@ started here on a loopback port chosen at run time, watched by mosquitto_sub on 
 With [mqtt] qos = 0; test_mqtt_qos1.py runs it all with qos = 1."""
 import json
 import os
-import socket
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
