@@ -205,14 +205,36 @@ static void write_fragment(struct rec_stream *s, unsigned n, size_t len, const s
 	s->bytes_written += hlen + len;
 }
 
-/* Ends the GOP with a guessed duration for its last frame; its audio is what was queued
- * before limit. */
+/* Gives the buffered GOP's last frame, which has no successor, a guessed duration. */
+static void guess_last_duration(struct rec_stream *s)
+{
+	s->samples[s->n - 1].duration = s->n > 1 ? s->samples[s->n - 2].duration : DEFAULT_FRAME_90K;
+}
+
+/* Ends the GOP; its audio is what was queued before limit. */
 static void end_gop(struct rec_stream *s, int64_t limit)
 {
 	if (!s->n)
 		return;
-	s->samples[s->n - 1].duration = s->n > 1 ? s->samples[s->n - 2].duration : DEFAULT_FRAME_90K;
+	guess_last_duration(s);
 	write_gop(s, limit);
+}
+
+/* Ends the GOP with the audio queued before its last frame's end: the file's last
+ * fragment ends its two tracks together (audio timed later has no video). */
+static void end_gop_with_video(struct rec_stream *s)
+{
+	if (!s->n)
+		return;
+	guess_last_duration(s);
+	int64_t end = s->first_dts;
+	for (unsigned i = 0; i < s->n; i++) {
+		if (kp_add_i64(end, s->samples[i].duration, &end) < 0) {
+			end = INT64_MAX;
+			break;
+		}
+	}
+	write_gop(s, end);
 }
 
 static void close_file(struct rec_stream *s)
@@ -443,7 +465,7 @@ void rec_stream_arm(struct rec_stream *s, int64_t until_ms)
 
 void rec_stream_close(struct rec_stream *s)
 {
-	end_gop(s, INT64_MAX);
+	end_gop_with_video(s);
 	close_file(s);
 	rec_audio_free(&s->audio);
 	free(s->gop);

@@ -2,7 +2,9 @@
  * each fixture stream (H.264 and H.265, 1080p and 360p) recorded for 12 s (one fragment
  * per GOP, wherever the encoder put its keyframes) must pass
  * ffprobe and ffmpeg without a message, with the right codec and duration, play while
- * still being written, and keep every keyframe's bytes at the catalogued range. */
+ * still being written, and keep every keyframe's bytes at the catalogued range. A file
+ * closed with audio queued past its last video frame ends its audio track with the
+ * video (within the frame that started before the video's end). */
 #include "test_rec_fixture.h"
 #include "test.h"
 
@@ -160,11 +162,64 @@ static void test_h265_sub(void)
 	record_fixture("sub.h265", "hevc");
 }
 
+/* A stream's duration as ffprobe reads it from the file. */
+static double stream_duration(const char *path, const char *type)
+{
+	char cmd[1200], out[256];
+	snprintf(cmd, sizeof cmd,
+		 "ffprobe -v error -select_streams %c -show_entries stream=duration -of default=nw=1:nk=1 '%s' 2>&1",
+		 type[0], path);
+	CHECK_EQ(run(cmd, out, sizeof out), 0);
+	return atof(out);
+}
+
+static void test_audio_ends_with_video(void)
+{
+	struct fixture fx;
+	if (fixture_load("main.h264", &fx) < 0) {
+		CHECK(0);
+		return;
+	}
+	struct kp_audio_format fmt;
+	const uint8_t asc[] = {0x14, 0x08}; /* AAC LC, 16 kHz, mono: 1024 samples, 5760 at 90 kHz */
+	CHECK_EQ(kp_aac_config_parse(asc, sizeof asc, &fmt), 0);
+	uint8_t frame[16] = {0x21, 0x10, 0x04, 0x60, 0x8c, 0x1c};
+	struct rec_setup rs;
+	CHECK_EQ(rec_setup_open(&rs, "cam-1"), 0);
+	struct rec_stream s;
+	rec_stream_init(&s, &rs.env, "cam-1", 0, rs.camera_id);
+	int64_t wall0 = 1700000000000, apts = 1000000;
+	for (unsigned i = 0; i < fx.n; i++) {
+		int64_t dts = 1000000 + (int64_t)i * 3600;
+		/* The audio that arrived with this frame: up to its end. */
+		for (; apts < dts + 3600; apts += 5760)
+			rec_stream_audio(&s, &fmt, apts, 1024, frame, sizeof frame);
+		rec_stream_frame(&s, fx.codec, fx.au[i].key, dts, dts, (wall0 + (int64_t)i * 40) * 1000, fx.width,
+				 fx.height, i + 1, fx.au[i].data, fx.au[i].len);
+	}
+	/* 300 ms of audio after the last frame, then the stream stops. */
+	for (int64_t end = apts + 27000; apts < end; apts += 5760)
+		rec_stream_audio(&s, &fmt, apts, 1024, frame, sizeof frame);
+	char path[600];
+	snprintf(path, sizeof path, "%s/%s", rs.dir, s.rec.path);
+	rec_stream_close(&s);
+	rec_commit_free(rs.env.commit);
+	rs.env.commit = NULL;
+	double v = stream_duration(path, "video"), a = stream_duration(path, "audio");
+	CHECK(v > 3.99 && v < 4.01);
+	if (!(a >= v && a < v + 1024.0 / 16000))
+		fprintf(stderr, "audio %.3f s, video %.3f s\n", a, v);
+	CHECK(a >= v && a < v + 1024.0 / 16000);
+	rec_setup_close(&rs);
+	fixture_free(&fx);
+}
+
 int main(void)
 {
 	RUN(test_h264_main);
 	RUN(test_h264_sub);
 	RUN(test_h265_main);
 	RUN(test_h265_sub);
+	RUN(test_audio_ends_with_video);
 	return TEST_EXIT();
 }
