@@ -3,8 +3,9 @@
 rtpmp4gpay (RFC 3640) on one camera and G.711 mu-law through rtppcmupay on another,
 timed by GStreamer's own clock and RTCP sender reports. Each recording file has an H.264
 and an AAC stream (the G.711 camera's: Opus, converted by ingestd, decision 0034), decodes with `ffmpeg -v error` without a message, its audio starts
-within two audio frames after the video's first keyframe (the tone never stops, so the
-first frame recorded is the one at or after it) and ends at most one RTP packet, two
+within an audio frame and 50 ms (how late a loaded loop reads the first audio packet)
+after the video's first keyframe (the tone never stops, so the first frame recorded is
+the one at or after it) and ends at most one RTP packet, two
 audio frames and one video frame before the video. No worker restarts."""
 import glob
 import json
@@ -28,6 +29,10 @@ FRAME = {"aac": 1024 / 16000, "pcmu": 960 / 48000}
 # one AAC frame; 1,024 G.711 samples, audiotestsrc's buffer, 128 ms.
 PACKET = {"aac": 1024 / 16000, "pcmu": 1024 / 8000}
 CODEC = {"aac": "aac", "pcmu": "opus"}
+# How late a loaded loop may read the first audio packet, which places the audio before
+# the sender reports: 23 ms seen (CI, ASan build, four tests at once; the gcc build 2-10
+# ms, docs/ingest.md).
+READ_LATE = 0.05
 
 
 def serve(audio, port):
@@ -77,10 +82,10 @@ def test(make):
                 off = float(a["start_time"]) - float(v["start_time"])
                 # Before the first sender reports the audio is placed by its arrival
                 # (docs/ingest.md, "RTSP audio placed by arrival before the first
-                # sender report"): under load that can start the file one frame later.
-                check(-0.005 <= off <= 2 * f + 0.005,
-                      f"gst-{audio}: audio starts {off * 1000:.1f} ms after the video (within two frames, "
-                      f"{2 * f * 1000:.0f} ms)")
+                # sender report"): as late as the loop read the first packet.
+                check(-0.005 <= off <= f + READ_LATE,
+                      f"gst-{audio}: audio starts {off * 1000:.1f} ms after the video (within a frame and "
+                      f"{READ_LATE * 1000:.0f} ms, {(f + READ_LATE) * 1000:.0f} ms)")
                 # The end: the sender's last packet, whose samples were captured but not
                 # yet sent when keeppeekd stopped, is not in the file (its samples are
                 # timed where they were captured: at their packet's arrival, less the
