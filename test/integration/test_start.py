@@ -90,7 +90,7 @@ def test(make):
     try:
         probe = Prober(port)
         probe.start()  # before the fork, and seen connecting
-        wait_for(lambda: probe.attempts >= 5, 10, 0.01)
+        check(wait_for(lambda: probe.attempts >= 5, 10, 0.01), f"the prober connects ({probe.attempts} times)")
         forked_at = probe.attempts
         k = make(config=config, pass_fds=(lsock.fileno(),))
     finally:
